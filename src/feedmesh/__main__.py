@@ -1,0 +1,5 @@
+import sys
+
+from feedmesh.cli import main
+
+sys.exit(main())

@@ -1,0 +1,58 @@
+"""The one ``feedmesh`` program. Each role is a subcommand whose code lives in its own package.
+
+A command is registered here by name only; its module is imported when the command runs, so
+``feedmesh --help`` stays fast and one package's dependencies never slow another's command.
+Each command module exposes ``configure(parser)`` and ``run(args) -> int`` (the exit status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main"]
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("feedmesh.demo", "start a synthetic farm and run feedmesh on it (the main job)"),
+    "farm": ("feedmesh.farm.cli", "serve synthetic feeds on loopback (the testbed)"),
+    "parse": ("feedmesh.feeds.cli", "parse a feed file or URL and print it as normalized JSON"),
+    "crawl": ("feedmesh.crawl.cli", "crawl every feed of an OPML list into the store"),
+    "query": ("feedmesh.match.cli", "check subscription queries"),
+    "sim": ("feedmesh.schedule.cli", "replay a posting trace against fetch policies"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="feedmesh",
+        description="Follow the web's feeds at scale, politely.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (module, help_text) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    # Find the command first, then let its module declare its own arguments.
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in COMMANDS:
+        module = importlib.import_module(COMMANDS[command][0])
+        sub_action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        module.configure(sub_action.choices[command])
+    args = parser.parse_args(argv)
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

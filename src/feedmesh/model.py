@@ -1,0 +1,193 @@
+"""Typed records that the stages of feedmesh hand to each other.
+
+Every record is a frozen ``msgspec.Struct``: cheap to build, immutable once built, and encodable to
+JSON or MessagePack unchanged (the bus and the store carry them as they are).
+
+Time has two shapes, each for a reason:
+
+* instants the *publisher* declares (``Entry.published``, ``Entry.updated``, ``FeedInfo.updated``)
+  are timezone-aware ``datetime`` objects in UTC, because they come from documents and go back into
+  documents;
+* instants *we* observe (``fetched_at``, ``first_seen_at``, ...) are float seconds since the Unix
+  epoch read from an injected :class:`feedmesh.clock.Clock`, because the scheduler and simulator do
+  arithmetic on them by the million.
+
+The identity of an entry (``Entry.key``) and its content hash are computed in exactly one place,
+:mod:`feedmesh.feeds.identity`.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+import msgspec
+
+__all__ = [
+    "Enclosure",
+    "Entry",
+    "FeedInfo",
+    "FetchError",
+    "FetchOutcome",
+    "FetchResult",
+    "ParseProblem",
+    "ParsedFeed",
+    "Person",
+]
+
+
+class Person(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An author or contributor."""
+
+    name: str = ""
+    email: str = ""
+    uri: str = ""
+
+
+class Enclosure(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A media attachment (RSS ``<enclosure>``, Atom ``rel="enclosure"``, JSON Feed attachment)."""
+
+    url: str
+    type: str = ""
+    length: int | None = None
+
+
+class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One article of a feed, normalized.
+
+    ``summary`` and ``content`` hold *sanitized* HTML (safe to serve to a browser); ``title`` is
+    plain text. URLs are absolute (resolved against xml:base / the document URL).
+    """
+
+    key: str
+    """Stable identity within its feed (see :func:`feedmesh.feeds.identity.entry_key`)."""
+    content_hash: str = ""
+    """Hash of what a reader sees (title, link, summary, content); changes when the entry is edited."""
+    guid: str = ""
+    """The id the publisher declared (RSS guid, Atom id, JSON Feed id), verbatim; may be empty."""
+    title: str = ""
+    link: str = ""
+    published: datetime | None = None
+    updated: datetime | None = None
+    authors: tuple[Person, ...] = ()
+    summary: str = ""
+    content: str = ""
+    enclosures: tuple[Enclosure, ...] = ()
+    categories: tuple[str, ...] = ()
+    language: str = ""
+
+
+class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Feed-level metadata, including the publisher's hints to pollers."""
+
+    format: str = ""
+    """One of ``rss0.90 rss0.91 rss0.92 rss2.0 rss1.0 atom0.3 atom1.0 json1.0 json1.1`` (or "")."""
+    title: str = ""
+    link: str = ""
+    description: str = ""
+    language: str = ""
+    updated: datetime | None = None
+    authors: tuple[Person, ...] = ()
+    self_link: str = ""
+    hub_links: tuple[str, ...] = ()
+    """WebSub hubs (``<link rel="hub">``, JSON Feed ``hubs``)."""
+    ttl_minutes: int | None = None
+    skip_hours: tuple[int, ...] = ()
+    """Hours of the day (0-23, GMT) the publisher asks us not to poll."""
+    skip_days: tuple[str, ...] = ()
+    """Day names (``Monday`` .. ``Sunday``) the publisher asks us not to poll."""
+    update_period: str = ""
+    """``sy:updatePeriod``: hourly, daily, weekly, monthly or yearly."""
+    update_frequency: int | None = None
+    """``sy:updateFrequency``: times per ``update_period``."""
+    icon: str = ""
+
+
+class ParseProblem(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Why a document could not be read (cleanly). The parser returns it; it never raises.
+
+    ``kind`` is one of a closed vocabulary so that callers can branch on it:
+    ``not_a_feed`` (HTML page, unknown root, empty, binary), ``malformed`` (syntax error; entries
+    recovered where possible), ``encoding`` (declared charset wrong or undecodable bytes),
+    ``forbidden`` (DTD with entities, external entity, entity expansion), ``too_large`` (a work cap
+    was hit; what fit is returned), ``invalid`` (well-formed but breaks the format's rules, e.g. an
+    entry without any usable field).
+    """
+
+    kind: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+
+class ParsedFeed(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The parser's answer: what it could read, and the first problem it met (if any)."""
+
+    feed: FeedInfo
+    entries: tuple[Entry, ...] = ()
+    error: ParseProblem | None = None
+    encoding: str = ""
+
+    @property
+    def is_feed(self) -> bool:
+        """False when the bytes were not a feed at all (as opposed to a feed with problems)."""
+        return self.error is None or self.error.kind != "not_a_feed"
+
+
+class FetchOutcome(enum.StrEnum):
+    """How a fetch ended. The scheduler and metrics branch on this, never on message text."""
+
+    OK = "ok"  # 200 with a body
+    NOT_MODIFIED = "not_modified"  # 304
+    DELTA = "delta"  # 226 IM Used: the body holds only what changed (RFC 3229 + feed)
+    GONE = "gone"  # 410: deactivate the feed
+    NOT_FOUND = "not_found"  # 404
+    CLIENT_ERROR = "client_error"  # other 4xx
+    RATE_LIMITED = "rate_limited"  # 429, or 503 with Retry-After
+    SERVER_ERROR = "server_error"  # 5xx
+    TIMEOUT = "timeout"  # connect or total deadline passed
+    TOO_LARGE = "too_large"  # body or decompressed size cap
+    REDIRECT_ERROR = "redirect_error"  # loop or too many hops
+    BLOCKED = "blocked"  # address guard refused the destination
+    DNS_ERROR = "dns_error"
+    CONNECTION_ERROR = "connection_error"
+    PROTOCOL_ERROR = "protocol_error"  # malformed HTTP, bad encoding of the transfer
+    INVALID_URL = "invalid_url"
+
+
+class FetchError(msgspec.Struct, frozen=True):
+    """A typed fetch failure with a precise, human-readable message (what, where, why)."""
+
+    outcome: FetchOutcome
+    message: str
+
+
+class FetchResult(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Everything one fetch learned, success or not."""
+
+    url: str
+    """The URL we asked for."""
+    outcome: FetchOutcome
+    fetched_at: float
+    elapsed_s: float = 0.0
+    status: int | None = None
+    final_url: str = ""
+    """Where the body came from after redirects ("" when no redirect happened)."""
+    permanent_redirect: str = ""
+    """Target of a 301/308 chain (only permanent hops), for the caller to confirm and store."""
+    body: bytes = b""
+    content_type: str = ""
+    etag: str = ""
+    last_modified: str = ""
+    wire_bytes: int = 0
+    """Bytes received on the wire (headers excluded), before decompression."""
+    decoded_bytes: int = 0
+    retry_after_s: float | None = None
+    """Seconds to wait, from Retry-After (either form) on 429/503."""
+    max_age_s: float | None = None
+    """Cache-Control max-age (or Expires - Date), a hint for the scheduler."""
+    error: FetchError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome in (FetchOutcome.OK, FetchOutcome.DELTA)
