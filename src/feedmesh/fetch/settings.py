@@ -1,0 +1,65 @@
+"""Settings of the polite fetcher, one validated object injected into :class:`Fetcher`."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import msgspec
+
+from feedmesh import PROJECT_URL, __version__
+
+__all__ = ["FetchSettings", "user_agent"]
+
+
+def user_agent(subscribers: int | None = None) -> str:
+    """Who we are, where to read about us, and (when known) how many people this fetch serves.
+
+    Publishers see the subscriber count in their logs, as Feedbin and NewsBlur do it.
+    """
+    audience = f"; {subscribers} subscriber{'s' if subscribers != 1 else ''}" if subscribers else ""
+    return f"feedmesh/{__version__} (+{PROJECT_URL}{audience})"
+
+
+class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
+    connect_timeout_s: float = 5.0
+    """Cobra used aggressive 5 s timeouts so that one slow feed cannot stall a crawl cycle."""
+    total_timeout_s: float = 5.0
+    max_body_bytes: int = 8 * 1024 * 1024
+    """Cap on bytes received on the wire; an endless body is cut here."""
+    max_decoded_bytes: int = 16 * 1024 * 1024
+    """Cap on bytes after decompression; a gzip bomb is stopped here, never inflated whole."""
+    max_redirects: int = 5
+    max_connections: int = 256
+    per_host_connections: int = 2
+    per_host_interval_s: float = 0.0
+    """Minimum spacing between the starts of two requests to the same host."""
+    accept_delta: bool = True
+    """Send ``A-IM: feed`` (RFC 3229) so servers may answer 226 with only the new entries."""
+    allow_private: bool = False
+    """Allow every destination address. Only for trusted lists; tests use ``allow_networks``."""
+    allow_networks: tuple[str, ...] = ()
+    """CIDR blocks that are allowed although private (e.g. ``127.0.0.0/8`` for the farm)."""
+    user_agent: str = ""
+    """Empty: :func:`user_agent` with the subscriber count of each request."""
+
+    def __post_init__(self) -> None:
+        for name in ("connect_timeout_s", "total_timeout_s"):
+            value = getattr(self, name)
+            if not 0 < value <= 600:
+                raise ValueError(f"FetchSettings.{name} must be in (0, 600] seconds, got {value}")
+        if self.max_body_bytes < 1024 or self.max_decoded_bytes < self.max_body_bytes:
+            raise ValueError(
+                "FetchSettings: max_body_bytes must be >= 1024 and max_decoded_bytes >= "
+                f"max_body_bytes (got {self.max_body_bytes} and {self.max_decoded_bytes})"
+            )
+        if not 0 <= self.max_redirects <= 20:
+            raise ValueError(f"FetchSettings.max_redirects must be in 0..20, got {self.max_redirects}")
+        if self.per_host_connections < 1 or self.max_connections < 1:
+            raise ValueError("FetchSettings: connection limits must be >= 1")
+        if self.per_host_interval_s < 0:
+            raise ValueError("FetchSettings.per_host_interval_s must be >= 0")
+        for block in self.allow_networks:
+            try:
+                ipaddress.ip_network(block, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"FetchSettings.allow_networks: {block!r} is not a CIDR block") from exc
