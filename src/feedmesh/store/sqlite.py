@@ -1,0 +1,281 @@
+"""The embedded default store: one SQLite file in WAL mode.
+
+WAL with ``synchronous=NORMAL`` keeps every committed transaction through a process crash
+(``kill -9``); only a power cut can lose the last few, and none can corrupt the file. One
+connection serves one thread at a time (a lock guards it); async callers hop through
+:class:`feedmesh.store.runner.StoreThread` so the event loop never waits on the disk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import msgspec
+
+from feedmesh.fetch.state import FeedFetchState
+from feedmesh.model import Entry, FeedInfo
+from feedmesh.store.base import FeedRow, FeedUpdate, IngestedEntry, Posting, StoreError
+from feedmesh.store.dedup import classify_entries
+
+__all__ = ["SQLiteStore"]
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS feeds (
+    id INTEGER PRIMARY KEY,
+    source_url TEXT NOT NULL UNIQUE,
+    url TEXT NOT NULL,
+    active INTEGER NOT NULL DEFAULT 1,
+    title TEXT NOT NULL DEFAULT '',
+    state BLOB NOT NULL,
+    info BLOB,
+    added_at REAL NOT NULL,
+    changed_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY,
+    feed_id INTEGER NOT NULL REFERENCES feeds(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    first_seen_at REAL NOT NULL,
+    changed_at REAL NOT NULL,
+    published REAL,
+    data BLOB NOT NULL,
+    UNIQUE (feed_id, key)
+);
+CREATE INDEX IF NOT EXISTS entries_by_hash ON entries (feed_id, content_hash);
+CREATE INDEX IF NOT EXISTS entries_by_seen ON entries (first_seen_at);
+CREATE TABLE IF NOT EXISTS postings (
+    feed_id INTEGER NOT NULL REFERENCES feeds(id) ON DELETE CASCADE,
+    first_seen_at REAL NOT NULL,
+    published REAL,
+    backlog INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS postings_by_feed ON postings (feed_id, first_seen_at);
+"""
+
+_entry_encoder = msgspec.msgpack.Encoder()
+_entry_decoder = msgspec.msgpack.Decoder(Entry)
+_state_decoder = msgspec.msgpack.Decoder(FeedFetchState)
+_info_decoder = msgspec.msgpack.Decoder(FeedInfo)
+
+
+class SQLiteStore:
+    """:class:`feedmesh.store.base.Store` on SQLite. ``path=":memory:"`` for throw-away stores."""
+
+    def __init__(self, path: str | Path, *, max_entries_per_feed: int = 200) -> None:
+        self.path = str(path)
+        self.max_entries_per_feed = max_entries_per_feed
+        self._lock = threading.RLock()
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(SCHEMA)
+            self._check_version()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+
+    def _check_version(self) -> None:
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: schema version {row[0]}, this feedmesh reads "
+                             f"{SCHEMA_VERSION}")
+
+    @contextmanager
+    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise StoreError(f"{what} failed in {self.path}: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"query failed in {self.path}: {exc}") from exc
+
+    # -- feeds ------------------------------------------------------------------------------
+
+    def add_feeds(self, urls: Iterable[str], now: float) -> list[FeedRow]:
+        urls = list(dict.fromkeys(u.strip() for u in urls if u.strip()))
+        with self._transaction("adding feeds") as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO feeds (source_url, url, state, added_at, changed_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(u, u, msgspec.msgpack.encode(FeedFetchState(url=u)), now, now) for u in urls],
+            )
+        rows: list[FeedRow] = []
+        for start in range(0, len(urls), 500):
+            chunk = urls[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows += self._feed_rows(f"WHERE source_url IN ({marks})", chunk)
+        order = {u: i for i, u in enumerate(urls)}
+        rows.sort(key=lambda r: order[r.source_url])
+        return rows
+
+    def _feed_rows(self, where: str, params: Sequence[object] = ()) -> list[FeedRow]:
+        rows = self._read("SELECT id, source_url, title, state, info, added_at FROM feeds "
+                          f"{where} ORDER BY id", params)
+        return [FeedRow(id=r[0], source_url=r[1], title=r[2], state=_state_decoder.decode(r[3]),
+                        info=_info_decoder.decode(r[4]) if r[4] else None, added_at=r[5])
+                for r in rows]
+
+    def feeds(self, *, active_only: bool = False) -> list[FeedRow]:
+        return self._feed_rows("WHERE active = 1" if active_only else "")
+
+    def feed(self, feed_id: int) -> FeedRow | None:
+        rows = self._feed_rows("WHERE id = ?", (feed_id,))
+        return rows[0] if rows else None
+
+    def remove_feed(self, feed_id: int) -> None:
+        with self._transaction(f"removing feed {feed_id}") as db:
+            db.execute("DELETE FROM feeds WHERE id = ?", (feed_id,))
+
+    def set_active(self, feed_id: int, active: bool, reason: str = "") -> None:
+        row = self.feed(feed_id)
+        if row is None:
+            raise StoreError(f"no feed with id {feed_id}")
+        state = msgspec.structs.replace(row.state, active=active, inactive_reason=reason,
+                                        errors=0 if active else row.state.errors, not_before=0.0)
+        with self._transaction(f"(de)activating feed {feed_id}") as db:
+            db.execute("UPDATE feeds SET active = ?, state = ? WHERE id = ?",
+                       (int(active), msgspec.msgpack.encode(state), feed_id))
+
+    # -- ingest -----------------------------------------------------------------------------
+
+    def apply(self, updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
+        """Commit a batch of fetch intents atomically; return the entries that were new or
+        updated (in the order met), with their ids."""
+        ingested: list[IngestedEntry] = []
+        with self._transaction(f"applying {len(updates)} feed updates") as db:
+            for update in updates:
+                self._apply_one(db, update, ingested)
+        return ingested
+
+    def _apply_one(self, db: sqlite3.Connection, update: FeedUpdate,
+                   ingested: list[IngestedEntry]) -> None:
+        state = update.state
+        info = update.info
+        params: list[object] = [state.url, int(state.active), msgspec.msgpack.encode(state),
+                                update.seen_at]
+        sql = "UPDATE feeds SET url = ?, active = ?, state = ?, changed_at = ?"
+        if info is not None:
+            sql += ", title = ?, info = ?"
+            params += [info.title, msgspec.msgpack.encode(info)]
+        cursor = db.execute(sql + " WHERE id = ?", (*params, update.feed_id))
+        if cursor.rowcount == 0:
+            return  # the feed was removed while it was being fetched
+        if not update.entries:
+            return
+        known_keys: dict[str, str] = {}
+        known_hashes: set[str] = set()
+        for key, content_hash in db.execute(
+                "SELECT key, content_hash FROM entries WHERE feed_id = ?", (update.feed_id,)):
+            known_keys[key] = content_hash
+            known_hashes.add(content_hash)
+        new, updated = classify_entries(update.entries, known_keys, known_hashes)
+        now = update.seen_at
+        for entry in new:
+            published = _epoch(entry)
+            cursor = db.execute(
+                "INSERT INTO entries (feed_id, key, content_hash, first_seen_at, changed_at, "
+                "published, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (update.feed_id, entry.key, entry.content_hash, now, now, published,
+                 _entry_encoder.encode(entry)))
+            db.execute("INSERT INTO postings VALUES (?, ?, ?, ?)",
+                       (update.feed_id, now, published, int(update.backlog)))
+            ingested.append(IngestedEntry(id=cursor.lastrowid, feed_id=update.feed_id,
+                                          entry=entry, first_seen_at=now))
+        for entry in updated:
+            row = db.execute(
+                "UPDATE entries SET content_hash = ?, changed_at = ?, published = ?, data = ? "
+                "WHERE feed_id = ? AND key = ? RETURNING id, first_seen_at",
+                (entry.content_hash, now, _epoch(entry), _entry_encoder.encode(entry),
+                 update.feed_id, entry.key)).fetchone()
+            ingested.append(IngestedEntry(id=row[0], feed_id=update.feed_id, entry=entry,
+                                          first_seen_at=row[1], updated=True))
+        if new:
+            self._prune_entries(db, update.feed_id, len(known_keys) + len(new),
+                                keep=max(self.max_entries_per_feed, 2 * len(update.entries)))
+
+    def _prune_entries(self, db: sqlite3.Connection, feed_id: int, count: int, keep: int) -> None:
+        # Never prune below twice the document's size: an entry still in the document must stay
+        # known, or the next fetch would see it as new again.
+        if count <= keep:
+            return
+        db.execute("DELETE FROM entries WHERE feed_id = ? AND id NOT IN "
+                   "(SELECT id FROM entries WHERE feed_id = ? ORDER BY id DESC LIMIT ?)",
+                   (feed_id, feed_id, keep))
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _entries(self, where: str, params: Sequence[object]) -> list[IngestedEntry]:
+        rows = self._read("SELECT id, feed_id, first_seen_at, data, changed_at > first_seen_at "
+                          f"FROM entries {where}", params)
+        return [IngestedEntry(id=r[0], feed_id=r[1], first_seen_at=r[2],
+                              entry=_entry_decoder.decode(r[3]), updated=bool(r[4]))
+                for r in rows]
+
+    def entries(self, feed_id: int, limit: int = 50) -> list[IngestedEntry]:
+        return self._entries("WHERE feed_id = ? ORDER BY id DESC LIMIT ?", (feed_id, limit))
+
+    def recent_entries(self, limit: int = 100) -> list[IngestedEntry]:
+        return self._entries("ORDER BY id DESC LIMIT ?", (limit,))
+
+    def entries_by_id(self, ids: Sequence[int]) -> list[IngestedEntry]:
+        out: list[IngestedEntry] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            out += self._entries(f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        return out
+
+    def entry_count(self) -> int:
+        return int(self._read("SELECT count(*) FROM entries")[0][0])
+
+    def postings(self, feed_id: int, since: float = 0.0) -> list[Posting]:
+        rows = self._read("SELECT first_seen_at, published, backlog FROM postings "
+                          "WHERE feed_id = ? AND first_seen_at >= ? ORDER BY first_seen_at",
+                          (feed_id, since))
+        return [Posting(r[0], r[1], bool(r[2])) for r in rows]
+
+    def all_postings(self, since: float = 0.0) -> dict[int, list[Posting]]:
+        out: dict[int, list[Posting]] = defaultdict(list)
+        for feed_id, seen, published, backlog in self._read(
+                "SELECT feed_id, first_seen_at, published, backlog FROM postings "
+                "WHERE first_seen_at >= ? ORDER BY feed_id, first_seen_at", (since,)):
+            out[feed_id].append(Posting(seen, published, bool(backlog)))
+        return dict(out)
+
+    def prune_postings(self, before: float) -> int:
+        with self._transaction("pruning postings") as db:
+            return db.execute("DELETE FROM postings WHERE first_seen_at < ?", (before,)).rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _epoch(entry: Entry) -> float | None:
+    moment = entry.published or entry.updated
+    return moment.timestamp() if moment is not None else None
