@@ -100,6 +100,8 @@ class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """``sy:updatePeriod``: hourly, daily, weekly, monthly or yearly."""
     update_frequency: int | None = None
     """``sy:updateFrequency``: times per ``update_period``."""
+    update_base: datetime | None = None
+    """``sy:updateBase``: the instant the ``update_period`` schedule is counted from."""
     icon: str = ""
 
 

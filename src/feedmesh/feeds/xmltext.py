@@ -1,0 +1,126 @@
+"""Read text and markup out of lxml elements, and name elements by well-known namespace prefixes.
+
+Format modules compare element names as short keys (``"title"``, ``"dc:creator"``,
+``"atom:link"``) instead of Clark names (``"{http://purl.org/dc/elements/1.1/}creator"``): the
+prefix a document chose is irrelevant, the namespace URI is what counts, and a feed's own namespace
+(RSS 1.0, Atom) reads as no prefix at all. Keys are cached per format: tags repeat in every entry.
+
+Text is read the way a reader would: character data, CDATA and character references joined;
+entities the document did not declare (``&eacute;`` in RSS 0.91 feeds that point at Netscape's
+DTD) resolved from the HTML table; comments and processing instructions skipped.
+"""
+
+from __future__ import annotations
+
+import html
+import html.entities
+from collections.abc import Callable
+
+from lxml import etree
+
+__all__ = ["NAMESPACES", "child_elements", "inner_markup", "make_keyer", "text_of"]
+
+NAMESPACES = {
+    "http://purl.org/rss/1.0/": "rss",
+    "http://my.netscape.com/rdf/simple/0.9/": "rss",
+    "http://backend.userland.com/rss2": "rss",
+    "http://backend.userland.com/rss": "rss",
+    "http://blogs.law.harvard.edu/tech/rss": "rss",
+    "http://purl.org/net/rss1.1#": "rss",
+    "http://www.w3.org/2005/Atom": "atom",
+    "http://purl.org/atom/ns#": "atom03",
+    "http://purl.org/rss/1.0/modules/content/": "content",
+    "http://purl.org/dc/elements/1.1/": "dc",
+    "http://purl.org/dc/terms/": "dcterms",
+    "http://purl.org/rss/1.0/modules/syndication/": "sy",
+    "http://www.itunes.com/dtds/podcast-1.0.dtd": "itunes",
+    "http://www.itunes.com/DTDs/Podcast-1.0.dtd": "itunes",
+    "http://search.yahoo.com/mrss/": "media",
+    "http://search.yahoo.com/mrss": "media",
+    "http://www.w3.org/1999/xhtml": "xhtml",
+    "http://www.w3.org/1999/02/22-rdf-syntax-ns#": "rdf",
+    "http://rssnamespace.org/feedburner/ext/1.0": "feedburner",
+}
+XHTML = "http://www.w3.org/1999/xhtml"
+_XHTML_PREFIX = "{" + XHTML + "}"
+_COMMENT, _PI, _ENTITY = etree.Comment, etree.ProcessingInstruction, etree.Entity
+
+
+def make_keyer(home_prefix: str) -> Callable[[object], str]:
+    """A cached ``tag -> key`` function for one format; ``home_prefix`` reads as no prefix.
+
+    Non-element nodes (comments, entities) get ``""``; unknown namespaces keep their Clark name,
+    so they never collide with a key a format module looks for.
+    """
+    cache: dict[str, str] = {}
+
+    def key(tag: object) -> str:
+        if not isinstance(tag, str):
+            return ""
+        known = cache.get(tag)
+        if known is not None:
+            return known
+        if tag[0] == "{":
+            namespace, _, local = tag[1:].partition("}")
+            prefix = NAMESPACES.get(namespace)
+            if prefix is None:
+                result = tag
+            elif prefix == home_prefix:
+                result = local
+            else:
+                result = f"{prefix}:{local}"
+        else:
+            result = tag
+        if len(cache) < 4096:  # a hostile document could invent endless names
+            cache[tag] = result
+        return result
+
+    return key
+
+
+def child_elements(element: etree._Element) -> list[etree._Element]:
+    """Direct child elements, without comments, entities and processing instructions."""
+    return [child for child in element if isinstance(child.tag, str)]
+
+
+def text_of(element: etree._Element) -> str:
+    """All character data of ``element`` and its descendants, entities resolved."""
+    if len(element) == 0:
+        return element.text or ""
+    parts = [element.text or ""]
+    for child in element:
+        tag = child.tag
+        if tag is _ENTITY:
+            parts.append(_entity_text(child.name))
+        elif tag is not _COMMENT and tag is not _PI:
+            parts.append(text_of(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+def inner_markup(element: etree._Element) -> str:
+    """The content of ``element`` as an HTML string: its text escaped, its children serialized.
+
+    XHTML elements lose their namespace so that the HTML sanitizer recognizes them.
+    """
+    if len(element) == 0:
+        return html.escape(element.text or "", quote=False)
+    for descendant in element.iterdescendants():
+        tag = descendant.tag
+        if isinstance(tag, str) and tag.startswith(_XHTML_PREFIX):
+            descendant.tag = tag[len(_XHTML_PREFIX):]
+    etree.cleanup_namespaces(element)
+    parts = [html.escape(element.text or "", quote=False)]
+    for child in element:
+        if child.tag is _ENTITY:
+            parts.append(html.escape(_entity_text(child.name), quote=False))
+            parts.append(html.escape(child.tail or "", quote=False))
+        elif child.tag is _COMMENT or child.tag is _PI:
+            parts.append(html.escape(child.tail or "", quote=False))
+        else:
+            parts.append(etree.tostring(child, encoding="unicode", with_tail=True))
+    return "".join(parts)
+
+
+def _entity_text(name: str) -> str:
+    return html.entities.html5.get(name + ";", "&" + name + ";")
