@@ -1,0 +1,196 @@
+"""The ingestion pipeline end to end against a real loopback server whose feeds change."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from feedmesh.clock import ManualClock
+from feedmesh.crawl import CrawlSettings, Crawler
+from feedmesh.fetch import Fetcher, FetchSettings
+from feedmesh.store import IngestedEntry, SQLiteStore
+
+
+def rss(items: list[tuple[str, str]]) -> bytes:
+    body = "".join(f"<item><guid>{g}</guid><title>{t}</title><link>http://example.com/{t}</link>"
+                   f"<description>text of {t}</description></item>" for g, t in items)
+    return (f'<?xml version="1.0"?><rss version="2.0"><channel><title>Feed</title>'
+            f"<link>http://example.com/</link>{body}</channel></rss>").encode()
+
+
+class Site:
+    """Feeds whose documents the test edits; counts requests per path."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, bytes] = {}
+        self.status: dict[str, int] = {}
+        self.etag_support: dict[str, bool] = {}
+        self.hits: dict[str, int] = {}
+        self.version: dict[str, int] = {}
+
+    def set(self, name: str, doc: bytes, *, etag: bool = True) -> None:
+        self.docs[name] = doc
+        self.version[name] = self.version.get(name, 0) + 1
+        self.etag_support[name] = etag
+
+    async def handle(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        self.hits[name] = self.hits.get(name, 0) + 1
+        if name in self.status:
+            return web.Response(status=self.status[name], text="error page")
+        if name not in self.docs:
+            return web.Response(status=404)
+        etag = f'"{name}-{self.version[name]}"'
+        if self.etag_support[name]:
+            if request.headers.get("If-None-Match") == etag:
+                return web.Response(status=304, headers={"ETag": etag})
+            return web.Response(body=self.docs[name], headers={"ETag": etag},
+                                content_type="application/rss+xml")
+        return web.Response(body=self.docs[name], content_type="application/rss+xml")
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[tuple[str, Site]]:
+    s = Site()
+    app = web.Application()
+    app.router.add_get("/{name}", s.handle)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    tcp = web.TCPSite(runner, "127.0.0.1", 0)
+    await tcp.start()
+    port = tcp._server.sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}", s
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def crawler(tmp_path):
+    clock = ManualClock(1_800_000_000.0)
+    store = SQLiteStore(tmp_path / "crawl.db")
+    received: list[IngestedEntry] = []
+
+    async def sink(items: list[IngestedEntry]) -> None:
+        received.extend(items)
+
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",), total_timeout_s=2),
+                       clock=clock) as fetcher:
+        c = Crawler(store, fetcher, clock, settings=CrawlSettings(batch_interval_s=0.01),
+                    on_ingested=sink)
+        c.received = received  # type: ignore[attr-defined]
+        c.clock_ = clock  # type: ignore[attr-defined]
+        yield c
+        c.close()
+    store.close()
+
+
+async def test_first_crawl_then_conditional_then_one_new_entry(site, crawler):
+    base, s = site
+    s.set("a", rss([("1", "one"), ("2", "two")]))
+    await crawler.add_feeds([f"{base}/a"])
+    stats = await crawler.crawl()
+    assert (stats.fetched, stats.ok, stats.new_entries) == (1, 1, 2)
+    assert [i.entry.title for i in crawler.received] == ["one", "two"]
+
+    stats = await crawler.crawl()
+    assert stats.not_modified == 1 and stats.new_entries == 0 and stats.parsed == 0
+
+    s.set("a", rss([("3", "three"), ("1", "one"), ("2", "two")]))
+    crawler.clock_.advance(60)
+    stats = await crawler.crawl()
+    assert stats.new_entries == 1 and crawler.received[-1].entry.title == "three"
+    assert crawler.received[-1].first_seen_at == crawler.clock_.now()
+    postings = crawler.store.postings(1)
+    assert [p.backlog for p in postings] == [True, True, False]
+
+
+async def test_server_ignoring_conditional_get_is_caught_by_document_hash(site, crawler):
+    base, s = site
+    s.set("a", rss([("1", "one")]), etag=False)
+    await crawler.add_feeds([f"{base}/a"])
+    await crawler.crawl()
+    stats = await crawler.crawl()
+    assert stats.ok == 1 and stats.unchanged_documents == 1 and stats.parsed == 0
+
+
+async def test_changing_guids_do_not_flood(site, crawler):
+    base, s = site
+    await crawler.add_feeds([f"{base}/a"])
+    for round_ in range(4):
+        s.set("a", rss([(f"guid-{round_}-1", "one"), (f"guid-{round_}-2", "two")]))
+        await crawler.crawl()
+    assert len(crawler.received) == 2
+
+
+async def test_one_bad_feed_does_not_disturb_the_others(site, crawler):
+    base, s = site
+    s.set("good", rss([("1", "one")]))
+    s.set("html", b"<!DOCTYPE html><html><body><p>Not a feed</p></body></html>")
+    s.status["broken"] = 500
+    s.status["gone"] = 410
+    await crawler.add_feeds([f"{base}/{n}" for n in ("good", "html", "broken", "gone", "missing")])
+    stats = await crawler.crawl()
+    assert stats.new_entries == 1
+    assert stats.errors == {"parse:not_a_feed": 1, "server_error": 1, "gone": 1, "not_found": 1}
+    states = {crawler.states[i].url.rsplit("/", 1)[1]: crawler.states[i] for i in crawler.states}
+    assert not states["gone"].active
+    assert states["broken"].errors == 1 and states["broken"].not_before > crawler.clock_.now()
+    assert "Not a feed" not in states["html"].last_error and states["html"].last_error
+
+    # Immediately again: backing-off and deactivated feeds are not fetched.
+    before = dict(s.hits)
+    stats = await crawler.crawl()
+    assert stats.skipped == 4 and s.hits["good"] == before["good"] + 1
+    assert s.hits["broken"] == before["broken"] and s.hits["gone"] == before["gone"]
+
+
+async def test_a_url_is_fetched_once_per_cycle(site, crawler):
+    base, s = site
+    s.set("a", rss([("1", "one")]))
+    ids = await crawler.add_feeds([f"{base}/a", f"{base}/a?copy"])
+    # As after a confirmed redirect: two feed rows now point at the same URL.
+    crawler.states[ids[1]] = crawler.states[ids[0]]
+    stats = await crawler.crawl()
+    assert s.hits["a"] == 1 and stats.skipped == 1
+
+
+async def test_slow_consumer_applies_backpressure_without_loss(site, tmp_path):
+    base, s = site
+    for n in range(30):
+        s.set(f"f{n}", rss([(f"{n}-{k}", f"post {n}.{k}") for k in range(3)]))
+    clock = ManualClock(0.0)
+    store = SQLiteStore(tmp_path / "bp.db")
+    received: list[int] = []
+
+    async def slow(items: list[IngestedEntry]) -> None:
+        await asyncio.sleep(0.05)
+        received.extend(i.id for i in items)
+
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
+        c = Crawler(store, fetcher, clock, on_ingested=slow,
+                    settings=CrawlSettings(batch_size=2, concurrency=10, batch_interval_s=0.01))
+        await c.add_feeds([f"{base}/f{n}" for n in range(30)])
+        stats = await c.crawl()
+        c.close()
+    assert stats.new_entries == 90 and len(received) == 90 == len(set(received))
+    store.close()
+
+
+async def test_state_survives_restart(site, tmp_path):
+    base, s = site
+    s.set("a", rss([("1", "one")]))
+    clock = ManualClock(0.0)
+    path = tmp_path / "r.db"
+    for round_ in range(2):
+        store = SQLiteStore(path)
+        async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as f:
+            c = Crawler(store, f, clock)
+            await c.load()
+            if round_ == 0:
+                await c.add_feeds([f"{base}/a"])
+            stats = await c.crawl()
+            c.close()
+        store.close()
+    assert stats.not_modified == 1 and stats.new_entries == 0  # validators were persisted
