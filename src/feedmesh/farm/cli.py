@@ -1,0 +1,91 @@
+"""``feedmesh farm``: serve synthetic feeds on loopback until interrupted.
+
+    feedmesh farm --feeds 1000 --port 8080 --seed 7 [--speed 60] [--hosts 4] [--faults none]
+
+Prints where it serves (and, with ``--ready-json``, one JSON line on stdout that
+:class:`feedmesh.farm.process.FarmProcess` waits for). SIGTERM or Ctrl-C stops it cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+
+__all__ = ["configure", "run"]
+
+
+def _override(text: str) -> tuple[int, str]:
+    feed, eq, fault = text.partition("=")
+    if not eq or not feed.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected FEED_ID=FAULT, got {text!r}")
+    return int(feed), fault.strip()
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--feeds", type=int, default=100, help="number of feeds (default 100)")
+    parser.add_argument("--port", type=int, default=8080, help="port on every host (0: any free)")
+    parser.add_argument("--seed", type=int, default=1, help="everything served follows from it")
+    parser.add_argument("--speed", type=float, default=1.0,
+                        help="farm clock runs this many times faster than real time")
+    parser.add_argument("--origin", type=float, default=None,
+                        help="farm time at start, Unix seconds (default: now); fix it to replay")
+    parser.add_argument("--hosts", type=int, default=1,
+                        help="spread feeds over this many loopback addresses 127.0.1.1..K")
+    parser.add_argument("--faults", default="default",
+                        help="fault mix: default, none, or KIND=SHARE,... (see feedmesh.farm.faults)")
+    parser.add_argument("--fault", action="append", type=_override, default=[], metavar="ID=KIND",
+                        help="give feed ID exactly this fault (repeatable)")
+    parser.add_argument("--cache-mb", type=float, default=1024.0,
+                        help="memory budget for rendered documents (default 1024)")
+    parser.add_argument("--log-capacity", type=int, default=1_000_000,
+                        help="requests kept in the request log")
+    parser.add_argument("--ready-json", action="store_true",
+                        help="print one JSON line with the URLs on stdout once serving")
+
+
+def run(args: argparse.Namespace) -> int:
+    from feedmesh.farm.config import FarmConfig, FarmConfigError
+
+    try:
+        config = FarmConfig(feeds=args.feeds, port=args.port, seed=args.seed, speed=args.speed,
+                            origin=args.origin, hosts=args.hosts, faults=args.faults,
+                            fault_overrides=dict(args.fault), cache_mb=args.cache_mb,
+                            log_capacity=args.log_capacity)
+    except FarmConfigError as error:
+        print(f"feedmesh farm: {error}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(config, args.ready_json))
+    except OSError as error:
+        print(f"feedmesh farm: cannot serve: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(config, ready_json: bool) -> None:
+    from feedmesh.farm.server import FarmServer
+
+    started = time.perf_counter()
+    farm = FarmServer(config)
+    await farm.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    startup = time.perf_counter() - started
+    if ready_json:
+        print(json.dumps({"event": "ready", "port": farm.port, "base_urls": farm.base_urls,
+                          "opml_url": farm.opml_url, "origin": farm.origin,
+                          "feeds": config.feeds, "startup_s": round(startup, 4)}), flush=True)
+    print(f"farm: {config.feeds} feeds (seed {config.seed}, speed {config.speed}x) on "
+          f"{', '.join(farm.base_urls)}; list: {farm.opml_url}; started in {startup:.2f}s",
+          file=sys.stderr, flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await farm.stop()
+        print(f"farm: stopped after {farm.log.next_seq} requests", file=sys.stderr, flush=True)
