@@ -24,9 +24,9 @@ from feedmesh.farm.rand import normals, unit, units
 
 __all__ = ["BODY_WORDS_MEDIAN", "FeedCatalog", "FeedSpec"]
 
-BODY_WORDS_MEDIAN = 42.0  # words of an article's body for the median feed (a title adds ~7)
-FEED_WORDS_SIGMA = 0.95  # spread of article length between feeds (log scale)
-ARTICLE_WORDS_SIGMA = 0.45  # spread within a feed
+BODY_WORDS_MEDIAN = 52  # words of an article's body for the median feed (a title adds ~7)
+FEED_WORDS_SIGMA = 1.1  # spread of article length between feeds (log scale)
+ARTICLE_WORDS_SIGMA = 0.7  # spread within a feed
 _TTL_CHOICES = np.array([15, 30, 60, 120, 180, 360, 720, 1440])
 _MAX_AGE_CHOICES = (300, 900, 1800, 3600)
 _LANGUAGES = ("en", "en-us", "en-gb")
@@ -111,9 +111,9 @@ class FeedCatalog:
     @staticmethod
     def _entry_caps(u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """How many entries a feed lists: 10 for half the feeds, fewer for a quarter, more for a
-        quarter (10 + an exponential tail of mean 7, at most 60): median 10, 90th percentile ~17."""
+        quarter (10 + an exponential tail of mean 8, at most 60): median 10, 90th percentile ~17."""
         few = 1 + (v * 9).astype(np.int64)
-        many = np.minimum(60, 10 + np.ceil(-7.0 * np.log1p(-v))).astype(np.int64)
+        many = np.minimum(60, 10 + np.ceil(-8.0 * np.log1p(-v))).astype(np.int64)
         return np.where(u < 0.25, few, np.where(u < 0.75, 10, many)).astype(np.int16)
 
     def _faults(self, u: np.ndarray) -> list[Fault]:

@@ -60,6 +60,7 @@ class ContentMaker:
         self.site = f"{base_url}/sites/{spec.id}/"
         self.self_link = f"{base_url}/feeds/{spec.id}"
         self.feed_authors = self.people[:1] if rng.random() < 0.5 else ()
+        self.entry_authors = rng.random() < 0.65  # many feeds never name an author
 
     def feed_info(self, updated_at: float | None) -> FeedInfo:
         spec = self.spec
@@ -117,5 +118,6 @@ class ContentMaker:
             enclosures = (Enclosure(url=f"{self.base_url}/media/{spec.id}/{post.key}.mp3",
                                     type="audio/mpeg", length=5_000_000 + rng.randrange(60_000_000)),)
         return Entry(key=guid, guid=guid, title=title, link=link, published=published,
-                     authors=(self.people[rng.randrange(len(self.people))],), summary=summary,
+                     authors=(self.people[rng.randrange(len(self.people))],) if self.entry_authors
+                     else (), summary=summary,
                      categories=categories, enclosures=enclosures)
