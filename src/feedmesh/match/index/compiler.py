@@ -1,0 +1,51 @@
+"""Compile a parsed :class:`~feedmesh.match.query.Query` into term-id conjunctions.
+
+Every term is interned in the vocabulary (new terms get a prior in the statistics). A positive phrase
+also requires each of its words, which become ordinary positive terms: that lets a phrase-only query
+be filed under its rarest word, and rejects most candidates before any position is looked at.
+"""
+
+from __future__ import annotations
+
+from feedmesh.match.index.delta import CompiledConjunction
+from feedmesh.match.index.statistics import TermStatistics
+from feedmesh.match.index.vocabulary import KIND_PHRASE, Vocabulary
+from feedmesh.match.query import Phrase, Query
+
+__all__ = ["compile_query", "sync_statistics"]
+
+
+def sync_statistics(vocabulary: Vocabulary, statistics: TermStatistics) -> None:
+    """Give every term added to ``vocabulary`` since the last call its prior."""
+    for field, kind, text in vocabulary.keys[len(statistics) :]:
+        statistics.add_term(field, kind, text)
+
+
+def compile_query(
+    query: Query, vocabulary: Vocabulary, statistics: TermStatistics
+) -> tuple[CompiledConjunction, ...]:
+    """The conjunctions of ``query`` in term ids, each with its access term chosen."""
+    drafts: list[tuple[set[int], set[int]]] = []
+    for conjunction in query.conjunctions:
+        positive: set[int] = set()
+        for term in conjunction.positive:
+            term_id = vocabulary.intern(term)
+            positive.add(term_id)
+            if isinstance(term, Phrase):
+                positive.update(vocabulary.phrase_word_ids(term_id).tolist())
+        negative = {vocabulary.intern(term) for term in conjunction.negative}
+        drafts.append((positive, negative))
+    sync_statistics(vocabulary, statistics)
+    estimates = statistics.estimates()
+    kinds = vocabulary.kinds.view()
+    compiled = []
+    for positive, negative in drafts:
+        words = sorted(
+            (t for t in positive if kinds[t] != KIND_PHRASE), key=lambda t: (estimates[t], t)
+        )
+        phrases = tuple(sorted(t for t in positive if kinds[t] == KIND_PHRASE))
+        key = tuple(sorted([*positive, *(-t - 1 for t in negative)]))
+        compiled.append(
+            CompiledConjunction(key, words[0], tuple(words[1:]), phrases, tuple(sorted(negative)))
+        )
+    return tuple(compiled)

@@ -1,0 +1,352 @@
+"""The subscription index: match one article against every subscription, while they change.
+
+State is a compact immutable main index (:class:`CompiledIndex`), a small :class:`DeltaIndex` of
+subscriptions added since the last compaction, and a set of main-index subscriptions removed (or
+replaced) since then. ``match()`` is main minus removed, plus delta, so a result never includes a
+removed subscription and always includes an added one, whatever the compaction is doing.
+
+Compaction merges all three into a new main index (re-choosing every access predicate from the
+current term statistics). :meth:`SubscriptionIndex.compact_in_background` builds it in a worker
+thread from a frozen snapshot while adds, removes and matches continue on the event loop; those
+changes are logged and replayed onto the new state when it is swapped in.
+
+All methods are synchronous and called from one thread (the event loop); only the build itself
+runs elsewhere, on data no other code touches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from array import array
+from collections.abc import Iterable
+from typing import Final
+
+import msgspec
+import numpy as np
+
+from feedmesh.match.article import Article, TokenizedArticle, tokenize_article
+from feedmesh.match.errors import SubscriptionIdError
+from feedmesh.match.index.compiled import CompiledIndex, ConjunctionTable, build_compiled, concat_tables
+from feedmesh.match.index.compiler import compile_query
+from feedmesh.match.index.delta import CompiledConjunction, DeltaIndex
+from feedmesh.match.index.kernels import BACKENDS, default_backend, phrase_holds
+from feedmesh.match.index.prepare import PreparedArticle, prepare_article
+from feedmesh.match.index.statistics import TermStatistics
+from feedmesh.match.index.vocabulary import Vocabulary
+from feedmesh.match.query import Query, QueryLimits, parse_query
+
+__all__ = ["IndexSettings", "IndexStats", "SubscriptionIndex", "check_sub_id"]
+
+MAX_SUB_ID: Final = 2**31 - 1
+
+
+def check_sub_id(sub_id: int) -> int:
+    if isinstance(sub_id, bool) or not isinstance(sub_id, (int, np.integer)):
+        raise SubscriptionIdError(f"subscription id must be an int, not {type(sub_id).__name__}")
+    if not 0 <= sub_id <= MAX_SUB_ID:
+        raise SubscriptionIdError(f"subscription id {sub_id} is outside 0..{MAX_SUB_ID}")
+    return int(sub_id)
+
+
+class IndexSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """When the index asks for compaction, and how it matches."""
+
+    backend: str = "auto"
+    """``numba``, ``numpy``, or ``auto`` (numba when installed)."""
+    delta_limit: int = 5_000
+    """Subscriptions in the delta that make compaction due (the delta is matched in Python)."""
+    removed_fraction: float = 0.05
+    """Share of the main index removed or replaced that makes compaction due."""
+    reestimate_after: int = 20_000
+    """Articles observed since the last build that make compaction (re-choosing access) due."""
+    query_limits: QueryLimits = QueryLimits()
+
+
+class IndexStats(msgspec.Struct, frozen=True):
+    subscriptions: int
+    main_subscriptions: int
+    delta_subscriptions: int
+    removed_pending: int
+    conjunctions: int
+    terms: int
+    index_bytes: int
+    """The main index arrays (the matching structure)."""
+    vocabulary_bytes: int
+    """Estimated size of the term dictionary and its per-term arrays (strings, dicts)."""
+
+
+class _CompactionJob:
+    """What a compaction needs, frozen at its start so a worker thread can build from it."""
+
+    def __init__(self, index: SubscriptionIndex) -> None:
+        self.main = index._main
+        self.removed = np.array(sorted(index._removed), dtype=np.int64)
+        self.delta_table = index._delta.to_table()
+        self.estimates = index.statistics.estimates()
+        self.kinds = index.vocabulary.kinds.view().copy()
+        self.term_count = len(index.vocabulary)
+
+    def build(self) -> CompiledIndex:
+        table = concat_tables([self.main.to_table(without=self.removed), self.delta_table])
+        return build_compiled(table, self.estimates, self.kinds, self.term_count)
+
+
+class SubscriptionIndex:
+    """Subscriptions (id -> query) that articles are matched against. See the module docstring."""
+
+    def __init__(
+        self,
+        settings: IndexSettings | None = None,
+        statistics: TermStatistics | None = None,
+    ) -> None:
+        self.settings = settings or IndexSettings()
+        backend = default_backend() if self.settings.backend == "auto" else self.settings.backend
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown or unavailable backend {backend!r}; have {sorted(BACKENDS)}")
+        self.backend = backend
+        self._kernel = BACKENDS[backend]
+        self.vocabulary = Vocabulary()
+        self.statistics = statistics or TermStatistics()
+        self._main = CompiledIndex.empty()
+        self._delta = DeltaIndex()
+        self._removed: set[int] = set()
+        self._removed_array: np.ndarray | None = None
+        self._present = np.zeros(1024, dtype=np.uint8)
+        self._log: list[tuple[int, Query | None]] | None = None  # changes during a compaction
+        self._compaction: asyncio.Task[None] | None = None
+        self._observed_at_build = 0
+
+    # --- changes -------------------------------------------------------------------------------
+
+    def add(self, sub_id: int, query: Query | str) -> Query:
+        """Add ``sub_id`` (or replace its query). Returns the parsed query."""
+        sub_id = check_sub_id(sub_id)
+        if isinstance(query, str):
+            query = parse_query(query, self.settings.query_limits)
+        conjunctions = compile_query(query, self.vocabulary, self.statistics)
+        self._forget(sub_id)
+        self._delta.add(sub_id, conjunctions)
+        if self._log is not None:
+            self._log.append((sub_id, query))
+        return query
+
+    def remove(self, sub_id: int) -> bool:
+        """Remove ``sub_id``; False (and nothing changes) if it was not in the index."""
+        sub_id = check_sub_id(sub_id)
+        found = self._forget(sub_id)
+        if found and self._log is not None:
+            self._log.append((sub_id, None))
+        return found
+
+    def _forget(self, sub_id: int) -> bool:
+        if self._delta.remove(sub_id):
+            return True
+        if sub_id not in self._removed and self._main.contains(sub_id):
+            self._removed.add(sub_id)
+            self._removed_array = None
+            return True
+        return False
+
+    def __contains__(self, sub_id: object) -> bool:
+        if not isinstance(sub_id, int):
+            return False
+        return sub_id in self._delta or (
+            sub_id not in self._removed and self._main.contains(sub_id)
+        )
+
+    def __len__(self) -> int:
+        return self._main.subscription_count - len(self._removed) + len(self._delta)
+
+    # --- matching ------------------------------------------------------------------------------
+
+    def match(self, article: Article | TokenizedArticle, *, observe: bool = True) -> np.ndarray:
+        """Sorted unique ids (int32) of the subscriptions ``article`` matches.
+
+        ``observe`` counts the article's terms in the statistics that choose access predicates.
+        """
+        tokenized = article if isinstance(article, TokenizedArticle) else tokenize_article(article)
+        prepared = prepare_article(tokenized, self.vocabulary)
+        if len(self._present) < len(self.vocabulary):
+            self._present = np.zeros(2 * len(self.vocabulary), dtype=np.uint8)
+        phrases = self.vocabulary.phrase_tables()
+        main = self._main
+        ids = self._kernel(
+            main.buffer, main.header, phrases.of_term, phrases.field, phrases.start, phrases.words,
+            prepared.terms, prepared.seq, prepared.bounds, self._present,
+        )
+        if self._removed and len(ids):
+            removed = self._removed_ids()
+            position = np.minimum(np.searchsorted(removed, ids), len(removed) - 1)
+            ids = ids[removed[position] != ids]
+        if len(self._delta):
+            extra = self._delta.match(set(prepared.terms.tolist()), self._phrase_checker(prepared))
+            if extra:
+                ids = np.union1d(ids, np.fromiter(extra, dtype=np.int32, count=len(extra)))
+        if observe:
+            self.statistics.observe(prepared.terms)
+        return ids
+
+    def _removed_ids(self) -> np.ndarray:
+        if self._removed_array is None:
+            self._removed_array = np.array(sorted(self._removed), dtype=np.int32)
+        return self._removed_array
+
+    def _phrase_checker(self, prepared: PreparedArticle):  # type: ignore[no-untyped-def]
+        tables = self.vocabulary.phrase_tables()
+        memo: dict[int, bool] = {}
+
+        def holds(term_id: int) -> bool:
+            answer = memo.get(term_id)
+            if answer is None:
+                phrase = int(tables.of_term[term_id])
+                if phrase < 0:
+                    answer = False
+                else:
+                    field = int(tables.field[phrase])
+                    words = tables.words[tables.start[phrase] : tables.start[phrase + 1]]
+                    answer = phrase_holds(
+                        words, prepared.seq, int(prepared.bounds[field]),
+                        int(prepared.bounds[field + 1]),
+                    )
+                memo[term_id] = answer
+            return answer
+
+        return holds
+
+    # --- compaction ----------------------------------------------------------------------------
+
+    def maintenance_due(self) -> bool:
+        """Whether a compaction would pay off now (delta large, many removals, stale estimates)."""
+        settings = self.settings
+        return (
+            len(self._delta) >= settings.delta_limit
+            or len(self._removed) > settings.removed_fraction * max(1, self._main.subscription_count)
+            or (
+                self._main.subscription_count > 0
+                and self.statistics.observations - self._observed_at_build
+                >= settings.reestimate_after
+            )
+        )
+
+    def compact(self) -> None:
+        """Merge delta and removals into a new main index now (blocking)."""
+        if self._compaction is not None:
+            raise RuntimeError("a background compaction is running; await it instead")
+        job = _CompactionJob(self)
+        self._install(job.build(), [])
+
+    async def compact_in_background(self) -> None:
+        """Build the new main index in a worker thread; the index stays usable meanwhile."""
+        if self._compaction is not None:
+            await asyncio.shield(self._compaction)
+            return
+        self._compaction = asyncio.ensure_future(self._compact_async())
+        try:
+            await asyncio.shield(self._compaction)
+        finally:
+            self._compaction = None
+
+    async def _compact_async(self) -> None:
+        job = _CompactionJob(self)
+        self._log = []
+        try:
+            built = await asyncio.to_thread(job.build)
+        except BaseException:
+            self._log = None
+            raise
+        log, self._log = self._log, None
+        self._install(built, log)
+
+    def _install(self, main: CompiledIndex, replay: list[tuple[int, Query | None]]) -> None:
+        self._main = main
+        self._delta = DeltaIndex()
+        self._removed = set()
+        self._removed_array = None
+        self._observed_at_build = self.statistics.observations
+        for sub_id, query in replay:
+            if query is None:
+                self.remove(sub_id)
+            else:
+                self.add(sub_id, query)
+
+    # --- bulk build and introspection --------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        items: Iterable[tuple[int, Query | str]],
+        settings: IndexSettings | None = None,
+        statistics: TermStatistics | None = None,
+    ) -> SubscriptionIndex:
+        """An index holding ``items`` (id, query), built straight into a main index.
+
+        Much faster than ``add()`` one by one: no delta, one vectorized build. Identical query texts
+        are parsed once. A repeated id raises :class:`SubscriptionIdError`.
+        """
+        index = cls(settings, statistics)
+        table = _BulkTable()
+        cache: dict[str, tuple[CompiledConjunction, ...]] = {}
+        limits = index.settings.query_limits
+        for sub_id, query in items:
+            sub_id = check_sub_id(sub_id)
+            text = query if isinstance(query, str) else None
+            conjunctions = cache.get(text) if text is not None else None
+            if conjunctions is None:
+                parsed = parse_query(query, limits) if isinstance(query, str) else query
+                conjunctions = compile_query(parsed, index.vocabulary, index.statistics)
+                if text is not None:
+                    if len(cache) >= 200_000:
+                        cache.clear()
+                    cache[text] = conjunctions
+            table.add(sub_id, conjunctions)
+        index._install(index._build_from(table.finish()), [])
+        return index
+
+    def _build_from(self, table: ConjunctionTable) -> CompiledIndex:
+        return build_compiled(
+            table, self.statistics.estimates(), self.vocabulary.kinds.view(), len(self.vocabulary)
+        )
+
+    def stats(self) -> IndexStats:
+        vocabulary_bytes = sum(
+            120 + len(text) for _field, _kind, text in self.vocabulary.keys
+        )  # dict entry + key tuple + str object, roughly, per term
+        return IndexStats(
+            subscriptions=len(self),
+            main_subscriptions=self._main.subscription_count,
+            delta_subscriptions=len(self._delta),
+            removed_pending=len(self._removed),
+            conjunctions=self._main.conjunction_count,
+            terms=len(self.vocabulary),
+            index_bytes=self._main.nbytes,
+            vocabulary_bytes=vocabulary_bytes + 8 * 3 * len(self.vocabulary),
+        )
+
+
+class _BulkTable:
+    """Accumulates (subscription, conjunctions) into flat arrays for one vectorized build."""
+
+    def __init__(self) -> None:
+        self.term_start = array("q", [0])
+        self.terms = array("i")
+        self.owners = array("q")
+        self.sub_ids = array("q")
+
+    def add(self, sub_id: int, conjunctions: tuple[CompiledConjunction, ...]) -> None:
+        self.sub_ids.append(sub_id)
+        for conjunction in conjunctions:
+            self.terms.extend(conjunction.key)
+            self.term_start.append(len(self.terms))
+            self.owners.append(sub_id)
+
+    def finish(self) -> ConjunctionTable:
+        sub_ids = np.sort(np.frombuffer(self.sub_ids, dtype=np.int64))
+        repeated = sub_ids[1:][sub_ids[1:] == sub_ids[:-1]]
+        if len(repeated):
+            raise SubscriptionIdError(f"subscription id {int(repeated[0])} given twice")
+        return ConjunctionTable(
+            np.frombuffer(self.term_start, dtype=np.int64).copy(),
+            np.frombuffer(self.terms, dtype=np.int32).copy(),
+            np.arange(len(self.owners) + 1, dtype=np.int64),
+            np.frombuffer(self.owners, dtype=np.int64).copy(),
+        )

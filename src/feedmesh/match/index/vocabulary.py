@@ -1,0 +1,164 @@
+"""The term dictionary: every distinct term any subscription used, with a dense integer id.
+
+A *term* is a word, a prefix or a phrase within one field. Ids are dense and never reused, so the
+index can keep per-term arrays (posting-list starts, frequency estimates, the scratch "present" flags
+of the matcher) and compare terms as integers.
+
+Lookups are organized for the article side, which is the hot path: per field, ``words[field]`` maps a
+token straight to its id (no key building per token), and ``prefixes[field][length]`` maps the first
+``length`` characters of a token to the id of that prefix term. Phrases also get an entry in the
+phrase tables (field, word ids), which the matching kernels read to check positions.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+
+from feedmesh.match.article import PHRASE_FIELDS
+from feedmesh.match.index.growable import Growable
+from feedmesh.match.query import FIELDS, Phrase, Prefix, Term, Word
+
+__all__ = ["FIELD_CODES", "KIND_PHRASE", "KIND_PREFIX", "KIND_WORD", "PhraseTables", "Vocabulary"]
+
+FIELD_CODES: Final = {name: code for code, name in enumerate(FIELDS)}
+"""text=0, title=1, author=2, category=3 (the fields with positions, in PHRASE_FIELDS order), site=4,
+lang=5."""
+assert tuple(FIELDS[: len(PHRASE_FIELDS)]) == PHRASE_FIELDS
+
+KIND_WORD: Final = 0
+KIND_PREFIX: Final = 1
+KIND_PHRASE: Final = 2
+
+
+class PhraseTables:
+    """Read-only arrays the kernels use to check phrases (views: valid until the next append)."""
+
+    __slots__ = ("field", "of_term", "start", "words")
+
+    def __init__(
+        self, of_term: np.ndarray, field: np.ndarray, start: np.ndarray, words: np.ndarray
+    ) -> None:
+        self.of_term = of_term  # per term id: its phrase number, or -1
+        self.field = field  # per phrase: field code (0..3)
+        self.start = start  # per phrase: start of its word ids in ``words`` (len = phrases + 1)
+        self.words = words  # word term ids of every phrase, concatenated
+
+
+class Vocabulary:
+    """Append-only map between terms and dense ids."""
+
+    def __init__(self) -> None:
+        self.words: list[dict[str, int]] = [{} for _ in FIELDS]
+        self.prefixes: list[dict[int, dict[str, int]]] = [{} for _ in FIELDS]
+        self.phrases: dict[tuple[int, tuple[str, ...]], int] = {}
+        self.phrases_per_field = [0] * len(FIELDS)
+        self.keys: list[tuple[int, int, str]] = []  # per id: (field code, kind, text)
+        self.kinds = Growable(np.int8)
+        self._phrase_of_term = Growable(np.int32)
+        self._phrase_field = Growable(np.int32)
+        self._phrase_start = Growable(np.int32, [0])
+        self._phrase_words = Growable(np.int32)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    # --- terms -> ids --------------------------------------------------------------------------
+
+    def lookup(self, term: Term) -> int | None:
+        """The id of ``term``, or None if no subscription ever used it."""
+        field = FIELD_CODES[term.field]
+        if isinstance(term, Word):
+            return self.words[field].get(term.token)
+        if isinstance(term, Prefix):
+            return self.prefixes[field].get(len(term.prefix), {}).get(term.prefix)
+        return self.phrases.get((field, term.tokens))
+
+    def intern(self, term: Term) -> int:
+        """The id of ``term``, adding it (and a phrase's words) if new."""
+        field = FIELD_CODES[term.field]
+        if isinstance(term, Word):
+            return self._intern_word(field, term.token)
+        if isinstance(term, Prefix):
+            by_length = self.prefixes[field].setdefault(len(term.prefix), {})
+            known = by_length.get(term.prefix)
+            if known is not None:
+                return known
+            term_id = self._new_term(field, KIND_PREFIX, term.prefix)
+            by_length[term.prefix] = term_id
+            return term_id
+        return self._intern_phrase(field, term.tokens)
+
+    def phrase_word_ids(self, term_id: int) -> np.ndarray:
+        """The word ids a phrase term implies (a phrase needs all its words present)."""
+        phrase = int(self._phrase_of_term.view()[term_id])
+        start = self._phrase_start.view()
+        return self._phrase_words.view()[start[phrase] : start[phrase + 1]]
+
+    def _intern_word(self, field: int, token: str) -> int:
+        words = self.words[field]
+        known = words.get(token)
+        if known is not None:
+            return known
+        term_id = self._new_term(field, KIND_WORD, token)
+        words[token] = term_id
+        return term_id
+
+    def _intern_phrase(self, field: int, tokens: tuple[str, ...]) -> int:
+        known = self.phrases.get((field, tokens))
+        if known is not None:
+            return known
+        word_ids = [self._intern_word(field, token) for token in tokens]
+        term_id = self._new_term(field, KIND_PHRASE, " ".join(tokens))
+        self.phrases[(field, tokens)] = term_id
+        self._phrase_of_term.view()[term_id] = len(self._phrase_field)
+        self._phrase_field.append(field)
+        self._phrase_words.extend(np.asarray(word_ids, dtype=np.int32))
+        self._phrase_start.append(len(self._phrase_words))
+        self.phrases_per_field[field] += 1
+        return term_id
+
+    def _new_term(self, field: int, kind: int, text: str) -> int:
+        term_id = len(self.keys)
+        self.keys.append((field, kind, text))
+        self.kinds.append(kind)
+        self._phrase_of_term.append(-1)
+        return term_id
+
+    # --- arrays for the kernels, and serialization -----------------------------------------------
+
+    def phrase_tables(self) -> PhraseTables:
+        return PhraseTables(
+            self._phrase_of_term.view(),
+            self._phrase_field.view(),
+            self._phrase_start.view(),
+            self._phrase_words.view(),
+        )
+
+    def key_blob(self) -> bytes:
+        """Every term as ``<field><kind><text>``, NUL-separated, UTF-8 (tokens contain no NUL)."""
+        return "\x00".join(f"{field}{kind}{text}" for field, kind, text in self.keys).encode()
+
+    @classmethod
+    def from_key_blob(cls, blob: bytes) -> Vocabulary:
+        """Rebuild a vocabulary from :meth:`key_blob` (ids are positions, as before)."""
+        vocabulary = cls()
+        if not blob:
+            return vocabulary
+        for key in blob.decode().split("\x00"):
+            field, kind, text = int(key[0]), int(key[1]), key[2:]
+            if kind == KIND_WORD:
+                term = Word(FIELDS[field], text)
+            elif kind == KIND_PREFIX:
+                term = Prefix(FIELDS[field], text)
+            else:
+                term = Phrase(FIELDS[field], tuple(text.split(" ")))
+            if vocabulary.lookup(term) is not None:
+                raise ValueError(f"term {key!r} appears twice")
+            expected = len(vocabulary)
+            if vocabulary.intern(term) != expected:
+                # A phrase's words must have been listed before it: they always are, because
+                # interning a phrase interns its words first.
+                raise ValueError(f"term {key!r} is out of order")
+        return vocabulary

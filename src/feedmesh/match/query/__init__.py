@@ -1,0 +1,93 @@
+"""The subscription query language: parse, normalize, expand, evaluate.
+
+Front door: :func:`parse_query` turns text into a :class:`Query` or raises one :class:`QueryError`
+(``.position``, ``.message``, ``.hint``). The language:
+
+* words, case-insensitive, tokenized like articles (:mod:`feedmesh.match.text`); adjacent terms are
+  ANDed (``law internet``); ``AND``, ``OR``, ``NOT`` in any case, ``-word`` for NOT; parentheses;
+* ``"quoted phrases"``; ``copyr*`` prefix wildcards (at least ``min_prefix_chars`` before the star);
+* fields ``title:``, ``author:``, ``category:``, ``site:``/``feed:`` (host of the source feed, its
+  subdomains included) and ``lang:`` (``lang:en`` includes ``en-us``); ``title:(a OR b)`` applies
+  the field to a group. An unqualified word matches title, summary or content.
+
+A word is true when it occurs in the article (in the field, if one is named); the boolean expression
+decides the match (Cobra, section 3.2).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from feedmesh.match.article import Article, TokenizedArticle, tokenize_article
+from feedmesh.match.errors import QueryError
+from feedmesh.match.query.ast import (
+    FIELDS,
+    And,
+    Compound,
+    Node,
+    Not,
+    Or,
+    Phrase,
+    Prefix,
+    Term,
+    Word,
+    render,
+)
+from feedmesh.match.query.dnf import Conjunction, expand
+from feedmesh.match.query.evaluate import evaluate
+from feedmesh.match.query.limits import QueryLimits
+from feedmesh.match.query.parser import canonical, parse_tree
+
+__all__ = [
+    "FIELDS",
+    "And",
+    "Compound",
+    "Conjunction",
+    "Node",
+    "Not",
+    "Or",
+    "Phrase",
+    "Prefix",
+    "Query",
+    "QueryError",
+    "QueryLimits",
+    "Term",
+    "Word",
+    "parse_query",
+]
+
+_DEFAULT_LIMITS = QueryLimits()
+
+
+class Query(msgspec.Struct, frozen=True):
+    """A parsed, accepted subscription query.
+
+    ``normalized`` is canonical: queries that differ only in case, spacing, operator spelling, term
+    order or repetition have the same ``normalized`` text, and parsing it gives the same query back.
+    ``conjunctions`` is the OR-expansion the index files (never empty, each with a positive term).
+    """
+
+    text: str
+    """What the user typed."""
+    normalized: str
+    root: Node
+    conjunctions: tuple[Conjunction, ...]
+
+    def matches(self, article: Article | TokenizedArticle) -> bool:
+        """Reference evaluation on one article (tokenize once with ``tokenize_article`` to reuse)."""
+        if isinstance(article, Article):
+            article = tokenize_article(article)
+        return evaluate(self.root, article)
+
+    def __str__(self) -> str:
+        return self.normalized
+
+
+def parse_query(text: str, limits: QueryLimits = _DEFAULT_LIMITS) -> Query:
+    """Parse and check ``text``; raise :class:`QueryError` (with position and hint) if refused."""
+    if not isinstance(text, str):
+        raise TypeError(f"a query is text (str), not {type(text).__name__}")
+    tree = parse_tree(text, limits)
+    conjunctions = expand(tree, limits)
+    root = canonical(tree)
+    return Query(text=text, normalized=render(root), root=root, conjunctions=conjunctions)
