@@ -80,13 +80,13 @@ def _crc_repeat(crc: int, length: int, copies: int) -> int:
 
 @functools.lru_cache(maxsize=4)
 def gzip_bomb(inflated_bytes: int) -> bytes:
-    """A valid gzip stream of an RSS prefix then spaces, about ``inflated_bytes`` long inflated.
+    """A valid gzip stream of an RSS prefix then spaces, at least ``inflated_bytes`` long inflated.
 
     It inflates ~1000x (deflate's limit): 2 GiB arrive as ~2 MB. A client must stop inflating at
     its own cap; this stream is built so that it cannot tell a bomb from a feed by its first bytes.
     """
     packer = zlib.compressobj(9, zlib.DEFLATED, -15)
-    blocks = max(3, (inflated_bytes - len(_BOMB_PREFIX)) // _BLOCK)
+    blocks = max(3, -(-(inflated_bytes - len(_BOMB_PREFIX)) // _BLOCK))  # at least as asked
     spaces = b" " * _BLOCK
     first = packer.compress(_BOMB_PREFIX + spaces) + packer.flush(zlib.Z_FULL_FLUSH)
     steady = packer.compress(spaces) + packer.flush(zlib.Z_FULL_FLUSH)
