@@ -1,0 +1,42 @@
+"""The farm as a separate process, and its command line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+
+from feedmesh.farm import FarmConfig, FarmProcess
+
+
+def test_farm_process_serves_reports_and_stops(farm_process):
+    with urllib.request.urlopen(farm_process.feed_url(3), timeout=10) as response:
+        assert response.status == 200 and response.read()
+    requests = farm_process.requests(feed=3)
+    assert requests and requests[-1].path == "/feeds/3" and requests[-1].status == 200
+    assert farm_process.stats()["feeds"] == 200
+    assert isinstance(farm_process.truth(3), list)
+    assert farm_process.rss_bytes() > 0
+
+
+def test_process_with_hosts_and_overrides_then_clean_stop():
+    config = FarmConfig(feeds=6, hosts=2, seed=3, faults="none", fault_overrides={1: "gone"})
+    process = FarmProcess(config).start()
+    try:
+        assert [u.split(":")[1] for u in process.base_urls] == ["//127.0.1.1", "//127.0.1.2"]
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(process.feed_url(1), timeout=10)
+        assert error.value.code == 410
+    finally:
+        process.stop()
+    assert process.process.returncode == 0  # SIGTERM -> a clean exit
+
+
+def test_cli_rejects_bad_settings_with_status_2():
+    result = subprocess.run([sys.executable, "-m", "feedmesh", "farm", "--feeds", "5",
+                             "--faults", "nonsense=0.1", "--port", "0"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "unknown fault 'nonsense'" in result.stderr
