@@ -28,7 +28,7 @@ from feedmesh.clock import Clock
 from feedmesh.feeds import parse_feed
 from feedmesh.fetch import BackoffPolicy, FeedFetchState, FetchRequest, Fetcher, next_fetch_state
 from feedmesh.fetch.state import backoff_delay
-from feedmesh.model import FetchOutcome, FetchResult
+from feedmesh.model import FeedInfo, FetchOutcome, FetchResult
 from feedmesh.store import FeedUpdate, IngestedEntry, Store, StoreThread, document_hash
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler"]
@@ -100,13 +100,15 @@ class Crawler:
 
     def __init__(self, store: Store, fetcher: Fetcher, clock: Clock, *,
                  settings: CrawlSettings | None = None, on_ingested: OnIngested | None = None,
-                 subscribers: Callable[[int], int | None] | None = None) -> None:
+                 subscribers: Callable[[int], int | None] | None = None,
+                 on_feed_info: Callable[[int, FeedInfo], None] | None = None) -> None:
         self.store = store
         self.fetcher = fetcher
         self.clock = clock
         self.settings = settings or CrawlSettings()
         self.on_ingested = on_ingested
         self.subscribers = subscribers
+        self.on_feed_info = on_feed_info
         self.states: dict[int, FeedFetchState] = {}
         self._rng = random.Random(self.settings.seed)
         self._db = StoreThread()
@@ -238,6 +240,8 @@ class Crawler:
             return FeedUpdate(feed_id=feed_id, state=state, seen_at=now)
         if parsed.error is not None:
             stats.add_error(f"parse:{parsed.error.kind}")  # recovered: entries still count
+        if self.on_feed_info is not None:
+            self.on_feed_info(feed_id, parsed.feed)
         stats.entries_parsed += len(parsed.entries)
         stats.entries_parsed_bytes += sum(len(_encoder.encode(e)) for e in parsed.entries)
         return FeedUpdate(feed_id=feed_id, state=state, seen_at=now, info=parsed.feed,

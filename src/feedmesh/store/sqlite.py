@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS feeds (
     changed_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS entries (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: ids order entries by first sighting
     feed_id INTEGER NOT NULL REFERENCES feeds(id) ON DELETE CASCADE,
     key TEXT NOT NULL,
     content_hash TEXT NOT NULL,
@@ -249,6 +249,13 @@ class SQLiteStore:
             chunk = list(ids[start:start + 500])
             out += self._entries(f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         return out
+
+    def entries_after(self, after_id: int, limit: int = 500) -> list[IngestedEntry]:
+        """Entries with ids above ``after_id``, oldest first (to replay what downstream missed)."""
+        return self._entries("WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit))
+
+    def max_entry_id(self) -> int:
+        return int(self._read("SELECT coalesce(max(id), 0) FROM entries")[0][0])
 
     def entry_count(self) -> int:
         return int(self._read("SELECT count(*) FROM entries")[0][0])

@@ -1,0 +1,281 @@
+"""The hub's own records: accounts, subscriptions, and which account follows which source feed.
+
+Kept in its own SQLite file beside the crawler's store (``hub.db``): it changes when people act,
+not when feeds post, so it never competes with the ingest path for the write lock.
+
+Secrets:
+
+* an account's API token is ``fm_<account id>_<secret>``; only ``sha256(secret)`` is stored and it
+  is compared with :func:`hmac.compare_digest` (constant time); rotating it revokes the old one;
+* a subscription's private feed URL carries a token that *is* an HMAC (see :class:`FeedTokens`),
+  so the reflector checks it without a lookup table (1M subscriptions cost no memory) and a
+  guessed token for another subscription fails the MAC.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import sqlite3
+import struct
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import msgspec
+
+__all__ = ["Account", "FeedTokens", "HubDB", "HubDBError", "Subscription"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS accounts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL DEFAULT '',
+    token_hash BLOB NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS subscriptions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    name TEXT NOT NULL DEFAULT '',
+    query TEXT NOT NULL,
+    keep INTEGER NOT NULL DEFAULT 10,
+    reflector INTEGER NOT NULL DEFAULT 0,
+    generation INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    changed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS subscriptions_by_account ON subscriptions (account_id);
+CREATE TABLE IF NOT EXISTS account_sources (
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    feed_id INTEGER NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    added_at REAL NOT NULL,
+    PRIMARY KEY (account_id, feed_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS account_sources_by_feed ON account_sources (feed_id);
+"""
+
+
+class HubDBError(Exception):
+    pass
+
+
+class Account(msgspec.Struct, frozen=True):
+    id: int
+    name: str
+    created_at: float
+
+
+class Subscription(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    account_id: int
+    name: str
+    query: str
+    keep: int
+    reflector: int
+    generation: int
+    created_at: float
+    changed_at: float
+
+
+_SUB_COLUMNS = "id, account_id, name, query, keep, reflector, generation, created_at, changed_at"
+
+
+def _sub(row: Sequence) -> Subscription:
+    return Subscription(id=row[0], account_id=row[1], name=row[2], query=row[3], keep=row[4],
+                        reflector=row[5], generation=row[6], created_at=row[7], changed_at=row[8])
+
+
+class FeedTokens:
+    """Private feed tokens: ``base64url(sub_id, generation, HMAC-SHA256(secret, both)[:16])``.
+
+    128 bits of MAC make a token unguessable; the generation lets a person revoke a leaked URL.
+    """
+
+    _LAYOUT = struct.Struct(">QI")
+
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) < 32:
+            raise ValueError("feed token secret must be at least 32 bytes")
+        self._secret = secret
+
+    def _mac(self, head: bytes) -> bytes:
+        return hmac.new(self._secret, head, hashlib.sha256).digest()[:16]
+
+    def make(self, sub_id: int, generation: int) -> str:
+        head = self._LAYOUT.pack(sub_id, generation)
+        return base64.urlsafe_b64encode(head + self._mac(head)).decode().rstrip("=")
+
+    def read(self, token: str) -> tuple[int, int] | None:
+        """``(sub_id, generation)`` when the token is authentic, else None."""
+        if len(token) != 38:
+            return None
+        try:
+            raw = base64.urlsafe_b64decode(token + "==")
+        except (ValueError, TypeError):
+            return None
+        if len(raw) != 28:
+            return None
+        head, mac = raw[:12], raw[12:]
+        if not hmac.compare_digest(mac, self._mac(head)):
+            return None
+        return self._LAYOUT.unpack(head)
+
+
+class HubDB:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise HubDBError(f"cannot open hub database {self.path}: {exc}") from exc
+        self.tokens = FeedTokens(self._secret())
+
+    def _secret(self) -> bytes:
+        with self._write() as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'feed_secret'").fetchone()
+            if row is not None:
+                return bytes(row[0])
+            secret = secrets.token_bytes(32)
+            db.execute("INSERT INTO meta VALUES ('feed_secret', ?)", (secret,))
+            return secret
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise HubDBError(f"hub database write failed: {exc}") from exc
+
+    def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # -- accounts ---------------------------------------------------------------------------
+
+    def create_account(self, name: str, now: float) -> tuple[Account, str]:
+        secret = secrets.token_urlsafe(32)
+        with self._write() as db:
+            cursor = db.execute("INSERT INTO accounts (name, token_hash, created_at) "
+                                "VALUES (?, ?, ?)", (name, _digest(secret), now))
+            account_id = cursor.lastrowid
+        return Account(account_id, name, now), f"fm_{account_id}_{secret}"
+
+    def rotate_token(self, account_id: int) -> str:
+        secret = secrets.token_urlsafe(32)
+        with self._write() as db:
+            db.execute("UPDATE accounts SET token_hash = ? WHERE id = ?",
+                       (_digest(secret), account_id))
+        return f"fm_{account_id}_{secret}"
+
+    def authenticate(self, token: str) -> Account | None:
+        prefix, _, rest = token.partition("_")
+        account_part, _, secret = rest.partition("_")
+        if prefix != "fm" or not account_part.isdigit() or not secret or len(token) > 200:
+            return None
+        rows = self._read("SELECT id, name, created_at, token_hash FROM accounts WHERE id = ?",
+                          (int(account_part),))
+        if not rows:
+            hmac.compare_digest(_digest(secret), bytes(32))  # same work either way
+            return None
+        row = rows[0]
+        if not hmac.compare_digest(_digest(secret), bytes(row[3])):
+            return None
+        return Account(row[0], row[1], row[2])
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def add_subscription(self, account_id: int, *, name: str, query: str, keep: int,
+                         reflector: int, now: float) -> Subscription:
+        with self._write() as db:
+            cursor = db.execute(
+                "INSERT INTO subscriptions (account_id, name, query, keep, reflector, created_at, "
+                "changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (account_id, name, query, keep, reflector, now, now))
+            sub_id = cursor.lastrowid
+        return Subscription(id=sub_id, account_id=account_id, name=name, query=query, keep=keep,
+                            reflector=reflector, generation=0, created_at=now, changed_at=now)
+
+    def subscription(self, sub_id: int) -> Subscription | None:
+        rows = self._read(f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE id = ?", (sub_id,))
+        return _sub(rows[0]) if rows else None
+
+    def subscriptions(self, account_id: int | None = None) -> list[Subscription]:
+        if account_id is None:
+            rows = self._read(f"SELECT {_SUB_COLUMNS} FROM subscriptions ORDER BY id")
+        else:
+            rows = self._read(f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE account_id = ? "
+                              "ORDER BY id", (account_id,))
+        return [_sub(r) for r in rows]
+
+    def count_subscriptions(self, account_id: int) -> int:
+        return int(self._read("SELECT count(*) FROM subscriptions WHERE account_id = ?",
+                              (account_id,))[0][0])
+
+    def change_subscription(self, sub_id: int, *, now: float, name: str | None = None,
+                            query: str | None = None, keep: int | None = None,
+                            new_url: bool = False) -> Subscription | None:
+        sets, params = ["changed_at = ?"], [now]
+        for column, value in (("name", name), ("query", query), ("keep", keep)):
+            if value is not None:
+                sets.append(f"{column} = ?")
+                params.append(value)
+        if new_url:
+            sets.append("generation = generation + 1")
+        with self._write() as db:
+            db.execute(f"UPDATE subscriptions SET {', '.join(sets)} WHERE id = ?",
+                       (*params, sub_id))
+        return self.subscription(sub_id)
+
+    def delete_subscription(self, sub_id: int) -> bool:
+        with self._write() as db:
+            return db.execute("DELETE FROM subscriptions WHERE id = ?", (sub_id,)).rowcount > 0
+
+    # -- sources ----------------------------------------------------------------------------
+
+    def follow_source(self, account_id: int, feed_id: int, title: str, now: float) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR IGNORE INTO account_sources VALUES (?, ?, ?, ?)",
+                       (account_id, feed_id, title, now))
+
+    def unfollow_source(self, account_id: int, feed_id: int) -> bool:
+        with self._write() as db:
+            return db.execute("DELETE FROM account_sources WHERE account_id = ? AND feed_id = ?",
+                              (account_id, feed_id)).rowcount > 0
+
+    def sources(self, account_id: int) -> list[tuple[int, str, float]]:
+        return [(r[0], r[1], r[2]) for r in self._read(
+            "SELECT feed_id, title, added_at FROM account_sources WHERE account_id = ? "
+            "ORDER BY added_at, feed_id", (account_id,))]
+
+    def followers(self) -> dict[int, int]:
+        """Feed id -> number of accounts following it (the User-Agent's subscriber count)."""
+        return {r[0]: r[1] for r in self._read(
+            "SELECT feed_id, count(*) FROM account_sources GROUP BY feed_id")}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()

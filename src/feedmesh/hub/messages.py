@@ -1,0 +1,87 @@
+"""The typed messages the hub's tiers exchange over the :class:`~feedmesh.hub.bus.Bus`.
+
+Every message is a frozen msgspec Struct tagged with its kind, so one decoder reads any of them
+from JSON or MessagePack (the in-process bus passes the objects themselves; a NATS bus sends the
+MessagePack bytes).
+
+Subjects (see :mod:`feedmesh.hub.bus`):
+
+* ``articles``            crawler -> every filter shard: :class:`Article`
+* ``matches.<reflector>`` filter -> one reflector: :class:`Matched`
+* ``control``             web -> filters and reflectors: :class:`SubscriptionAdded`,
+                          :class:`SubscriptionRemoved`
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from feedmesh.model import Entry
+
+__all__ = [
+    "Article",
+    "HubMessage",
+    "Matched",
+    "SubscriptionAdded",
+    "SubscriptionRemoved",
+    "decode",
+    "encode",
+]
+
+
+class Article(msgspec.Struct, frozen=True, tag="article", kw_only=True):
+    """A new or updated entry, as the crawler committed it."""
+
+    entry_id: int
+    feed_id: int
+    feed_url: str
+    feed_title: str
+    feed_language: str = ""
+    entry: Entry
+    first_seen_at: float
+    updated: bool = False
+
+
+class Matched(msgspec.Struct, frozen=True, tag="matched", kw_only=True):
+    """An article and the subscriptions of one reflector that it matched.
+
+    ``sub_ids`` is ``None`` when the filter chose to send the article alone and let the reflector
+    re-run the match against its own subscriptions (Cobra's final design, section 3.3): we send ids
+    when they are smaller than the article, which they almost always are.
+    """
+
+    article: Article
+    sub_ids: bytes | None
+    """Little-endian int64 subscription ids, sorted; or None (reflector re-matches)."""
+    shard: int = 0
+    matched_at: float = 0.0
+
+
+class SubscriptionAdded(msgspec.Struct, frozen=True, tag="sub_added", kw_only=True):
+    """A subscription was created or changed (an upsert: the newest message wins)."""
+
+    sub_id: int
+    query: str
+    reflector: int
+    keep: int = 10
+    generation: int = 0
+    """Bumped when its owner asks for a new private URL (the old one stops working)."""
+
+
+class SubscriptionRemoved(msgspec.Struct, frozen=True, tag="sub_removed", kw_only=True):
+    sub_id: int
+    reflector: int
+
+
+HubMessage = Article | Matched | SubscriptionAdded | SubscriptionRemoved
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(HubMessage)
+
+
+def encode(message: HubMessage) -> bytes:
+    return _encoder.encode(message)
+
+
+def decode(data: bytes) -> HubMessage:
+    return _decoder.decode(data)

@@ -1,0 +1,85 @@
+"""The hub's metrics, in one Prometheus registry per hub (so tests can run several hubs).
+
+``/metrics`` serves them in the Prometheus text format; ``feedmesh stats`` reads that page and
+prints the same figures for a person.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+__all__ = ["HubMetrics", "process_rss_bytes"]
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def process_rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc; 0 where unavailable)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class _Callback(Collector):
+    def __init__(self, collect: Callable[[], Iterable[GaugeMetricFamily]]) -> None:
+        self._collect = collect
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        return self._collect()
+
+
+class HubMetrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.articles_in = Counter("feedmesh_tier_articles_in", "Articles received by a tier",
+                                   ["tier"], registry=r)
+        self.articles_out = Counter("feedmesh_tier_articles_out", "Articles sent on by a tier",
+                                    ["tier"], registry=r)
+        self.bytes_in = Counter("feedmesh_tier_bytes_in", "Bytes received by a tier", ["tier"],
+                                registry=r)
+        self.bytes_out = Counter("feedmesh_tier_bytes_out", "Bytes sent on by a tier", ["tier"],
+                                 registry=r)
+        self.fetches = Counter("feedmesh_fetches", "Fetches by outcome", ["outcome"], registry=r)
+        self.match_seconds = Histogram(
+            "feedmesh_match_seconds", "Time to match one article against a filter shard",
+            buckets=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0), registry=r)
+        self.matches = Counter("feedmesh_matches", "Subscription matches found", registry=r)
+        self.hub_latency = Histogram(
+            "feedmesh_hub_latency_seconds",
+            "Intra-hub latency: first seen by the crawler -> stored by the reflector",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+            registry=r)
+        self.entries_held = Gauge("feedmesh_reflector_entries_held",
+                                  "Entries stored by the reflectors (one copy each)", registry=r)
+        self.rows_held = Gauge("feedmesh_reflector_rows_held",
+                               "(subscription, entry) pairs held by the reflectors", registry=r)
+        self.memory = Gauge("feedmesh_process_memory_bytes", "Resident memory of this process",
+                            registry=r)
+        self.memory.set_function(process_rss_bytes)
+        self.degraded = Counter("feedmesh_reflector_degraded",
+                                "Entries degraded under memory pressure", ["action"], registry=r)
+        self.feed_requests = Counter("feedmesh_feed_requests",
+                                     "Personalized feed requests by status", ["status"],
+                                     registry=r)
+        self.subscriptions = Gauge("feedmesh_subscriptions", "Active subscriptions", registry=r)
+        self.feeds = Gauge("feedmesh_source_feeds", "Source feeds crawled", registry=r)
+
+    def watch_queues(self, depths: Callable[[], dict[str, tuple[int, int]]]) -> None:
+        def collect() -> Iterable[GaugeMetricFamily]:
+            messages = GaugeMetricFamily("feedmesh_queue_messages",
+                                         "Messages waiting in a bus queue", labels=["queue"])
+            size = GaugeMetricFamily("feedmesh_queue_bytes", "Bytes waiting in a bus queue",
+                                     labels=["queue"])
+            for name, (count, held) in sorted(depths().items()):
+                messages.add_metric([name], count)
+                size.add_metric([name], held)
+            return [messages, size]
+
+        self.registry.register(_Callback(collect))

@@ -1,0 +1,243 @@
+"""The reflector tier (Cobra section 3.3): keeps each subscription's last k matching entries and
+serves them back as a feed.
+
+It consumes ``matches.<n>`` (articles and the ids of this reflector's subscriptions they matched,
+or the article alone, which it re-matches against its own index) and the ``control`` subject
+(subscriptions added and removed). Matches are stored in small batches (:class:`ReflectorStore`),
+and only after the batch is committed are the deliveries acknowledged and the subscriptions'
+versions bumped, so a feed never shows an entry that a crash could take back.
+
+Memory pressure degrades service as Cobra describes, never by crashing: above
+``soft_memory_bytes`` new entries are stored without their bodies (title and link kept); above
+``hard_memory_bytes`` new entries are dropped. Each degradation is logged (at most once a minute)
+and counted in ``feedmesh_reflector_degraded``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+import msgspec
+import nh3
+import numpy as np
+
+from feedmesh.clock import Clock
+from feedmesh.hub.bus import Bus, Delivery
+from feedmesh.hub.filter import match_article
+from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
+from feedmesh.hub.metrics import HubMetrics, process_rss_bytes
+from feedmesh.hub.reflector_store import ReflectedItem, ReflectorStore
+from feedmesh.hub.subtable import SubTable
+from feedmesh.match import SubscriptionIndex, parse_query
+from feedmesh.store import StoreThread
+
+__all__ = ["Reflector", "ReflectorSettings"]
+
+log = logging.getLogger("feedmesh.hub.reflector")
+
+
+class ReflectorSettings(msgspec.Struct, frozen=True, kw_only=True):
+    batch_interval_s: float = 0.02
+    batch_max: int = 256
+    summary_limit: int = 1024
+    """Characters of summary kept per entry (Cobra kept the first 1 KB of the body)."""
+    soft_memory_bytes: int = 0
+    """Above this resident size, drop bodies of new entries (0: never)."""
+    hard_memory_bytes: int = 0
+    """Above this resident size, drop new entries (0: never)."""
+    gc_interval_s: float = 600.0
+
+
+class Reflector:
+    def __init__(self, number: int, store: ReflectorStore, bus: Bus, clock: Clock,
+                 metrics: HubMetrics, settings: ReflectorSettings | None = None, *,
+                 index: SubscriptionIndex | None = None,
+                 memory_probe: Callable[[], int] = process_rss_bytes) -> None:
+        self.number = number
+        self.store = store
+        self.bus = bus
+        self.clock = clock
+        self.metrics = metrics
+        self.settings = settings or ReflectorSettings()
+        self.subs = SubTable()
+        self.index = index
+        """Only with the filters' ``article`` delivery: this reflector's own subscriptions, to
+        re-match each article against (Cobra's final design)."""
+        self.memory_probe = memory_probe
+        self._writer = StoreThread()
+        self._reader = StoreThread()
+        self._last_warning = 0.0
+        self._restore()
+
+    def _restore(self) -> None:
+        ids, held, newest = self.store.held_counts()
+        if len(ids):
+            self.subs.ensure(int(ids.max()))
+            self.subs.held[ids] = held
+            self.subs.version[ids] = newest
+        self.metrics.rows_held.set(float(held.sum()) if len(ids) else 0.0)
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def register(self, sub_id: int, keep: int, generation: int, modified: float = 0.0, *,
+                 query: str = "") -> None:
+        """Create or update one of this reflector's subscriptions."""
+        subs = self.subs
+        if self.index is not None and query:
+            if subs.is_active(sub_id):
+                self.index.remove(sub_id)
+            self.index.add(sub_id, parse_query(query))
+        subs.ensure(sub_id)
+        subs.active[sub_id] = True
+        subs.keep[sub_id] = keep
+        subs.generation[sub_id] = generation
+        if subs.modified[sub_id] == 0.0:
+            subs.modified[sub_id] = modified
+
+    async def unregister(self, sub_id: int) -> None:
+        if self.subs.is_active(sub_id):
+            self.subs.active[sub_id] = False
+            if self.index is not None:
+                self.index.remove(sub_id)
+            self.subs.held[sub_id] = 0
+            await self._writer.call(self.store.drop_subscription, sub_id)
+
+    # -- the tier's loop --------------------------------------------------------------------
+
+    async def run_control(self) -> None:
+        consumer = await self.bus.consumer("control", f"reflector-{self.number}")
+        async for delivery in consumer:
+            message = delivery.message
+            if isinstance(message, SubscriptionAdded) and message.reflector == self.number:
+                self.register(message.sub_id, message.keep, message.generation,
+                              self.clock.now(), query=message.query)
+            elif isinstance(message, SubscriptionRemoved) and message.reflector == self.number:
+                await self.unregister(message.sub_id)
+            await delivery.ack()
+
+    async def run(self) -> None:
+        consumer = await self.bus.consumer(f"matches.{self.number}", f"reflector-{self.number}")
+        loop = asyncio.get_running_loop()
+        next_gc = loop.time() + self.settings.gc_interval_s
+        while True:
+            first = await consumer.get()
+            if first is None:
+                break  # the bus closed
+            pending = [first]
+            deadline = loop.time() + self.settings.batch_interval_s
+            while len(pending) < self.settings.batch_max:
+                delivery = await consumer.get(max(0.0, deadline - loop.time()))
+                if delivery is None:
+                    break
+                pending.append(delivery)
+            await self._store_batch(pending)
+            if loop.time() > next_gc:
+                next_gc = loop.time() + self.settings.gc_interval_s
+                await self._writer.call(self.store.collect_garbage)
+
+    async def _store_batch(self, deliveries: list[Delivery]) -> None:
+        now = self.clock.now()
+        memory = self.memory_probe()
+        batch: list[tuple[ReflectedItem, np.ndarray]] = []
+        watermarks: dict[int, int] = {}
+        for delivery in deliveries:
+            matched = delivery.message
+            if not isinstance(matched, Matched):
+                continue
+            article = matched.article
+            self.metrics.articles_in.labels("reflector").inc()
+            self.metrics.bytes_in.labels("reflector").inc(delivery.size)
+            watermarks[matched.shard] = max(watermarks.get(matched.shard, 0), article.entry_id)
+            if matched.sub_ids is None:
+                ids = (match_article(self.index, article) if self.index is not None
+                       else np.zeros(0, np.int64))
+            else:
+                ids = np.frombuffer(matched.sub_ids, dtype="<i8")
+            ids = self.subs.active_ids(ids.astype(np.int64, copy=False))
+            if not len(ids):
+                continue
+            item = self._item(article, now, memory)
+            if item is None:
+                continue
+            batch.append((item, ids))
+        if batch or watermarks:
+            rows = await self._writer.call(self.store.store, batch, watermarks)
+            self._after_store(batch, rows, now)
+        for delivery in deliveries:
+            await delivery.ack()
+
+    def _item(self, article: Article, now: float, memory: int) -> ReflectedItem | None:
+        s = self.settings
+        entry = article.entry
+        degraded = False
+        if s.hard_memory_bytes and memory > s.hard_memory_bytes:
+            self._warn(f"reflector_dropping_entries reflector={self.number} rss_bytes={memory} "
+                       f"limit={s.hard_memory_bytes}")
+            self.metrics.degraded.labels("dropped").inc()
+            return None
+        if s.soft_memory_bytes and memory > s.soft_memory_bytes:
+            self._warn(f"reflector_dropping_bodies reflector={self.number} rss_bytes={memory} "
+                       f"limit={s.soft_memory_bytes}")
+            self.metrics.degraded.labels("body_dropped").inc()
+            entry = msgspec.structs.replace(entry, summary="", content="", enclosures=())
+            degraded = True
+        else:
+            summary = entry.summary or entry.content
+            entry = msgspec.structs.replace(entry, summary=_trim_html(summary, s.summary_limit),
+                                            content="")
+        return ReflectedItem(entry_id=article.entry_id, feed_id=article.feed_id,
+                             feed_url=article.feed_url, feed_title=article.feed_title,
+                             first_seen_at=article.first_seen_at, stored_at=now, entry=entry,
+                             degraded=degraded)
+
+    def _after_store(self, batch: list[tuple[ReflectedItem, np.ndarray]], rows: int,
+                     now: float) -> None:
+        subs = self.subs
+        to_prune: list[tuple[int, int]] = []
+        for item, ids in batch:
+            # +1 so that an edited entry (same id) still changes the feed's ETag.
+            subs.version[ids] = np.maximum(subs.version[ids] + 1, item.entry_id)
+            subs.modified[ids] = now
+            subs.held[ids] += 1
+            full = ids[subs.held[ids] >= 2 * np.maximum(subs.keep[ids], 1)]
+            to_prune.extend((int(s), int(subs.keep[s])) for s in full)
+            subs.held[full] = subs.keep[full]
+            self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
+            self.metrics.articles_out.labels("reflector").inc()
+        self.metrics.rows_held.inc(rows)
+        if to_prune:
+            asyncio.get_running_loop().create_task(self._writer.call(self.store.prune, to_prune))
+
+    def _warn(self, message: str) -> None:
+        now = time.monotonic()
+        if now - self._last_warning > 60:
+            self._last_warning = now
+            log.warning(message)
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def version(self, sub_id: int) -> tuple[int, float]:
+        return int(self.subs.version[sub_id]), float(self.subs.modified[sub_id])
+
+    async def items(self, sub_id: int) -> list[ReflectedItem]:
+        keep = int(self.subs.keep[sub_id]) or 10
+        return await self._reader.call(self.store.items, sub_id, keep)
+
+    def close(self) -> None:
+        self._writer.close()
+        self._reader.close()
+        self.store.close()
+
+
+def _trim_html(fragment: str, limit: int) -> str:
+    """About ``limit`` characters of a sanitized HTML fragment, never cutting a tag in half."""
+    if len(fragment) <= limit:
+        return fragment
+    cut = fragment[:limit]
+    open_tag = cut.rfind("<")
+    if open_tag > cut.rfind(">"):
+        cut = cut[:open_tag]
+    return nh3.clean(cut.rstrip() + "…")  # closes the elements the cut left open

@@ -1,0 +1,315 @@
+"""The JSON API: accounts, subscriptions, source feeds, OPML, query preview and stats.
+
+Every request except sign-up, stats and the OpenAPI description carries ``Authorization: Bearer
+<token>``; an account sees and changes only its own subscriptions and sources (another account's
+ids answer 404, exactly like ids that do not exist). Requests are rate-limited per token (per
+client address for sign-up). Errors have one shape (:mod:`.errors`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from feedmesh.feeds.opml import OpmlError, OpmlOutline, parse_opml, render_opml
+from feedmesh.hub.app import Hub
+from feedmesh.hub.db import Account, Subscription
+from feedmesh.hub.web.errors import ApiError
+from feedmesh.hub.web.feeds import FeedServer
+from feedmesh.hub.web.limits import RateLimiter, WebLimits
+from feedmesh.match import QueryError, article_from_entry, parse_query, tokenize_article
+
+__all__ = ["Api"]
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(status=status, text=json.dumps(data), content_type="application/json")
+
+
+class Api:
+    def __init__(self, hub: Hub, feeds: FeedServer, limits: WebLimits) -> None:
+        self.hub = hub
+        self.feeds = feeds
+        self.limits = limits
+        self.api_limiter = RateLimiter(hub.clock, limits.api_rate_per_s, limits.api_burst)
+        self.signup_limiter = RateLimiter(hub.clock, limits.signup_rate_per_s,
+                                          limits.signup_burst)
+        self._recent: tuple[float, list] = (0.0, [])
+
+    def routes(self) -> list[web.RouteDef]:
+        a = self.authenticated
+        return [
+            web.post("/api/accounts", self.create_account),
+            web.get("/api/accounts/me", a(self.me)),
+            web.post("/api/accounts/me/token", a(self.rotate_token)),
+            web.get("/api/subscriptions", a(self.list_subscriptions)),
+            web.post("/api/subscriptions", a(self.create_subscription)),
+            web.get("/api/subscriptions/{id}", a(self.get_subscription)),
+            web.patch("/api/subscriptions/{id}", a(self.change_subscription)),
+            web.delete("/api/subscriptions/{id}", a(self.delete_subscription)),
+            web.get("/api/subscriptions/{id}/entries", a(self.subscription_entries)),
+            web.get("/api/sources", a(self.list_sources)),
+            web.post("/api/sources", a(self.add_source)),
+            web.delete("/api/sources/{id}", a(self.remove_source)),
+            web.get("/api/opml", a(self.export_opml)),
+            web.post("/api/opml", a(self.import_opml)),
+            web.post("/api/preview", a(self.preview)),
+            web.get("/api/stats", self.stats),
+        ]
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def authenticated(self, handler: Callable[[web.Request, Account], Awaitable[web.Response]]
+                      ) -> Handler:
+        async def wrapper(request: web.Request) -> web.Response:
+            header = request.headers.get("Authorization", "")
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise ApiError(401, "unauthorized", "this request needs an 'Authorization: "
+                               "Bearer <token>' header with the token given at sign-up")
+            account = self.hub.db.authenticate(token.strip())
+            if account is None:
+                raise ApiError(401, "unauthorized", "unknown or revoked token")
+            wait = self.api_limiter.allow(f"account:{account.id}")
+            if wait:
+                error = ApiError(429, "rate_limited", f"too many requests; retry in {wait:.1f} s",
+                                 retry_after_s=round(wait, 1))
+                error.headers["Retry-After"] = self.api_limiter.retry_after(wait)
+                raise error
+            return await handler(request, account)
+
+        return wrapper
+
+    async def _body(self, request: web.Request) -> dict[str, Any]:
+        if request.content_type not in ("application/json", ""):
+            raise ApiError(415, "unsupported_media_type",
+                           f"send JSON (Content-Type: application/json), not {request.content_type}")
+        raw = await request.read()
+        if len(raw) > self.limits.max_body_bytes:
+            raise ApiError(413, "body_too_large", f"request body is {len(raw)} bytes, over the "
+                           f"{self.limits.max_body_bytes}-byte limit",
+                           limit=self.limits.max_body_bytes)
+        if not raw:
+            return {}
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            position = getattr(exc, "pos", None)
+            raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}",
+                           position=position) from exc
+        if not isinstance(data, dict):
+            raise ApiError(400, "malformed_json", "request body must be a JSON object, not "
+                           f"{type(data).__name__}")
+        return data
+
+    def _owned(self, request: web.Request, account: Account) -> Subscription:
+        raw = request.match_info["id"]
+        sub = self.hub.db.subscription(int(raw)) if raw.isdigit() else None
+        if sub is None or sub.account_id != account.id:
+            raise ApiError(404, "not_found", f"you have no subscription {raw}")
+        return sub
+
+    def _subscription_json(self, sub: Subscription) -> dict[str, Any]:
+        return {"id": sub.id, "name": sub.name, "query": sub.query,
+                "normalized": parse_query(sub.query).normalized, "keep": sub.keep,
+                "created_at": sub.created_at, "changed_at": sub.changed_at,
+                "feed_urls": self.feeds.urls(self.hub.feed_token(sub))}
+
+    # -- accounts ---------------------------------------------------------------------------
+
+    async def create_account(self, request: web.Request) -> web.Response:
+        wait = self.signup_limiter.allow(f"ip:{request.remote}")
+        if wait:
+            error = ApiError(429, "rate_limited", f"too many sign-ups from this address; retry "
+                             f"in {wait:.0f} s", retry_after_s=round(wait, 1))
+            error.headers["Retry-After"] = self.signup_limiter.retry_after(wait)
+            raise error
+        body = await self._body(request)
+        name = body.get("name", "")
+        if not isinstance(name, str) or len(name) > 100:
+            raise ApiError(400, "invalid_name", "name must be text of at most 100 characters")
+        account, token = self.hub.db.create_account(name.strip(), self.hub.clock.now())
+        return _json({"account": {"id": account.id, "name": account.name,
+                                  "created_at": account.created_at}, "token": token}, 201)
+
+    async def me(self, request: web.Request, account: Account) -> web.Response:
+        return _json({"account": {"id": account.id, "name": account.name,
+                                  "created_at": account.created_at},
+                      "subscriptions": self.hub.db.count_subscriptions(account.id),
+                      "sources": len(self.hub.db.sources(account.id))})
+
+    async def rotate_token(self, request: web.Request, account: Account) -> web.Response:
+        return _json({"token": self.hub.db.rotate_token(account.id)})
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def _query_fields(self, body: dict[str, Any], *, required: bool) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        if "query" in body or required:
+            query = body.get("query")
+            if not isinstance(query, str) or not query.strip():
+                raise ApiError(400, "invalid_query", "query is required: the words to watch "
+                               "for, e.g. (law AND internet) OR privacy")
+            try:
+                parse_query(query)
+            except QueryError as exc:
+                raise ApiError(400, "invalid_query", str(exc), position=exc.position,
+                               hint=exc.hint) from exc
+            fields["query"] = query
+        if "name" in body:
+            name = body["name"]
+            if not isinstance(name, str) or len(name) > 200:
+                raise ApiError(400, "invalid_name", "name must be text of at most 200 characters")
+            fields["name"] = name.strip()
+        if "keep" in body:
+            keep = body["keep"]
+            if not isinstance(keep, int) or isinstance(keep, bool) or not \
+                    1 <= keep <= self.limits.max_keep:
+                raise ApiError(400, "invalid_keep", f"keep must be a whole number from 1 to "
+                               f"{self.limits.max_keep} (entries kept in the feed)")
+            fields["keep"] = keep
+        return fields
+
+    async def list_subscriptions(self, request: web.Request, account: Account) -> web.Response:
+        return _json({"subscriptions": [self._subscription_json(s)
+                                        for s in self.hub.db.subscriptions(account.id)]})
+
+    async def create_subscription(self, request: web.Request, account: Account) -> web.Response:
+        fields = self._query_fields(await self._body(request), required=True)
+        if self.hub.db.count_subscriptions(account.id) >= self.limits.max_subscriptions_per_account:
+            raise ApiError(403, "limit_reached", f"an account may hold at most "
+                           f"{self.limits.max_subscriptions_per_account} subscriptions")
+        sub = await self.hub.add_subscription(account.id, name=fields.get("name", ""),
+                                              query=fields["query"], keep=fields.get("keep", 10))
+        return _json({"subscription": self._subscription_json(sub)}, 201)
+
+    async def get_subscription(self, request: web.Request, account: Account) -> web.Response:
+        return _json({"subscription": self._subscription_json(self._owned(request, account))})
+
+    async def change_subscription(self, request: web.Request, account: Account) -> web.Response:
+        sub = self._owned(request, account)
+        body = await self._body(request)
+        fields = self._query_fields(body, required=False)
+        new_url = body.get("new_url", False)
+        if not isinstance(new_url, bool):
+            raise ApiError(400, "invalid_new_url", "new_url must be true or false")
+        changed = await self.hub.change_subscription(sub, name=fields.get("name"),
+                                                     query=fields.get("query"),
+                                                     keep=fields.get("keep"), new_url=new_url)
+        return _json({"subscription": self._subscription_json(changed)})
+
+    async def delete_subscription(self, request: web.Request, account: Account) -> web.Response:
+        await self.hub.remove_subscription(self._owned(request, account))
+        return web.Response(status=204)
+
+    async def subscription_entries(self, request: web.Request, account: Account) -> web.Response:
+        sub = self._owned(request, account)
+        items = await self.hub.reflectors[sub.reflector].items(sub.id)
+        return _json({"entries": [{"id": i.entry_id, "title": i.entry.title,
+                                   "link": i.entry.link, "feed_title": i.feed_title,
+                                   "first_seen_at": i.first_seen_at} for i in items]})
+
+    # -- sources ----------------------------------------------------------------------------
+
+    async def _add_sources(self, account: Account, outlines: list[OpmlOutline]) -> list[dict]:
+        have = len(self.hub.db.sources(account.id))
+        if have + len(outlines) > self.limits.max_sources_per_account:
+            raise ApiError(403, "limit_reached", f"an account may follow at most "
+                           f"{self.limits.max_sources_per_account} source feeds (you follow "
+                           f"{have}, this adds {len(outlines)})")
+        ids = await self.hub.crawler.add_feeds([o.url for o in outlines])
+        now = self.hub.clock.now()
+        for feed_id, outline in zip(ids, outlines, strict=True):
+            self.hub.db.follow_source(account.id, feed_id, outline.title, now)
+            self.hub.crawler.followers[feed_id] = self.hub.crawler.followers.get(feed_id, 0) + 1
+        return [{"id": fid, "url": o.url, "title": o.title} for fid, o in zip(ids, outlines)]
+
+    def _source_json(self, feed_id: int, title: str, added_at: float) -> dict[str, Any]:
+        state = self.hub.crawler.crawler.states.get(feed_id)
+        meta = self.hub.crawler.feed_meta.get(feed_id, ("", "", ""))
+        return {"id": feed_id, "url": state.url if state else "",
+                "title": meta[1] or title, "added_at": added_at,
+                "active": bool(state and state.active),
+                "last_outcome": state.last_outcome if state else "",
+                "last_error": state.last_error if state else ""}
+
+    async def list_sources(self, request: web.Request, account: Account) -> web.Response:
+        return _json({"sources": [self._source_json(*s)
+                                  for s in self.hub.db.sources(account.id)]})
+
+    async def add_source(self, request: web.Request, account: Account) -> web.Response:
+        body = await self._body(request)
+        url = body.get("url")
+        if not isinstance(url, str) or not url.strip().lower().startswith(("http://",
+                                                                          "https://")):
+            raise ApiError(400, "invalid_url", "url must be an http:// or https:// feed address")
+        if len(url) > 2000:
+            raise ApiError(400, "invalid_url", "url is longer than 2000 characters")
+        title = body.get("title", "")
+        added = await self._add_sources(account, [OpmlOutline(url=url.strip(),
+                                                              title=str(title)[:200])])
+        return _json({"source": added[0]}, 201)
+
+    async def remove_source(self, request: web.Request, account: Account) -> web.Response:
+        raw = request.match_info["id"]
+        if not raw.isdigit() or not self.hub.db.unfollow_source(account.id, int(raw)):
+            raise ApiError(404, "not_found", f"you follow no source {raw}")
+        followers = self.hub.crawler.followers
+        followers[int(raw)] = max(0, followers.get(int(raw), 1) - 1)
+        return web.Response(status=204)
+
+    async def export_opml(self, request: web.Request, account: Account) -> web.Response:
+        outlines = [OpmlOutline(url=s["url"], title=s["title"])
+                    for s in (self._source_json(*row) for row in self.hub.db.sources(account.id))
+                    if s["url"]]
+        body = render_opml(f"feedmesh sources of {account.name or f'account {account.id}'}",
+                           outlines)
+        return web.Response(body=body, content_type="text/x-opml", charset="utf-8")
+
+    async def import_opml(self, request: web.Request, account: Account) -> web.Response:
+        if request.content_length and request.content_length > self.limits.max_opml_bytes:
+            raise ApiError(413, "body_too_large", f"OPML is limited to "
+                           f"{self.limits.max_opml_bytes} bytes")
+        data = await request.read()
+        try:
+            result = parse_opml(data, max_bytes=self.limits.max_opml_bytes,
+                                max_outlines=self.limits.max_opml_outlines)
+        except OpmlError as exc:
+            raise ApiError(400, "invalid_opml", str(exc)) from exc
+        added = await self._add_sources(account, list(result.outlines))
+        return _json({"added": len(added), "sources": added, "skipped": list(result.skipped)})
+
+    # -- preview and stats ------------------------------------------------------------------
+
+    async def _recent_articles(self) -> list:
+        stamp, cached = self._recent
+        if time.monotonic() - stamp < 5.0 and cached:
+            return cached
+        rows = self.hub.store.recent_entries(self.limits.preview_entries)
+        meta = self.hub.crawler.feed_meta
+        articles = []
+        for row in rows:
+            url, title, language = meta.get(row.feed_id, ("", "", ""))
+            tokenized = tokenize_article(article_from_entry(row.entry, url, language))
+            articles.append((row, title, tokenized))
+        self._recent = (time.monotonic(), articles)
+        return articles
+
+    async def preview(self, request: web.Request, account: Account) -> web.Response:
+        fields = self._query_fields(await self._body(request), required=True)
+        query = parse_query(fields["query"])
+        articles = await self._recent_articles()
+        matches = [{"title": row.entry.title, "link": row.entry.link, "feed_title": title,
+                    "first_seen_at": row.first_seen_at}
+                   for row, title, tokenized in articles if query.matches(tokenized)]
+        return _json({"normalized": query.normalized, "searched": len(articles),
+                      "matched": len(matches), "matches": matches[:50]})
+
+    async def stats(self, request: web.Request) -> web.Response:
+        return _json(self.hub.stats())

@@ -1,0 +1,66 @@
+"""One JSON shape for every error the web layer returns, and the middleware that guarantees it.
+
+``{"error": {"status": 400, "code": "invalid_query", "message": "...", ...details}}``: ``code`` is
+stable (clients branch on it), ``message`` says what, where and why for a person.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+__all__ = ["ApiError", "error_middleware", "error_response"]
+
+log = logging.getLogger("feedmesh.hub.web")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, **detail: object) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.detail = detail
+        self.headers: dict[str, str] = {}
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None,
+                   **detail: object) -> web.Response:
+    body = {"error": {"status": status, "code": code, "message": message, **detail}}
+    return web.Response(status=status, text=json.dumps(body), content_type="application/json",
+                        headers=headers)
+
+
+_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+               405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type",
+               429: "rate_limited"}
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc.status, exc.code, exc.message, exc.headers, **exc.detail)
+    except web.HTTPRequestEntityTooLarge as exc:
+        return error_response(413, "body_too_large",
+                              f"request body is larger than the {exc.max_size}-byte limit",
+                              limit=exc.max_size)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = _HTTP_CODES.get(exc.status, "http_error")
+        message = exc.text if exc.text and not exc.text.startswith(str(exc.status)) else exc.reason
+        if exc.status == 404:
+            message = f"no such resource: {request.method} {request.path}"
+        elif exc.status == 405:
+            message = f"{request.method} is not allowed on {request.path}"
+        return error_response(exc.status, code, message, dict(exc.headers) or None)
+    except Exception:
+        log.exception("web_error method=%s path=%s", request.method, request.path)
+        return error_response(500, "internal_error", "the server failed to answer this request; "
+                              "it was logged")

@@ -1,0 +1,65 @@
+"""The hub's web server: the JSON API, private feeds, the HTML interface and /metrics, in one
+aiohttp application served by the same process as the tiers."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from feedmesh.hub.app import Hub
+from feedmesh.hub.web.api import Api
+from feedmesh.hub.web.errors import error_middleware
+from feedmesh.hub.web.feeds import FeedServer
+from feedmesh.hub.web.limits import WebLimits
+from feedmesh.hub.web.openapi import openapi
+
+__all__ = ["build_app"]
+
+_STATIC = files("feedmesh.hub.web") / "static"
+
+
+@web.middleware
+async def security_headers(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    response = await handler(request)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    if request.path == "/" or request.path.startswith("/static/"):
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+            "connect-src 'self'; frame-ancestors 'none'")
+    return response
+
+
+def build_app(hub: Hub, *, base_url: str, limits: WebLimits | None = None) -> web.Application:
+    limits = limits or WebLimits()
+    app = web.Application(middlewares=[error_middleware, security_headers],
+                          client_max_size=max(limits.max_body_bytes, limits.max_opml_bytes))
+    feeds = FeedServer(hub, limits, base_url)
+    api = Api(hub, feeds, limits)
+    app["hub"] = hub
+    app["feeds"] = feeds
+    app.add_routes(api.routes())
+    spec = json.dumps(openapi(base_url))
+
+    async def openapi_json(request: web.Request) -> web.Response:
+        return web.Response(text=spec, content_type="application/json")
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(hub.metrics.registry),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def index(request: web.Request) -> web.Response:
+        return web.Response(text=(_STATIC / "index.html").read_text("utf-8"),
+                            content_type="text/html")
+
+    app.add_routes([
+        web.get("/api/openapi.json", openapi_json),
+        web.get("/metrics", metrics),
+        web.get("/f/{token}", feeds.handle),
+        web.get("/", index),
+        web.static("/static/", str(_STATIC)),
+    ])
+    return app

@@ -1,0 +1,223 @@
+// feedmesh web interface: sign up, write a query with a live preview, copy the feed URL,
+// see recent matches, add sources and import OPML. Plain JavaScript over the JSON API.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const store = window.localStorage;
+let token = store.getItem("feedmesh-token");
+
+async function api(method, path, body, raw) {
+  const headers = {};
+  if (token) headers.Authorization = "Bearer " + token;
+  let payload;
+  if (raw !== undefined) { payload = raw; headers["Content-Type"] = "text/xml"; }
+  else if (body !== undefined) { payload = JSON.stringify(body); headers["Content-Type"] = "application/json"; }
+  const response = await fetch(path, { method, headers, body: payload });
+  if (response.status === 204) return {};
+  const type = response.headers.get("Content-Type") || "";
+  const data = type.includes("json") ? await response.json() : await response.text();
+  if (!response.ok) {
+    const error = new Error((data.error && data.error.message) || response.statusText);
+    error.detail = data.error || {};
+    error.status = response.status;
+    throw error;
+  }
+  return data;
+}
+
+function element(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function when(seconds) {
+  return new Date(seconds * 1000).toLocaleString();
+}
+
+async function copy(text, button) {
+  try { await navigator.clipboard.writeText(text); button.textContent = "Copied"; }
+  catch (e) { button.textContent = "Select and copy"; }
+  setTimeout(() => { button.textContent = "Copy"; }, 1500);
+}
+
+// -- sign-up --------------------------------------------------------------------------------
+
+function show() {
+  $("signup").hidden = Boolean(token);
+  $("dashboard").hidden = !token;
+  $("signout").hidden = !token;
+  if (token) loadDashboard();
+}
+
+$("signup-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("signup-error").textContent = "";
+  try {
+    const data = await api("POST", "/api/accounts", { name: $("signup-name").value });
+    token = data.token;
+    store.setItem("feedmesh-token", token);
+    show();
+  } catch (error) { $("signup-error").textContent = error.message; }
+});
+
+$("token-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  token = $("token-input").value.trim();
+  try { await api("GET", "/api/accounts/me"); store.setItem("feedmesh-token", token); show(); }
+  catch (error) { token = null; $("signup-error").textContent = error.message; }
+});
+
+$("signout").addEventListener("click", () => { store.removeItem("feedmesh-token"); token = null; show(); });
+
+// -- dashboard ------------------------------------------------------------------------------
+
+async function loadDashboard() {
+  try {
+    const me = await api("GET", "/api/accounts/me");
+    $("welcome").textContent = `Signed in as ${me.account.name || "account " + me.account.id}.`;
+    $("token-value").textContent = token;
+  } catch (error) {
+    if (error.status === 401) { store.removeItem("feedmesh-token"); token = null; show(); return; }
+  }
+  await Promise.all([loadSubscriptions(), loadSources()]);
+}
+
+async function loadSubscriptions() {
+  const data = await api("GET", "/api/subscriptions");
+  const list = $("subscriptions");
+  list.replaceChildren();
+  if (!data.subscriptions.length) list.append(element("li", { text: "None yet: write a query above." }));
+  for (const sub of data.subscriptions) list.append(subscriptionItem(sub));
+}
+
+function subscriptionItem(sub) {
+  const matches = element("ul", { class: "matches", "data-testid": "matches-" + sub.id });
+  const urls = Object.entries(sub.feed_urls).map(([kind, url]) => {
+    const button = element("button", { class: "copy", type: "button", text: "Copy" });
+    button.addEventListener("click", () => copy(url, button));
+    return element("div", { class: "feed-url" }, element("span", { text: kind.toUpperCase() }),
+                   element("code", { class: "feed-link", text: url }), button);
+  });
+  const refresh = element("button", { class: "secondary", type: "button", text: "Show recent matches",
+                                      "data-testid": "show-matches-" + sub.id });
+  refresh.addEventListener("click", () => loadMatches(sub.id, matches));
+  const remove = element("button", { class: "danger", type: "button", text: "Delete" });
+  remove.addEventListener("click", async () => {
+    if (!confirm(`Delete "${sub.name || sub.query}"? Its feed URL will stop working.`)) return;
+    await api("DELETE", "/api/subscriptions/" + sub.id);
+    loadSubscriptions();
+  });
+  return element("li", { "data-testid": "subscription", "data-id": sub.id },
+                 element("strong", { text: sub.name || sub.query }),
+                 element("div", { class: "meta", text: `query: ${sub.normalized} · keeps ${sub.keep} entries` }),
+                 ...urls, refresh, " ", remove, matches);
+}
+
+async function loadMatches(id, list) {
+  const data = await api("GET", `/api/subscriptions/${id}/entries`);
+  list.replaceChildren();
+  if (!data.entries.length) list.append(element("li", { text: "No matches yet: new articles appear here as the feeds post them." }));
+  for (const entry of data.entries) {
+    list.append(element("li", {}, element("a", { href: entry.link, text: entry.title || entry.link, rel: "noopener" }),
+                        element("span", { class: "meta", text: ` — ${entry.feed_title} · ${when(entry.first_seen_at)}` })));
+  }
+}
+
+// -- query with live preview ----------------------------------------------------------------
+
+let previewTimer = null;
+let previewSeq = 0;
+
+function showQueryError(query, detail, message) {
+  let text = message;
+  if (detail && Number.isInteger(detail.position)) {
+    const start = Math.max(0, detail.position - 30);
+    text += "\n  " + query.slice(start, start + 60) + "\n  " + " ".repeat(detail.position - start) + "^";
+  }
+  if (detail && detail.hint) text += "\nhint: " + detail.hint;
+  $("query-error").textContent = text;
+}
+
+async function preview() {
+  const query = $("query-input").value;
+  const seq = ++previewSeq;
+  $("query-error").textContent = "";
+  if (!query.trim()) { $("preview-summary").textContent = ""; $("preview-list").replaceChildren(); return; }
+  try {
+    const data = await api("POST", "/api/preview", { query });
+    if (seq !== previewSeq) return;
+    $("preview-summary").textContent =
+      `${data.matched} of the ${data.searched} most recent articles match ${data.normalized}`;
+    $("preview-list").replaceChildren(...data.matches.slice(0, 10).map((m) =>
+      element("li", {}, element("a", { href: m.link, text: m.title || m.link, rel: "noopener" }),
+              element("span", { class: "meta", text: " — " + m.feed_title }))));
+  } catch (error) {
+    if (seq !== previewSeq) return;
+    $("preview-summary").textContent = "";
+    $("preview-list").replaceChildren();
+    showQueryError(query, error.detail, error.message);
+  }
+}
+
+$("query-input").addEventListener("input", () => {
+  clearTimeout(previewTimer);
+  previewTimer = setTimeout(preview, 250);
+});
+
+$("sub-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const query = $("query-input").value;
+  try {
+    await api("POST", "/api/subscriptions", { query, name: $("sub-name").value });
+    $("query-input").value = ""; $("sub-name").value = "";
+    $("preview-summary").textContent = ""; $("preview-list").replaceChildren();
+    await loadSubscriptions();
+  } catch (error) { showQueryError(query, error.detail, error.message); }
+});
+
+// -- sources ----------------------------------------------------------------------------------
+
+async function loadSources() {
+  const data = await api("GET", "/api/sources");
+  $("sources").replaceChildren(...data.sources.map((s) => element("li", { "data-testid": "source" },
+    element("strong", { text: s.title || s.url }), element("div", { class: "meta", text: s.url }),
+    element("div", { class: "meta", text: s.last_error ? "problem: " + s.last_error : (s.last_outcome || "not fetched yet") }))));
+}
+
+$("source-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("source-error").textContent = "";
+  try { await api("POST", "/api/sources", { url: $("source-url").value }); $("source-url").value = ""; loadSources(); }
+  catch (error) { $("source-error").textContent = error.message; }
+});
+
+$("opml-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("source-error").textContent = "";
+  const file = $("opml-file").files[0];
+  if (!file) { $("source-error").textContent = "choose an OPML file first"; return; }
+  try {
+    const data = await api("POST", "/api/opml", undefined, await file.text());
+    $("source-status").textContent = `Imported ${data.added} feeds` +
+      (data.skipped.length ? `; skipped ${data.skipped.length}: ${data.skipped.slice(0, 3).join("; ")}` : "");
+    loadSources();
+  } catch (error) { $("source-error").textContent = error.message; }
+});
+
+$("opml-export").addEventListener("click", async (event) => {
+  event.preventDefault();
+  const text = await api("GET", "/api/opml");
+  const link = element("a", { href: URL.createObjectURL(new Blob([text], { type: "text/x-opml" })), download: "feedmesh.opml" });
+  link.click();
+});
+
+document.querySelectorAll("button[data-copy-from]").forEach((button) =>
+  button.addEventListener("click", () => copy($(button.dataset.copyFrom).textContent, button)));
+
+show();
