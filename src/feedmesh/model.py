@@ -81,7 +81,7 @@ class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """Feed-level metadata, including the publisher's hints to pollers."""
 
     format: str = ""
-    """One of ``rss0.90 rss0.91 rss0.92 rss2.0 rss1.0 atom0.3 atom1.0 json1.0 json1.1`` (or "")."""
+    """One of ``rss0.90 rss0.91 rss0.92 rss2.0 rss1.0 atom0.3 atom1.0 json1.0 json1.1 cdf`` (or "")."""
     title: str = ""
     link: str = ""
     description: str = ""

@@ -23,9 +23,17 @@ import binascii
 
 from lxml import etree
 
-from feedmesh.feeds.common import Context, EntryDraft
-from feedmesh.feeds.urls import XML_LANG
-from feedmesh.feeds.xmltext import XHTML, child_elements, inner_markup, make_keyer, text_of
+from feedmesh.feeds.common import Context, EntryDraft, add_media
+from feedmesh.feeds.xmltext import (
+    NAMESPACES,
+    XHTML,
+    child_elements,
+    inner_markup,
+    language_of,
+    make_keyer,
+    namespace_of,
+    text_of,
+)
 from feedmesh.model import FeedInfo, Person
 
 __all__ = ["read_atom"]
@@ -38,14 +46,18 @@ _XHTML_TYPES = ("xhtml", "application/xhtml+xml")
 
 def read_atom(root: etree._Element, ctx: Context,
               version: str) -> tuple[FeedInfo, list[EntryDraft]]:
-    """Read an Atom feed; ``version`` is ``"1.0"`` or ``"0.3"``."""
+    """Read an Atom feed; ``version`` is ``"1.0"`` or ``"0.3"`` (and the drafts before 0.3)."""
     atom03 = version == "0.3"
-    key_of = _KEYERS["atom03" if atom03 else "atom"]
+    namespace = namespace_of(root.tag)
+    if namespace and namespace not in NAMESPACES:  # Echo, Necho, Pie: the drafts before Atom 0.3
+        key_of = make_keyer("atom03", namespace)
+    else:
+        key_of = _KEYERS["atom03" if atom03 else "atom"]
     base = ctx.base_of(root, ctx.base)
-    language = root.get(XML_LANG, "")
+    language = language_of(root, "")
     fields: dict[str, object] = {"format": "atom0.3" if atom03 else "atom1.0"}
     if language:
-        fields["language"] = ctx.text(language)[:35]
+        fields["language"] = language
     authors: list[Person] = []
     hubs: list[str] = []
     entries: list[etree._Element] = []
@@ -77,8 +89,7 @@ def read_atom(root: etree._Element, ctx: Context,
             elif rel == "hub" and href not in hubs:
                 hubs.append(href)
         elif key in ("updated", "modified"):
-            if "updated" not in fields or key == "updated":
-                fields["updated"] = ctx.date(text_of(child))
+            fields["updated"] = ctx.date(text_of(child)) or fields.get("updated")
         elif key == "author":
             person = _person(child, ctx, key_of, base)
             if person is not None and person not in authors:
@@ -104,11 +115,11 @@ def _entry(entry: etree._Element, ctx: Context, key_of, feed_base: str, language
            atom03: bool, feed_authors: list[Person]) -> EntryDraft:
     draft = EntryDraft()
     base = ctx.base_of(entry, feed_base)
-    language = entry.get(XML_LANG) or language
+    language = language_of(entry, language)
     draft.language = language
     dates: dict[str, str] = {}
     source_authors: list[Person] = []
-    summary_language = ""
+    summary_language: str | None = None
     for child in entry:
         key = key_of(child.tag)
         if not key:
@@ -132,7 +143,7 @@ def _entry(entry: etree._Element, ctx: Context, key_of, feed_base: str, language
             value, is_html = _text_construct(child, ctx, atom03)
             child_base = ctx.base_of(child, base)
             html = ctx.html(value, child_base) if is_html else ctx.plain_as_html(value)
-            child_language = child.get(XML_LANG) or language
+            child_language = language_of(child, language)
             if key == "content":
                 if not draft.content:
                     draft.content = html
@@ -141,20 +152,22 @@ def _entry(entry: etree._Element, ctx: Context, key_of, feed_base: str, language
                 draft.summary = html
                 summary_language = child_language
         elif key in ("published", "issued", "created", "updated", "modified"):
-            dates.setdefault(key, text_of(child))
+            dates[key] = text_of(child)  # the last of repeated values, as feedparser does
         elif key == "author":
             draft.add_author(_person(child, ctx, key_of, base))
         elif key == "category":
             draft.add_category(child.get("term") or child.get("label") or text_of(child))
         elif key == "dc:subject":
             draft.add_category(text_of(child))
+        elif key == "media:content" or key == "media:group":
+            add_media(draft, child, ctx, ctx.base_of(child, base), key_of)
         elif key == "source":
             for source_child in child:
                 if key_of(source_child.tag) == "author":
                     person = _person(source_child, ctx, key_of, base)
                     if person is not None:
                         source_authors.append(person)
-    if not draft.content and summary_language:
+    if not draft.content and summary_language is not None:
         draft.language = summary_language
     for name in ("published", "issued", "created"):
         if name in dates:
@@ -179,41 +192,49 @@ def _title(element: etree._Element, ctx: Context, key_of) -> str:
 def _text_construct(element: etree._Element, ctx: Context, atom03: bool) -> tuple[str, bool]:
     """(value, is_html) of an Atom text construct or content element."""
     kind = (element.get("type") or "text").strip().lower()
-    if atom03:
-        mode = (element.get("mode") or "xml").strip().lower()
-        if mode == "base64":
-            return _base64_text(text_of(element)), kind in _HTML_TYPES or kind in _XHTML_TYPES
-        if mode == "escaped":
-            return text_of(element), kind != "text/plain" and kind != "text"
-    if kind in _XHTML_TYPES or (len(element) and kind not in ("text", "text/plain")
-                                and kind not in _HTML_TYPES):
-        children = child_elements(element)
-        if len(children) == 1 and children[0].tag == _XHTML_DIV and not (element.text or "").strip():
-            return inner_markup(children[0]), True
+    is_html = kind in _HTML_TYPES or kind in _XHTML_TYPES
+    mode = (element.get("mode") or "xml").strip().lower()  # Atom 0.3; harmless in 1.0
+    if mode == "base64":
+        return _base64_text(text_of(element)), is_html
+    if mode == "escaped":
+        return text_of(element), kind not in ("text", "text/plain")
+    children = child_elements(element)
+    if children and kind in _HTML_TYPES and "<" in text_of(element):
+        return text_of(element), True  # escaped HTML wrapped in a <div> (TypePad did this)
+    if children:  # inline markup, whatever the type claims
+        if (not atom03 and kind == "xhtml" and len(children) == 1
+                and children[0].tag == _XHTML_DIV and not (element.text or "").strip()):
+            return inner_markup(children[0]), True  # RFC 4287 3.1.1.3: the div is a wrapper
         return inner_markup(element), True
-    if kind in _HTML_TYPES:
+    if is_html:
         return text_of(element), True
-    if kind in ("text", "text/plain") or kind.startswith("text/"):
+    if kind in ("text", "text/plain") or kind.startswith("text/") or kind.endswith(
+            ("+xml", "/xml")):
         return text_of(element), False
     if element.get("src") is not None:
         return "", False  # out-of-line content: nothing here to show
-    if kind.endswith(("+xml", "/xml")):
-        return text_of(element), False
-    return "", False  # base64 of a binary media type: not something a reader shows inline
+    # any other media type is base64 (RFC 4287 4.1.3.3); show it only when it is text
+    return _base64_text(text_of(element)), False
 
 
 def _base64_text(value: str) -> str:
+    """Decoded base64 when it is UTF-8 text, else "" (binary media is not shown inline)."""
     try:
-        return base64.b64decode(value.strip(), validate=False).decode("utf-8", "replace")
+        decoded = base64.b64decode("".join(value.split()), validate=True)
+        text = decoded.decode("utf-8")
     except (binascii.Error, ValueError):
         return ""
+    return "" if "\x00" in text else text
 
 
 def _link(element: etree._Element, ctx: Context, base: str) -> tuple[str, str]:
     rel = (element.get("rel") or "alternate").strip()
     if rel.startswith("http://www.iana.org/assignments/relation/"):
         rel = rel.rsplit("/", 1)[1]
-    href = ctx.url(element.get("href", ""), ctx.base_of(element, base))
+    target = element.get("href")
+    if target is None:  # the drafts before Atom 0.3 put the URL in the element's text
+        target = text_of(element)
+    href = ctx.url(target, ctx.base_of(element, base))
     return rel, href
 
 

@@ -13,7 +13,9 @@ URL rules, so no format module can forget them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from feedmesh.feeds.dates import parse_date
 from feedmesh.feeds.identity import content_hash, entry_key, unique_keys
@@ -22,7 +24,7 @@ from feedmesh.feeds.sanitize import html_to_text, looks_like_html, sanitize_html
 from feedmesh.feeds.urls import XML_BASE, resolve_url, scoped_base
 from feedmesh.model import Enclosure, Entry, Person
 
-__all__ = ["Context", "EntryDraft", "finish_entries", "parse_person", "positive_int", "skip_days", "skip_hours"]
+__all__ = ["Context", "EntryDraft", "add_media", "finish_entries", "parse_person", "positive_int", "skip_days", "skip_hours"]
 
 _EMAIL = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+")
 _DAYS = {day[:3].lower(): day for day in (
@@ -123,6 +125,19 @@ class EntryDraft:
             self.categories.append(term[:200])
 
 
+def add_media(draft: EntryDraft, element: Any, ctx: Context, base: str,
+              key_of: Callable[[object], str]) -> None:
+    """Media RSS: a ``media:content`` (with a ``url``) is an enclosure; a ``media:group`` holds
+    several. ``media:player`` (an HTML embed page) and thumbnails are not attachments."""
+    if key_of(element.tag) == "media:group":
+        for child in element:
+            if key_of(child.tag) == "media:content":
+                add_media(draft, child, ctx, ctx.base_of(child, base), key_of)
+        return
+    draft.add_enclosure(ctx.enclosure(element.get("url", ""), element.get("type", ""),
+                                      element.get("fileSize", ""), base))
+
+
 def finish_entries(drafts: list[EntryDraft]) -> tuple[Entry, ...]:
     """Frozen entries with their key and content hash, keys unique within the document."""
     entries = []
@@ -155,7 +170,7 @@ def parse_person(value: str, limit: int = 400) -> Person | None:
         return Person(name=value)
     email = found.group(0)
     rest = (value[:found.start()] + value[found.end():]).strip()
-    rest = rest.replace("()", "").replace("<>", "").replace("mailto:", "").strip()
+    rest = rest.replace("mailto:", "").replace("()", "").replace("<>", "").strip()
     if rest.startswith("(") and rest.endswith(")"):
         rest = rest[1:-1].strip()
     return Person(name=rest.strip(" ,;-"), email=email)

@@ -13,11 +13,13 @@ Two values, computed here and nowhere else:
 Inside one document, keys must be unique. When several entries share a key (a CMS that gives
 every item the same guid, a feed that repeats a link):
 
-* exact copies (same key *and* same content hash) collapse into the first one;
-* the others each get a suffix: ``key + " " + link`` when their links tell them apart, else
-  ``key + " #" + content hash``. Every member of a colliding group is suffixed, so the result
-  does not depend on the order the items appear in, and the same entry keeps the same key on the
-  next fetch as long as the collision persists.
+* each member of the group gets a suffix: ``key + " " + link`` when its link tells it apart,
+  else ``key + " #" + content hash``. Every member is suffixed, so the result does not depend on
+  the order the items appear in, and the same entry keeps the same key on the next fetch as long
+  as the collision persists;
+* exact copies (same key, link and content) are kept - the parser reports what the document
+  says - and numbered in document order (``" #2"``); the store's content-hash rule below makes
+  sure a reader sees such a copy once.
 
 ``content_hash`` - *what a reader sees* of the entry: its title, link, summary and content,
 whitespace-normalized, hashed (BLAKE2b, 128 bits, hex). It changes when the entry is edited and
@@ -77,25 +79,12 @@ def unique_keys(entries: Sequence[Entry]) -> tuple[Entry, ...]:
         counts[entry.key] = counts.get(entry.key, 0) + 1
     if len(counts) == len(entries):
         return tuple(entries)
-
-    kept: list[Entry] = []
-    seen_copies: set[tuple[str, str]] = set()
     groups: dict[str, list[Entry]] = {}
     for entry in entries:
-        if counts[entry.key] == 1:
-            kept.append(entry)
-            continue
-        copy_id = (entry.key, entry.content_hash)
-        if copy_id in seen_copies:
-            continue  # an exact copy of an entry already kept
-        seen_copies.add(copy_id)
-        groups.setdefault(entry.key, []).append(entry)
-        kept.append(entry)
-
+        if counts[entry.key] > 1:
+            groups.setdefault(entry.key, []).append(entry)
     renamed: dict[int, Entry] = {}
     for key, members in groups.items():
-        if len(members) == 1:
-            continue  # the others were exact copies: the survivor keeps the bare key
         link_counts: dict[str, int] = {}
         for member in members:
             link_counts[member.link] = link_counts.get(member.link, 0) + 1
@@ -105,12 +94,12 @@ def unique_keys(entries: Sequence[Entry]) -> tuple[Entry, ...]:
             else:
                 suffix = " #" + member.content_hash
             renamed[id(member)] = msgspec.structs.replace(member, key=key + suffix)
-    result = [renamed.get(id(entry), entry) for entry in kept]
-    return _last_resort(result)
+    return _number_copies([renamed.get(id(entry), entry) for entry in entries])
 
 
-def _last_resort(entries: list[Entry]) -> tuple[Entry, ...]:
-    """A suffixed key can (in contrived documents) equal another entry's key: number the rest."""
+def _number_copies(entries: list[Entry]) -> tuple[Entry, ...]:
+    """Exact copies (and, in contrived documents, a suffixed key equal to another entry's key)
+    still collide: number them in document order, " #2", " #3"."""
     taken: set[str] = set()
     result = []
     for entry in entries:

@@ -7,7 +7,7 @@ than failing the document: ``"id": 123`` becomes ``"123"`` (1.1 says ids are str
 disagree), a string where an object belongs is ignored.
 
 Field choices: ``content_html`` over ``content_text``; ``summary`` as the summary; ``url``, else
-``external_url``, as the link; ``authors`` (1.1) with ``author`` (1.0) as fallback, at feed and item
+``external_url``, as the link; ``authors`` (1.1) and ``author`` (1.0), merged, at feed and item
 level, items inheriting the feed's; ``tags`` as categories; ``attachments`` as enclosures;
 ``language`` (1.1) at feed and item level; ``hubs`` for WebSub.
 """
@@ -20,9 +20,6 @@ from feedmesh.feeds.common import Context, EntryDraft
 from feedmesh.model import FeedInfo, Person
 
 __all__ = ["is_json_feed", "read_json_feed"]
-
-_VERSION_PREFIX = "https://jsonfeed.org/version/"
-
 
 def is_json_feed(document: object) -> bool:
     if not isinstance(document, dict):
@@ -114,7 +111,7 @@ def _item(item: dict[str, Any], ctx: Context, base: str, language: str,
 
 def _people(holder: dict[str, Any], ctx: Context, base: str) -> list[Person]:
     people: list[Person] = []
-    candidates = _list(holder.get("authors")) or [holder.get("author")]
+    candidates = [*_list(holder.get("authors")), holder.get("author")]  # 1.1 and 1.0 spellings
     for candidate in candidates:
         if not isinstance(candidate, dict):
             continue

@@ -7,7 +7,8 @@
    advertises, when it has some).
 3. Decode (:mod:`~feedmesh.feeds.encoding`) and parse safely (:mod:`~feedmesh.feeds.xmlsafe`).
 4. Dispatch on the root element to one module per format family: :mod:`~feedmesh.feeds.rss`,
-   :mod:`~feedmesh.feeds.rdf`, :mod:`~feedmesh.feeds.atom`, :mod:`~feedmesh.feeds.jsonfeed`;
+   :mod:`~feedmesh.feeds.rdf`, :mod:`~feedmesh.feeds.atom`, :mod:`~feedmesh.feeds.jsonfeed`
+   (and :mod:`~feedmesh.feeds.cdf` for the archaeology);
    when a broken document lost entries in recovery, :mod:`~feedmesh.feeds.loose` gets a try.
 5. Identity (:mod:`~feedmesh.feeds.identity`): keys and content hashes, unique per document.
 
@@ -22,6 +23,7 @@ import re
 import msgspec
 
 from feedmesh.feeds.atom import read_atom
+from feedmesh.feeds.cdf import read_cdf
 from feedmesh.feeds.common import Context, EntryDraft, finish_entries
 from feedmesh.feeds.encoding import decode_document
 from feedmesh.feeds.jsonfeed import is_json_feed, read_json_feed
@@ -140,13 +142,15 @@ def _dispatch(root, ctx: Context) -> tuple[FeedInfo, list[EntryDraft]] | None:
             return read_atom(root, ctx, "0.3")
         if namespace in (_ATOM10, ""):
             return read_atom(root, ctx, "1.0")
-        return None
+        return read_atom(root, ctx, "0.3")  # the drafts before Atom 0.3 (Echo, Necho, Pie)
     if local == "entry" and namespace == _ATOM10:  # an Atom entry document (RFC 4287 4.1.2)
         return read_atom(root, ctx, "1.0")
-    if local == "RDF" and namespace == _RDF:
+    if local in ("RDF", "rdf") and namespace in (_RDF, ""):  # also a sloppy <rdf> without one
         return read_rdf(root, ctx)
     if local == "channel" and not namespace:  # an RSS 0.9x channel without its <rss>
         return read_rss(root, ctx)
+    if local == "CHANNEL" and not namespace:
+        return read_cdf(root, ctx)
     return None
 
 

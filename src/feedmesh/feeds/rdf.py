@@ -10,8 +10,8 @@ from __future__ import annotations
 from lxml import etree
 
 from feedmesh.feeds.common import Context, EntryDraft
-from feedmesh.feeds.rss import key_of, read_channel, read_items
-from feedmesh.feeds.urls import XML_LANG
+from feedmesh.feeds.rss import keyer_for, read_channel, read_items
+from feedmesh.feeds.xmltext import language_of, namespace_of
 from feedmesh.model import FeedInfo
 
 __all__ = ["read_rdf"]
@@ -21,6 +21,7 @@ _RSS090 = "http://my.netscape.com/rdf/simple/0.9/"
 
 
 def read_rdf(root: etree._Element, ctx: Context) -> tuple[FeedInfo, list[EntryDraft]]:
+    key_of = keyer_for(root)
     base = ctx.base_of(root, ctx.base)
     channel = None
     items: list[etree._Element] = []
@@ -31,18 +32,19 @@ def read_rdf(root: etree._Element, ctx: Context) -> tuple[FeedInfo, list[EntryDr
         elif key == "item":
             items.append(child)
     fields: dict[str, object] = {}
-    language = root.get(XML_LANG) or ""
+    language = language_of(root, "")
     if channel is not None:
-        fields = read_channel(channel, ctx, ctx.base_of(channel, base))
+        fields = read_channel(channel, ctx, ctx.base_of(channel, base), key_of)
         items.extend(child for child in channel if key_of(child.tag) == "item")
-        language = str(fields.get("language") or channel.get(XML_LANG) or language)
-    drafts = read_items(items, ctx, base, language)
+        language = str(fields.get("language") or language_of(channel, language))
+    drafts = read_items(items, ctx, base, language, key_of)
     for item, draft in zip(items, drafts):
         about = item.get(_RDF_ABOUT)
         if about and not draft.guid:
             draft.guid = ctx.text(about, "an rdf:about")
             if not draft.link and about.startswith(("http://", "https://")):
                 draft.link = ctx.url(about, base)
-    namespace = (channel.tag if channel is not None else "").partition("}")[0][1:]
-    fields["format"] = "rss0.90" if namespace == _RSS090 else "rss1.0"
+    rss090 = _RSS090 in root.nsmap.values() or (
+        channel is not None and namespace_of(channel.tag) == _RSS090)
+    fields["format"] = "rss0.90" if rss090 else "rss1.0"
     return FeedInfo(**fields), drafts

@@ -20,24 +20,42 @@ the presence of tags or entities, as feedparser does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lxml import etree
 
 from feedmesh.feeds.common import (
     Context,
     EntryDraft,
+    add_media,
     parse_person,
     positive_int,
     skip_days,
     skip_hours,
 )
-from feedmesh.feeds.urls import XML_LANG
-from feedmesh.feeds.xmltext import inner_markup, make_keyer, text_of
+from feedmesh.feeds.xmltext import (
+    NAMESPACES,
+    inner_markup,
+    language_of,
+    make_keyer,
+    namespace_of,
+    text_of,
+)
 from feedmesh.model import FeedInfo, Person
 
-__all__ = ["read_channel", "read_item", "read_rss", "rss_format"]
+__all__ = ["keyer_for", "read_channel", "read_item", "read_items", "read_rss", "rss_format"]
 
 key_of = make_keyer("rss")
 _ITEM = "item"
+_CONTENT_KEYS = ("content:encoded", "xhtml:body", "body", "fullitem")
+
+
+def keyer_for(root: etree._Element) -> Callable[[object], str]:
+    """The shared keyer, or one that also reads the root's own unknown namespace as RSS."""
+    namespace = namespace_of(root.tag)
+    if not namespace or namespace in NAMESPACES:
+        return key_of
+    return make_keyer("rss", namespace)
 
 
 def rss_format(version: str) -> str:
@@ -53,6 +71,7 @@ def rss_format(version: str) -> str:
 
 def read_rss(root: etree._Element, ctx: Context) -> tuple[FeedInfo, list[EntryDraft]]:
     """Read an ``<rss>`` document (items under ``channel``, or stray ones under ``rss``)."""
+    key_of = keyer_for(root)
     base = ctx.base_of(root, ctx.base)
     channel = None
     for child in root:
@@ -62,28 +81,29 @@ def read_rss(root: etree._Element, ctx: Context) -> tuple[FeedInfo, list[EntryDr
     if channel is None:
         channel = root
     channel_base = ctx.base_of(channel, base)
-    language = channel.get(XML_LANG) or root.get(XML_LANG) or ""
-    fields = read_channel(channel, ctx, channel_base)
-    language = fields.get("language") or language
+    language = language_of(channel, language_of(root, ""))
+    fields = read_channel(channel, ctx, channel_base, key_of)
+    language = str(fields.get("language") or language)
     items = [child for child in channel if key_of(child.tag) == _ITEM]
     if channel is not root:
         items.extend(child for child in root if key_of(child.tag) == _ITEM)
-    drafts = read_items(items, ctx, channel_base, language)
+    drafts = read_items(items, ctx, channel_base, language, key_of)
     fields["format"] = rss_format(root.get("version", ""))
     return FeedInfo(**fields), drafts
 
 
-def read_items(items: list[etree._Element], ctx: Context, base: str,
-               language: str) -> list[EntryDraft]:
+def read_items(items: list[etree._Element], ctx: Context, base: str, language: str,
+               key_of: Callable[[object], str] = key_of) -> list[EntryDraft]:
     limit = ctx.limits.max_entries
     if len(items) > limit:
         ctx.problems.add("too_large", f"the document has {len(items)} items; kept the first "
                          f"{limit}")
         items = items[:limit]
-    return [read_item(item, ctx, base, language) for item in items]
+    return [read_item(item, ctx, base, language, key_of) for item in items]
 
 
-def read_channel(channel: etree._Element, ctx: Context, base: str) -> dict[str, object]:
+def read_channel(channel: etree._Element, ctx: Context, base: str,
+                 key_of: Callable[[object], str] = key_of) -> dict[str, object]:
     """Feed-level fields of an RSS or RDF channel, as ``FeedInfo`` keyword arguments."""
     fields: dict[str, object] = {}
     authors: list[Person] = []
@@ -113,7 +133,7 @@ def read_channel(channel: etree._Element, ctx: Context, base: str) -> dict[str, 
             if "description" not in fields:
                 fields["description"] = _html_of(child, ctx, ctx.base_of(child, base))
         elif key in ("language", "dc:language"):
-            fields.setdefault("language", ctx.text(text_of(child))[:35])
+            fields.setdefault("language", ctx.text(text_of(child)).replace("_", "-")[:35])
         elif key in ("lastBuildDate", "pubDate", "dc:date", "dcterms:modified"):
             dates.setdefault(key, text_of(child))
         elif key in ("managingEditor", "dc:creator", "dc:author", "itunes:author", "author"):
@@ -156,16 +176,17 @@ def read_channel(channel: etree._Element, ctx: Context, base: str) -> dict[str, 
     return {name: value for name, value in fields.items() if value is not None and value != ""}
 
 
-def read_item(item: etree._Element, ctx: Context, base: str, language: str) -> EntryDraft:
+def read_item(item: etree._Element, ctx: Context, base: str, language: str,
+              key_of: Callable[[object], str] = key_of) -> EntryDraft:
     """One ``<item>`` of RSS 0.9x/1.0/2.0."""
     draft = EntryDraft()
     base = ctx.base_of(item, base)
-    draft.language = item.get(XML_LANG) or language
+    draft.language = language_of(item, language)
     summary_source: tuple[etree._Element, str] | None = None
     summary_fallback: tuple[etree._Element, str] | None = None
     content_source: tuple[etree._Element, str] | None = None
     permalink_guid = ""
-    alternate = ""
+    alternate = fallback_title = ""
     dates: dict[str, str] = {}
     for child in item:
         key = key_of(child.tag)
@@ -187,30 +208,31 @@ def read_item(item: etree._Element, ctx: Context, base: str, language: str) -> E
         elif key in ("dc:description", "itunes:summary"):
             if summary_fallback is None:
                 summary_fallback = (child, ctx.base_of(child, base))
-        elif key == "content:encoded" or key == "xhtml:body":
+        elif key in _CONTENT_KEYS:
             if content_source is None:
                 content_source = (child, ctx.base_of(child, base))
+                draft.language = language_of(child, draft.language)
         elif key in ("pubDate", "dc:date", "dcterms:issued", "dcterms:created",
                      "dcterms:modified", "atom:updated"):
             dates.setdefault(key, text_of(child))
         elif key in ("author", "dc:creator", "dc:author", "itunes:author"):
             draft.add_author(parse_person(text_of(child)))
-        elif key == "category" or key == "dc:subject":
+        elif key in ("category", "dc:subject", "media:category"):
             draft.add_category(text_of(child))
+        elif key == "itunes:category":
+            _add_itunes_categories(draft, child, key_of)
         elif key == "enclosure":
             draft.add_enclosure(ctx.enclosure(child.get("url", ""), child.get("type", ""),
                                               child.get("length", ""), ctx.base_of(child, base)))
-        elif key == "media:content":
-            _add_media(draft, child, ctx, base)
-        elif key == "media:group":
-            for media in child:
-                if key_of(media.tag) == "media:content":
-                    _add_media(draft, media, ctx, base)
-        elif key == "dc:title" and not draft.title:
-            draft.title = ctx.title(text_of(child))
+        elif key == "media:content" or key == "media:group":
+            add_media(draft, child, ctx, ctx.base_of(child, base), key_of)
+        elif key in ("dc:title", "media:title") and not fallback_title:
+            fallback_title = text_of(child)
         elif key == "atom:link" and not alternate:
             if child.get("rel", "alternate") == "alternate":
                 alternate = ctx.url(child.get("href", ""), ctx.base_of(child, base))
+    if not draft.title and fallback_title:
+        draft.title = ctx.title(fallback_title)
     summary_source = summary_source or summary_fallback
     if summary_source is not None:
         draft.summary = _html_of(summary_source[0], ctx, summary_source[1])
@@ -237,9 +259,12 @@ def _html_of(element: etree._Element, ctx: Context, base: str) -> str:
     return ctx.html(markup, base, "a summary or content")
 
 
-def _add_media(draft: EntryDraft, element: etree._Element, ctx: Context, base: str) -> None:
-    draft.add_enclosure(ctx.enclosure(element.get("url", ""), element.get("type", ""),
-                                      element.get("fileSize", ""), ctx.base_of(element, base)))
+def _add_itunes_categories(draft: EntryDraft, element: etree._Element,
+                           key_of: Callable[[object], str]) -> None:
+    draft.add_category(element.get("text", ""))
+    for child in element:
+        if key_of(child.tag) == "itunes:category":
+            _add_itunes_categories(draft, child, key_of)
 
 
 def _is_url(value: str) -> bool:

@@ -89,6 +89,8 @@ def _first_element(utf8: bytes) -> int:
 
 def parse_xml(utf8: bytes, problems: Problems) -> etree._Element | None:
     """Parse with the steps of the module docstring; ``None`` when nothing could be read."""
+    if utf8[:1].isspace() and utf8.lstrip()[:5] == b"<?xml":
+        utf8 = utf8.lstrip()  # blank lines before the declaration: harmless, and common
     if declares_entities(utf8):
         problems.add("forbidden", "the document type declaration declares entities (entity "
                      "expansion and external entities are refused; no feed needs them)")

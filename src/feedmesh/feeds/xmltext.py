@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 from lxml import etree
 
-__all__ = ["NAMESPACES", "child_elements", "inner_markup", "make_keyer", "text_of"]
+__all__ = ["NAMESPACES", "XHTML", "child_elements", "inner_markup", "language_of", "make_keyer",
+           "namespace_of", "text_of"]
 
 NAMESPACES = {
     "http://purl.org/rss/1.0/": "rss",
@@ -41,14 +42,33 @@ NAMESPACES = {
     "http://www.w3.org/1999/02/22-rdf-syntax-ns#": "rdf",
     "http://rssnamespace.org/feedburner/ext/1.0": "feedburner",
 }
+# Publishers misspell namespace URIs in harmless ways (no trailing slash, https, upper case):
+# lookups go through this normalized table so that such feeds still read as intended.
+_NORMALIZED = {}
+
+
+def _normal_namespace(namespace: str) -> str:
+    lowered = namespace.strip().lower()
+    if lowered.startswith("https://"):
+        lowered = "http://" + lowered[len("https://"):]
+    return lowered.rstrip("/#")
+
+
+for _uri, _prefix in NAMESPACES.items():
+    _NORMALIZED[_normal_namespace(_uri)] = _prefix
+
 XHTML = "http://www.w3.org/1999/xhtml"
 _XHTML_PREFIX = "{" + XHTML + "}"
+_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 _COMMENT, _PI, _ENTITY = etree.Comment, etree.ProcessingInstruction, etree.Entity
 
 
-def make_keyer(home_prefix: str) -> Callable[[object], str]:
+def make_keyer(home_prefix: str, home_namespace: str = "") -> Callable[[object], str]:
     """A cached ``tag -> key`` function for one format; ``home_prefix`` reads as no prefix.
 
+    ``home_namespace`` adds one more namespace that reads as no prefix: a document whose root
+    uses a namespace of its own (``<rss xmlns="http://backend.userland.com/rss2.1">``, the
+    pre-Atom drafts' ``<feed xmlns="http://purl.org/echo/">``).
     Non-element nodes (comments, entities) get ``""``; unknown namespaces keep their Clark name,
     so they never collide with a key a format module looks for.
     """
@@ -62,7 +82,9 @@ def make_keyer(home_prefix: str) -> Callable[[object], str]:
             return known
         if tag[0] == "{":
             namespace, _, local = tag[1:].partition("}")
-            prefix = NAMESPACES.get(namespace)
+            prefix = home_prefix if namespace == home_namespace else NAMESPACES.get(namespace)
+            if prefix is None:
+                prefix = _NORMALIZED.get(_normal_namespace(namespace))
             if prefix is None:
                 result = tag
             elif prefix == home_prefix:
@@ -76,6 +98,21 @@ def make_keyer(home_prefix: str) -> Callable[[object], str]:
         return result
 
     return key
+
+
+def namespace_of(tag: object) -> str:
+    """The namespace URI of an element tag ("" when it has none)."""
+    if isinstance(tag, str) and tag[:1] == "{":
+        return tag[1:].partition("}")[0]
+    return ""
+
+
+def language_of(element: etree._Element, inherited: str) -> str:
+    """The ``xml:lang`` in scope inside ``element``; ``xml:lang=""`` means "unknown" (XML 2.12)."""
+    value = element.get(_XML_LANG)
+    if value is None:
+        return inherited
+    return value.strip().replace("_", "-")[:35]
 
 
 def child_elements(element: etree._Element) -> list[etree._Element]:
