@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "crawl": ("feedmesh.crawl.cli", "crawl every feed of an OPML list into the store"),
     "query": ("feedmesh.match.cli", "check subscription queries"),
     "sim": ("feedmesh.schedule.cli", "replay a posting trace against fetch policies"),
+    "serve": ("feedmesh.hub.cli", "run the hub: crawler, filters, reflectors and web, on SQLite"),
+    "stats": ("feedmesh.hub.stats_cli", "print a running hub's figures"),
 }
 
 

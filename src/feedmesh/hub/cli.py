@@ -1,0 +1,154 @@
+"""``feedmesh serve`` (every hub tier and the web server in one process, on SQLite) and
+``feedmesh stats`` (the hub's figures for a person)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import urllib.request
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+from rich.console import Console
+from rich.table import Table
+
+from feedmesh.crawl import CrawlSettings
+from feedmesh.crawl.cli import add_fetch_arguments, fetch_settings, read_opml
+from feedmesh.feeds.opml import OpmlError, parse_opml
+from feedmesh.hub.app import Hub, HubSettings
+from feedmesh.hub.reflector import ReflectorSettings
+from feedmesh.hub.web import build_app
+from feedmesh.logs import setup_logging
+
+__all__ = ["configure", "configure_stats", "run", "run_stats", "running_hub", "settings_from"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var"),
+                        help="directory of the SQLite files (default $FEEDMESH_DATA or ./var)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--base-url", default="",
+                        help="public URL of this hub, used in feed links (default http://HOST:PORT)")
+    parser.add_argument("--interval", type=float, default=900.0,
+                        help="seconds between crawl cycles (Cobra: 15 minutes)")
+    parser.add_argument("--filters", type=int, default=1, help="filter shards")
+    parser.add_argument("--reflectors", type=int, default=1)
+    parser.add_argument("--delivery", choices=("ids", "article"), default="ids",
+                        help="filter -> reflector: matching ids, or the article to re-match")
+    parser.add_argument("--opml", default="", metavar="FILE_OR_URL",
+                        help="source feeds to add at start-up")
+    parser.add_argument("--soft-memory-mb", type=int, default=0,
+                        help="above this resident size, reflectors drop entry bodies")
+    parser.add_argument("--hard-memory-mb", type=int, default=0,
+                        help="above this resident size, reflectors drop new entries")
+    parser.add_argument("--log-level", default="info")
+    add_fetch_arguments(parser)
+
+
+def settings_from(args: argparse.Namespace) -> HubSettings:
+    return HubSettings(
+        data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
+        crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
+        crawl=CrawlSettings(batch_interval_s=0.02),
+        reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
+                                    hard_memory_bytes=args.hard_memory_mb << 20))
+
+
+@contextlib.asynccontextmanager
+async def running_hub(settings: HubSettings, host: str, port: int,
+                      base_url: str = "") -> AsyncIterator[tuple[Hub, str]]:
+    """A started hub with its web server listening; stopped cleanly on exit."""
+    hub = Hub(settings)
+    await hub.start()
+    base = base_url or f"http://{host}:{port}"
+    runner = web.AppRunner(build_app(hub, base_url=base), handle_signals=False,
+                           access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        yield hub, base
+    finally:
+        await runner.cleanup()
+        await hub.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    setup_logging(args.log_level)
+    try:
+        return asyncio.run(_serve(args))
+    except (OSError, OpmlError, ValueError) as exc:
+        print(f"feedmesh serve: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    async with running_hub(settings_from(args), args.host, args.port, args.base_url) as (hub, url):
+        if args.opml:
+            outlines = parse_opml(await read_opml(args.opml, hub.fetcher)).outlines
+            await hub.crawler.add_feeds([o.url for o in outlines])
+        print(f"feedmesh hub on {url}/ (API: {url}/api/openapi.json, metrics: {url}/metrics)",
+              file=sys.stderr)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        print("stopping: finishing in-flight work", file=sys.stderr)
+    return 0
+
+
+# -- stats ------------------------------------------------------------------------------------
+
+def configure_stats(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", default="http://127.0.0.1:8080", help="the hub's base URL")
+    parser.add_argument("--json", action="store_true", help="print the raw JSON")
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    try:
+        with urllib.request.urlopen(f"{args.url.rstrip('/')}/api/stats", timeout=10) as answer:
+            stats = json.load(answer)
+    except OSError as exc:
+        print(f"feedmesh stats: cannot read {args.url}/api/stats: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(stats, indent=2))
+        return 0
+    Console().print(stats_table(stats))
+    return 0
+
+
+def stats_table(stats: dict) -> Table:
+    table = Table(title="feedmesh hub", show_header=False)
+    table.add_row("source feeds", str(stats["feeds"]))
+    table.add_row("subscriptions", str(stats["subscriptions"]))
+    table.add_row("entries stored", str(stats["entries_stored"]))
+    cycle = stats.get("last_crawl")
+    if cycle:
+        table.add_row("last crawl", f"{cycle['fetched']} fetched, {cycle['not_modified']} 304, "
+                      f"{cycle['new_entries']} new in {cycle['elapsed_s']:.1f} s")
+    metrics = stats["metrics"]
+    for tier in ("crawler", "filter", "reflector"):
+        table.add_row(f"{tier} articles in/out",
+                      f"{metrics.get(f'feedmesh_tier_articles_in_total{{tier={tier}}}', 0):.0f} / "
+                      f"{metrics.get(f'feedmesh_tier_articles_out_total{{tier={tier}}}', 0):.0f}")
+        table.add_row(f"{tier} bytes in/out",
+                      f"{metrics.get(f'feedmesh_tier_bytes_in_total{{tier={tier}}}', 0):,.0f} / "
+                      f"{metrics.get(f'feedmesh_tier_bytes_out_total{{tier={tier}}}', 0):,.0f}")
+    count = metrics.get("feedmesh_hub_latency_seconds_count", 0)
+    if count:
+        mean = metrics.get("feedmesh_hub_latency_seconds_sum", 0) / count
+        table.add_row("intra-hub latency", f"mean {mean * 1000:.1f} ms over {count:.0f} entries")
+    for name, depth in stats["queues"].items():
+        table.add_row(f"queue {name}", f"{depth['messages']} messages, {depth['bytes']:,} bytes")
+    table.add_row("memory", f"{metrics.get('feedmesh_process_memory_bytes', 0) / 2**20:.0f} MB")
+    for key, value in sorted(metrics.items()):
+        if key.startswith("feedmesh_fetches_total{"):
+            table.add_row("fetches " + key.split("=", 1)[1].rstrip("}"), f"{value:.0f}")
+    return table
