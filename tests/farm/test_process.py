@@ -40,3 +40,11 @@ def test_cli_rejects_bad_settings_with_status_2():
                              "--faults", "nonsense=0.1", "--port", "0"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "unknown fault 'nonsense'" in result.stderr
+
+
+async def test_prerender_fills_the_cache_before_serving(farm_factory):
+    async with farm_factory(feeds=30, faults="default", prerender=True,
+                            fault_overrides={0: "timeout", 1: "flood"}) as farm:
+        stats = farm.model.cache_stats()
+        assert stats["documents"] >= 25 and stats["renders"] == stats["documents"]
+        assert 1 not in farm.model._docs  # faults that serve no (ordinary) document are skipped

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from feedmesh.farm.catalog import ARTICLE_WORDS_SIGMA, FeedSpec
 from feedmesh.farm.faults import Fault
 from feedmesh.farm.posting import Post
-from feedmesh.farm.rand import mix64
+from feedmesh.farm.rand import Draws, mix64
 from feedmesh.farm.words import FIRST_NAMES, LAST_NAMES, vocabulary
 from feedmesh.model import Enclosure, Entry, FeedInfo, Person
 
@@ -49,7 +49,7 @@ class ContentMaker:
         self.base_url = base_url
         self.future_offset = timedelta(seconds=future_offset_s)
         rng = random.Random(mix64(spec.seed, spec.id, _SALT_FEED))
-        words = vocabulary()
+        words = self.words = vocabulary()
         # Topic words: common enough to recur, rarer than function words.
         self.categories = tuple(words.vocabulary[200 + rng.randrange(5000)] for _ in range(6))
         self.people = tuple(
@@ -83,26 +83,26 @@ class ContentMaker:
     def entry(self, post: Post, nonce: int | None = None) -> Entry:
         """The entry of ``post``; ``nonce`` (a fetch counter) changes the guid, for changing_guids."""
         spec = self.spec
-        rng = random.Random(mix64(spec.seed, spec.id, _SALT_ENTRY, post.block, post.index,
-                                  post.burst))
-        words = vocabulary()
-        link = f"{self.base_url}/feeds/{spec.id}/posts/{post.key}"
-        body_words = max(3, round(spec.words_median * math.exp(ARTICLE_WORDS_SIGMA * rng.gauss(0.0, 1.0))))
-        title = words.title(rng.randrange(words.size), 4 + rng.randrange(8))
+        rng = Draws(spec.seed, spec.id, _SALT_ENTRY, post.block, post.index, post.burst)
+        words = self.words
+        key = post.key
+        link = f"{self.base_url}/feeds/{spec.id}/posts/{key}"
+        body_words = max(3, round(spec.words_median * math.exp(ARTICLE_WORDS_SIGMA * rng.gauss())))
+        title = words.title(rng.below(words.size), 4 + rng.below(8))
         paragraphs = []
         left = body_words
         while left > 0:
-            size = min(left, 30 + rng.randrange(50))
+            size = min(left, 30 + rng.below(50))
             if left - size < 8:
                 size = left
-            paragraphs.append(f"<p>{words.sentence(rng.randrange(words.size), size)}</p>")
+            paragraphs.append(f"<p>{words.sentence(rng.below(words.size), size)}</p>")
             left -= size
         summary = "".join(paragraphs)
         if rng.random() < 0.04:
             title = "Q&A: " + title
         if spec.fancy:
             title, summary = _fancy(title), _fancy(summary).replace(". ", " \u2014 ", 1)
-        guid = link if spec.permalink_guids else f"{TAG_PREFIX}{spec.seed}/{spec.id}/{post.key}"
+        guid = link if spec.permalink_guids else f"{TAG_PREFIX}{spec.seed}/{spec.id}/{key}"
         if spec.fault is Fault.DUPLICATE_GUIDS:
             guid = self.site
         elif nonce is not None:
@@ -112,12 +112,15 @@ class ContentMaker:
             published = datetime.fromtimestamp(post.time, UTC)
             if spec.fault is Fault.FUTURE_DATES:
                 published += self.future_offset
-        categories = tuple(rng.sample(self.categories, rng.randrange(3)))
+        pool = self.categories
+        picked = rng.below(3)
+        first = rng.below(len(pool))
+        categories = tuple(pool[(first + k) % len(pool)] for k in range(picked))
         enclosures: tuple[Enclosure, ...] = ()
         if spec.podcast:
-            enclosures = (Enclosure(url=f"{self.base_url}/media/{spec.id}/{post.key}.mp3",
-                                    type="audio/mpeg", length=5_000_000 + rng.randrange(60_000_000)),)
+            enclosures = (Enclosure(url=f"{self.base_url}/media/{spec.id}/{key}.mp3",
+                                    type="audio/mpeg", length=5_000_000 + rng.below(60_000_000)),)
         return Entry(key=guid, guid=guid, title=title, link=link, published=published,
-                     authors=(self.people[rng.randrange(len(self.people))],) if self.entry_authors
+                     authors=(self.people[rng.below(len(self.people))],) if self.entry_authors
                      else (), summary=summary,
                      categories=categories, enclosures=enclosures)

@@ -43,6 +43,8 @@ def _args(config: FarmConfig) -> list[str]:
             "--ready-json"]
     if config.origin is not None:
         args += ["--origin", repr(config.origin)]
+    if config.prerender:
+        args.append("--prerender")
     for feed_id, fault in sorted(config.fault_overrides.items()):
         args += ["--fault", f"{feed_id}={fault}"]
     return args

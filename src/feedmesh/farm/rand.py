@@ -11,9 +11,11 @@ vectorized over an array of feed ids with numpy (the catalog uses it to draw all
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["mix64", "normals", "unit", "units"]
+__all__ = ["Draws", "mix64", "normals", "unit", "units"]
 
 _MASK = (1 << 64) - 1
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -38,6 +40,36 @@ def mix64(*parts: int) -> int:
 def unit(*parts: int) -> float:
     """A uniform float in [0, 1) determined by ``parts``."""
     return (mix64(*parts) >> 11) * (1.0 / (1 << 53))
+
+
+class Draws:
+    """A tiny SplitMix64 stream seeded by ``mix64(*parts)``: the few draws one entry needs.
+
+    Five times cheaper to start than ``random.Random`` (whose seeding dominates when a generator
+    lives for ten draws), and just as reproducible.
+    """
+
+    __slots__ = ("_state",)
+
+    def __init__(self, *parts: int) -> None:
+        self._state = mix64(*parts)
+
+    def bits(self) -> int:
+        self._state = (self._state + _GOLDEN) & _MASK
+        return _finish(self._state)
+
+    def random(self) -> float:
+        """Uniform in [0, 1)."""
+        return (self.bits() >> 11) * (1.0 / (1 << 53))
+
+    def below(self, n: int) -> int:
+        """Uniform integer in [0, n)."""
+        return (self.bits() * n) >> 64
+
+    def gauss(self) -> float:
+        """Standard normal (Box-Muller)."""
+        u1 = 1.0 - self.random()
+        return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * self.random())
 
 
 def _finish_array(z: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from feedmesh.clock import AcceleratedClock, Clock
 from feedmesh.farm.config import FarmConfig, host_address
 from feedmesh.farm.control import control_reply, opml_document
 from feedmesh.farm.documents import FarmModel
+from feedmesh.farm.faults import Fault
 from feedmesh.farm.http import RequestError, parse_request, response_head
 from feedmesh.farm.posting import Post
 from feedmesh.farm.requestlog import (BODY_BYTES, BYTES_SENT, DURATION, FAULT, STATUS,
@@ -37,6 +38,11 @@ _INDEX = ("feedmesh farm\n\n/opml                      every feed\n/feeds/<id>  
 
 
 _VARIANTS = ("", "moved", "loop")
+# Faults whose feeds still serve their (cached) document.
+_DOCUMENT_FAULTS = {Fault.SLOW, Fault.SLOW_BODY, Fault.MALFORMED, Fault.WRONG_CHARSET, Fault.UTF16,
+                    Fault.DUPLICATE_GUIDS, Fault.MISSING_DATES, Fault.FUTURE_DATES,
+                    Fault.REDIRECT_301, Fault.REDIRECT_302, Fault.REDIRECT_307, Fault.REDIRECT_308,
+                    Fault.RATE_LIMIT, Fault.RATE_LIMIT_DATE}
 
 
 class _Connection(asyncio.Protocol):
@@ -231,8 +237,23 @@ class FarmServer:
             self.port = port
             break
         self.model = FarmModel(self.config, self.base_urls)
+        if self.config.prerender:
+            self.prerender()
         self._started_real = time.time()
         return self
+
+    def prerender(self) -> None:
+        """Render every feed's current document and the compressed forms it will be asked for."""
+        now = self.clock.now()
+        model = self.model
+        for feed_id in range(self.config.feeds):
+            spec = model.spec(feed_id)
+            if spec.fault is not Fault.NONE and spec.fault not in _DOCUMENT_FAULTS:
+                continue
+            doc = model.document(feed_id, now)
+            for coding in ("gzip", "br"):
+                if coding in spec.compression:
+                    model.body(doc, coding)
 
     async def stop(self) -> None:
         for server in self._servers:
