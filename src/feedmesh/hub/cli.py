@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 import urllib.request
 from collections.abc import AsyncIterator
@@ -22,7 +23,7 @@ from feedmesh.crawl.cli import add_fetch_arguments, fetch_settings, read_opml
 from feedmesh.feeds.opml import OpmlError, parse_opml
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.reflector import ReflectorSettings
-from feedmesh.hub.web import build_app
+from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
 
 __all__ = ["configure", "configure_stats", "run", "run_stats", "running_hub", "settings_from"]
@@ -61,13 +62,17 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
 
 
 @contextlib.asynccontextmanager
-async def running_hub(settings: HubSettings, host: str, port: int,
-                      base_url: str = "") -> AsyncIterator[tuple[Hub, str]]:
+async def running_hub(settings: HubSettings, host: str, port: int, base_url: str = "",
+                      limits: WebLimits | None = None) -> AsyncIterator[tuple[Hub, str]]:
     """A started hub with its web server listening; stopped cleanly on exit."""
     hub = Hub(settings)
     await hub.start()
+    if port == 0:  # let the OS choose, then build the URLs from the port it chose
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            port = probe.getsockname()[1]
     base = base_url or f"http://{host}:{port}"
-    runner = web.AppRunner(build_app(hub, base_url=base), handle_signals=False,
+    runner = web.AppRunner(build_app(hub, base_url=base, limits=limits), handle_signals=False,
                            access_log=None)
     await runner.setup()
     try:

@@ -1,0 +1,105 @@
+"""A running hub (every tier and the web server) crawling a real farm, both on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from feedmesh.crawl import CrawlSettings
+from feedmesh.farm import FarmConfig, FarmServer
+from feedmesh.fetch import FetchSettings
+from feedmesh.hub.app import Hub, HubSettings
+from feedmesh.hub.cli import running_hub
+from feedmesh.hub.web import WebLimits
+
+ORIGIN = 1_760_000_000.0
+
+
+class Client:
+    """The JSON API as a person's program uses it."""
+
+    def __init__(self, session: aiohttp.ClientSession, base: str, token: str = "") -> None:
+        self.session = session
+        self.base = base
+        self.token = token
+
+    async def call(self, method: str, path: str, json: Any = None, *, data: bytes | None = None,
+                   headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        headers = dict(headers or {})
+        if self.token:
+            headers.setdefault("Authorization", f"Bearer {self.token}")
+        async with self.session.request(method, self.base + path, json=json, data=data,
+                                        headers=headers) as response:
+            if response.status == 204:
+                return 204, None
+            if "json" in response.content_type:
+                return response.status, await response.json()
+            return response.status, await response.text()
+
+    async def sign_up(self, name: str = "ann") -> Client:
+        status, body = await self.call("POST", "/api/accounts", {"name": name})
+        assert status == 201, body
+        return Client(self.session, self.base, body["token"])
+
+
+class HubEnv:
+    def __init__(self, hub: Hub, base: str, farm: FarmServer,
+                 session: aiohttp.ClientSession) -> None:
+        self.hub = hub
+        self.base = base
+        self.farm = farm
+        self.session = session
+        self.anonymous = Client(session, base)
+
+    async def add_farm_sources(self, client: Client) -> int:
+        async with self.session.get(self.farm.opml_url) as response:
+            opml = await response.read()
+        status, body = await client.call("POST", "/api/opml", data=opml,
+                                         headers={"Content-Type": "text/xml"})
+        assert status == 200, body
+        return body["added"]
+
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 30.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            result = predicate()
+            if asyncio.iscoroutine(result):
+                result = await result
+            if result:
+                return
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"condition not met within {timeout} s")
+
+
+def hub_settings(data_dir: str, **overrides: Any) -> HubSettings:
+    fields: dict[str, Any] = dict(
+        data_dir=data_dir, crawl_interval_s=0.5,
+        fetch=FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=8,
+                            total_timeout_s=3.0),
+        crawl=CrawlSettings(batch_interval_s=0.01))
+    fields.update(overrides)
+    return HubSettings(**fields)
+
+
+@pytest.fixture
+def farm_config() -> FarmConfig:
+    # Accelerated: an hour of posting per second, healthy feeds.
+    return FarmConfig(feeds=40, seed=11, faults="none", speed=3600.0, origin=ORIGIN)
+
+
+@pytest.fixture
+def web_limits() -> WebLimits:
+    return WebLimits()
+
+
+@pytest.fixture
+async def hub_env(tmp_path, farm_config, web_limits) -> AsyncIterator[HubEnv]:
+    async with FarmServer(farm_config) as farm, aiohttp.ClientSession() as session:
+        async with running_hub(hub_settings(str(tmp_path)), "127.0.0.1", 0,
+                               limits=web_limits) as (hub, base):
+            yield HubEnv(hub, base, farm, session)
