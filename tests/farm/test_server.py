@@ -263,3 +263,17 @@ async def test_same_config_same_documents_in_two_farms(farm_config):
             _, _, body = await fetch(farm.feed_url(4))
             bodies.append(body.replace(str(farm.port).encode(), b"PORT"))
     assert bodies[0] == bodies[1]
+
+
+async def test_speed_runs_the_farm_clock_faster(farm_factory):
+    from email.utils import parsedate_to_datetime
+    async with farm_factory(feeds=5, faults="none", speed=86_400.0) as farm:  # a day per second
+        assert farm.origin == pytest.approx(TEST_ORIGIN, abs=86_400)
+        _, first, _ = await fetch(farm.feed_url(0))
+        await asyncio.sleep(0.25)
+        _, second, _ = await fetch(farm.feed_url(0))
+        elapsed = (parsedate_to_datetime(second["Date"]) - parsedate_to_datetime(first["Date"]))
+        assert elapsed.total_seconds() > 0.2 * 86_400
+        records = farm.requests(feed=0)
+        assert records[1].farm_time - records[0].farm_time > 0.2 * 86_400
+        assert records[1].real_time - records[0].real_time < 5

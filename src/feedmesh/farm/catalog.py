@@ -21,6 +21,7 @@ from feedmesh.farm.config import FarmConfig, host_address
 from feedmesh.farm.faults import Fault
 from feedmesh.farm.posting import PROFILE_NAMES, PROFILES, rates_from_units
 from feedmesh.farm.rand import normals, unit, units
+from feedmesh.farm.words import vocabulary
 
 __all__ = ["BODY_WORDS_MEDIAN", "FeedCatalog", "FeedSpec"]
 
@@ -140,9 +141,21 @@ class FeedCatalog:
             spec = self._specs[feed_id] = self._build(feed_id)
         return spec
 
-    def _build(self, i: int) -> FeedSpec:
-        from feedmesh.farm.words import vocabulary
+    @staticmethod
+    def _title(offset: int) -> str:
+        name = vocabulary().title(offset, 1 + offset % 3)
+        return f"{name} {_TITLE_SUFFIXES[offset % len(_TITLE_SUFFIXES)]}"
 
+    def listing(self) -> list[tuple[int, str, str, str]]:
+        """(id, title, format, host) of every feed, without building specs (for /opml)."""
+        config = self.config
+        ids = np.arange(config.feeds, dtype=np.int64)
+        offsets = (units(config.seed, _S_TITLE, ids) * vocabulary().size).astype(np.int64)
+        hosts = [host_address(h, config.hosts) for h in range(config.hosts)]
+        return [(i, self._title(offset), self._formats[fmt], hosts[i % config.hosts])
+                for i, (offset, fmt) in enumerate(zip(offsets.tolist(), self.formats.tolist()))]
+
+    def _build(self, i: int) -> FeedSpec:
         config, seed = self.config, self.config.seed
 
         def draw(salt: int) -> float:
@@ -166,10 +179,7 @@ class FeedCatalog:
         skip_hours: tuple[int, ...] = ()
         if draw(_S_SKIP) < config.skip_hours_share:
             skip_hours = tuple(h for h in range(24) if profile[h] < 0.4)
-        words = vocabulary()
-        title_offset = int(draw(_S_TITLE) * words.size)
-        name = words.title(title_offset, 1 + title_offset % 3)
-        title = f"{name} {_TITLE_SUFFIXES[title_offset % len(_TITLE_SUFFIXES)]}"
+        title = self._title(int(draw(_S_TITLE) * vocabulary().size))
         cap = int(self.caps[i])
         if fault is Fault.FLOOD:
             cap = config.flood_entries

@@ -32,14 +32,12 @@ def opml_document(model) -> bytes:
     parts = ['<?xml version="1.0" encoding="utf-8"?>\n<opml version="2.0"><head>'
              f"<title>feedmesh farm: {model.config.feeds} feeds, seed {model.config.seed}</title>"
              "</head><body>\n"]
-    for feed_id in range(model.config.feeds):
-        spec = model.spec(feed_id)
-        title = xml_attr(spec.title)
+    for feed_id, title, fmt, host in model.catalog.listing():
+        title = xml_attr(title)
+        base = model.base_url(feed_id)
         parts.append(f'<outline type="rss" text="{title}" title="{title}" '
-                     f'xmlUrl="{xml_attr(model.feed_url(feed_id))}" '
-                     f'htmlUrl="{xml_attr(model.base_url(feed_id))}/sites/{feed_id}/" '
-                     f'version="{_OPML_VERSION[spec.format]}" format="{spec.format}" '
-                     f'host="{spec.host}"/>\n')
+                     f'xmlUrl="{base}/feeds/{feed_id}" htmlUrl="{base}/sites/{feed_id}/" '
+                     f'version="{_OPML_VERSION[fmt]}" format="{fmt}" host="{host}"/>\n')
     parts.append("</body></opml>\n")
     return "".join(parts).encode()
 
