@@ -1,0 +1,555 @@
+"""The scheduler: one object per deployment that says which feeds to fetch when.
+
+It holds every feed's learned state (:mod:`.learning`), the chosen policy's plans
+(:mod:`.policies`), per-host politeness and the global budget (:mod:`.limits`), and a heap of
+due times. It never reads a clock: every call takes ``now`` (float epoch seconds). The same object
+runs live inside the crawler and, with a simulated clock, inside ``feedmesh sim``::
+
+    scheduler = Scheduler(SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=24))
+    scheduler.add_feed("f1", now=now, host="example.org")
+    while True:
+        for feed_id in scheduler.pop_due(now):         # due, polite, within budget
+            ...fetch it...
+            scheduler.record(FetchReport(feed_id=feed_id, fetched_at=..., outcome=...))
+        sleep until scheduler.next_due_at()
+
+After each fetch the next due time is: the policy's next planned instant; at least T_min and at
+most T_max later; no earlier than ttl / max-age allow (capped); outside skipHours/skipDays; after
+any error backoff or Retry-After (capped, see ``record``); only every safety interval for feeds
+whose WebSub push is live. ``pop_due`` then holds a due feed back while its host is inside its
+minimum spacing, its per-minute cap or a server-requested pause, or while the budget bucket is
+empty.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from feedmesh.model import FetchOutcome
+
+from .clusters import assign_clusters, fit_kmeans, normalized_profiles
+from .errors import DuplicateFeedError, UnknownFeedError
+from .hints import FeedHints, next_allowed_time
+from .learning import LearnedState
+from .limits import BudgetBucket, HostLimiter
+from .policies import Plan, RefitContext, make_policy
+from .records import FeedStatus, FetchReport
+from .settings import DAY_S, SchedulerSettings
+
+__all__ = ["Scheduler"]
+
+_SUCCESS = frozenset({FetchOutcome.OK, FetchOutcome.DELTA, FetchOutcome.NOT_MODIFIED})
+_CLOCK_SKEW_S = 300.0  # declared dates up to this far in the future are still believed
+_BACKWARD_JUMP_S = 300.0  # now earlier than the latest now by more than this: a clock jump
+_FORWARD_JUMP_S = 3600.0  # no call for this long: overdue feeds are re-spread, not burst
+_OVERDUE_S = 60.0
+_INF = math.inf
+
+
+class Scheduler:
+    """Which feeds are due, when; learns from every fetch. Pure: ``now`` is always passed in."""
+
+    def __init__(self, settings: SchedulerSettings | None = None) -> None:
+        self.settings = (settings or SchedulerSettings()).validated()
+        s = self.settings
+        self.policy = make_policy(s)
+        self._rng = np.random.default_rng(s.seed)
+        self._random = random.Random(s.seed)
+        self._learner = LearnedState(window_days=s.rate_window_days,
+                                     half_life_days=s.memory_half_life_days)
+        self._hosts = HostLimiter(s.host_min_spacing_s, s.host_max_per_minute)
+        self._bucket = BudgetBucket(0.0, s.budget_burst_s)
+        self._heap: list[tuple[float, int, int]] = []
+        self._slot_of: dict[str, int] = {}
+        self._free: list[int] = []
+        # per-slot state (Python lists: the hot path reads scalars)
+        self._ids: list[str | None] = []
+        self._host: list[str] = []
+        self._weight: list[float] = []
+        self._hints: list[FeedHints | None] = []
+        self._due: list[float] = []
+        self._version: list[int] = []
+        self._in_flight: list[bool] = []
+        self._gone: list[bool] = []
+        self._awaiting_plan: list[bool] = []
+        self._last_fetch: list[float | None] = []
+        self._last_success: list[float | None] = []
+        self._errors: list[int] = []
+        self._rate_limited: list[int] = []
+        self._backoff_until: list[float] = []
+        self._phase: list[float] = []
+        self._dither: list[float] = []
+        self._plan: list[Plan | None] = []
+        self._notes: list[dict[str, str] | None] = []
+        self._centroids: np.ndarray | None = None
+        self._labels = np.zeros(0, dtype=np.int64)
+        self._clock_high = -_INF
+        self._next_refit_at = -_INF
+        self._next_cluster_refit_at = -_INF
+        self._plans_stale = False
+        self._awaiting_count = 0
+        self.clock_jumps: list[tuple[float, float]] = []
+        """(latest now seen, now given) for every backward clock jump handled."""
+
+    # ------------------------------------------------------------------ feeds
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def __contains__(self, feed_id: object) -> bool:
+        return feed_id in self._slot_of
+
+    def feed_ids(self) -> list[str]:
+        return list(self._slot_of)
+
+    def add_feed(self, feed_id: str, *, now: float, host: str = "", weight: float = 1.0,
+                 hints: FeedHints | None = None, history: Sequence[float] = (),
+                 last_fetched_at: float | None = None) -> None:
+        """Start scheduling ``feed_id``.
+
+        ``history``: publish times of the feed's past posts, complete from the oldest one onward
+        (e.g. from the store, or a trace's training days); learned at once. ``last_fetched_at``:
+        when the feed was last fetched, if it was; such a feed waits for its first plan and then
+        follows it. A feed never fetched gets its first fetch spread over the next
+        ``first_fetch_spread_s`` (so adding 100k feeds is not a burst).
+        """
+        if feed_id in self._slot_of:
+            raise DuplicateFeedError(f"feed {feed_id!r} is already scheduled")
+        if not (weight >= 0 and math.isfinite(weight)):
+            raise ValueError(f"feed {feed_id!r}: weight must be a finite number >= 0, got {weight}")
+        now = self._tick(now)
+        slot = self._new_slot(feed_id)
+        self._host[slot] = host or feed_id
+        self._weight[slot] = float(weight)
+        self._hints[slot] = hints
+        self._phase[slot] = float(self._rng.random())
+        self._dither[slot] = float(self._rng.random()) * self.settings.phase_dither_s
+        self._learner.reset_slot(slot, observed_since=now)
+        if hints is not None and hints.skips_everything:
+            self._note(slot, "skip_hints", "skipHours/skipDays cover every hour; ignored")
+        trusted = [t for t in history if math.isfinite(t) and t <= now + _CLOCK_SKEW_S]
+        if trusted:
+            self._learner.observe(slot, [min(t, now) for t in trusted])
+            self._learner.extend_exposure(slot, min(trusted))
+        if len(trusted) < len(history):
+            self._note(slot, "history_dates", "history times in the future were ignored")
+        self._plans_stale = True
+        self.policy.on_added(slot, self.base_interval_s())
+        if last_fetched_at is not None:
+            self._last_fetch[slot] = float(last_fetched_at)
+            self._last_success[slot] = float(last_fetched_at)
+            self._awaiting_plan[slot] = True
+            self._awaiting_count += 1
+        else:
+            self._push(slot, now + self._random.random() * self.settings.first_fetch_spread_s)
+
+    def remove_feed(self, feed_id: str) -> None:
+        """Stop scheduling ``feed_id`` and forget what was learned about it."""
+        slot = self._slot(feed_id)
+        del self._slot_of[feed_id]
+        if self._awaiting_plan[slot]:
+            self._awaiting_count -= 1
+        self.policy.on_removed(slot)
+        self._ids[slot] = None
+        self._version[slot] += 1
+        self._plan[slot] = None
+        self._notes[slot] = None
+        self._free.append(slot)
+        self._plans_stale = True
+
+    def set_weight(self, feed_id: str, weight: float) -> None:
+        """Change a feed's importance (subscribers); used from the next refit on."""
+        if not (weight >= 0 and math.isfinite(weight)):
+            raise ValueError(f"feed {feed_id!r}: weight must be a finite number >= 0, got {weight}")
+        self._weight[self._slot(feed_id)] = float(weight)
+        self._plans_stale = True
+
+    def set_hints(self, feed_id: str, hints: FeedHints) -> None:
+        """Replace a feed's hints (e.g. the WebSub subscription went live or lapsed)."""
+        slot = self._slot(feed_id)
+        old = self._hints[slot]
+        self._hints[slot] = hints
+        if hints.skips_everything:
+            self._note(slot, "skip_hints", "skipHours/skipDays cover every hour; ignored")
+        if (old.websub_live if old else False) != hints.websub_live:
+            self._plans_stale = True
+
+    def set_host_limits(self, host: str, *, min_spacing_s: float | None = None,
+                        max_per_minute: int | None = None) -> None:
+        """Per-host politeness overrides (e.g. robots.txt Crawl-delay)."""
+        self._hosts.set_limits(host, min_spacing_s=min_spacing_s, max_per_minute=max_per_minute)
+
+    def note_push(self, feed_id: str, *, now: float, published: Sequence[float | None] = ()) -> None:
+        """Entries arrived by WebSub push: learn from them like from a fetch."""
+        slot = self._slot(feed_id)
+        now = self._tick(now)
+        self._learn(slot, len(published), published, now, self._last_fetch[slot])
+
+    # ------------------------------------------------------------------ time
+    def next_due_at(self, now: float | None = None) -> float | None:
+        """The earliest instant at which :meth:`pop_due` may return a feed (None: nothing)."""
+        if now is not None:
+            self._maintain(self._tick(now))
+        elif self._awaiting_count:  # feeds added with a last fetch wait for their first plan
+            self._refit(self._clock_high)
+        heap = self._heap
+        while heap:
+            due, slot, version = heap[0]
+            if version == self._version[slot]:
+                if self._bucket.tokens < 1.0 - 1e-9:
+                    return max(due, self._bucket.next_token_at(due))
+                return due
+            heapq.heappop(heap)
+        return None
+
+    def pop_due(self, now: float, limit: int | None = None) -> list[str]:
+        """Feeds to fetch now (at most ``limit``), marked in flight until :meth:`record`.
+
+        A due feed whose host is not ready is pushed back to the host's ready time; when the
+        budget bucket is empty, the rest wait for the next token.
+        """
+        now = self._tick(now)
+        self._maintain(now)
+        heap, versions = self._heap, self._version
+        out: list[str] = []
+        hosts, bucket = self._hosts, self._bucket
+        while heap and heap[0][0] <= now and (limit is None or len(out) < limit):
+            due, slot, version = heapq.heappop(heap)
+            if version != versions[slot]:
+                continue
+            host = self._host[slot]
+            ready = hosts.ready_at(host, now)
+            if ready > now:
+                self._push(slot, ready)
+                continue
+            if not bucket.take(now):
+                self._push(slot, bucket.next_token_at(now))
+                break
+            hosts.note_fetch(host, now)
+            versions[slot] += 1
+            self._due[slot] = _INF
+            self._in_flight[slot] = True
+            out.append(self._ids[slot])  # type: ignore[arg-type]
+        return out
+
+    def release(self, feed_id: str, *, now: float) -> None:
+        """The crawler dropped an in-flight fetch without a result: schedule the feed again soon."""
+        slot = self._slot(feed_id)
+        if self._in_flight[slot]:
+            self._in_flight[slot] = False
+            self._push(slot, self._tick(now) + self.settings.min_interval_s)
+
+    def record(self, report: FetchReport) -> float:
+        """Learn from one fetch and schedule the feed's next one; returns its due time."""
+        slot = self._slot(report.feed_id)
+        now = self._tick(report.fetched_at)
+        s = self.settings
+        self._in_flight[slot] = False
+        previous_fetch = self._last_fetch[slot]
+        self._last_fetch[slot] = now
+        if report.hints is not None:
+            self.set_hints(report.feed_id, report.hints)
+        outcome = report.outcome
+        if outcome in _SUCCESS:
+            self._errors[slot] = 0
+            self._rate_limited[slot] = 0
+            self._last_success[slot] = now
+            if report.new_entries or report.published:
+                self._learn(slot, report.new_entries, report.published, now, previous_fetch)
+            self.policy.on_result(slot, report.new_entries, report.entries_in_document, True)
+            due = self.policy.next_fetch(self, slot, now - self._dither[slot]) + self._dither[slot]
+            hint = report.max_age_s
+            hints = self._hints[slot]
+            if hints is not None and hints.ttl_s is not None:
+                hint = max(hint or 0.0, hints.ttl_s)
+            if hint is not None and hint > 0:
+                due = max(due, now + min(hint, s.hint_max_s))
+            due = min(due, now + self.policy.max_gap_s())
+        elif outcome is FetchOutcome.GONE:
+            self._gone[slot] = True
+            self._version[slot] += 1
+            self._due[slot] = _INF
+            self._plans_stale = True
+            self._note(slot, "gone", "410 Gone: no longer fetched")
+            return _INF
+        else:
+            due = self._after_error(slot, report, now)
+        due = max(due, now + s.min_interval_s)
+        self._push(slot, due)
+        return self._due[slot]
+
+    def _after_error(self, slot: int, report: FetchReport, now: float) -> float:
+        s = self.settings
+        self._errors[slot] += 1
+        streak = self._errors[slot]
+        wait = min(s.backoff_base_s * 2.0 ** min(streak - 1, 60), s.backoff_max_s)
+        wait *= 1.0 + s.backoff_jitter * self._random.random()
+        retry_after = report.retry_after_s
+        if report.outcome is FetchOutcome.RATE_LIMITED or retry_after is not None:
+            self._rate_limited[slot] += 1
+            cap = min(s.retry_after_max_s * 2.0 ** min(self._rate_limited[slot] - 1, 60),
+                      s.max_interval_s)
+            if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
+                if retry_after > cap:
+                    self._note(slot, "retry_after",
+                               f"Retry-After {retry_after:.0f}s capped at {cap:.0f}s "
+                               "(the cap doubles while the server keeps asking)")
+                wait = min(retry_after, cap)
+            self._hosts.block(self._host[slot], now + wait)
+        self._backoff_until[slot] = now + wait
+        planned = self.policy.next_fetch(self, slot, now - self._dither[slot]) + self._dither[slot]
+        return max(planned, now + wait)
+
+    def _learn(self, slot: int, count: int, published: Sequence[float | None], now: float,
+               previous_fetch: float | None) -> None:
+        """Turn new entries into posting times: declared dates when believable, else a guess."""
+        lower = (previous_fetch - DAY_S) if previous_fetch is not None else (
+            now - self.settings.rate_window_days * DAY_S)
+        upper = now + _CLOCK_SKEW_S
+        times: list[float] = []
+        untrusted = 0
+        for t in published:
+            if t is not None and lower <= t <= upper:
+                times.append(t if t <= now else now)
+            else:
+                untrusted += 1
+        untrusted += max(0, count - len(published))
+        if previous_fetch is None:
+            if times:  # the first fetch shows history: the record is complete from its oldest
+                self._learner.extend_exposure(slot, min(times))
+            if untrusted:
+                self._note(slot, "dates", "entries without believable dates on the first fetch "
+                           "were not counted as posts")
+        elif untrusted:
+            # Posted some time since the previous fetch; the midpoint is the unbiased guess.
+            guess = 0.5 * (max(previous_fetch, now - DAY_S) + now)
+            times.extend([guess] * untrusted)
+            self._note(slot, "dates", "entries with missing, future or absurd dates were "
+                       "placed between the two fetches")
+        if times:
+            self._learner.observe(slot, times)
+
+    # ------------------------------------------------------------------ refit
+    def refit(self, now: float) -> None:
+        """Recompute rates, clusters (when due) and every plan now."""
+        now = self._tick(now)
+        self._refit(now)
+
+    def _maintain(self, now: float) -> None:
+        if now >= self._next_refit_at or self._awaiting_count or (
+                self._plans_stale and now >= self._next_refit_at - self.settings.refit_interval_s
+                + 60.0):
+            self._refit(now)
+
+    def _polled_slots(self) -> np.ndarray:
+        slots = [slot for slot in self._slot_of.values()
+                 if not self._gone[slot] and not self._websub_live(slot)]
+        return np.asarray(sorted(slots), dtype=np.int64)
+
+    def _websub_live(self, slot: int) -> bool:
+        hints = self._hints[slot]
+        return hints is not None and hints.websub_live
+
+    def budget_per_day(self) -> float:
+        """M: the deployment's total fetches per day for the feeds held now."""
+        active = sum(1 for slot in self._slot_of.values() if not self._gone[slot])
+        return self.settings.total_budget_per_day(active)
+
+    def base_interval_s(self) -> float:
+        """The uniform interval the budget allows (used before a feed has a plan)."""
+        active = max(1, sum(1 for slot in self._slot_of.values() if not self._gone[slot]))
+        per_day = self.budget_per_day() / active
+        interval = DAY_S / per_day if per_day > 0 else self.settings.max_interval_s
+        return min(max(interval, self.settings.min_interval_s), self.settings.max_interval_s)
+
+    def _refit(self, now: float) -> None:
+        s = self.settings
+        slots = self._polled_slots()
+        self._learner.ensure_capacity(len(self._ids))
+        learned = self._learner.summary(slots, now)
+        profiles = normalized_profiles(learned.window_hourly)
+        if self._centroids is None or now >= self._next_cluster_refit_at:
+            enough = learned.window_count >= s.cluster_min_posts
+            self._centroids = fit_kmeans(profiles[enough], s.clusters, self._rng,
+                                         init=self._centroids)
+            self._next_cluster_refit_at = now + s.cluster_refit_interval_s
+        labels = assign_clusters(profiles, self._centroids)
+        total = self.budget_per_day()
+        live = sum(1 for slot in self._slot_of.values()
+                   if not self._gone[slot] and self._websub_live(slot))
+        budget = max(total - live * DAY_S / s.websub_safety_interval_s, 0.0)
+        self._bucket.set_rate(total, now)
+        prior = np.array([(h.prior_rate_per_day() if (h := self._hints[i]) else None) or np.nan
+                          for i in slots], dtype=np.float64)
+        context = RefitContext(
+            now=now, settings=s, slots=slots,
+            weights=np.array([self._weight[i] for i in slots], dtype=np.float64),
+            phases=np.array([self._phase[i] for i in slots], dtype=np.float64),
+            dithers_s=np.array([self._dither[i] for i in slots], dtype=np.float64),
+            prior_rates=prior, learned=learned, centroids=self._centroids, labels=labels,
+            budget_per_day=budget)
+        max_gap = self.policy.max_gap_s()
+        for slot, plan in self.policy.refit(context).items():
+            previous = self._plan[slot]
+            self._plan[slot] = plan
+            if previous is None or plan == previous or self._in_flight[slot] or \
+                    self._awaiting_plan[slot] or self._backoff_until[slot] > now:
+                continue
+            # The new plan applies from now on, not after the fetch the old plan had scheduled
+            # (moving both ways keeps the spend at the budget), within the policy's largest gap.
+            dither = self._dither[slot]
+            due = plan.next_after(now - dither) + dither
+            last = self._last_fetch[slot]
+            if last is not None:
+                due = min(due, max(last + max_gap, now))
+            self._push(slot, due)
+        self._labels = labels
+        self._plans_stale = False
+        self._next_refit_at = now + s.refit_interval_s
+        if self._awaiting_count:
+            waiting = [slot for slot in self._slot_of.values() if self._awaiting_plan[slot]]
+            for slot in waiting:
+                self._awaiting_plan[slot] = False
+                last = self._last_fetch[slot]
+                assert last is not None
+                dither = self._dither[slot]
+                due = self.policy.next_fetch(self, slot, last - dither) + dither
+                self._push(slot, min(due, last + self.policy.max_gap_s()))
+            self._awaiting_count = 0
+            self._respread_overdue(now)
+
+    # ------------------------------------------------------------------ clock
+    def _tick(self, now: float) -> float:
+        if not math.isfinite(now):
+            raise ValueError(f"now must be a finite epoch time, got {now}")
+        high = self._clock_high
+        if now >= high:
+            if now - high > _FORWARD_JUMP_S and high > -_INF:
+                self._clock_high = now
+                self._respread_overdue(now)
+            self._clock_high = now
+            return now
+        if high - now > _BACKWARD_JUMP_S:
+            self.clock_jumps.append((high, now))
+            self._shift_time(now - high)
+            self._clock_high = now
+        return now
+
+    def _shift_time(self, delta: float) -> None:
+        """The clock stepped by ``delta``: move every stored future instant with it."""
+        for slot in self._slot_of.values():
+            if self._due[slot] < _INF:
+                self._due[slot] += delta
+            if self._backoff_until[slot]:
+                self._backoff_until[slot] += delta
+            for series in (self._last_fetch, self._last_success):
+                if series[slot] is not None:
+                    series[slot] += delta  # type: ignore[operator]
+        self._heap = [(d + delta, slot, v) for d, slot, v in self._heap]
+        heapq.heapify(self._heap)
+        self._hosts.shift(delta)
+        self._next_refit_at += delta
+        self._next_cluster_refit_at += delta
+        self._bucket.updated_at = None
+
+    def _respread_overdue(self, now: float) -> None:
+        """Feeds due long ago (restart, suspend) are spread over a window instead of all at once."""
+        overdue = [slot for slot in self._slot_of.values()
+                   if self._due[slot] < now - _OVERDUE_S and not self._in_flight[slot]]
+        if not overdue:
+            return
+        rate_per_s = self.budget_per_day() / DAY_S
+        window = max(self.settings.restart_spread_s, len(overdue) / rate_per_s
+                     if rate_per_s > 0 else 0.0)
+        overdue.sort(key=lambda slot: self._due[slot])  # the most overdue go first
+        for rank, slot in enumerate(overdue):
+            jitter = self._random.random() / len(overdue)
+            self._push(slot, now + window * (rank / len(overdue) + jitter))
+
+    # ------------------------------------------------------------------ helpers
+    def _slot(self, feed_id: str) -> int:
+        slot = self._slot_of.get(feed_id)
+        if slot is None:
+            raise UnknownFeedError(f"no feed {feed_id!r} is scheduled")
+        return slot
+
+    def _new_slot(self, feed_id: str) -> int:
+        if self._free:
+            slot = self._free.pop()
+        else:
+            slot = len(self._ids)
+            for series, default in (
+                (self._ids, None), (self._host, ""), (self._weight, 1.0), (self._hints, None),
+                (self._due, _INF), (self._version, 0), (self._in_flight, False),
+                (self._gone, False), (self._awaiting_plan, False), (self._last_fetch, None),
+                (self._last_success, None), (self._errors, 0), (self._rate_limited, 0),
+                (self._backoff_until, 0.0), (self._phase, 0.0), (self._dither, 0.0),
+                (self._plan, None), (self._notes, None),
+            ):
+                series.append(default)  # type: ignore[attr-defined]
+            self._learner.ensure_capacity(slot + 1)
+        self._ids[slot] = feed_id
+        self._slot_of[feed_id] = slot
+        self._due[slot] = _INF
+        self._version[slot] += 1
+        self._in_flight[slot] = self._gone[slot] = self._awaiting_plan[slot] = False
+        self._last_fetch[slot] = self._last_success[slot] = None
+        self._errors[slot] = self._rate_limited[slot] = 0
+        self._backoff_until[slot] = 0.0
+        self._plan[slot] = None
+        self._notes[slot] = None
+        return slot
+
+    def _push(self, slot: int, due: float) -> None:
+        s = self.settings
+        hints = self._hints[slot]
+        if hints is not None:
+            if hints.websub_live and self._last_fetch[slot] is not None:
+                due = max(due, self._last_fetch[slot] + s.websub_safety_interval_s)  # type: ignore[operator]
+            if s.honour_skip_hours and (hints.skip_hours_mask or hints.skip_days_mask):
+                due = next_allowed_time(due, hints)
+        backoff = self._backoff_until[slot]
+        if backoff > due:
+            due = backoff
+        self._version[slot] += 1
+        self._due[slot] = due
+        heapq.heappush(self._heap, (due, slot, self._version[slot]))
+
+    def _note(self, slot: int, kind: str, message: str) -> None:
+        notes = self._notes[slot]
+        if notes is None:
+            notes = self._notes[slot] = {}
+        notes[kind] = message
+
+    def plan_of(self, slot: int) -> Plan | None:
+        """The current plan of a slot (policies call this)."""
+        return self._plan[slot]
+
+    # ------------------------------------------------------------------ inspection
+    def status(self, feed_id: str) -> FeedStatus:
+        slot = self._slot(feed_id)
+        if self._gone[slot]:
+            state = "gone"
+        elif self._in_flight[slot]:
+            state = "in_flight"
+        elif self._awaiting_plan[slot]:
+            state = "waiting_plan"
+        else:
+            state = "scheduled"
+        plan = self._plan[slot]
+        learned = self._learner.summary(np.array([slot]), max(self._clock_high, 0.0))
+        due = self._due[slot]
+        return FeedStatus(
+            feed_id=feed_id, host=self._host[slot], weight=self._weight[slot], state=state,
+            next_due_at=due if due < _INF else None, last_fetch_at=self._last_fetch[slot],
+            last_success_at=self._last_success[slot], error_streak=self._errors[slot],
+            planned_per_day=(len(plan.offsets_s) * DAY_S / plan.period_s) if plan else None,
+            window_rate_per_day=float(learned.window_rate_per_day[0]),
+            notes=tuple(sorted((self._notes[slot] or {}).values())))
+
+    def statuses(self, feed_ids: Iterable[str] | None = None) -> list[FeedStatus]:
+        return [self.status(f) for f in (self._slot_of if feed_ids is None else feed_ids)]

@@ -1,0 +1,169 @@
+"""The scheduler's settings: one frozen, validated record per deployment.
+
+Every number that shapes a schedule lives here, with the unit in its name (``_s`` seconds,
+``_per_day``). :meth:`SchedulerSettings.validated` checks ranges and cross-field consistency and
+raises :class:`~feedmesh.schedule.errors.SettingsError` naming the field, so that a bad flag or a
+bad config file fails at start-up, not at the first fetch.
+
+The fetch budget can be given per feed (``budget_per_feed_per_day``, what the paper's tables use)
+or for the whole deployment (``budget_per_day``); the scheduler turns it into M fetches per day
+for the feeds it holds now.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from .errors import SettingsError
+
+__all__ = ["DAY_S", "HOUR_S", "WEEK_S", "SchedulerSettings"]
+
+HOUR_S = 3600.0
+DAY_S = 86400.0
+WEEK_S = 7 * DAY_S
+
+
+class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """How one deployment schedules its fetches. Defaults suit a live crawler."""
+
+    policy: str = "feedmesh"
+    """uniform, adaptive, adaptive-literal, cgm-age, cgm-freshness, optimal or feedmesh."""
+
+    # -- budget ---------------------------------------------------------------------------------
+    budget_per_feed_per_day: float | None = None
+    """Average fetches per feed per day (the paper's x axis). Default 24 when neither is set."""
+    budget_per_day: float | None = None
+    """Total fetches per day for the whole deployment (alternative to the per-feed budget)."""
+    budget_burst_s: float = 12 * HOUR_S
+    """The global token bucket holds this many seconds' worth of budget. Plans already spend M a
+    day and may bunch fetches after busy hours; the bucket is the guard against what plans do not
+    foresee (retries, a misbehaving policy), so it is generous."""
+
+    # -- intervals ------------------------------------------------------------------------------
+    min_interval_s: float = 300.0
+    """T_min: never fetch one feed more often than this (also adaptive's lower bound)."""
+    max_interval_s: float = 7 * DAY_S
+    """T_max: the safety net; every healthy feed is fetched at least this often."""
+    max_delay_target_s: float = 46 * HOUR_S
+    """feedmesh only: the largest gap it allows between two fetches of a feed (bounds max delay)."""
+
+    # -- learning -------------------------------------------------------------------------------
+    rate_window_days: int = 14
+    """Sliding window for posting rates and the hourly profiles (the paper found 14 days enough)."""
+    memory_half_life_days: float = 28.0
+    """Half-life of the decayed long-memory counts that feedmesh's Bayesian estimates use."""
+    clusters: int = 12
+    """K of the K-means clustering of 24-hour profiles (12 in the paper)."""
+    cluster_min_posts: int = 5
+    """A feed's own profile enters the K-means fit only with at least this many posts in window."""
+    refit_interval_s: float = DAY_S
+    """How often rates, allocations and fetch plans are recomputed."""
+    cluster_refit_interval_s: float = WEEK_S
+    """How often the K-means clusters are refit (warm-started from the previous centroids)."""
+
+    # -- adaptive (FeedEx 3.3) -----------------------------------------------------------------
+    adaptive_target_new_share: float = 0.2
+    """f_t: the share of new entries per fetch the adaptive controller aims for."""
+
+    # -- politeness and errors ----------------------------------------------------------------
+    host_min_spacing_s: float = 2.0
+    """Minimum time between two fetches to the same host."""
+    host_max_per_minute: int = 30
+    """At most this many fetches to one host in any 60 seconds (NewsBlur uses 30)."""
+    backoff_base_s: float = 900.0
+    """First retry delay after a failed fetch; doubles with each consecutive failure."""
+    backoff_max_s: float = DAY_S
+    """Error backoff never waits longer than this (a dead feed is retried daily)."""
+    backoff_jitter: float = 0.25
+    """Backoff is multiplied by 1 + U(0, jitter) from the seeded RNG, so retries spread."""
+    retry_after_max_s: float = 8 * HOUR_S
+    """Cap on one Retry-After (Feedbin uses 8 h); repeated 429s double the cap up to T_max."""
+    hint_max_s: float = DAY_S
+    """ttl, Cache-Control max-age and Expires can delay a fetch by at most this much."""
+    honour_skip_hours: bool = True
+    """Honour RSS skipHours/skipDays (unless they cover every hour or day; then they are ignored)."""
+    websub_safety_interval_s: float = DAY_S
+    """Feeds whose WebSub push is live are polled only this often, as a safety net."""
+
+    # -- start-up and spreading ---------------------------------------------------------------
+    first_fetch_spread_s: float = 600.0
+    """New feeds without history get their first fetch spread uniformly over this window."""
+    restart_spread_s: float = 900.0
+    """After a restore, overdue feeds are spread over at least this window (more if the budget
+    needs it), instead of all being fetched at once."""
+    phase_dither_s: float = 300.0
+    """Each feed's planned times are shifted by a fixed per-feed offset in [0, this), so feeds
+    with the same plan do not all fire in the same second."""
+
+    seed: int = 0
+    """Seed of the scheduler's RNG (backoff jitter, start-up spreading, K-means init)."""
+
+    def validated(self) -> SchedulerSettings:
+        """Return self after checking every field; raise SettingsError naming the first bad one."""
+        from .policies import POLICY_NAMES  # late import: policies import settings
+
+        if self.policy not in POLICY_NAMES:
+            from .errors import UnknownPolicyError
+
+            raise UnknownPolicyError(
+                f"unknown policy {self.policy!r}; known policies: {', '.join(POLICY_NAMES)}"
+            )
+        if self.budget_per_feed_per_day is not None and self.budget_per_day is not None:
+            raise SettingsError(
+                "set either budget_per_feed_per_day or budget_per_day, not both "
+                f"(got {self.budget_per_feed_per_day} and {self.budget_per_day})"
+            )
+        for name in ("budget_per_feed_per_day", "budget_per_day"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise SettingsError(f"{name} must be a finite number > 0, got {value}")
+        positive = (
+            "budget_burst_s", "min_interval_s", "max_interval_s", "max_delay_target_s",
+            "memory_half_life_days", "refit_interval_s", "cluster_refit_interval_s",
+            "backoff_base_s", "backoff_max_s", "retry_after_max_s", "hint_max_s",
+            "websub_safety_interval_s",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise SettingsError(f"{name} must be a finite number > 0, got {value}")
+        non_negative = ("backoff_jitter", "first_fetch_spread_s", "restart_spread_s",
+                        "phase_dither_s", "host_min_spacing_s")
+        for name in non_negative:
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise SettingsError(f"{name} must be a finite number >= 0, got {value}")
+        if self.min_interval_s > self.max_interval_s:
+            raise SettingsError(
+                f"min_interval_s ({self.min_interval_s}) must not exceed max_interval_s "
+                f"({self.max_interval_s})"
+            )
+        if self.max_delay_target_s < self.min_interval_s:
+            raise SettingsError(
+                f"max_delay_target_s ({self.max_delay_target_s}) must be at least "
+                f"min_interval_s ({self.min_interval_s})"
+            )
+        if not 1 <= self.rate_window_days <= 365:
+            raise SettingsError(f"rate_window_days must be in 1..365, got {self.rate_window_days}")
+        if not 1 <= self.clusters <= 256:
+            raise SettingsError(f"clusters must be in 1..256, got {self.clusters}")
+        if self.cluster_min_posts < 1:
+            raise SettingsError(f"cluster_min_posts must be >= 1, got {self.cluster_min_posts}")
+        if not 0.0 <= self.adaptive_target_new_share <= 1.0:
+            raise SettingsError(
+                f"adaptive_target_new_share must be in [0, 1], got {self.adaptive_target_new_share}"
+            )
+        if self.host_max_per_minute < 1:
+            raise SettingsError(
+                f"host_max_per_minute must be >= 1, got {self.host_max_per_minute}"
+            )
+        return self
+
+    def total_budget_per_day(self, feed_count: int) -> float:
+        """M: fetches per day for ``feed_count`` feeds."""
+        if self.budget_per_day is not None:
+            return float(self.budget_per_day)
+        per_feed = 24.0 if self.budget_per_feed_per_day is None else self.budget_per_feed_per_day
+        return per_feed * feed_count
