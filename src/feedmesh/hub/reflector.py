@@ -69,7 +69,7 @@ class Reflector:
         self.memory_probe = memory_probe
         self._writer = StoreThread()
         self._reader = StoreThread()
-        self._last_warning = 0.0
+        self._last_warning: dict[str, float] = {}
         self._restore()
 
     def _restore(self) -> None:
@@ -212,9 +212,11 @@ class Reflector:
             asyncio.get_running_loop().create_task(self._writer.call(self.store.prune, to_prune))
 
     def _warn(self, message: str) -> None:
+        """Log a degradation, each kind at most once a minute (it may happen per entry)."""
+        kind = message.split(" ", 1)[0]
         now = time.monotonic()
-        if now - self._last_warning > 60:
-            self._last_warning = now
+        if now - self._last_warning.get(kind, -1e9) > 60:
+            self._last_warning[kind] = now
             log.warning(message)
 
     # -- serving ----------------------------------------------------------------------------

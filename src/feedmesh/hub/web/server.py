@@ -39,8 +39,6 @@ def build_app(hub: Hub, *, base_url: str, limits: WebLimits | None = None) -> we
                           client_max_size=max(limits.max_body_bytes, limits.max_opml_bytes))
     feeds = FeedServer(hub, limits, base_url)
     api = Api(hub, feeds, limits)
-    app["hub"] = hub
-    app["feeds"] = feeds
     app.add_routes(api.routes())
     spec = json.dumps(openapi(base_url))
 
