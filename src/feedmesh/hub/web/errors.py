@@ -38,6 +38,7 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 413: "body_too_large", 415: "unsupported_media_type",
                429: "rate_limited"}
+_KEPT_HEADERS = {"allow", "retry-after"}
 
 
 @web.middleware
@@ -59,7 +60,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
             message = f"no such resource: {request.method} {request.path}"
         elif exc.status == 405:
             message = f"{request.method} is not allowed on {request.path}"
-        return error_response(exc.status, code, message, dict(exc.headers) or None)
+        # aiohttp's exceptions carry their own text/plain Content-Type; keep only the headers a
+        # client acts on (Allow on 405, Retry-After), since the body is ours.
+        kept = {k: v for k, v in exc.headers.items() if k.lower() in _KEPT_HEADERS}
+        return error_response(exc.status, code, message, kept or None)
     except Exception:
         log.exception("web_error method=%s path=%s", request.method, request.path)
         return error_response(500, "internal_error", "the server failed to answer this request; "

@@ -1,0 +1,131 @@
+"""Bad requests get precise 4xx answers in the one JSON error shape, never a 500 or HTML.
+
+Each case is a request a careless or hostile client sends; the expected status and ``code`` are
+what a client branches on, and the message must say what was wrong.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.hub.web.conftest import ROOMY_LIMITS, assert_error, subscribe
+
+
+async def test_malformed_json_names_the_position(hub_env, ann):
+    status, body = await ann.call("POST", "/api/subscriptions", data=b'{"query": "law",}',
+                                  headers={"Content-Type": "application/json"})
+    error = assert_error(status, body, 400, "malformed_json")
+    assert error["position"] == 16
+    assert "not valid JSON" in error["message"]
+
+
+@pytest.mark.parametrize("raw, kind", [(b"[1, 2]", "list"), (b'"law"', "str"), (b"42", "int")])
+async def test_json_that_is_not_an_object(hub_env, ann, raw, kind):
+    status, body = await ann.call("POST", "/api/subscriptions", data=raw,
+                                  headers={"Content-Type": "application/json"})
+    error = assert_error(status, body, 400, "malformed_json")
+    assert kind in error["message"]
+
+
+async def test_body_that_is_not_utf8(hub_env, ann):
+    status, body = await ann.call("POST", "/api/preview", data=b'{"query": "\xff\xfe"}',
+                                  headers={"Content-Type": "application/json"})
+    assert_error(status, body, 400, "malformed_json")
+
+
+async def test_wrong_content_type(hub_env, ann):
+    status, body = await ann.call("POST", "/api/subscriptions", data=b"query=law",
+                                  headers={"Content-Type": "application/x-www-form-urlencoded"})
+    error = assert_error(status, body, 415, "unsupported_media_type")
+    assert "application/x-www-form-urlencoded" in error["message"]
+
+
+async def test_json_with_charset_parameter_is_accepted(hub_env, ann):
+    status, body = await ann.call(
+        "POST", "/api/subscriptions", data=b'{"query": "law internet"}',
+        headers={"Content-Type": "application/json; charset=utf-8"})
+    assert status == 201, body
+
+
+async def test_body_too_large_for_json(hub_env, ann):
+    limit = ROOMY_LIMITS.max_body_bytes
+    query = "law " * (limit // 4 + 10)
+    status, body = await ann.call("POST", "/api/subscriptions", {"query": query})
+    error = assert_error(status, body, 413, "body_too_large")
+    assert error["limit"] == limit
+
+
+async def test_query_too_long(hub_env, ann):
+    status, body = await ann.call("POST", "/api/subscriptions", {"query": "law " * 300})
+    error = assert_error(status, body, 400, "invalid_query")
+    assert error["position"] == 1000
+    assert "too long" in error["message"]
+
+
+async def test_query_with_a_syntax_error_is_positioned(hub_env, ann):
+    status, body = await ann.call("POST", "/api/preview", {"query": "law AND (internet"})
+    error = assert_error(status, body, 400, "invalid_query")
+    assert error["position"] == 8
+    assert "')'" in error["hint"]
+
+
+@pytest.mark.parametrize("query", [None, "", "   ", 42, ["law"]])
+async def test_missing_or_non_text_query(hub_env, ann, query):
+    status, body = await ann.call("POST", "/api/subscriptions", {"query": query})
+    error = assert_error(status, body, 400, "invalid_query")
+    assert "query is required" in error["message"]
+
+
+@pytest.mark.parametrize("keep", [0, -1, 101, 2.5, "10", True, None])
+async def test_invalid_keep(hub_env, ann, keep):
+    status, body = await ann.call("POST", "/api/subscriptions", {"query": "law", "keep": keep})
+    error = assert_error(status, body, 400, "invalid_keep")
+    assert "1 to 100" in error["message"]
+
+
+async def test_invalid_keep_on_change(hub_env, ann):
+    sub = await subscribe(ann, "law")
+    status, body = await ann.call("PATCH", f"/api/subscriptions/{sub['id']}", {"keep": 1000})
+    assert_error(status, body, 400, "invalid_keep")
+    status, body = await ann.call("PATCH", f"/api/subscriptions/{sub['id']}", {"new_url": "yes"})
+    assert_error(status, body, 400, "invalid_new_url")
+
+
+@pytest.mark.parametrize("name", [42, "x" * 201])
+async def test_invalid_subscription_name(hub_env, ann, name):
+    status, body = await ann.call("POST", "/api/subscriptions", {"query": "law", "name": name})
+    assert_error(status, body, 400, "invalid_name")
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/feed", "javascript:alert(1)", "", None,
+                                 "http://" + "a" * 2000])
+async def test_invalid_source_url(hub_env, ann, url):
+    status, body = await ann.call("POST", "/api/sources", {"url": url})
+    assert_error(status, body, 400, "invalid_url")
+
+
+@pytest.mark.parametrize("method, path", [
+    ("GET", "/api/nothing-here"), ("POST", "/nope"), ("GET", "/f"),
+    ("DELETE", "/api")])
+async def test_unknown_route(hub_env, ann, method, path):
+    status, body = await ann.call(method, path)
+    error = assert_error(status, body, 404, "not_found")
+    assert path in error["message"]
+
+
+@pytest.mark.parametrize("method, path, allowed", [
+    ("PUT", "/api/subscriptions", {"GET", "POST"}),
+    ("GET", "/api/preview", {"POST"}),
+    ("DELETE", "/api/accounts", {"POST"}),
+    ("POST", "/f/sometoken.rss", {"GET", "HEAD"}),
+    ("GET", "/api/sources/1", {"DELETE"}),
+])
+async def test_wrong_method(hub_env, ann, method, path, allowed):
+    async with hub_env.session.request(method, hub_env.base + path,
+                                       headers={"Authorization": f"Bearer {ann.token}"}) as r:
+        body = await r.json()
+        error = assert_error(r.status, body, 405, "method_not_allowed")
+        assert method in error["message"] and path in error["message"]
+        assert set(r.headers["Allow"].split(",")) >= allowed
+
+
