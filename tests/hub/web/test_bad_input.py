@@ -55,6 +55,14 @@ async def test_body_too_large_for_json(hub_env, ann):
     assert error["limit"] == limit
 
 
+async def test_body_over_the_server_cap(hub_env, ann):
+    """Over the transport cap (the OPML size) aiohttp itself refuses; still our shape."""
+    status, body = await ann.call("POST", "/api/preview", data=b"x" * (3 * 1024 * 1024),
+                                  headers={"Content-Type": "application/json"})
+    error = assert_error(status, body, 413, "body_too_large")
+    assert error["limit"] == ROOMY_LIMITS.max_opml_bytes
+
+
 async def test_query_too_long(hub_env, ann):
     status, body = await ann.call("POST", "/api/subscriptions", {"query": "law " * 300})
     error = assert_error(status, body, 400, "invalid_query")

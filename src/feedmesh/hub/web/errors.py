@@ -12,10 +12,13 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-__all__ = ["ApiError", "error_middleware", "error_response"]
+__all__ = ["MAX_REQUEST_BYTES", "ApiError", "error_middleware", "error_response"]
 
 log = logging.getLogger("feedmesh.hub.web")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+MAX_REQUEST_BYTES = web.AppKey("max_request_bytes", int)
+"""The application's transport cap on request bodies, named in 413 answers."""
 
 
 class ApiError(Exception):
@@ -47,10 +50,11 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except ApiError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.headers, **exc.detail)
-    except web.HTTPRequestEntityTooLarge as exc:
+    except web.HTTPRequestEntityTooLarge:
+        # aiohttp refused the body at its transport cap (the app's client_max_size).
+        limit = request.app.get(MAX_REQUEST_BYTES)
         return error_response(413, "body_too_large",
-                              f"request body is larger than the {exc.max_size}-byte limit",
-                              limit=exc.max_size)
+                              f"request body is larger than the {limit}-byte limit", limit=limit)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

@@ -11,7 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from feedmesh.hub.app import Hub
 from feedmesh.hub.web.api import Api
-from feedmesh.hub.web.errors import error_middleware
+from feedmesh.hub.web.errors import MAX_REQUEST_BYTES, error_middleware
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import WebLimits
 from feedmesh.hub.web.openapi import openapi
@@ -35,8 +35,10 @@ async def security_headers(request: web.Request, handler):  # type: ignore[no-un
 
 def build_app(hub: Hub, *, base_url: str, limits: WebLimits | None = None) -> web.Application:
     limits = limits or WebLimits()
+    max_request_bytes = max(limits.max_body_bytes, limits.max_opml_bytes)
     app = web.Application(middlewares=[error_middleware, security_headers],
-                          client_max_size=max(limits.max_body_bytes, limits.max_opml_bytes))
+                          client_max_size=max_request_bytes)
+    app[MAX_REQUEST_BYTES] = max_request_bytes
     feeds = FeedServer(hub, limits, base_url)
     api = Api(hub, feeds, limits)
     app.add_routes(api.routes())
