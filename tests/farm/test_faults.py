@@ -260,3 +260,11 @@ async def test_default_mix_spreads_faults_by_share(farm_factory):
         share = sum(f is not Fault.NONE for f in faults) / len(faults)
         assert 0.09 < share < 0.14
         assert 0.015 < faults.count(Fault.NOT_FOUND) / len(faults) < 0.025
+
+
+async def test_changing_guid_feeds_never_answer_304(faulty):
+    url = faulty.feed_url(feed_of(Fault.CHANGING_GUIDS))
+    _, headers, _ = await fetch(url)
+    assert "ETag" not in headers and "Last-Modified" not in headers
+    status, _, _ = await fetch(url, {"If-Modified-Since": "Sun, 01 Jan 2090 00:00:00 GMT"})
+    assert status == 200

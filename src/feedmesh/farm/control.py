@@ -14,11 +14,16 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from feedmesh.farm.routes import Reply, text_reply
 from feedmesh.feeds.render import xml_attr
+
+if TYPE_CHECKING:
+    from feedmesh.farm.documents import FarmModel
+    from feedmesh.farm.server import FarmServer
 
 __all__ = ["control_reply", "opml_document"]
 
@@ -27,7 +32,7 @@ _OPML_VERSION = {"rss0.91": "RSS", "rss2.0": "RSS2", "rss1.0": "RSS1", "atom1.0"
 _json = msgspec.json.Encoder()
 
 
-def opml_document(model) -> bytes:
+def opml_document(model: FarmModel) -> bytes:
     """OPML 2.0 of every feed of ``model`` (built once per farm by the caller)."""
     parts = ['<?xml version="1.0" encoding="utf-8"?>\n<opml version="2.0"><head>'
              f"<title>feedmesh farm: {model.config.feeds} feeds, seed {model.config.seed}</title>"
@@ -53,7 +58,7 @@ def _int(params: dict[str, str], name: str, default: int | None) -> int | None:
     return default if value is None else int(value)
 
 
-def control_reply(farm, path: str, params: dict[str, str], now: float) -> Reply:
+def control_reply(farm: FarmServer, path: str, params: dict[str, str], now: float) -> Reply:
     """Answer a ``/_farm/...`` request (400 with the reason on bad parameters)."""
     try:
         return _control(farm, path, params, now)
@@ -61,7 +66,7 @@ def control_reply(farm, path: str, params: dict[str, str], now: float) -> Reply:
         return text_reply(400 if isinstance(error, ValueError) else 404, f"{error}\n")
 
 
-def _control(farm, path: str, params: dict[str, str], now: float) -> Reply:
+def _control(farm: FarmServer, path: str, params: dict[str, str], now: float) -> Reply:
     name, _, rest = path[len("/_farm/"):].partition("/")
     if name == "health":
         return _json_reply({"ok": True, "feeds": farm.config.feeds})

@@ -79,7 +79,8 @@ class FeedDocument:
         self.valid_from = valid_from
         self.valid_until = valid_until
         self._encoded: dict[str, bytes] = {}
-        self.nbytes = len(body) + 200
+        # Body, plus what the object, its validators and its list of posts (tuples) take.
+        self.nbytes = len(body) + 400 + 120 * len(posts)
 
     def encoded(self, coding: str) -> bytes:
         """The body in ``identity``, ``gzip`` or ``br`` (compressed once, then kept)."""

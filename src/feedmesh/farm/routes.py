@@ -16,11 +16,16 @@ place:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from feedmesh.farm.documents import compress, http_date, parse_etag_version
 from feedmesh.farm.faultbodies import endless_chunks, gzip_bomb, html_page, huge_chunks
 from feedmesh.farm.faults import Fault
 from feedmesh.farm.http import Request, accepted_codings, etag_list, http_time
+
+if TYPE_CHECKING:
+    from feedmesh.farm.catalog import FeedSpec
+    from feedmesh.farm.server import FarmServer
 
 __all__ = ["REDIRECT_STATUS", "Reply", "feed_reply", "text_reply"]
 
@@ -68,7 +73,7 @@ def _coding(spec_compression: str, accept: str) -> str:
     return "identity"
 
 
-def feed_reply(farm, request: Request, feed_id: int, variant: str, now: float) -> Reply:
+def feed_reply(farm: FarmServer, request: Request, feed_id: int, variant: str, now: float) -> Reply:
     """The reply for ``/feeds/<id>`` (variant ``""``), ``/feeds/<id>/moved`` or ``/loop``."""
     model = farm.model
     spec = model.spec(feed_id)
@@ -144,7 +149,8 @@ def _redirect(status: int, location: str, fault: Fault) -> Reply:
     return reply
 
 
-def _document_reply(farm, request: Request, feed_id: int, spec, now: float) -> Reply:
+def _document_reply(farm: FarmServer, request: Request, feed_id: int, spec: FeedSpec,
+                    now: float) -> Reply:
     model = farm.model
     if spec.fault is Fault.CHANGING_GUIDS:
         doc = model.render(feed_id, now, nonce=farm.next_nonce(feed_id))
