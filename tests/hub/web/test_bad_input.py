@@ -137,3 +137,17 @@ async def test_wrong_method(hub_env, ann, method, path, allowed):
         assert set(r.headers["Allow"].split(",")) >= allowed
 
 
+@pytest.mark.parametrize("raw_id", ["\u00b2", "\u0663", "99999999999999999999999", "-1", "1.0",
+                                    "0x10"])
+async def test_odd_ids_are_not_found(hub_env, ann, raw_id):
+    """Unicode digits and numbers SQLite cannot hold are ids nobody has: 404, not 500."""
+    await subscribe(ann, "law")
+    for method in ("GET", "PATCH", "DELETE"):
+        status, body = await ann.call(method, f"/api/subscriptions/{raw_id}", {})
+        assert_error(status, body, 404, "not_found")
+    status, body = await ann.call("GET", f"/api/subscriptions/{raw_id}/entries")
+    assert_error(status, body, 404, "not_found")
+    status, body = await ann.call("DELETE", f"/api/sources/{raw_id}")
+    assert_error(status, body, 404, "not_found")
+
+

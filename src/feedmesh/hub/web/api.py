@@ -28,6 +28,14 @@ __all__ = ["Api"]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+def _path_id(raw: str) -> int | None:
+    """The id in a path, or None when it cannot name a row: only ASCII digits (``str.isdigit``
+    also takes '²' and Arabic-Indic digits) and small enough for SQLite's 64-bit integers."""
+    if raw.isascii() and raw.isdigit() and len(raw) <= 18:
+        return int(raw)
+    return None
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, text=json.dumps(data), content_type="application/json")
 
@@ -110,7 +118,8 @@ class Api:
 
     def _owned(self, request: web.Request, account: Account) -> Subscription:
         raw = request.match_info["id"]
-        sub = self.hub.db.subscription(int(raw)) if raw.isdigit() else None
+        sub_id = _path_id(raw)
+        sub = self.hub.db.subscription(sub_id) if sub_id is not None else None
         if sub is None or sub.account_id != account.id:
             raise ApiError(404, "not_found", f"you have no subscription {raw}")
         return sub
@@ -258,10 +267,11 @@ class Api:
 
     async def remove_source(self, request: web.Request, account: Account) -> web.Response:
         raw = request.match_info["id"]
-        if not raw.isdigit() or not self.hub.db.unfollow_source(account.id, int(raw)):
+        feed_id = _path_id(raw)
+        if feed_id is None or not self.hub.db.unfollow_source(account.id, feed_id):
             raise ApiError(404, "not_found", f"you follow no source {raw}")
         followers = self.hub.crawler.followers
-        followers[int(raw)] = max(0, followers.get(int(raw), 1) - 1)
+        followers[feed_id] = max(0, followers.get(feed_id, 1) - 1)
         return web.Response(status=204)
 
     async def export_opml(self, request: web.Request, account: Account) -> web.Response:
