@@ -41,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="give feed ID exactly this fault (repeatable)")
     parser.add_argument("--cache-mb", type=float, default=1024.0,
                         help="memory budget for rendered documents (default 1024)")
-    parser.add_argument("--log-capacity", type=int, default=1_000_000,
+    parser.add_argument("--log-capacity", type=int, default=200_000,
                         help="requests kept in the request log")
     parser.add_argument("--prerender", action="store_true",
                         help="render every document before serving (~0.5 ms per feed)")

@@ -84,8 +84,8 @@ class FarmConfig(msgspec.Struct, frozen=True, kw_only=True):
     future_offset_s: float = 365 * 86400.0
     cache_mb: float = 1024.0
     """Memory budget for rendered documents; past it, random documents are dropped and re-rendered."""
-    log_capacity: int = 1_000_000
-    """Requests kept in the request log (the oldest are dropped first)."""
+    log_capacity: int = 200_000
+    """Requests kept in the request log (the oldest are dropped first; ~0.5 KB each)."""
     prerender: bool = False
     """Render every document (and its compressed forms) before serving: a first crawl then
     measures the crawler, not the farm's rendering (~0.5 ms per feed, once)."""

@@ -51,7 +51,7 @@ INM, IMS, AIM, ACCEPT_ENCODING, USER_AGENT, BODY_BYTES, BYTES_SENT, FAULT, DURAT
 class RequestLog:
     """A bounded, append-only log of :class:`FarmRequest` with monotonically increasing ``seq``."""
 
-    def __init__(self, capacity: int = 1_000_000) -> None:
+    def __init__(self, capacity: int = 200_000) -> None:
         self._records: deque[list] = deque(maxlen=max(1, capacity))
         self.next_seq = 0
 

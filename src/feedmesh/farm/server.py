@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import time
 from email.utils import formatdate
 
@@ -31,6 +32,8 @@ from feedmesh.farm.requestlog import (BODY_BYTES, BYTES_SENT, DURATION, FAULT, S
 from feedmesh.farm.routes import Reply, feed_reply, text_reply
 
 __all__ = ["FarmServer"]
+
+logger = logging.getLogger(__name__)
 
 _INDEX = ("feedmesh farm\n\n/opml                      every feed\n/feeds/<id>                a feed\n"
           "/_farm/requests?since=N    request log (JSON)\n/_farm/truth/<id>          posts\n"
@@ -95,7 +98,11 @@ class _Connection(asyncio.Protocol):
                 return
             if request is None:
                 return
-            reply, record = self.farm._dispatch(request, self.host)
+            try:
+                reply, record = self.farm._dispatch(request, self.host)
+            except Exception as error:  # a farm bug must not look like a network fault
+                logger.exception("farm failed on %s %s", request.method, request.target)
+                reply, record = text_reply(500, f"farm error: {error!r}\n"), None
             if (reply.delay_s or reply.hold or reply.trickle or reply.chunks is not None):
                 self.busy = True
                 self.task = asyncio.ensure_future(self._deliver_later(request, reply, record))
