@@ -151,3 +151,12 @@ async def test_odd_ids_are_not_found(hub_env, ann, raw_id):
     assert_error(status, body, 404, "not_found")
 
 
+async def test_odd_if_modified_since_dates(hub_env, ann):
+    """An unparsable date is ignored (200); RFC 5322's "-0000" zone means UTC (304), not a 500."""
+    sub = await subscribe(ann, "law")
+    url = sub["feed_urls"]["rss"]
+    for since, expected in (("yesterday", 200), ("Mon, 99 Foo 1999 99:99:99 GMT", 200),
+                            ("Tue, 01 Jan 2030 00:00:00 -0000", 304),
+                            ("Tue, 01 Jan 2030 00:00:00 GMT", 304)):
+        async with hub_env.session.get(url, headers={"If-Modified-Since": since}) as response:
+            assert response.status == expected, (since, response.status, await response.text())

@@ -146,5 +146,7 @@ def _not_modified(request: web.Request, etag: str, last_modified: datetime) -> b
         except (TypeError, ValueError):
             return False
         if when is not None:
+            if when.tzinfo is None:  # "-0000" (RFC 5322: UTC, source unknown) parses naive
+                when = when.replace(tzinfo=UTC)
             return last_modified.replace(microsecond=0) <= when
     return False
