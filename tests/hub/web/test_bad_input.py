@@ -47,6 +47,14 @@ async def test_json_with_charset_parameter_is_accepted(hub_env, ann):
     assert status == 201, body
 
 
+async def test_sign_up_without_a_body_or_content_type(hub_env):
+    """``curl -X POST /api/accounts``: the name is optional, so is the body (OpenAPI says so)."""
+    async with hub_env.session.post(hub_env.base + "/api/accounts") as response:
+        body = await response.json()
+        assert response.status == 201, body
+        assert body["token"].startswith("fm_")
+
+
 async def test_body_too_large_for_json(hub_env, ann):
     limit = ROOMY_LIMITS.max_body_bytes
     query = "law " * (limit // 4 + 10)

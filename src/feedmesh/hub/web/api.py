@@ -95,16 +95,16 @@ class Api:
         return wrapper
 
     async def _body(self, request: web.Request) -> dict[str, Any]:
-        if request.content_type not in ("application/json", ""):
+        raw = await request.read()
+        if not raw:  # no body, whatever the type says (aiohttp reports none as octet-stream)
+            return {}
+        if request.content_type != "application/json":
             raise ApiError(415, "unsupported_media_type",
                            f"send JSON (Content-Type: application/json), not {request.content_type}")
-        raw = await request.read()
         if len(raw) > self.limits.max_body_bytes:
             raise ApiError(413, "body_too_large", f"request body is {len(raw)} bytes, over the "
                            f"{self.limits.max_body_bytes}-byte limit",
                            limit=self.limits.max_body_bytes)
-        if not raw:
-            return {}
         try:
             data = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
