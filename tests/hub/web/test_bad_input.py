@@ -122,7 +122,7 @@ async def test_invalid_source_url(hub_env, ann, url):
 
 @pytest.mark.parametrize("method, path", [
     ("GET", "/api/nothing-here"), ("POST", "/nope"), ("GET", "/f"),
-    ("DELETE", "/api")])
+    ("DELETE", "/api"), ("GET", "/static/missing.js")])
 async def test_unknown_route(hub_env, ann, method, path):
     status, body = await ann.call(method, path)
     error = assert_error(status, body, 404, "not_found")
@@ -168,3 +168,14 @@ async def test_odd_if_modified_since_dates(hub_env, ann):
                             ("Tue, 01 Jan 2030 00:00:00 GMT", 304)):
         async with hub_env.session.get(url, headers={"If-Modified-Since": since}) as response:
             assert response.status == expected, (since, response.status, await response.text())
+
+
+async def test_the_interface_files_are_served(hub_env):
+    for path, kind in (("/", "text/html"), ("/static/app.js", "text/javascript"),
+                       ("/static/style.css", "text/css")):
+        async with hub_env.session.get(hub_env.base + path) as response:
+            assert response.status == 200, path
+            assert response.content_type == kind
+            assert len(await response.read()) > 500
+            assert response.headers["X-Content-Type-Options"] == "nosniff"
+            assert "script-src 'self'" in response.headers["Content-Security-Policy"]

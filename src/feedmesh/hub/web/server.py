@@ -19,6 +19,7 @@ from feedmesh.hub.web.openapi import openapi
 __all__ = ["build_app"]
 
 _STATIC = files("feedmesh.hub.web") / "static"
+_STATIC_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"}
 
 
 @web.middleware
@@ -55,11 +56,24 @@ def build_app(hub: Hub, *, base_url: str, limits: WebLimits | None = None) -> we
         return web.Response(text=(_STATIC / "index.html").read_text("utf-8"),
                             content_type="text/html")
 
+    # The interface's few files, served from memory: a name that is not one of them raises
+    # HTTPNotFound, which the error middleware answers in the JSON shape (aiohttp's static
+    # handler answers a missing file with an empty 404 the middleware never sees).
+    static_files = {item.name: (item.read_bytes(), _STATIC_TYPES[item.name.rpartition(".")[2]])
+                    for item in _STATIC.iterdir()
+                    if item.is_file() and item.name.rpartition(".")[2] in _STATIC_TYPES}
+
+    async def static_file(request: web.Request) -> web.Response:
+        found = static_files.get(request.match_info["name"])
+        if found is None:
+            raise web.HTTPNotFound()
+        return web.Response(body=found[0], content_type=found[1], charset="utf-8")
+
     app.add_routes([
         web.get("/api/openapi.json", openapi_json),
         web.get("/metrics", metrics),
         web.get("/f/{token}", feeds.handle),
         web.get("/", index),
-        web.static("/static/", str(_STATIC)),
+        web.get("/static/{name}", static_file),
     ])
     return app
