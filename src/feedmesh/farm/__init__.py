@@ -3,17 +3,30 @@
 Every later test, benchmark and demo crawls the farm. What it offers:
 
 * :class:`FarmConfig` - feeds, seed, speed, origin, hosts, fault mix and per-feed overrides,
-  format / validator / compression mixes;
+  format / validator / compression mixes (``feedmesh farm --help`` for the command line);
 * :class:`FarmModel` - the pure model: ``document(feed_id, t)`` (bytes and validators at farm time
-  ``t``), ``posts(feed_id, start, end)`` (ground truth), ``spec(feed_id)``;
-* :class:`FarmServer` - the HTTP server (``async with FarmServer(config) as farm``), with its
-  :class:`RequestLog`, ``truth()`` and ``stats()``;
+  ``t``), ``posts(feed_id, start, end)`` (ground truth), ``spec(feed_id)`` (format, validators,
+  delta, compression, fault, rate...);
+* :class:`FarmServer` - the HTTP server, with its :class:`RequestLog`, ``truth()`` and ``stats()``;
 * :class:`FarmProcess` - the same in a child process (``with FarmProcess(config) as farm``);
 * :mod:`feedmesh.farm.testing` - pytest fixtures (imported separately: it needs pytest);
 * :class:`Fault` and :data:`DEFAULT_FAULT_MIX` - the misbehaviours.
 
-HTTP endpoints: ``/feeds/<id>``, ``/opml``, ``/_farm/requests?since=N``, ``/_farm/truth/<id>``,
-``/_farm/spec/<id>``, ``/_farm/stats`` (see :mod:`feedmesh.farm.control`).
+In a test (``farm`` fixture, or directly)::
+
+    async with FarmServer(FarmConfig(feeds=50, faults="none", fault_overrides={3: "timeout"})) as farm:
+        await crawl(farm.opml_url)                        # every feed URL, titles, formats
+        assert all(r.if_none_match for r in farm.requests(feed=7)[1:])   # politeness
+        posted = farm.truth(7)                            # Post(time, block, index).key, ...
+        guids = [farm.model.guid(7, p) for p in posted]   # what the documents call them
+
+Pass ``clock=ManualClock(t)`` to FarmServer to move farm time by hand (new posts appear as the
+clock passes their times), or ``speed=`` for an accelerated real clock.
+
+HTTP endpoints: ``/feeds/<id>`` (``/moved``, ``/loop`` for redirect faults), ``/opml``,
+``/_farm/requests?since=N``, ``/_farm/truth/<id>``, ``/_farm/spec/<id>``, ``/_farm/stats``
+(see :mod:`feedmesh.farm.control`). Statistics: :mod:`~feedmesh.farm.posting` (when feeds post),
+:mod:`~feedmesh.farm.catalog` (sizes, mixes). Faults: :mod:`~feedmesh.farm.faults`.
 """
 
 from feedmesh.farm.catalog import FeedSpec
