@@ -34,6 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="resolve relative links against this URL (default: the fetched URL)")
     parser.add_argument("--content-type", default="",
                         help="the Content-Type to assume for a file (for its charset)")
+    parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
+                        help="let the fetcher reach this private block (e.g. 127.0.0.0/8 for a "
+                             "local farm); by default private addresses are refused")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     content_type: str = args.content_type
     base_url: str = args.base_url
     if source.startswith(("http://", "https://")):
-        fetched = _fetch(source)
+        fetched = _fetch(source, tuple(args.allow_network))
         if isinstance(fetched, str):
             print(f"feedmesh parse: {fetched}", file=sys.stderr)
             return 1
@@ -70,13 +73,22 @@ def render_json(parsed: ParsedFeed) -> str:
     return msgspec.json.format(msgspec.json.encode(parsed), indent=2).decode("utf-8")
 
 
-def _fetch(url: str) -> tuple[bytes, str, str] | str:
+def _fetch(url: str, allow_networks: tuple[str, ...]) -> tuple[bytes, str, str] | str:
     """(body, document URL, content type), or the reason it could not be fetched."""
     try:
         from feedmesh.fetch import fetch_url
     except ImportError as exc:  # the fetch package is built separately; files work without it
         return f"fetching URLs needs feedmesh.fetch.fetch_url, which is not available ({exc})"
-    result = fetch_url(url)
+    if allow_networks:
+        from feedmesh.fetch import FetchSettings
+
+        try:
+            settings = FetchSettings(allow_networks=allow_networks)
+        except ValueError as exc:
+            return str(exc)
+        result = fetch_url(url, settings)
+    else:
+        result = fetch_url(url)
     if inspect.isawaitable(result):
         result = asyncio.run(result)
     if not result.ok:

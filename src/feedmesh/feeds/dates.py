@@ -67,7 +67,7 @@ def parse_date(value: str) -> datetime | None:
         found = _RFC822.match(text)
         if found is not None:
             day, month_name, year, hour, minute, second, zone = found.groups()
-            result = _build(int(year), _month(month_name), int(day), hour, minute, second, zone)
+            result = _build(year, _month(month_name), int(day), hour, minute, second, zone)
             if result is not None:
                 return result
         found = _MONTH_FIRST.match(text)
@@ -75,8 +75,7 @@ def parse_date(value: str) -> datetime | None:
             month_name, day, year, hour, minute, second, zone, trailing_year = found.groups()
             year = year or trailing_year
             if year is not None:
-                result = _build(int(year), _month(month_name), int(day), hour, minute, second,
-                                zone)
+                result = _build(year, _month(month_name), int(day), hour, minute, second, zone)
                 if result is not None:
                     return result
         return _from_email(text)
@@ -91,12 +90,13 @@ def _month(name: str) -> int:
 
 def _from_iso(found: re.Match[str]) -> datetime | None:
     year, month, day, hour, minute, second, zone = found.groups()
-    return _build(int(year), int(month or 1), int(day or 1), hour, minute, second, zone)
+    return _build(year, int(month or 1), int(day or 1), hour, minute, second, zone)
 
 
-def _build(year: int, month: int, day: int, hour: str | None, minute: str | None,
+def _build(year_text: str, month: int, day: int, hour: str | None, minute: str | None,
            second: str | None, zone: str | None) -> datetime | None:
-    if year < 100:  # RFC 822 two-digit years (RFC 2822 section 4.3)
+    year = int(year_text)
+    if len(year_text) <= 2:  # RFC 822 two-digit years (RFC 2822 section 4.3)
         year += 2000 if year < 50 else 1900
     if not (1 <= year <= 9999 and 1 <= month <= 12):
         return None
@@ -140,9 +140,7 @@ def _from_email(text: str) -> datetime | None:
     parts = parsedate_tz(text)
     if parts is None:
         return None
-    year, month, day, hour, minute, second = parts[:6]
-    if year < 100:
-        year += 2000 if year < 50 else 1900
+    year, month, day, hour, minute, second = parts[:6]  # two-digit years already widened
     if not (1 <= year <= 9999 and 1 <= month <= 12):
         return None
     offset = parts[9] or 0

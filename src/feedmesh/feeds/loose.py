@@ -46,22 +46,30 @@ def read_loose(utf8: bytes, ctx: Context) -> tuple[FeedInfo, list[EntryDraft]] |
     feed_format = _FORMATS.get(result.get("version") or "")
     if feed_format is None:
         return None
-    feed = result.get("feed", {})
+    try:
+        return _convert(result, feed_format, ctx)
+    except (AttributeError, TypeError, ValueError):  # feedparser's loose shapes vary; give up
+        return None
+
+
+def _convert(result: Any, feed_format: str, ctx: Context) -> tuple[FeedInfo, list[EntryDraft]]:
+    feed = result.get("feed") or {}
     fields: dict[str, object] = {"format": feed_format}
     fields["title"] = _title(feed, ctx)
-    fields["link"] = ctx.url(feed.get("link", ""))
+    fields["link"] = ctx.url(_str(feed.get("link")))
     subtitle = feed.get("subtitle_detail") or {}
     if subtitle.get("value"):
         fields["description"] = _html(subtitle, ctx)
-    fields["language"] = ctx.text(feed.get("language") or "")[:35]
-    fields["updated"] = _time(feed.get("updated_parsed"))
+    fields["language"] = ctx.text(_str(feed.get("language")))[:35]
+    # dict.get: feedparser's own .get() would quietly answer "published" for "updated"
+    fields["updated"] = _time(dict.get(feed, "updated_parsed"))
     authors = _people(feed)
     if authors:
         fields["authors"] = tuple(authors)
-    for link in feed.get("links", []):
+    for link in feed.get("links") or []:
         if link.get("rel") == "self" and "self_link" not in fields:
-            fields["self_link"] = ctx.url(link.get("href", ""))
-    entries = list(result.get("entries", []))
+            fields["self_link"] = ctx.url(_str(link.get("href")))
+    entries = list(result.get("entries") or [])
     if len(entries) > ctx.limits.max_entries:
         ctx.problems.add("too_large", f"the document has {len(entries)} entries; kept the first "
                          f"{ctx.limits.max_entries}")
@@ -73,9 +81,9 @@ def read_loose(utf8: bytes, ctx: Context) -> tuple[FeedInfo, list[EntryDraft]] |
 
 def _entry(entry: Any, ctx: Context, language: str) -> EntryDraft:
     draft = EntryDraft()
-    draft.guid = ctx.text(entry.get("id") or "", "an id")
+    draft.guid = ctx.text(_str(entry.get("id")), "an id")
     draft.title = _title(entry, ctx)
-    draft.link = ctx.url(entry.get("link", ""))
+    draft.link = ctx.url(_str(entry.get("link")))
     summary = entry.get("summary_detail") or {}
     if summary.get("value"):
         draft.summary = _html(summary, ctx)
@@ -84,43 +92,44 @@ def _entry(entry: Any, ctx: Context, language: str) -> EntryDraft:
         draft.content = _html(contents[0], ctx)
     if draft.content == draft.summary and "content" in entry:
         draft.summary = ""  # feedparser copies content into summary; keep each where it was
-    draft.published = _time(entry.get("published_parsed"))
-    draft.updated = _time(entry.get("updated_parsed"))
-    if draft.updated == draft.published and "published_parsed" in entry:
-        draft.updated = None  # feedparser fills updated from published; do not invent one
+    draft.published = _time(dict.get(entry, "published_parsed"))
+    draft.updated = _time(dict.get(entry, "updated_parsed"))
     draft.authors = _people(entry)
-    for tag in entry.get("tags", []):
-        draft.add_category(tag.get("term") or tag.get("label") or "")
-    for enclosure in entry.get("enclosures", []):
-        length = str(enclosure.get("length", ""))
-        draft.add_enclosure(ctx.enclosure(enclosure.get("href", ""),
-                                          enclosure.get("type", ""), length, ctx.base))
+    for tag in entry.get("tags") or []:
+        draft.add_category(_str(tag.get("term")) or _str(tag.get("label")))
+    for enclosure in entry.get("enclosures") or []:
+        draft.add_enclosure(ctx.enclosure(_str(enclosure.get("href")), _str(enclosure.get("type")),
+                                          _str(enclosure.get("length")), ctx.base))
     draft.language = language
     return draft
 
 
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
 def _title(holder: Any, ctx: Context) -> str:
     detail = holder.get("title_detail") or {}
-    value = detail.get("value") or holder.get("title") or ""
+    value = _str(detail.get("value")) or _str(holder.get("title"))
     return ctx.title(value, detail.get("type", "text/html") != "text/plain")
 
 
 def _html(detail: Any, ctx: Context) -> str:
-    value = detail.get("value") or ""
+    value = _str(detail.get("value"))
     if detail.get("type") == "text/plain":
         return ctx.plain_as_html(value)
-    return ctx.html(value, detail.get("base") or ctx.base)
+    return ctx.html(value, _str(detail.get("base")) or ctx.base)
 
 
 def _people(holder: Any) -> list[Person]:
     people: list[Person] = []
-    for author in holder.get("authors", []) or []:
-        person = Person(name=author.get("name", ""), email=author.get("email", ""),
-                        uri=author.get("href", ""))
+    for author in holder.get("authors") or []:
+        person = Person(name=_str(author.get("name")), email=_str(author.get("email")),
+                        uri=_str(author.get("href")))
         if (person.name or person.email) and person not in people:
             people.append(person)
     if not people and holder.get("author"):
-        person = parse_person(holder["author"])
+        person = parse_person(_str(holder["author"]))
         if person is not None:
             people.append(person)
     return people

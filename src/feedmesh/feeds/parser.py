@@ -72,6 +72,8 @@ def _failed(kind: str, message: str, encoding: str = "", **where: int | None) ->
 
 def _parse(data: bytes, url: str, content_type: str, limits: ParseLimits) -> ParsedFeed:
     problems = Problems()
+    if url and not resolve_url("", url):  # javascript:, data:: never a base for anything
+        url = ""
     if not data or (len(data) < 4096 and not data.strip()):
         return _failed("not_a_feed", "the document is empty")
     oversized = len(data) > limits.max_bytes

@@ -142,10 +142,15 @@ def inner_markup(element: etree._Element) -> str:
     """
     if len(element) == 0:
         return html.escape(element.text or "", quote=False)
-    for descendant in element.iterdescendants():
+    for descendant in list(element.iterdescendants()):
         tag = descendant.tag
         if isinstance(tag, str) and tag.startswith(_XHTML_PREFIX):
-            descendant.tag = tag[len(_XHTML_PREFIX):]
+            try:
+                descendant.tag = tag[len(_XHTML_PREFIX):]
+            except ValueError:  # a name libxml2's recovery let through but lxml refuses
+                parent = descendant.getparent()
+                if parent is not None:
+                    parent.remove(descendant)
     etree.cleanup_namespaces(element)
     parts = [html.escape(element.text or "", quote=False)]
     for child in element:
