@@ -31,6 +31,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Union
+from urllib.parse import quote
 
 import msgspec
 
@@ -119,7 +120,6 @@ def _iri_id(value: str) -> str:
     scheme, colon, _ = value.partition(":")
     if colon and scheme and scheme[0].isalpha() and all(c.isalnum() or c in "+-." for c in scheme):
         return value
-    from urllib.parse import quote
     return "urn:feedmesh:entry:" + quote(value, safe="")
 
 
