@@ -277,3 +277,16 @@ async def test_speed_runs_the_farm_clock_faster(farm_factory):
         records = farm.requests(feed=0)
         assert records[1].farm_time - records[0].farm_time > 0.2 * 86_400
         assert records[1].real_time - records[0].real_time < 5
+
+
+async def test_request_log_pages_over_http(farm):
+    for feed_id in range(5):
+        await fetch(farm.feed_url(feed_id))
+    seen, since = [], 0
+    while True:
+        page = json.loads((await fetch(f"{farm.base_url}/_farm/requests?since={since}&limit=2"))[2])
+        seen += [r["feed"] for r in page["requests"]]
+        if not page["requests"]:
+            break
+        since = page["next"]
+    assert seen == [0, 1, 2, 3, 4] and page["dropped"] == 0

@@ -3,7 +3,8 @@
 * ``GET /opml`` - OPML 2.0 listing every feed: ``xmlUrl`` (on its own host), ``title``, ``text``,
   ``version`` (OPML's format names) and the farm's ``format`` and ``host`` attributes.
 * ``GET /_farm/requests?since=N[&feed=ID][&host=IP][&limit=L]`` - the request log as JSON:
-  ``{"next": N, "dropped": D, "requests": [FarmRequest, ...]}``.
+  ``{"next": N, "dropped": D, "requests": [FarmRequest, ...]}``; at most ``limit`` records
+  (default 50,000): poll again with ``since=next`` for the rest.
 * ``GET /_farm/truth/<id>[?since=T][&until=T]`` - the feed's posts in ``(since, until]`` (farm
   time; default: from the farm's origin to now) with their keys and guids.
 * ``GET /_farm/spec/<id>`` - the feed's fixed attributes (format, validators, fault, ...).
@@ -73,10 +74,10 @@ def _control(farm: FarmServer, path: str, params: dict[str, str], now: float) ->
     if name == "requests":
         since = _int(params, "since", 0) or 0
         feed = _int(params, "feed", None)
-        limit = _int(params, "limit", None)
+        limit = _int(params, "limit", 50_000)
         log = farm.log
         records = log.since(since, feed=feed, host=params.get("host"), limit=limit)
-        nxt = records[-1].seq + 1 if limit is not None and records else log.next_seq
+        nxt = records[-1].seq + 1 if len(records) == limit else log.next_seq
         return _json_reply({"next": nxt, "dropped": log.dropped, "requests": records})
     if name == "truth" and rest:
         feed_id = int(rest)
