@@ -9,6 +9,7 @@ client address for sign-up). Errors have one shape (:mod:`.errors`).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,6 +27,9 @@ from feedmesh.match import QueryError, article_from_entry, parse_query, tokenize
 __all__ = ["Api"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_TOKEN_SYNTAX = re.compile(r"fm_[0-9]{1,18}_[A-Za-z0-9_-]{1,100}")
+"""What :meth:`HubDB.create_account` hands out: ``fm_<account id>_<token_urlsafe secret>``."""
 
 
 def _path_id(raw: str) -> int | None:
@@ -81,7 +85,13 @@ class Api:
             if scheme.lower() != "bearer" or not token.strip():
                 raise ApiError(401, "unauthorized", "this request needs an 'Authorization: "
                                "Bearer <token>' header with the token given at sign-up")
-            account = self.hub.db.authenticate(token.strip())
+            token = token.strip()
+            if not _TOKEN_SYNTAX.fullmatch(token):
+                # Checked here, before the database sees it: HubDB.authenticate passes
+                # str.isdigit() ids ('²', 10**23) to int() and SQLite, which raise.
+                raise ApiError(401, "unauthorized", "malformed token: API tokens look like "
+                               "fm_<account>_<secret>, as given at sign-up")
+            account = self.hub.db.authenticate(token)
             if account is None:
                 raise ApiError(401, "unauthorized", "unknown or revoked token")
             wait = self.api_limiter.allow(f"account:{account.id}")
