@@ -12,7 +12,9 @@ from feedmesh.match.index.statistics import TermStatistics
 from feedmesh.match.index.vocabulary import KIND_PHRASE, Vocabulary
 from feedmesh.match.query import Phrase, Query
 
-__all__ = ["compile_query", "sync_statistics"]
+__all__ = ["compile_query", "conjunction_keys", "sync_statistics"]
+
+ConjunctionKey = tuple[int, ...]
 
 
 def sync_statistics(vocabulary: Vocabulary, statistics: TermStatistics) -> None:
@@ -21,10 +23,7 @@ def sync_statistics(vocabulary: Vocabulary, statistics: TermStatistics) -> None:
         statistics.add_term(field, kind, text)
 
 
-def compile_query(
-    query: Query, vocabulary: Vocabulary, statistics: TermStatistics
-) -> tuple[CompiledConjunction, ...]:
-    """The conjunctions of ``query`` in term ids, each with its access term chosen."""
+def _term_sets(query: Query, vocabulary: Vocabulary) -> list[tuple[set[int], set[int]]]:
     drafts: list[tuple[set[int], set[int]]] = []
     for conjunction in query.conjunctions:
         positive: set[int] = set()
@@ -35,15 +34,33 @@ def compile_query(
                 positive.update(vocabulary.phrase_word_ids(term_id).tolist())
         negative = {vocabulary.intern(term) for term in conjunction.negative}
         drafts.append((positive, negative))
+    return drafts
+
+
+def conjunction_keys(query: Query, vocabulary: Vocabulary) -> tuple[ConjunctionKey, ...]:
+    """Just the term ids of each conjunction (sorted; NOT terms as -(id+1)), for bulk builds.
+
+    Call :func:`sync_statistics` before using the statistics again.
+    """
+    return tuple(
+        tuple(sorted([*positive, *(-t - 1 for t in negative)]))
+        for positive, negative in _term_sets(query, vocabulary)
+    )
+
+
+def compile_query(
+    query: Query, vocabulary: Vocabulary, statistics: TermStatistics
+) -> tuple[CompiledConjunction, ...]:
+    """The conjunctions of ``query`` in term ids, each with its access term chosen."""
+    drafts = _term_sets(query, vocabulary)
     sync_statistics(vocabulary, statistics)
-    estimates = statistics.estimates()
-    kinds = vocabulary.kinds.view()
+    keys = vocabulary.keys
     compiled = []
     for positive, negative in drafts:
-        words = sorted(
-            (t for t in positive if kinds[t] != KIND_PHRASE), key=lambda t: (estimates[t], t)
-        )
-        phrases = tuple(sorted(t for t in positive if kinds[t] == KIND_PHRASE))
+        candidates = [t for t in positive if keys[t][1] != KIND_PHRASE]
+        estimates = statistics.estimate(candidates)
+        words = [t for _, t in sorted(zip(estimates, candidates))]
+        phrases = tuple(sorted(t for t in positive if keys[t][1] == KIND_PHRASE))
         key = tuple(sorted([*positive, *(-t - 1 for t in negative)]))
         compiled.append(
             CompiledConjunction(key, words[0], tuple(words[1:]), phrases, tuple(sorted(negative)))

@@ -13,6 +13,7 @@ from itertools import repeat
 import numpy as np
 
 from feedmesh.match.article import PHRASE_FIELDS, TokenizedArticle
+from feedmesh.match.index.compiled import sorted_unique
 from feedmesh.match.index.vocabulary import FIELD_CODES, Vocabulary
 
 __all__ = ["PreparedArticle", "prepare_article"]
@@ -65,7 +66,7 @@ def prepare_article(article: TokenizedArticle, vocabulary: Vocabulary) -> Prepar
     for code, values in ((_SITE, article.site), (_LANG, article.lang)):
         if values and vocabulary.words[code]:
             found.extend(map(vocabulary.words[code].get, values, repeat(-1)))
-    terms = np.unique(np.array(found, dtype=np.int32)) if found else _NO_TOKENS
+    terms = sorted_unique(np.array(found, dtype=np.int32)) if found else _NO_TOKENS
     if len(terms) and terms[0] < 0:
         terms = terms[1:]
     seq = (

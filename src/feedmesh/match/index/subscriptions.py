@@ -26,14 +26,26 @@ import numpy as np
 
 from feedmesh.match.article import Article, TokenizedArticle, tokenize_article
 from feedmesh.match.errors import SubscriptionIdError
-from feedmesh.match.index.compiled import CompiledIndex, ConjunctionTable, build_compiled, concat_tables
-from feedmesh.match.index.compiler import compile_query
-from feedmesh.match.index.delta import CompiledConjunction, DeltaIndex
+from feedmesh.match.index.compiled import (
+    CompiledIndex,
+    ConjunctionTable,
+    build_compiled,
+    concat_tables,
+    sorted_unique,
+)
+from feedmesh.match.index import snapshot
+from feedmesh.match.index.compiler import (
+    ConjunctionKey,
+    compile_query,
+    conjunction_keys,
+    sync_statistics,
+)
+from feedmesh.match.index.delta import DeltaIndex
 from feedmesh.match.index.kernels import BACKENDS, default_backend, phrase_holds
 from feedmesh.match.index.prepare import PreparedArticle, prepare_article
 from feedmesh.match.index.statistics import TermStatistics
 from feedmesh.match.index.vocabulary import Vocabulary
-from feedmesh.match.query import Query, QueryLimits, parse_query
+from feedmesh.match.query import Query, QueryLimits, Word, parse_query, plain_word_tokens
 
 __all__ = ["IndexSettings", "IndexStats", "SubscriptionIndex", "check_sub_id"]
 
@@ -112,6 +124,7 @@ class SubscriptionIndex:
         self._removed: set[int] = set()
         self._removed_array: np.ndarray | None = None
         self._present = np.zeros(1024, dtype=np.uint8)
+        self._bits = np.zeros(1, dtype=np.uint64)
         self._log: list[tuple[int, Query | None]] | None = None  # changes during a compaction
         self._compaction: asyncio.Task[None] | None = None
         self._observed_at_build = 0
@@ -172,7 +185,7 @@ class SubscriptionIndex:
         main = self._main
         ids = self._kernel(
             main.buffer, main.header, phrases.of_term, phrases.field, phrases.start, phrases.words,
-            prepared.terms, prepared.seq, prepared.bounds, self._present,
+            prepared.terms, prepared.seq, prepared.bounds, self._present, self._bits,
         )
         if self._removed and len(ids):
             removed = self._removed_ids()
@@ -181,7 +194,8 @@ class SubscriptionIndex:
         if len(self._delta):
             extra = self._delta.match(set(prepared.terms.tolist()), self._phrase_checker(prepared))
             if extra:
-                ids = np.union1d(ids, np.fromiter(extra, dtype=np.int32, count=len(extra)))
+                added = np.fromiter(extra, dtype=np.int32, count=len(extra))
+                ids = sorted_unique(np.concatenate([ids, added]))
         if observe:
             self.statistics.observe(prepared.terms)
         return ids
@@ -259,6 +273,7 @@ class SubscriptionIndex:
 
     def _install(self, main: CompiledIndex, replay: list[tuple[int, Query | None]]) -> None:
         self._main = main
+        self._bits = np.zeros((main.subscription_count + 63) // 64 + 1, dtype=np.uint64)
         self._delta = DeltaIndex()
         self._removed = set()
         self._removed_array = None
@@ -268,6 +283,39 @@ class SubscriptionIndex:
                 self.remove(sub_id)
             else:
                 self.add(sub_id, query)
+
+    # --- snapshots ------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The serialized index (compacting first if anything is pending); see :mod:`.snapshot`."""
+        if len(self._delta) or self._removed:
+            self.compact()
+        prior, observed = self.statistics.arrays()
+        return snapshot.dump(
+            self._main, self.vocabulary, prior, observed, self.statistics.articles
+        )
+
+    @classmethod
+    def from_bytes(
+        cls,
+        data: bytes | bytearray | memoryview,
+        settings: IndexSettings | None = None,
+        statistics: TermStatistics | None = None,
+        *,
+        validate: bool = True,
+    ) -> SubscriptionIndex:
+        """An index restored from :meth:`to_bytes` output, without copying its arrays.
+
+        ``data`` may be bytes, an ``mmap`` or a shared-memory buffer: worker processes that load the
+        same shared buffer share its pages (keep the buffer alive and unmodified meanwhile).
+        Raises :class:`~feedmesh.match.errors.SnapshotError` for anything but an intact snapshot.
+        """
+        loaded = snapshot.load(data, validate=validate)
+        index = cls(settings, statistics)
+        index.vocabulary = loaded.vocabulary
+        index.statistics.restore(loaded.prior, loaded.observed, loaded.articles_observed)
+        index._install(loaded.main, [])
+        return index
 
     # --- bulk build and introspection --------------------------------------------------------
 
@@ -285,20 +333,30 @@ class SubscriptionIndex:
         """
         index = cls(settings, statistics)
         table = _BulkTable()
-        cache: dict[str, tuple[CompiledConjunction, ...]] = {}
+        cache: dict[str, tuple[ConjunctionKey, ...]] = {}
         limits = index.settings.query_limits
+        vocabulary = index.vocabulary
+        text_words = vocabulary.words[0]
         for sub_id, query in items:
             sub_id = check_sub_id(sub_id)
             text = query if isinstance(query, str) else None
-            conjunctions = cache.get(text) if text is not None else None
-            if conjunctions is None:
-                parsed = parse_query(query, limits) if isinstance(query, str) else query
-                conjunctions = compile_query(parsed, index.vocabulary, index.statistics)
+            keys = cache.get(text) if text is not None else None
+            if keys is None:
+                tokens = plain_word_tokens(text, limits) if text is not None else None
+                if tokens is not None:  # the common case: no Query objects at all
+                    keys = (tuple(sorted(
+                        text_words[t] if t in text_words else vocabulary.intern(Word("text", t))
+                        for t in tokens
+                    )),)
+                else:
+                    parsed = parse_query(query, limits) if isinstance(query, str) else query
+                    keys = conjunction_keys(parsed, vocabulary)
                 if text is not None:
-                    if len(cache) >= 200_000:
+                    if len(cache) >= 200_000:  # bounded: popular queries come back in quickly
                         cache.clear()
-                    cache[text] = conjunctions
-            table.add(sub_id, conjunctions)
+                    cache[text] = keys
+            table.add(sub_id, keys)
+        sync_statistics(vocabulary, index.statistics)
         index._install(index._build_from(table.finish()), [])
         return index
 
@@ -332,10 +390,10 @@ class _BulkTable:
         self.owners = array("q")
         self.sub_ids = array("q")
 
-    def add(self, sub_id: int, conjunctions: tuple[CompiledConjunction, ...]) -> None:
+    def add(self, sub_id: int, keys: tuple[ConjunctionKey, ...]) -> None:
         self.sub_ids.append(sub_id)
-        for conjunction in conjunctions:
-            self.terms.extend(conjunction.key)
+        for key in keys:
+            self.terms.extend(key)
             self.term_start.append(len(self.terms))
             self.owners.append(sub_id)
 

@@ -79,7 +79,8 @@ class Vocabulary:
         """The id of ``term``, adding it (and a phrase's words) if new."""
         field = FIELD_CODES[term.field]
         if isinstance(term, Word):
-            return self._intern_word(field, term.token)
+            known = self.words[field].get(term.token)
+            return known if known is not None else self._intern_word(field, term.token)
         if isinstance(term, Prefix):
             by_length = self.prefixes[field].setdefault(len(term.prefix), {})
             known = by_length.get(term.prefix)
@@ -142,23 +143,44 @@ class Vocabulary:
 
     @classmethod
     def from_key_blob(cls, blob: bytes) -> Vocabulary:
-        """Rebuild a vocabulary from :meth:`key_blob` (ids are positions, as before)."""
+        """Rebuild a vocabulary from :meth:`key_blob` (ids are positions, as before).
+
+        Words are loaded in bulk (one dict per field); prefixes and phrases, which are few, one by
+        one. Raises ValueError on a blob that :meth:`key_blob` could not have written.
+        """
         vocabulary = cls()
         if not blob:
             return vocabulary
-        for key in blob.decode().split("\x00"):
-            field, kind, text = int(key[0]), int(key[1]), key[2:]
+        keys = blob.decode().split("\x00")
+        fields = [int(key[0]) for key in keys]
+        kinds = [int(key[1]) for key in keys]
+        texts = [key[2:] for key in keys]
+        if max(fields) >= len(FIELDS) or max(kinds) > KIND_PHRASE:
+            raise ValueError("unknown field or kind code")
+        vocabulary.keys = list(zip(fields, kinds, texts))
+        vocabulary.kinds = Growable(np.int8, kinds)
+        vocabulary._phrase_of_term = Growable(np.int32, np.full(len(keys), -1, dtype=np.int32))
+        for term_id, (field, kind, text) in enumerate(vocabulary.keys):
             if kind == KIND_WORD:
-                term = Word(FIELDS[field], text)
+                table = vocabulary.words[field]
             elif kind == KIND_PREFIX:
-                term = Prefix(FIELDS[field], text)
+                table = vocabulary.prefixes[field].setdefault(len(text), {})
             else:
-                term = Phrase(FIELDS[field], tuple(text.split(" ")))
-            if vocabulary.lookup(term) is not None:
-                raise ValueError(f"term {key!r} appears twice")
-            expected = len(vocabulary)
-            if vocabulary.intern(term) != expected:
-                # A phrase's words must have been listed before it: they always are, because
-                # interning a phrase interns its words first.
-                raise ValueError(f"term {key!r} is out of order")
+                vocabulary._load_phrase(term_id, field, text)
+                continue
+            if table.setdefault(text, term_id) != term_id:
+                raise ValueError(f"term {text!r} appears twice")
         return vocabulary
+
+    def _load_phrase(self, term_id: int, field: int, text: str) -> None:
+        tokens = tuple(text.split(" "))
+        words = self.words[field]
+        if len(tokens) < 2 or any(token not in words or words[token] > term_id for token in tokens):
+            raise ValueError(f"phrase {text!r} does not follow its words")
+        if self.phrases.setdefault((field, tokens), term_id) != term_id:
+            raise ValueError(f"phrase {text!r} appears twice")
+        self._phrase_of_term.view()[term_id] = len(self._phrase_field)
+        self._phrase_field.append(field)
+        self._phrase_words.extend(np.asarray([words[token] for token in tokens], dtype=np.int32))
+        self._phrase_start.append(len(self._phrase_words))
+        self.phrases_per_field[field] += 1

@@ -16,12 +16,15 @@ decides the match (Cobra, section 3.2).
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from feedmesh.match.article import Article, TokenizedArticle, tokenize_article
 from feedmesh.match.errors import QueryError
 from feedmesh.match.query.ast import (
     FIELDS,
+    OPERATOR_WORDS,
     And,
     Compound,
     Node,
@@ -54,9 +57,11 @@ __all__ = [
     "Term",
     "Word",
     "parse_query",
+    "plain_word_tokens",
 ]
 
 _DEFAULT_LIMITS = QueryLimits()
+_PLAIN_WORDS = re.compile(r"\s*[a-z0-9]+(?:\s+[a-z0-9]+)*\s*")
 
 
 class Query(msgspec.Struct, frozen=True):
@@ -87,7 +92,47 @@ def parse_query(text: str, limits: QueryLimits = _DEFAULT_LIMITS) -> Query:
     """Parse and check ``text``; raise :class:`QueryError` (with position and hint) if refused."""
     if not isinstance(text, str):
         raise TypeError(f"a query is text (str), not {type(text).__name__}")
+    plain = _parse_plain_words(text, limits)
+    if plain is not None:
+        return plain
     tree = parse_tree(text, limits)
     conjunctions = expand(tree, limits)
     root = canonical(tree)
     return Query(text=text, normalized=render(root), root=root, conjunctions=conjunctions)
+
+
+def plain_word_tokens(text: str, limits: QueryLimits = _DEFAULT_LIMITS) -> list[str] | None:
+    """The sorted distinct words of a query made only of ASCII words, or None for anything else.
+
+    Such a query is the AND of those words: :func:`parse_query` and bulk index builds take this
+    shortcut past the general parser (a property test checks that both give the same query).
+    Anything it is not sure about (operators, stop-word-only queries, limits) returns None.
+    """
+    if not text.isascii() or len(text) > limits.max_chars:
+        return None
+    lowered = text.lower()
+    if _PLAIN_WORDS.fullmatch(lowered) is None:
+        return None
+    written = lowered.split()
+    tokens = sorted(set(written))
+    if (
+        len(written) > limits.max_terms
+        or any(token in OPERATOR_WORDS for token in tokens)
+        or all(token in limits.stop_words for token in tokens)
+    ):
+        return None
+    return tokens
+
+
+def _parse_plain_words(text: str, limits: QueryLimits) -> Query | None:
+    tokens = plain_word_tokens(text, limits)
+    if tokens is None:
+        return None
+    words = tuple(Word("text", token) for token in tokens)
+    root: Node = words[0] if len(words) == 1 else And(words)
+    return Query(
+        text=text,
+        normalized=" AND ".join(tokens),
+        root=root,
+        conjunctions=(Conjunction(words),),
+    )

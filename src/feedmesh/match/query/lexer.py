@@ -9,6 +9,7 @@ quote). Raw words are tokenized later by the parser, with the same tokenizer as 
 from __future__ import annotations
 
 import enum
+import re
 import unicodedata
 from typing import Final
 
@@ -28,6 +29,8 @@ _QUOTES: Final = '"\u201c\u201d\u201e'
 _STOPPERS: Final = frozenset("()" + _QUOTES)
 _OPERATORS: Final = {"and": "AND", "or": "OR", "not": "NOT"}
 _FIELD_HINT: Final = "fields are title:, author:, category:, site: (or feed:) and lang:"
+# Control characters that are not whitespace (category Cc), and lone surrogates (Cs).
+_INVALID_CHARACTER: Final = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ud800-\udfff]")
 
 
 class Kind(enum.Enum):
@@ -54,9 +57,13 @@ class Lexeme:
         return f"Lexeme({self.kind.name}, {self.position}, {self.text!r})"
 
 
-def _check_character(char: str, position: int) -> None:
+def _check_characters(text: str) -> None:
+    invalid = _INVALID_CHARACTER.search(text)
+    if invalid is None:
+        return
+    char, position = invalid.group(), invalid.start()
     category = unicodedata.category(char)
-    if category == "Cc" and not char.isspace():
+    if category == "Cc":
         raise QueryError(
             f"unexpected control character U+{ord(char):04X}",
             position,
@@ -72,6 +79,7 @@ def _check_character(char: str, position: int) -> None:
 
 def lex(text: str) -> list[Lexeme]:
     """The lexemes of ``text``; raises :class:`QueryError` on a malformed token."""
+    _check_characters(text)
     lexemes: list[Lexeme] = []
     length = len(text)
     index = 0
@@ -80,7 +88,6 @@ def lex(text: str) -> list[Lexeme]:
         if char.isspace():
             index += 1
             continue
-        _check_character(char, index)
         if char == "(":
             lexemes.append(Lexeme(Kind.LPAREN, index))
             index += 1
@@ -109,7 +116,6 @@ def lex(text: str) -> list[Lexeme]:
 def _lex_phrase(text: str, start: int, lexemes: list[Lexeme]) -> int:
     index = start + 1
     while index < len(text) and text[index] not in _QUOTES:
-        _check_character(text[index], index)
         index += 1
     if index >= len(text):
         raise QueryError("unclosed quote", start, 'add a closing \'"\' after the phrase')
@@ -120,7 +126,6 @@ def _lex_phrase(text: str, start: int, lexemes: list[Lexeme]) -> int:
 def _lex_word(text: str, start: int, lexemes: list[Lexeme]) -> int:
     index = start
     while index < len(text) and not text[index].isspace() and text[index] not in _STOPPERS:
-        _check_character(text[index], index)
         index += 1
     raw = text[start:index]
     operator = _OPERATORS.get(raw.lower())
