@@ -61,6 +61,7 @@ class ContentMaker:
         self.self_link = f"{base_url}/feeds/{spec.id}"
         self.feed_authors = self.people[:1] if rng.random() < 0.5 else ()
         self.entry_authors = rng.random() < 0.65  # many feeds never name an author
+        self._entry_seed = mix64(spec.seed, spec.id, _SALT_ENTRY)
 
     def feed_info(self, updated_at: float | None) -> FeedInfo:
         spec = self.spec
@@ -83,22 +84,29 @@ class ContentMaker:
     def entry(self, post: Post, nonce: int | None = None) -> Entry:
         """The entry of ``post``; ``nonce`` (a fetch counter) changes the guid, for changing_guids."""
         spec = self.spec
-        rng = Draws(spec.seed, spec.id, _SALT_ENTRY, post.block, post.index, post.burst)
+        # Two 64-bit draws carry every small choice (bit fields), one more per paragraph: an entry
+        # is built by the hundred thousand, and each draw costs a Python-level hash.
+        rng = Draws(self._entry_seed, post.block, post.index, post.burst)
+        shape, picks = rng.bits(), rng.bits()
         words = self.words
         key = post.key
         link = f"{self.base_url}/feeds/{spec.id}/posts/{key}"
-        body_words = max(3, round(spec.words_median * math.exp(ARTICLE_WORDS_SIGMA * rng.gauss())))
-        title = words.title(rng.below(words.size), 4 + rng.below(8))
+        u1 = ((shape >> 11) + 1) * (1.0 / (1 << 53))  # in (0, 1]
+        u2 = (picks >> 40) * (1.0 / (1 << 24))
+        normal = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+        body_words = max(3, round(spec.words_median * math.exp(ARTICLE_WORDS_SIGMA * normal)))
+        title = words.title((picks & 0xFFFFFFFF) % words.size, 4 + (shape & 7))
         paragraphs = []
         left = body_words
         while left > 0:
-            size = min(left, 30 + rng.below(50))
+            draw = rng.bits()
+            size = min(left, 30 + (draw >> 58) % 50)
             if left - size < 8:
                 size = left
-            paragraphs.append(f"<p>{words.sentence(rng.below(words.size), size)}</p>")
+            paragraphs.append(f"<p>{words.sentence((draw & 0xFFFFFFFF) % words.size, size)}</p>")
             left -= size
         summary = "".join(paragraphs)
-        if rng.random() < 0.04:
+        if (shape >> 3) & 0xFF < 10:  # ~4 % of titles
             title = "Q&A: " + title
         if spec.fancy:
             title, summary = _fancy(title), _fancy(summary).replace(". ", " \u2014 ", 1)
@@ -113,14 +121,13 @@ class ContentMaker:
             if spec.fault is Fault.FUTURE_DATES:
                 published += self.future_offset
         pool = self.categories
-        picked = rng.below(3)
-        first = rng.below(len(pool))
-        categories = tuple(pool[(first + k) % len(pool)] for k in range(picked))
+        first = (picks >> 32) % len(pool)
+        categories = tuple(pool[(first + k) % len(pool)] for k in range((shape >> 11) % 3))
         enclosures: tuple[Enclosure, ...] = ()
         if spec.podcast:
             enclosures = (Enclosure(url=f"{self.base_url}/media/{spec.id}/{key}.mp3",
-                                    type="audio/mpeg", length=5_000_000 + rng.below(60_000_000)),)
+                                    type="audio/mpeg", length=5_000_000 + (shape >> 20) % 60_000_000),)
+        authors = (self.people[(shape >> 14) % len(self.people)],) if self.entry_authors else ()
         return Entry(key=guid, guid=guid, title=title, link=link, published=published,
-                     authors=(self.people[rng.below(len(self.people))],) if self.entry_authors
-                     else (), summary=summary,
-                     categories=categories, enclosures=enclosures)
+                     authors=authors, summary=summary, categories=categories,
+                     enclosures=enclosures)
