@@ -195,7 +195,9 @@ def main() -> int:
     renders = render_times()
     config = FarmConfig(feeds=args.feeds, seed=1, faults="none")
     with FarmProcess(config, cpu=farm_cpu) as farm:
+        cpu_before = cpu_seconds(farm.pid)
         first_rate, validators = asyncio.run(first_pass(farm, args.feeds, args.connections))
+        first_cpu_ms = (cpu_seconds(farm.pid) - cpu_before) / args.feeds * 1000
         plain = [request_bytes(farm.feed_url(i), {}) for i in range(args.feeds)]
         conditional = [request_bytes(farm.feed_url(i), v) for i, v in validators.items() if v]
         runs = {}
@@ -217,7 +219,8 @@ def main() -> int:
 
     rows = [
         ("render 10-entry feed, per format (us)", ", ".join(f"{k} {v:.0f}" for k, v in renders.items())),
-        (f"first pass over {args.feeds} feeds (renders each)", f"{first_rate:,.0f} req/s"),
+        (f"first pass over {args.feeds} feeds (renders each)",
+         f"{first_rate:,.0f} req/s, {first_cpu_ms:.2f} ms of farm CPU per feed"),
         ("200 mix, one request at a time", f"{plain_200:,.0f} req/s, farm CPU {plain_busy_200:.0%}"),
         ("304 mix, one request at a time", f"{plain_304:,.0f} req/s, farm CPU {plain_busy_304:.0%}"),
         (f"200 mix, {args.depth} pipelined per connection",
@@ -244,6 +247,7 @@ def main() -> int:
                "requests_per_farm_cpu_s_200": round(rate_200 / max(busy_200, 1e-9)),
                "requests_per_farm_cpu_s_304": round(rate_304 / max(busy_304, 1e-9)),
                "first_pass_requests_per_s": round(first_rate),
+               "first_pass_farm_cpu_ms_per_feed": round(first_cpu_ms, 3),
                "requests_per_s_200_unpipelined": round(plain_200),
                "requests_per_s_304_unpipelined": round(plain_304),
                "render_us_10_entries": {k: round(v, 1) for k, v in renders.items()},
