@@ -109,3 +109,16 @@ def test_unsafe_document_url_is_not_a_base() -> None:
     parsed = parse_feed(b"<rss><channel><link>/home</link></channel></rss>",
                         url="javascript:alert(1)")
     assert parsed.feed.link == "/home"
+
+
+@pytest.mark.parametrize("base", [
+    "http://a.test", "http://a.test/", "http://a.test/x/y", "http://a.test/x/y/",
+    "http://a.test/x/y?q=1/2", "http://a.test/x/y#f/g", "https://a.test:8080/p/q.xml?x"])
+def test_fast_relative_resolution_agrees_with_urljoin(base: str) -> None:
+    from urllib.parse import urljoin
+
+    for url in ["/r", "/r/s?x", "//cdn.test/z", "z.png", "sub/z.png", "?q", "#f", "../up",
+                "./here", "/a/../b", "x/./y"]:
+        html = f'<a href="{url}">x</a>'
+        expected = f'<a href="{urljoin(base, url)}">x</a>'
+        assert sanitize_html(html, base) == expected.replace("&", "&amp;"), url
