@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -78,10 +79,13 @@ class FarmProcess:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=pin)
         deadline = time.monotonic() + timeout
         line = ""
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if line or self.process.poll() is not None:
+        while not line and self.process.poll() is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 break
+            readable, _, _ = select.select([self.process.stdout], [], [], min(remaining, 0.5))
+            if readable:
+                line = self.process.stdout.readline()
         if not line.startswith("{"):
             self.stop()
             stderr = self.process.stderr.read() if self.process.stderr else ""
