@@ -88,9 +88,12 @@ class Hub:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        for sub in self.db.subscriptions():
-            self._install(sub)
-        self.metrics.subscriptions.set(sum(r.subs.count() for r in self.reflectors))
+        rows = self.db.subscription_rows()
+        for tier in self.filters:
+            tier.load((sub_id, query, reflector) for sub_id, query, _, reflector, _, _ in rows)
+        for reflector in self.reflectors:
+            reflector.load(rows)
+        self.metrics.subscriptions.set(len(rows))
         await self.crawler.load()
         for tier in (*self.filters, *self.reflectors):
             name = f"{type(tier).__name__}-{getattr(tier, 'shard', getattr(tier, 'number', 0))}"
@@ -103,7 +106,7 @@ class Hub:
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
         log.info("hub_started feeds=%d subscriptions=%d filters=%d reflectors=%d",
-                 len(self.crawler.crawler.states), len(self.db.subscriptions()),
+                 len(self.crawler.crawler.states), len(rows),
                  len(self.filters), len(self.reflectors))
 
     async def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
@@ -123,12 +126,6 @@ class Hub:
                 log.exception("tier_crashed tier=%s restart_in_s=%.1f", name, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
-
-    def _install(self, sub: Subscription) -> None:
-        for tier in self.filters:
-            tier.add(sub.id, sub.query, sub.reflector)
-        self.reflectors[sub.reflector].register(sub.id, sub.keep, sub.generation, sub.created_at,
-                                                query=sub.query)
 
     async def _replay(self) -> None:
         newest = self.store.max_entry_id()

@@ -21,7 +21,7 @@ import secrets
 import sqlite3
 import struct
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -226,6 +226,22 @@ class HubDB:
             rows = self._read(f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE account_id = ? "
                               "ORDER BY id", (account_id,))
         return [_sub(r) for r in rows]
+
+    def subscription_rows(self) -> list[tuple[int, str, int, int, int, float]]:
+        """Every subscription as ``(id, query, keep, reflector, generation, created_at)``: what
+        start-up needs, without a record object per subscription (there may be millions)."""
+        return self._read("SELECT id, query, keep, reflector, generation, created_at "
+                          "FROM subscriptions ORDER BY id")
+
+    def add_subscriptions(self, rows: Iterable[tuple[int, str, str, int, int]],
+                          now: float) -> None:
+        """Bulk insert ``(account_id, name, query, keep, reflector)`` rows (provisioning and
+        benchmarks); queries must already be valid."""
+        with self._write() as db:
+            db.executemany(
+                "INSERT INTO subscriptions (account_id, name, query, keep, reflector, created_at, "
+                "changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((a, n, q, k, r, now, now) for a, n, q, k, r in rows))
 
     def count_subscriptions(self, account_id: int) -> int:
         return int(self._read("SELECT count(*) FROM subscriptions WHERE account_id = ?",

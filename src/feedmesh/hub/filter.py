@@ -16,6 +16,7 @@ What goes to the reflector is Cobra's trade-off (section 3.3), a setting here:
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -53,6 +54,27 @@ class FilterTier:
     def owns(self, sub_id: int) -> bool:
         return sub_id % self.shards == self.shard
 
+    def load(self, subscriptions: Iterable[tuple[int, str, int]]) -> int:
+        """Build the shard's index in one go from ``(sub_id, query, reflector)`` at start-up
+        (one vectorized build instead of a million ``add`` calls); returns how many it holds."""
+        mine = [(sub_id, query, reflector) for sub_id, query, reflector in subscriptions
+                if self.owns(sub_id)]
+        self.index = SubscriptionIndex.build((sub_id, query) for sub_id, query, _ in mine)
+        if mine:
+            ids = np.fromiter((m[0] for m in mine), dtype=np.int64, count=len(mine))
+            self.routes.ensure(int(ids.max()))
+            self.routes.active[ids] = True
+            self.routes.reflector[ids] = np.fromiter((m[2] for m in mine), dtype=np.int16,
+                                                     count=len(mine))
+            self.reflectors.update(int(r) for r in np.unique(self.routes.reflector[ids]))
+        return len(mine)
+
+    async def maintain(self) -> None:
+        """Fold added and removed subscriptions into the main index when it pays off; the build
+        runs in a worker thread while matching goes on."""
+        if self.index.maintenance_due():
+            await self.index.compact_in_background()
+
     def add(self, sub_id: int, query: str, reflector: int) -> None:
         if not self.owns(sub_id):
             return
@@ -78,6 +100,7 @@ class FilterTier:
             elif isinstance(message, SubscriptionRemoved):
                 self.remove(message.sub_id)
             await delivery.ack()
+            await self.maintain()
 
     async def run(self) -> None:
         consumer = await self.bus.consumer("articles", f"filter-{self.shard}")

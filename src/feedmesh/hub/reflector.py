@@ -97,6 +97,25 @@ class Reflector:
         if subs.modified[sub_id] == 0.0:
             subs.modified[sub_id] = modified
 
+    def load(self, rows: list[tuple[int, str, int, int, int, float]]) -> int:
+        """Register this reflector's subscriptions at start-up, from
+        ``(id, query, keep, reflector, generation, created_at)`` rows, in bulk."""
+        mine = [r for r in rows if r[3] == self.number]
+        if not mine:
+            return 0
+        ids = np.fromiter((r[0] for r in mine), dtype=np.int64, count=len(mine))
+        subs = self.subs
+        subs.ensure(int(ids.max()))
+        subs.active[ids] = True
+        subs.keep[ids] = np.fromiter((r[2] for r in mine), dtype=np.int16, count=len(mine))
+        subs.generation[ids] = np.fromiter((r[4] for r in mine), dtype=np.int32, count=len(mine))
+        created = np.fromiter((r[5] for r in mine), dtype=np.float64, count=len(mine))
+        unset = subs.modified[ids] == 0.0  # restored from the store: keep its newer stamp
+        subs.modified[ids[unset]] = created[unset]
+        if self.index is not None:
+            self.index = SubscriptionIndex.build((r[0], r[1]) for r in mine)
+        return len(mine)
+
     async def unregister(self, sub_id: int) -> None:
         if self.subs.is_active(sub_id):
             self.subs.active[sub_id] = False
