@@ -123,7 +123,7 @@ def theirs(data: bytes, url: str) -> object:
     return feedparser.parse(io.BytesIO(data), response_headers={"content-location": url})
 
 
-def median_ms(function, data: bytes, url: str, repeat: int) -> float:  # noqa: ANN001
+def median_ms(function, data: bytes, url: str, repeat: int) -> float:
     timings = []
     for _ in range(repeat):
         start = time.perf_counter()

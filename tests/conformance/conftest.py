@@ -20,7 +20,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(skip)
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if not available() or not config.stash.get(_COLLECTED, False):
         return
     from tests.conformance.cases import shares

@@ -3,7 +3,8 @@
 feedparser's test cases state their expectation as a Python expression over feedparser's result
 (``not bozo and entries[0]['title'] == 'x'``). This module
 
-1. presents a :class:`~feedmesh.model.ParsedFeed` in feedparser's vocabulary (:func:`as_feedparser`),
+1. presents a :class:`~feedmesh.model.ParsedFeed` in feedparser's vocabulary
+   (:func:`as_feedparser`),
    for the keys that have a counterpart in our model (:data:`MAPPABLE`); and
 2. decides whether an expression is *mappable*: every name and every key path it reads must be in
    that vocabulary. An expression that reads anything else (``feed['cloud']``, ``headers``,

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not available(), reason="conformance corpora not
 
 
 @pytest.mark.parametrize("share", shares() if available() else [], ids=lambda share: share.corpus)
-def test_share_meets_target(share) -> None:  # noqa: ANN001
+def test_share_meets_target(share) -> None:
     print(f"{share.corpus}: {share.share:.2%} of {share.mappable} mappable expectations agree "
           f"(strict {share.strict_share:.2%})")
     assert share.mappable > 0

@@ -84,7 +84,8 @@ BILLION_LAUGHS = b"""<?xml version="1.0"?>
  <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
  <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
 ]>
-<rss version="2.0"><channel><title>&lol9;</title><item><title>&lol9;</title></item></channel></rss>"""
+<rss version="2.0"><channel><title>&lol9;</title>
+<item><title>&lol9;</title></item></channel></rss>"""
 
 
 def test_billion_laughs_is_refused_without_expansion() -> None:
@@ -118,7 +119,8 @@ def test_entity_declaration_hidden_after_junk_is_still_refused() -> None:
 
 
 def test_doctype_in_content_is_not_mistaken_for_a_declaration() -> None:
-    body = "<item><title>XML tips</title><description><![CDATA[Write <!DOCTYPE x [<!ENTITY a 'b'>]>]]>" \
+    body = "<item><title>XML tips</title><description>" \
+           "<![CDATA[Write <!DOCTYPE x [<!ENTITY a 'b'>]>]]>" \
            "</description></item>"
     parsed = parse_feed(rss(body))
     assert parsed.error is None

@@ -74,7 +74,7 @@ def test_missing_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 class _FeedServer(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         if self.path == "/moved":
             self.send_response(301)
             self.send_header("Location", "/blog/feed.xml")

@@ -55,7 +55,8 @@ NOON = datetime(2004, 1, 1, 12, 0, tzinfo=UTC)
 def test_parses(text: str, expected: datetime) -> None:
     parsed = parse_date(text)
     assert parsed == expected
-    assert parsed is not None and parsed.utcoffset() is not None and parsed.utcoffset().total_seconds() == 0
+    assert parsed is not None and parsed.utcoffset() is not None
+    assert parsed.utcoffset().total_seconds() == 0
 
 
 @pytest.mark.parametrize("text", [

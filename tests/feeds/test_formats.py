@@ -126,7 +126,8 @@ ATOM = b"""<?xml version="1.0" encoding="utf-8"?>
     <published>2024-03-01T00:00:00Z</published>
     <updated>2024-03-02T00:00:00Z</updated>
     <summary>Plain &lt;summary&gt;</summary>
-    <content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><p>Hallo <a href="welt">Welt</a></p></div></content>
+    <content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"
+      ><p>Hallo <a href="welt">Welt</a></p></div></content>
     <category term="tech" label="Technology"/>
   </entry>
   <entry>

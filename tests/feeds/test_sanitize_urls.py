@@ -21,7 +21,8 @@ from feedmesh.feeds.urls import resolve_url, scoped_base
     ('<a href="../up">r</a>', '<a href="http://ex.test/up">r</a>'),
     ('<a href="//cdn.test/x">r</a>', '<a href="http://cdn.test/x">r</a>'),
     ('<a href="mailto:a@b.test">m</a>', '<a href="mailto:a@b.test">m</a>'),
-    ('<video src="v.mp4" controls></video>', '<video src="http://ex.test/a/v.mp4" controls=""></video>'),
+    ('<video src="v.mp4" controls></video>',
+     '<video src="http://ex.test/a/v.mp4" controls=""></video>'),
     ("plain & simple", "plain &amp; simple"),
     ("no markup", "no markup"),
 ])
@@ -81,7 +82,8 @@ def test_xml_base_scopes_links_and_content() -> None:
         <id>tag:x,2024:1</id>
         <link href="index.html"/>
         <link rel="enclosure" href="../audio.mp3" type="audio/mpeg" length="12"/>
-        <content type="html" xml:base="media/">&lt;img src="pic.png"&gt;&lt;a href="/top"&gt;t&lt;/a&gt;</content>
+        <content type="html" xml:base="media/"
+          >&lt;img src="pic.png"&gt;&lt;a href="/top"&gt;t&lt;/a&gt;</content>
       </entry>
       <entry><id>2</id><link href="second.html"/></entry>
     </feed>"""

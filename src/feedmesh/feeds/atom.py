@@ -94,9 +94,8 @@ def read_atom(root: etree._Element, ctx: Context,
             person = _person(child, ctx, key_of, base)
             if person is not None and person not in authors:
                 authors.append(person)
-        elif key in ("icon", "logo"):
-            if key == "icon" or "icon" not in fields:
-                fields["icon"] = ctx.url(text_of(child), ctx.base_of(child, base))
+        elif key in ("icon", "logo") and (key == "icon" or "icon" not in fields):
+            fields["icon"] = ctx.url(text_of(child), ctx.base_of(child, base))
     if authors:
         fields["authors"] = tuple(authors)
     if hubs:

@@ -24,7 +24,8 @@ from feedmesh.feeds.sanitize import html_to_text, looks_like_html, sanitize_html
 from feedmesh.feeds.urls import XML_BASE, resolve_url, scoped_base
 from feedmesh.model import Enclosure, Entry, Person
 
-__all__ = ["Context", "EntryDraft", "add_media", "finish_entries", "parse_person", "positive_int", "skip_days", "skip_hours"]
+__all__ = ["Context", "EntryDraft", "add_media", "finish_entries", "parse_person", "positive_int",
+           "skip_days", "skip_hours"]
 
 _EMAIL = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+")
 _DAYS = {day[:3].lower(): day for day in (
@@ -161,7 +162,8 @@ def finish_entries(drafts: list[EntryDraft]) -> tuple[Entry, ...]:
 
 
 def parse_person(value: str, limit: int = 400) -> Person | None:
-    """An author as RSS writes one: "name", "email", "email (name)", "name (email)", "name <email>"."""
+    """An author as RSS writes one: "name", "email", "email (name)", "name (email)",
+    "name <email>"."""
     value = " ".join(value.split())[:limit]
     if not value:
         return None

@@ -41,7 +41,7 @@ DEFAULT_LIMITS = ParseLimits()
 
 
 class Problems:
-    """Collects what went wrong while reading one document; the first problem is the one reported."""
+    """What went wrong while reading one document; the first problem is the one reported."""
 
     __slots__ = ("first", "kinds")
 

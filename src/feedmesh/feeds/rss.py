@@ -143,7 +143,8 @@ def read_channel(channel: etree._Element, ctx: Context, base: str,
         elif key == "ttl":
             fields["ttl_minutes"] = positive_int(text_of(child))
         elif key == "skipHours":
-            fields["skip_hours"] = skip_hours([text_of(h) for h in child if key_of(h.tag) == "hour"])
+            hours = [text_of(hour) for hour in child if key_of(hour.tag) == "hour"]
+            fields["skip_hours"] = skip_hours(hours)
         elif key == "skipDays":
             fields["skip_days"] = skip_days([text_of(d) for d in child if key_of(d.tag) == "day"])
         elif key == "sy:updatePeriod":
@@ -228,9 +229,9 @@ def read_item(item: etree._Element, ctx: Context, base: str, language: str,
             add_media(draft, child, ctx, ctx.base_of(child, base), key_of)
         elif key in ("dc:title", "media:title") and not fallback_title:
             fallback_title = text_of(child)
-        elif key == "atom:link" and not alternate:
-            if child.get("rel", "alternate") == "alternate":
-                alternate = ctx.url(child.get("href", ""), ctx.base_of(child, base))
+        elif (key == "atom:link" and not alternate
+              and child.get("rel", "alternate") == "alternate"):
+            alternate = ctx.url(child.get("href", ""), ctx.base_of(child, base))
     if not draft.title and fallback_title:
         draft.title = ctx.title(fallback_title)
     summary_source = summary_source or summary_fallback

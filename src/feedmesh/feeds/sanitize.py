@@ -70,8 +70,11 @@ def _resolve_relative(url: str) -> str | None:
     ~10 us and a content can hold dozens of relative URLs.
     """
     base = _BASE.get()
+    url = url.strip(_URL_SPACE)  # HTML strips these around URL attribute values
     if base is None:
         return url
+    if "\\" in url or any(char in url for char in _URL_SPACE):
+        return _join(base.url, url)
     first = url[:1]
     if first == "/":
         if url[1:2] == "/":
@@ -80,12 +83,17 @@ def _resolve_relative(url: str) -> str | None:
             return base.origin + url
     elif first and first not in ".?#" and "/." not in url and ":" not in url:
         return base.directory + url
+    return _join(base.url, url)
+
+
+def _join(base: str, url: str) -> str:
     try:
-        return urljoin(base.url, url)
+        return urljoin(base, url.replace("\\", "/"))
     except ValueError:  # e.g. a malformed IPv6 literal
         return url
 
 
+_URL_SPACE = " \t\n\r\f"
 # One cleaner for every call (building one costs ~0.1 ms); the base of the current call reaches
 # the callback through a context variable, which is per thread and per asyncio task.
 _BASE: ContextVar[_Base | None] = ContextVar("feedmesh_sanitize_base", default=None)
