@@ -85,6 +85,7 @@ class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     title: str = ""
     link: str = ""
     description: str = ""
+    """Sanitized HTML, like ``Entry.summary`` (the title is plain text)."""
     language: str = ""
     updated: datetime | None = None
     authors: tuple[Person, ...] = ()
@@ -113,7 +114,8 @@ class ParseProblem(msgspec.Struct, frozen=True, omit_defaults=True):
     recovered where possible), ``encoding`` (declared charset wrong or undecodable bytes),
     ``forbidden`` (DTD with entities, external entity, entity expansion), ``too_large`` (a work cap
     was hit; what fit is returned), ``invalid`` (well-formed but breaks the format's rules, e.g. an
-    entry without any usable field).
+    entry without any usable field), ``internal`` (a feedmesh bug caught by the parser's safety net;
+    never expected, always worth a report).
     """
 
     kind: str

@@ -261,3 +261,12 @@ def test_deep_nesting_is_refused() -> None:
         b"]" * 100000 + b"}"
     parsed = parse_feed(deep_json)
     assert parsed.error is not None and parsed.error.kind in ("too_large", "malformed")
+
+
+def test_a_bug_of_ours_becomes_a_typed_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*_: object) -> None:
+        raise KeyError("a bug")
+    monkeypatch.setattr("feedmesh.feeds.parser.read_rss", explode)
+    parsed = parse_feed(rss())
+    assert parsed.error.kind == "internal"
+    assert "KeyError" in parsed.error.message and "a bug" in parsed.error.message

@@ -61,7 +61,7 @@ def parse_feed(data: bytes, *, url: str = "", content_type: str = "",
         return _failed("too_large", f"the document is nested too deeply or too big to read "
                        f"({type(exc).__name__})")
     except Exception as exc:  # a bug of ours must not take the crawler down with one feed
-        return _failed("invalid", f"internal error while reading the document (a feedmesh bug, "
+        return _failed("internal", f"internal error while reading the document (a feedmesh bug, "
                        f"please report it): {type(exc).__name__}: {exc}")
 
 
