@@ -98,8 +98,10 @@ class FeedServer:
         response = web.Response(body=body, headers=headers)
         response.content_type = CONTENT_TYPES[fmt].split(";")[0]
         response.charset = "utf-8"
-        if "gzip" in request.headers.get("Accept-Encoding", ""):
-            response.enable_compression()
+        if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
+            # Name gzip: left to choose, aiohttp answers "gzip, deflate" with deflate, which
+            # readers have long decoded inconsistently (zlib-wrapped or raw).
+            response.enable_compression(web.ContentCoding.gzip)
         return response
 
     async def _render(self, reflector: Reflector, sub_id: int, token: str, fmt: str) -> bytes:
@@ -131,6 +133,22 @@ def _published_entry(item: ReflectedItem) -> Entry:
                  link=entry.link, published=published, updated=entry.updated, authors=entry.authors,
                  summary=entry.summary, categories=entry.categories, language=entry.language,
                  enclosures=entry.enclosures)
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    """Whether Accept-Encoding allows gzip (``gzip``, ``x-gzip`` or ``*``, with q > 0)."""
+    for part in accept_encoding.lower().split(","):
+        coding, _, params = part.partition(";")
+        if coding.strip() not in ("gzip", "x-gzip", "*"):
+            continue
+        name, _, value = params.strip().partition("=")
+        if name.strip() != "q":
+            return True
+        try:
+            return float(value) > 0
+        except ValueError:
+            return False
+    return False
 
 
 def _not_modified(request: web.Request, etag: str, last_modified: datetime) -> bool:
