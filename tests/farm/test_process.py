@@ -48,3 +48,14 @@ async def test_prerender_fills_the_cache_before_serving(farm_factory):
         stats = farm.model.cache_stats()
         assert stats["documents"] >= 25 and stats["renders"] == stats["documents"]
         assert 1 not in farm.model._docs  # faults that serve no (ordinary) document are skipped
+
+
+def test_every_config_field_reaches_the_child():
+    config = FarmConfig(feeds=4, seed=9, faults="none", slow_delay_s=0.2, retry_after_s=7,
+                        fault_overrides={2: "rate_limit"}, format_mix={"atom1.0": 1.0})
+    with FarmProcess(config) as process:
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(process.feed_url(2), timeout=10)
+        assert error.value.code == 429 and error.value.headers["Retry-After"] == "7"
+        with urllib.request.urlopen(process.feed_url(0), timeout=10) as response:
+            assert b"http://www.w3.org/2005/Atom" in response.read(400)

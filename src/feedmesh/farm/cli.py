@@ -45,6 +45,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="requests kept in the request log")
     parser.add_argument("--prerender", action="store_true",
                         help="render every document before serving (~0.5 ms per feed)")
+    parser.add_argument("--config-json", default=None, metavar="JSON",
+                        help="a whole FarmConfig as JSON (overrides the options above; used by "
+                             "FarmProcess so that every setting reaches the child)")
     parser.add_argument("--ready-json", action="store_true",
                         help="print one JSON line with the URLs on stdout once serving")
 
@@ -52,12 +55,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from feedmesh.farm.config import FarmConfig, FarmConfigError
 
+    import msgspec
+
     try:
-        config = FarmConfig(feeds=args.feeds, port=args.port, seed=args.seed, speed=args.speed,
-                            origin=args.origin, hosts=args.hosts, faults=args.faults,
-                            fault_overrides=dict(args.fault), cache_mb=args.cache_mb,
-                            log_capacity=args.log_capacity, prerender=args.prerender)
-    except FarmConfigError as error:
+        if args.config_json:
+            config = msgspec.json.decode(args.config_json, type=FarmConfig)
+        else:
+            config = FarmConfig(feeds=args.feeds, port=args.port, seed=args.seed,
+                                speed=args.speed, origin=args.origin, hosts=args.hosts,
+                                faults=args.faults, fault_overrides=dict(args.fault),
+                                cache_mb=args.cache_mb, log_capacity=args.log_capacity,
+                                prerender=args.prerender)
+    except (FarmConfigError, msgspec.ValidationError, msgspec.DecodeError) as error:
         print(f"feedmesh farm: {error}", file=sys.stderr)
         return 2
     try:

@@ -38,21 +38,12 @@ class _Requests(msgspec.Struct):
 
 
 def _args(config: FarmConfig) -> list[str]:
-    args = ["--feeds", str(config.feeds), "--port", str(config.port), "--seed", str(config.seed),
-            "--speed", repr(config.speed), "--hosts", str(config.hosts), "--faults", config.faults,
-            "--cache-mb", repr(config.cache_mb), "--log-capacity", str(config.log_capacity),
-            "--ready-json"]
-    if config.origin is not None:
-        args += ["--origin", repr(config.origin)]
-    if config.prerender:
-        args.append("--prerender")
-    for feed_id, fault in sorted(config.fault_overrides.items()):
-        args += ["--fault", f"{feed_id}={fault}"]
-    return args
+    """The whole config travels as JSON, so every setting (fault timings, mixes) reaches the child."""
+    return ["--config-json", msgspec.json.encode(config).decode(), "--ready-json"]
 
 
 class FarmProcess:
-    """A ``feedmesh farm`` child process. Only settings the CLI exposes are passed on."""
+    """A ``feedmesh farm`` child process serving exactly ``config``."""
 
     def __init__(self, config: FarmConfig, *, cpu: int | None = None,
                  python: str = sys.executable) -> None:
