@@ -14,11 +14,26 @@ Pure: no I/O, no clock, no environment. Front door for the rest of feedmesh:
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from feedmesh.match.article import Article, TokenizedArticle, article_from_entry, tokenize_article
 from feedmesh.match.errors import MatchError, QueryError, SnapshotError, SubscriptionIdError
-from feedmesh.match.index import IndexSettings, IndexStats, SubscriptionIndex, TermStatistics
 from feedmesh.match.query import Query, QueryLimits, parse_query
 from feedmesh.match.text import STOP_WORDS, html_to_text, tokenize
+
+if TYPE_CHECKING:
+    from feedmesh.match.index import IndexSettings, IndexStats, SubscriptionIndex, TermStatistics
+
+# The index pulls in numba (half a second to import): load it only when first used, so that parsing
+# a query (the web UI, ``feedmesh query check``) stays fast.
+_LAZY = {"IndexSettings", "IndexStats", "SubscriptionIndex", "TermStatistics"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module("feedmesh.match.index"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "STOP_WORDS",

@@ -3,7 +3,8 @@
 What is stored is the *compiled* main index (so a restart does not parse or build anything), the
 term dictionary, and the term statistics (so access predicates keep what was learned)::
 
-    b"FMSUBIDX" | u32 version | u32 header length | header (JSON) | sections, each 64-byte aligned
+    b"FMSUBIDX" | u32 version | u32 header length | u32 CRC-32 of the rest | header (JSON) | sections
+    (each section 64-byte aligned)
 
 The header lists every section's offset, dtype and length. :func:`load` maps the sections with
 ``numpy.frombuffer`` straight onto the given buffer (bytes, ``mmap``, or a
@@ -32,7 +33,7 @@ __all__ = ["FORMAT_VERSION", "MAGIC", "Snapshot", "dump", "load", "validate_inde
 
 MAGIC: Final = b"FMSUBIDX"
 FORMAT_VERSION: Final = 1
-_PREAMBLE = struct.Struct("<8sII")
+_PREAMBLE = struct.Struct("<8sIII")
 _ALIGN: Final = 64
 
 
@@ -46,9 +47,6 @@ class _Header(msgspec.Struct, frozen=True):
     sections: dict[str, _Section]
     articles_observed: float
     term_count: int
-    crc32: int
-    """Of everything after the header (catches truncation and bit rot; not a security measure:
-    the structural validation below is what keeps malformed input away from compiled code)."""
 
 
 class Snapshot(NamedTuple):
@@ -81,18 +79,18 @@ def dump(
     for name, array in arrays.items():
         sections[name] = _Section(offset, array.dtype.str, len(array))
         offset += -(-array.nbytes // _ALIGN) * _ALIGN
-    body = bytearray(offset)
-    for name, array in arrays.items():
-        position = sections[name].offset
-        body[position : position + array.nbytes] = array.tobytes()
-    header = msgspec.json.encode(
-        _Header(sections, float(articles_observed), len(vocabulary), zlib.crc32(body))
-    )
+    header = msgspec.json.encode(_Header(sections, float(articles_observed), len(vocabulary)))
     start = -(-(_PREAMBLE.size + len(header)) // _ALIGN) * _ALIGN
-    output = bytearray(start)
-    _PREAMBLE.pack_into(output, 0, MAGIC, FORMAT_VERSION, len(header))
+    output = bytearray(start + offset)
     output[_PREAMBLE.size : _PREAMBLE.size + len(header)] = header
-    return bytes(output + body)
+    for name, array in arrays.items():
+        position = start + sections[name].offset
+        output[position : position + array.nbytes] = array.tobytes()
+    # The checksum catches truncation and bit rot. It is not a security measure: validation on
+    # load is what keeps malformed input away from the compiled kernels.
+    checksum = zlib.crc32(memoryview(output)[_PREAMBLE.size :])
+    _PREAMBLE.pack_into(output, 0, MAGIC, FORMAT_VERSION, len(header), checksum)
+    return bytes(output)
 
 
 def load(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Snapshot:
@@ -100,11 +98,13 @@ def load(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Snap
     view = memoryview(data).cast("B")
     if len(view) < _PREAMBLE.size:
         raise SnapshotError(f"snapshot too short: {len(view)} bytes")
-    magic, version, header_length = _PREAMBLE.unpack_from(view, 0)
+    magic, version, header_length, checksum = _PREAMBLE.unpack_from(view, 0)
     if magic != MAGIC:
         raise SnapshotError(f"not a feedmesh index snapshot (magic {bytes(magic)!r})")
     if version != FORMAT_VERSION:
         raise SnapshotError(f"snapshot format {version} is not supported (need {FORMAT_VERSION})")
+    if zlib.crc32(view[_PREAMBLE.size :]) != checksum:
+        raise SnapshotError("snapshot checksum mismatch (truncated or corrupted)")
     try:
         header = msgspec.json.decode(
             view[_PREAMBLE.size : _PREAMBLE.size + header_length], type=_Header
@@ -112,8 +112,6 @@ def load(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Snap
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as error:
         raise SnapshotError(f"snapshot header is corrupt: {error}") from error
     start = -(-(_PREAMBLE.size + header_length) // _ALIGN) * _ALIGN
-    if start > len(view) or zlib.crc32(view[start:]) != header.crc32:
-        raise SnapshotError("snapshot checksum mismatch (truncated or corrupted)")
     arrays = {name: _section(view, start, header, name) for name in
               ("index", "index_header", "terms", "prior", "observed")}
     try:

@@ -45,7 +45,7 @@ _Draft = tuple[dict[Term, int], dict[Term, int]]
 
 def expand(tree: Positioned, limits: QueryLimits) -> tuple[Conjunction, ...]:
     """The checked conjunctions of ``tree`` (see the module docstring), in canonical order."""
-    drafts = _satisfiable(_expand(tree, False, limits))
+    drafts = _satisfiable(_expand(tree, False, limits, tree.position))
     if not drafts:
         raise QueryError(
             "query can never match: every alternative requires and excludes the same thing",
@@ -67,7 +67,10 @@ def expand(tree: Positioned, limits: QueryLimits) -> tuple[Conjunction, ...]:
     return tuple(conjunctions[key] for key in sorted(conjunctions))
 
 
-def _expand(node: Positioned, negated: bool, limits: QueryLimits) -> list[_Draft]:
+def _expand(
+    node: Positioned, negated: bool, limits: QueryLimits, negated_at: int
+) -> list[_Draft]:
+    """DNF of ``node`` (negated if ``negated``); a NOT term records where its NOT was written."""
     if node.kind == "term":
         term = node.term
         if isinstance(term, Compound):  # phrase of the parts OR the joined word
@@ -75,13 +78,15 @@ def _expand(node: Positioned, negated: bool, limits: QueryLimits) -> list[_Draft
                 Positioned("term", node.position, term=Phrase(term.field, term.parts)),
                 Positioned("term", node.position, term=Word(term.field, term.joined)),
             ]
-            return _expand(Positioned("or", node.position, alternatives), negated, limits)
+            return _expand(
+                Positioned("or", node.position, alternatives), negated, limits, negated_at
+            )
         assert isinstance(term, (Word, Prefix, Phrase))
-        return [({}, {term: node.position})] if negated else [({term: node.position}, {})]
+        return [({}, {term: negated_at})] if negated else [({term: node.position}, {})]
     if node.kind == "not":
-        return _expand(node.children[0], not negated, limits)
+        return _expand(node.children[0], not negated, limits, node.position)
     is_and = (node.kind == "and") != negated  # De Morgan: a negated OR is an AND, and vice versa
-    parts = [_expand(child, negated, limits) for child in node.children]
+    parts = [_expand(child, negated, limits, negated_at) for child in node.children]
     if not is_and:
         return _deduplicated([draft for part in parts for draft in part], node, limits)
     product: list[_Draft] = [({}, {})]
