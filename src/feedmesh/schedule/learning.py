@@ -92,9 +92,12 @@ class LearnedState:
         self.observed_since = pad(self.observed_since)
         self._capacity = new
 
-    def reset_slot(self, slot: int, observed_since: float) -> None:
-        """Forget a slot (a feed was removed, or a new feed takes the slot)."""
-        self.flush()
+    def reset_slot(self, slot: int, observed_since: float, *, reused: bool = False) -> None:
+        """Forget a slot (a new feed takes it; ``reused``: another feed held it before)."""
+        if reused and slot in self._pending_slots:  # drop the previous holder's observations
+            keep = [i for i, s in enumerate(self._pending_slots) if s != slot]
+            self._pending_slots = [self._pending_slots[i] for i in keep]
+            self._pending_times = [self._pending_times[i] for i in keep]
         self.ring[slot] = 0
         self.long_hourly[slot] = 0.0
         self.long_weekday[slot] = 0.0
@@ -142,8 +145,8 @@ class LearnedState:
 
     def flush(self) -> None:
         """Fold the pending observations into the arrays (vectorized)."""
-        if not self._pending_times:
-            return
+        if not self._pending_times or self.current_day is None:
+            return  # nothing to fold, or no reference time yet (advance() sets it)
         slots = np.asarray(self._pending_slots, dtype=np.int64)
         times = np.asarray(self._pending_times, dtype=np.float64)
         self._pending_slots = []

@@ -31,9 +31,11 @@ class HostRecord(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 class _Host:
-    __slots__ = ("last_fetch_at", "recent", "blocked_until", "min_spacing_s", "max_per_minute")
+    __slots__ = ("last_fetch_at", "recent", "blocked_until", "min_spacing_s", "max_per_minute",
+                 "queue_until")
 
     def __init__(self, min_spacing_s: float, max_per_minute: int) -> None:
+        self.queue_until = -1e18  # feeds held back are queued one spacing apart from here
         self.last_fetch_at = -1e18
         self.recent: deque[float] = deque(maxlen=max_per_minute)
         self.blocked_until = 0.0
@@ -47,19 +49,20 @@ class HostLimiter:
     def __init__(self, min_spacing_s: float, max_per_minute: int) -> None:
         self.default_spacing_s = min_spacing_s
         self.default_per_minute = max_per_minute
-        self._hosts: dict[str, _Host] = {}
+        self.states: dict[str, _Host] = {}
         self._custom: set[str] = set()
 
-    def _get(self, host: str) -> _Host:
-        state = self._hosts.get(host)
+    def state(self, host: str) -> _Host:
+        """The mutable state of ``host`` (created with the defaults when new)."""
+        state = self.states.get(host)
         if state is None:
-            state = self._hosts[host] = _Host(self.default_spacing_s, self.default_per_minute)
+            state = self.states[host] = _Host(self.default_spacing_s, self.default_per_minute)
         return state
 
     def set_limits(self, host: str, *, min_spacing_s: float | None = None,
                    max_per_minute: int | None = None) -> None:
         """Override the defaults for one host (e.g. from robots.txt Crawl-delay)."""
-        state = self._get(host)
+        state = self.state(host)
         if min_spacing_s is not None:
             state.min_spacing_s = max(0.0, float(min_spacing_s))
         if max_per_minute is not None:
@@ -69,7 +72,7 @@ class HostLimiter:
 
     def ready_at(self, host: str, now: float) -> float:
         """The earliest instant >= now at which ``host`` may be fetched."""
-        state = self._hosts.get(host)
+        state = self.states.get(host)
         if state is None:
             return now
         ready = max(now, state.last_fetch_at + state.min_spacing_s, state.blocked_until)
@@ -77,27 +80,36 @@ class HostLimiter:
             ready = max(ready, state.recent[0] + 60.0)
         return ready
 
+    def defer(self, host: str, ready: float) -> float:
+        """When a feed held back until ``ready`` should be offered again: feeds queued behind a
+        busy host are spaced out, so they are not all retried (and re-queued) at one instant."""
+        state = self.state(host)
+        when = max(ready, state.queue_until)
+        state.queue_until = when + max(state.min_spacing_s, 60.0 / state.max_per_minute)
+        return when
+
     def note_fetch(self, host: str, now: float) -> None:
-        state = self._get(host)
+        state = self.state(host)
         state.last_fetch_at = now
         state.recent.append(now)
 
     def block(self, host: str, until: float) -> None:
         """The server asked us to stay away until ``until`` (429 / 503 Retry-After)."""
-        state = self._get(host)
+        state = self.state(host)
         state.blocked_until = max(state.blocked_until, until)
 
     def shift(self, delta: float) -> None:
         """Move every remembered instant by ``delta`` (after a clock jump)."""
-        for state in self._hosts.values():
+        for state in self.states.values():
             state.last_fetch_at += delta
+            state.queue_until += delta
             state.recent = deque((t + delta for t in state.recent), maxlen=state.max_per_minute)
             if state.blocked_until:
                 state.blocked_until += delta
 
     def records(self) -> list[HostRecord]:
         out = []
-        for host, s in self._hosts.items():
+        for host, s in self.states.items():
             custom = host in self._custom
             out.append(HostRecord(
                 host=host,
@@ -112,7 +124,7 @@ class HostLimiter:
             if record.min_spacing_s is not None or record.max_per_minute is not None:
                 self.set_limits(record.host, min_spacing_s=record.min_spacing_s,
                                 max_per_minute=record.max_per_minute)
-            state = self._get(record.host)
+            state = self.state(record.host)
             if record.last_fetch_at is not None:
                 state.last_fetch_at = record.last_fetch_at
             state.recent.extend(record.recent)
@@ -136,6 +148,10 @@ class BudgetBucket:
         self.rate_per_s = per_day / 86400.0
         self.capacity = max(1.0, self.rate_per_s * self.burst_s)
         self.tokens = self.capacity if was_unset else min(self.tokens, self.capacity)
+
+    def refill(self, now: float) -> None:
+        """Add the tokens earned since the last call."""
+        self._refill(now)
 
     def _refill(self, now: float) -> None:
         if self.updated_at is None or now < self.updated_at:

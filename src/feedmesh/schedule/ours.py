@@ -38,7 +38,7 @@ __all__ = ["FeedmeshPolicy", "gamma_prior"]
 _MONDAY_ORIGIN_S = 4 * DAY_S  # 1970-01-05 00:00 UTC was a Monday
 _PROFILE_PSEUDO_POSTS = 12.0
 _WEEKDAY_PSEUDO_POSTS = 14.0
-_SHAPE_CHANGE = 0.15  # L1 distance of the weekly shape that triggers a re-placement
+_SHAPE_CHANGE = 0.3  # L1 distance of the weekly shape that triggers a re-placement
 
 
 def gamma_prior(counts: np.ndarray, exposure_days: np.ndarray) -> tuple[float, float]:
@@ -127,10 +127,12 @@ class FeedmeshPolicy(Policy):
         return plans
 
     def on_removed(self, slot: int) -> None:
+        super().on_removed(slot)
         self._placed.pop(slot, None)
 
     def max_gap_s(self) -> float:
         return min(self.settings.max_delay_target_s, self.settings.max_interval_s)
 
     def on_added(self, slot: int, base_interval_s: float) -> None:
+        super().on_added(slot, base_interval_s)
         self._placed.pop(slot, None)

@@ -24,7 +24,8 @@ net; politeness, hints and error backoff are applied by the scheduler after the 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, ClassVar
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import msgspec
 import numpy as np
@@ -70,20 +71,88 @@ class Plan(msgspec.Struct, frozen=True):
         return base + period + self.offsets_s[0]
 
 
-class RefitContext(msgspec.Struct, frozen=True):
-    """Everything a refit may read. Arrays are aligned with ``slots``."""
+class RefitContext:
+    """Everything a refit may read, computed only when a policy asks (uniform needs no learning).
 
-    now: float
-    settings: SchedulerSettings
-    slots: np.ndarray  # int64[n] the polled feeds
-    weights: np.ndarray  # float64[n]
-    phases: np.ndarray  # float64[n] per-feed fixed phase in [0, 1), for spreading
-    dithers_s: np.ndarray  # float64[n] per-feed fixed offset (the scheduler adds it to plans)
-    prior_rates: np.ndarray  # float64[n] publisher-declared rate (posts/day) or NaN
-    learned: LearnedSummary
-    centroids: np.ndarray  # float64[K, 24] K-means centroids of normalized daily profiles
-    labels: np.ndarray  # int64[n] cluster of each feed
-    budget_per_day: float  # M for these feeds
+    Arrays are aligned with ``slots``. ``source`` is the scheduler, which knows how to build them.
+    """
+
+    def __init__(self, *, now: float, settings: SchedulerSettings, slots: np.ndarray,
+                 budget_per_day: float, source: RefitSource) -> None:
+        self.now = now
+        self.settings = settings
+        self.slots = slots
+        self.budget_per_day = budget_per_day
+        self._source = source
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        return self._source.column("weight", self.slots)
+
+    @cached_property
+    def phases(self) -> np.ndarray:
+        """Per-feed fixed phase in [0, 1), for spreading feeds with the same plan."""
+        return self._source.column("phase", self.slots)
+
+    @cached_property
+    def prior_rates(self) -> np.ndarray:
+        """Publisher-declared posts/day (sy:updatePeriod), NaN where none."""
+        return self._source.column("prior_rate", self.slots)
+
+    @cached_property
+    def learned(self) -> LearnedSummary:
+        return self._source.learned(self.slots, self.now)
+
+    @cached_property
+    def _clusters(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._source.clusters(self.learned, self.now)
+
+    @property
+    def centroids(self) -> np.ndarray:
+        """K-means centroids (K x 24) of normalized daily profiles."""
+        return self._clusters[0]
+
+    @property
+    def labels(self) -> np.ndarray:
+        """The cluster of each feed."""
+        return self._clusters[1]
+
+
+class RefitSource(Protocol):
+    """What a :class:`RefitContext` reads from (the scheduler)."""
+
+    def column(self, name: str, slots: np.ndarray) -> np.ndarray: ...
+
+    def learned(self, slots: np.ndarray, now: float) -> LearnedSummary: ...
+
+    def clusters(self, learned: LearnedSummary, now: float) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class _ChangeTracker:
+    """Per-slot memory of the inputs a plan was built from, to rebuild only what changed."""
+
+    def __init__(self) -> None:
+        self._values: np.ndarray = np.full((0, 0), np.nan)
+
+    def changed(self, slots: np.ndarray, values: np.ndarray, rtol: float = 0.0) -> np.ndarray:
+        """Mask of rows whose ``values`` (n x k) differ from those stored, then store them."""
+        values = np.asarray(values, dtype=np.float64).reshape(len(slots), -1)
+        need = int(slots.max()) + 1 if len(slots) else 0
+        if self._values.shape[1] != values.shape[1]:
+            self._values = np.full((need, values.shape[1]), np.nan)
+        if need > len(self._values):
+            grown = np.full((max(need, 2 * len(self._values)), values.shape[1]), np.nan)
+            grown[: len(self._values)] = self._values
+            self._values = grown
+        old = self._values[slots]
+        same = np.abs(old - values) <= rtol * np.abs(old)
+        mask = ~same.all(axis=1)
+        self._values[slots[mask]] = values[mask]
+        return mask
+
+    def forget(self, slot: int) -> None:
+        if slot < len(self._values):
+            self._values[slot] = np.nan
 
 
 class Policy:
@@ -94,6 +163,7 @@ class Policy:
 
     def __init__(self, settings: SchedulerSettings) -> None:
         self.settings = settings
+        self.tracker = _ChangeTracker()
 
     def refit(self, context: RefitContext) -> dict[int, Plan]:
         """New plans for (some of) ``context.slots``; slots left out keep their plan."""
@@ -116,9 +186,11 @@ class Policy:
 
     def on_added(self, slot: int, base_interval_s: float) -> None:
         """A feed took ``slot``."""
+        self.tracker.forget(slot)
 
     def on_removed(self, slot: int) -> None:
         """The feed in ``slot`` is no longer polled."""
+        self.tracker.forget(slot)
 
     def state(self) -> dict[str, object]:
         """Per-policy state worth a snapshot (plans are recomputed on restore)."""
@@ -132,14 +204,19 @@ def _floor_per_day(settings: SchedulerSettings) -> float:
     return DAY_S / settings.max_interval_s
 
 
-def _even_plans(context: RefitContext, per_day: np.ndarray) -> dict[int, Plan]:
-    """Evenly spaced plans at ``per_day`` fetches a day, each feed at its own phase."""
+def _even_plans(policy: Policy, context: RefitContext, per_day: np.ndarray,
+                rtol: float = 0.0) -> dict[int, Plan]:
+    """Evenly spaced plans at ``per_day`` fetches a day, each feed at its own phase; only feeds
+    whose frequency moved by more than ``rtol`` get a new plan (no churn from noise)."""
     floor = _floor_per_day(context.settings)
     per_day = np.maximum(per_day, floor * 1e-3)
     periods = np.minimum(DAY_S / per_day, context.settings.max_interval_s)
-    offsets = context.phases * periods
-    return {int(slot): Plan(float(p), (float(o),))
-            for slot, p, o in zip(context.slots, periods, offsets)}
+    changed = policy.tracker.changed(context.slots, periods, rtol)
+    if not changed.any():
+        return {}
+    slots, periods = context.slots[changed], periods[changed]
+    offsets = context.phases[changed] * periods
+    return {int(slot): Plan(float(p), (float(o),)) for slot, p, o in zip(slots, periods, offsets)}
 
 
 class UniformPolicy(Policy):
@@ -151,7 +228,7 @@ class UniformPolicy(Policy):
         n = len(context.slots)
         if n == 0:
             return {}
-        return _even_plans(context, np.full(n, context.budget_per_day / n))
+        return _even_plans(self, context, np.full(n, context.budget_per_day / n))
 
 
 class CgmPolicy(Policy):
@@ -168,7 +245,7 @@ class CgmPolicy(Policy):
         solver = cgm_age_allocation if self.objective == "age" else cgm_freshness_allocation
         per_day = solver(rates, context.weights, context.budget_per_day,
                          floors=_floor_per_day(context.settings))
-        return _even_plans(context, per_day)
+        return _even_plans(self, context, per_day, rtol=0.02)
 
 
 class OptimalPolicy(Policy):
@@ -183,6 +260,11 @@ class OptimalPolicy(Policy):
     """
 
     name = "optimal"
+
+    def __init__(self, settings: SchedulerSettings) -> None:
+        super().__init__(settings)
+        self._placed: dict[tuple[bool, int, int], np.ndarray] = {}  # (daily, count, cluster)
+        self._centroids: np.ndarray | None = None
 
     def refit(self, context: RefitContext) -> dict[int, Plan]:
         n = len(context.slots)
@@ -202,17 +284,25 @@ class OptimalPolicy(Policy):
             weekly = per_day[~daily] * 7.0
             counts[~daily] = np.maximum(round_to_total(weekly), math.ceil(
                 7.0 * _floor_per_day(settings) - 1e-9))
-        placed: dict[tuple[bool, int, int], np.ndarray] = {}
+        changed = self.tracker.changed(context.slots, np.stack([daily, counts, labels], axis=1))
+        if not changed.any():
+            return {}
+        if self._centroids is None or not np.array_equal(self._centroids, centroids):
+            self._placed.clear()  # placements depend on the centroids only
+            self._centroids = centroids.copy()
+        placed = self._placed
         groups: dict[tuple[bool, int], set[int]] = {}
-        for is_daily, label, count in zip(daily, labels, counts):
-            groups.setdefault((bool(is_daily), int(count)), set()).add(int(label))
+        for is_daily, label, count in zip(daily[changed], labels[changed], counts[changed]):
+            if (bool(is_daily), int(count), int(label)) not in placed:
+                groups.setdefault((bool(is_daily), int(count)), set()).add(int(label))
         for (is_daily, count), clusters in groups.items():
             order = sorted(clusters)
             shapes = centroids[order] if is_daily else np.tile(centroids[order], (1, 7))
             for cluster, row in zip(order, place_batch(shapes, HOUR_S, count)):
                 placed[(is_daily, count, cluster)] = row
         plans: dict[int, Plan] = {}
-        for i, slot in enumerate(context.slots):
+        for i in np.flatnonzero(changed):
+            slot = context.slots[i]
             key = (bool(daily[i]), int(counts[i]), int(labels[i]))
             if daily[i]:
                 plans[int(slot)] = Plan(DAY_S, tuple(float(x) for x in placed[key]))
@@ -252,6 +342,7 @@ class AdaptivePolicy(Policy):
         return {}
 
     def on_added(self, slot: int, base_interval_s: float) -> None:
+        super().on_added(slot, base_interval_s)
         interval = min(max(base_interval_s, self.settings.min_interval_s),
                        self.settings.max_interval_s)
         self.on_removed(slot)

@@ -35,7 +35,7 @@ from feedmesh.model import FetchOutcome
 from .clusters import assign_clusters, fit_kmeans, normalized_profiles
 from .errors import DuplicateFeedError, UnknownFeedError
 from .hints import FeedHints, next_allowed_time
-from .learning import LearnedState
+from .learning import LearnedState, LearnedSummary
 from .limits import BudgetBucket, HostLimiter
 from .policies import Plan, RefitContext, make_policy
 from .records import FeedStatus, FetchReport
@@ -87,12 +87,13 @@ class Scheduler:
         self._plan: list[Plan | None] = []
         self._notes: list[dict[str, str] | None] = []
         self._centroids: np.ndarray | None = None
-        self._labels = np.zeros(0, dtype=np.int64)
         self._clock_high = -_INF
         self._next_refit_at = -_INF
         self._next_cluster_refit_at = -_INF
         self._plans_stale = False
         self._awaiting_count = 0
+        self._active_count = 0  # feeds held and not gone
+        self._max_gap = self.policy.max_gap_s()
         self.clock_jumps: list[tuple[float, float]] = []
         """(latest now seen, now given) for every backward clock jump handled."""
 
@@ -108,11 +109,14 @@ class Scheduler:
 
     def add_feed(self, feed_id: str, *, now: float, host: str = "", weight: float = 1.0,
                  hints: FeedHints | None = None, history: Sequence[float] = (),
+                 history_since: float | None = None,
                  last_fetched_at: float | None = None) -> None:
         """Start scheduling ``feed_id``.
 
-        ``history``: publish times of the feed's past posts, complete from the oldest one onward
-        (e.g. from the store, or a trace's training days); learned at once. ``last_fetched_at``:
+        ``history``: publish times of the feed's past posts (e.g. from the store, or a trace's
+        training days); learned at once. They are taken as complete from ``history_since``
+        (default: the oldest of them) up to ``now``; a feed watched for two weeks without a post
+        is evidence of a slow feed, so pass ``history_since`` when you know it. ``last_fetched_at``:
         when the feed was last fetched, if it was; such a feed waits for its first plan and then
         follows it. A feed never fetched gets its first fetch spread over the next
         ``first_fetch_spread_s`` (so adding 100k feeds is not a burst).
@@ -122,19 +126,23 @@ class Scheduler:
         if not (weight >= 0 and math.isfinite(weight)):
             raise ValueError(f"feed {feed_id!r}: weight must be a finite number >= 0, got {weight}")
         now = self._tick(now)
+        reused = bool(self._free)
         slot = self._new_slot(feed_id)
         self._host[slot] = host or feed_id
         self._weight[slot] = float(weight)
         self._hints[slot] = hints
         self._phase[slot] = float(self._rng.random())
         self._dither[slot] = float(self._rng.random()) * self.settings.phase_dither_s
-        self._learner.reset_slot(slot, observed_since=now)
+        self._learner.reset_slot(slot, observed_since=now, reused=reused)
+        self._active_count += 1
         if hints is not None and hints.skips_everything:
             self._note(slot, "skip_hints", "skipHours/skipDays cover every hour; ignored")
         trusted = [t for t in history if math.isfinite(t) and t <= now + _CLOCK_SKEW_S]
         if trusted:
             self._learner.observe(slot, [min(t, now) for t in trusted])
             self._learner.extend_exposure(slot, min(trusted))
+        if history_since is not None and math.isfinite(history_since):
+            self._learner.extend_exposure(slot, min(history_since, now))
         if len(trusted) < len(history):
             self._note(slot, "history_dates", "history times in the future were ignored")
         self._plans_stale = True
@@ -151,6 +159,8 @@ class Scheduler:
         """Stop scheduling ``feed_id`` and forget what was learned about it."""
         slot = self._slot(feed_id)
         del self._slot_of[feed_id]
+        if not self._gone[slot]:
+            self._active_count -= 1
         if self._awaiting_plan[slot]:
             self._awaiting_count -= 1
         self.policy.on_removed(slot)
@@ -212,29 +222,60 @@ class Scheduler:
         A due feed whose host is not ready is pushed back to the host's ready time; when the
         budget bucket is empty, the rest wait for the next token.
         """
+        ids = self._ids
+        return [ids[slot] for slot in self.pop_due_slots(now, limit)]  # type: ignore[misc]
+
+    def pop_due_slots(self, now: float, limit: int | None = None) -> list[int]:
+        """:meth:`pop_due` by slot number (the simulator's hot path; ids via :meth:`feed_id_of`)."""
         now = self._tick(now)
-        self._maintain(now)
-        heap, versions = self._heap, self._version
-        out: list[str] = []
-        hosts, bucket = self._hosts, self._bucket
-        while heap and heap[0][0] <= now and (limit is None or len(out) < limit):
-            due, slot, version = heapq.heappop(heap)
+        if now >= self._next_refit_at or self._awaiting_count or self._plans_stale:
+            self._maintain(now)
+        heap, versions, host_of = self._heap, self._version, self._host
+        hosts = self._hosts
+        host_states = hosts.states
+        bucket = self._bucket
+        bucket.refill(now)
+        out: list[int] = []
+        while heap and heap[0][0] <= now:
+            if limit is not None and len(out) >= limit:
+                break
+            _, slot, version = heapq.heappop(heap)
             if version != versions[slot]:
                 continue
-            host = self._host[slot]
-            ready = hosts.ready_at(host, now)
-            if ready > now:
-                self._push(slot, ready)
-                continue
-            if not bucket.take(now):
+            host = host_of[slot]
+            state = host_states.get(host)
+            if state is None:
+                state = hosts.state(host)
+            else:
+                ready = state.last_fetch_at + state.min_spacing_s
+                if state.blocked_until > ready:
+                    ready = state.blocked_until
+                recent = state.recent
+                if len(recent) == state.max_per_minute and recent[0] + 60.0 > ready:
+                    ready = recent[0] + 60.0
+                if ready > now:
+                    self._push(slot, hosts.defer(host, ready))
+                    continue
+            if bucket.tokens < 1.0 - 1e-9:
                 self._push(slot, bucket.next_token_at(now))
                 break
-            hosts.note_fetch(host, now)
+            bucket.tokens -= 1.0
+            state.last_fetch_at = now
+            state.recent.append(now)
             versions[slot] += 1
             self._due[slot] = _INF
             self._in_flight[slot] = True
-            out.append(self._ids[slot])  # type: ignore[arg-type]
+            out.append(slot)
         return out
+
+    def feed_id_of(self, slot: int) -> str:
+        feed_id = self._ids[slot]
+        if feed_id is None:
+            raise UnknownFeedError(f"slot {slot} holds no feed")
+        return feed_id
+
+    def slot_of(self, feed_id: str) -> int:
+        return self._slot(feed_id)
 
     def release(self, feed_id: str, *, now: float) -> None:
         """The crawler dropped an in-flight fetch without a result: schedule the feed again soon."""
@@ -246,50 +287,67 @@ class Scheduler:
     def record(self, report: FetchReport) -> float:
         """Learn from one fetch and schedule the feed's next one; returns its due time."""
         slot = self._slot(report.feed_id)
-        now = self._tick(report.fetched_at)
+        if report.hints is not None:
+            self.set_hints(report.feed_id, report.hints)
+        return self.record_slot(slot, report.fetched_at, report.outcome, report.new_entries,
+                                report.published, report.entries_in_document,
+                                max_age_s=report.max_age_s, retry_after_s=report.retry_after_s)
+
+    def record_slot(self, slot: int, fetched_at: float, outcome: FetchOutcome,
+                    new_entries: int = 0, published: Sequence[float | None] = (),
+                    entries_in_document: int = 0, *, max_age_s: float | None = None,
+                    retry_after_s: float | None = None) -> float:
+        """:meth:`record` by slot number, without building a report (the simulator's hot path)."""
+        now = self._tick(fetched_at)
         s = self.settings
         self._in_flight[slot] = False
         previous_fetch = self._last_fetch[slot]
         self._last_fetch[slot] = now
-        if report.hints is not None:
-            self.set_hints(report.feed_id, report.hints)
-        outcome = report.outcome
         if outcome in _SUCCESS:
             self._errors[slot] = 0
             self._rate_limited[slot] = 0
             self._last_success[slot] = now
-            if report.new_entries or report.published:
-                self._learn(slot, report.new_entries, report.published, now, previous_fetch)
-            self.policy.on_result(slot, report.new_entries, report.entries_in_document, True)
-            due = self.policy.next_fetch(self, slot, now - self._dither[slot]) + self._dither[slot]
-            hint = report.max_age_s
+            if new_entries or published:
+                self._learn(slot, new_entries, published, now, previous_fetch)
+            policy = self.policy
+            dither = self._dither[slot]
+            if policy.plan_based and (plan := self._plan[slot]) is not None:
+                due = plan.next_after(now - dither) + dither
+            else:
+                policy.on_result(slot, new_entries, entries_in_document, True)
+                due = policy.next_fetch(self, slot, now - dither) + dither
+            hint = max_age_s
             hints = self._hints[slot]
             if hints is not None and hints.ttl_s is not None:
                 hint = max(hint or 0.0, hints.ttl_s)
             if hint is not None and hint > 0:
                 due = max(due, now + min(hint, s.hint_max_s))
-            due = min(due, now + self.policy.max_gap_s())
+            limit = now + self._max_gap
+            if due > limit:
+                due = limit
         elif outcome is FetchOutcome.GONE:
             self._gone[slot] = True
+            self._active_count -= 1
             self._version[slot] += 1
             self._due[slot] = _INF
             self._plans_stale = True
+            self.policy.on_removed(slot)
             self._note(slot, "gone", "410 Gone: no longer fetched")
             return _INF
         else:
-            due = self._after_error(slot, report, now)
-        due = max(due, now + s.min_interval_s)
-        self._push(slot, due)
+            due = self._after_error(slot, outcome, retry_after_s, now)
+        floor = now + s.min_interval_s
+        self._push(slot, due if due > floor else floor)
         return self._due[slot]
 
-    def _after_error(self, slot: int, report: FetchReport, now: float) -> float:
+    def _after_error(self, slot: int, outcome: FetchOutcome, retry_after: float | None,
+                     now: float) -> float:
         s = self.settings
         self._errors[slot] += 1
         streak = self._errors[slot]
         wait = min(s.backoff_base_s * 2.0 ** min(streak - 1, 60), s.backoff_max_s)
         wait *= 1.0 + s.backoff_jitter * self._random.random()
-        retry_after = report.retry_after_s
-        if report.outcome is FetchOutcome.RATE_LIMITED or retry_after is not None:
+        if outcome is FetchOutcome.RATE_LIMITED or retry_after is not None:
             self._rate_limited[slot] += 1
             cap = min(s.retry_after_max_s * 2.0 ** min(self._rate_limited[slot] - 1, 60),
                       s.max_interval_s)
@@ -310,13 +368,15 @@ class Scheduler:
         lower = (previous_fetch - DAY_S) if previous_fetch is not None else (
             now - self.settings.rate_window_days * DAY_S)
         upper = now + _CLOCK_SKEW_S
-        times: list[float] = []
+        times: list[float] = [t for t in published if t is not None and lower <= t <= now]
         untrusted = 0
-        for t in published:
-            if t is not None and lower <= t <= upper:
-                times.append(t if t <= now else now)
-            else:
-                untrusted += 1
+        if len(times) < len(published):  # the rare path: some dates are odd
+            times = []
+            for t in published:
+                if t is not None and lower <= t <= upper:
+                    times.append(t if t <= now else now)
+                else:
+                    untrusted += 1
         untrusted += max(0, count - len(published))
         if previous_fetch is None:
             if times:  # the first fetch shows history: the record is complete from its oldest
@@ -356,12 +416,11 @@ class Scheduler:
 
     def budget_per_day(self) -> float:
         """M: the deployment's total fetches per day for the feeds held now."""
-        active = sum(1 for slot in self._slot_of.values() if not self._gone[slot])
-        return self.settings.total_budget_per_day(active)
+        return self.settings.total_budget_per_day(self._active_count)
 
     def base_interval_s(self) -> float:
         """The uniform interval the budget allows (used before a feed has a plan)."""
-        active = max(1, sum(1 for slot in self._slot_of.values() if not self._gone[slot]))
+        active = max(1, self._active_count)
         per_day = self.budget_per_day() / active
         interval = DAY_S / per_day if per_day > 0 else self.settings.max_interval_s
         return min(max(interval, self.settings.min_interval_s), self.settings.max_interval_s)
@@ -370,29 +429,14 @@ class Scheduler:
         s = self.settings
         slots = self._polled_slots()
         self._learner.ensure_capacity(len(self._ids))
-        learned = self._learner.summary(slots, now)
-        profiles = normalized_profiles(learned.window_hourly)
-        if self._centroids is None or now >= self._next_cluster_refit_at:
-            enough = learned.window_count >= s.cluster_min_posts
-            self._centroids = fit_kmeans(profiles[enough], s.clusters, self._rng,
-                                         init=self._centroids)
-            self._next_cluster_refit_at = now + s.cluster_refit_interval_s
-        labels = assign_clusters(profiles, self._centroids)
         total = self.budget_per_day()
         live = sum(1 for slot in self._slot_of.values()
                    if not self._gone[slot] and self._websub_live(slot))
         budget = max(total - live * DAY_S / s.websub_safety_interval_s, 0.0)
         self._bucket.set_rate(total, now)
-        prior = np.array([(h.prior_rate_per_day() if (h := self._hints[i]) else None) or np.nan
-                          for i in slots], dtype=np.float64)
-        context = RefitContext(
-            now=now, settings=s, slots=slots,
-            weights=np.array([self._weight[i] for i in slots], dtype=np.float64),
-            phases=np.array([self._phase[i] for i in slots], dtype=np.float64),
-            dithers_s=np.array([self._dither[i] for i in slots], dtype=np.float64),
-            prior_rates=prior, learned=learned, centroids=self._centroids, labels=labels,
-            budget_per_day=budget)
-        max_gap = self.policy.max_gap_s()
+        context = RefitContext(now=now, settings=s, slots=slots, budget_per_day=budget,
+                               source=self)
+        max_gap = self._max_gap
         for slot, plan in self.policy.refit(context).items():
             previous = self._plan[slot]
             self._plan[slot] = plan
@@ -407,7 +451,6 @@ class Scheduler:
             if last is not None:
                 due = min(due, max(last + max_gap, now))
             self._push(slot, due)
-        self._labels = labels
         self._plans_stale = False
         self._next_refit_at = now + s.refit_interval_s
         if self._awaiting_count:
@@ -418,9 +461,33 @@ class Scheduler:
                 assert last is not None
                 dither = self._dither[slot]
                 due = self.policy.next_fetch(self, slot, last - dither) + dither
-                self._push(slot, min(due, last + self.policy.max_gap_s()))
+                self._push(slot, min(due, last + self._max_gap))
             self._awaiting_count = 0
             self._respread_overdue(now)
+
+    # -- what a RefitContext reads (computed only when a policy asks) --------------------------
+    def column(self, name: str, slots: np.ndarray) -> np.ndarray:
+        if name == "weight":
+            return np.array([self._weight[i] for i in slots], dtype=np.float64)
+        if name == "phase":
+            return np.array([self._phase[i] for i in slots], dtype=np.float64)
+        if name == "prior_rate":
+            return np.array([(h.prior_rate_per_day() if (h := self._hints[i]) else None) or np.nan
+                             for i in slots], dtype=np.float64)
+        raise KeyError(name)
+
+    def learned(self, slots: np.ndarray, now: float) -> LearnedSummary:
+        return self._learner.summary(slots, now)
+
+    def clusters(self, learned: LearnedSummary, now: float) -> tuple[np.ndarray, np.ndarray]:
+        s = self.settings
+        profiles = normalized_profiles(learned.window_hourly)
+        if self._centroids is None or now >= self._next_cluster_refit_at:
+            enough = learned.window_count >= s.cluster_min_posts
+            self._centroids = fit_kmeans(profiles[enough], s.clusters, self._rng,
+                                         init=self._centroids)
+            self._next_cluster_refit_at = now + s.cluster_refit_interval_s
+        return self._centroids, assign_clusters(profiles, self._centroids)
 
     # ------------------------------------------------------------------ clock
     def _tick(self, now: float) -> float:
@@ -505,19 +572,21 @@ class Scheduler:
         return slot
 
     def _push(self, slot: int, due: float) -> None:
-        s = self.settings
         hints = self._hints[slot]
         if hints is not None:
-            if hints.websub_live and self._last_fetch[slot] is not None:
-                due = max(due, self._last_fetch[slot] + s.websub_safety_interval_s)  # type: ignore[operator]
+            s = self.settings
+            last = self._last_fetch[slot]
+            if hints.websub_live and last is not None:
+                due = max(due, last + s.websub_safety_interval_s)
             if s.honour_skip_hours and (hints.skip_hours_mask or hints.skip_days_mask):
                 due = next_allowed_time(due, hints)
         backoff = self._backoff_until[slot]
         if backoff > due:
             due = backoff
-        self._version[slot] += 1
+        version = self._version[slot] + 1
+        self._version[slot] = version
         self._due[slot] = due
-        heapq.heappush(self._heap, (due, slot, self._version[slot]))
+        heapq.heappush(self._heap, (due, slot, version))
 
     def _note(self, slot: int, kind: str, message: str) -> None:
         notes = self._notes[slot]
