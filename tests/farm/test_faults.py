@@ -247,11 +247,20 @@ async def test_future_dates(faulty):
 
 async def test_flood_serves_ten_thousand_new_entries_at_once(faulty):
     feed = feed_of(Fault.FLOOD)
+    assert faulty.model.cached(feed, faulty.clock.now()) is not None  # rendered before serving
     _, _, body = await fetch(faulty.feed_url(feed))
     items = etree.fromstring(body).findall("./channel/item")
     assert len(items) == 10_000 and len({i.findtext("guid") for i in items}) == 10_000
     assert len({i.findtext("pubDate") for i in items}) == 1
     assert len(faulty.truth(feed, since=TEST_ORIGIN - 400 * 86400)) % 10_000 == 0
+    # The next burst is rendered off the event loop: other feeds keep being answered meanwhile.
+    faulty.clock.set(faulty.model.cached(feed, faulty.clock.now()).valid_until + 1)
+    flood = asyncio.ensure_future(fetch(faulty.feed_url(feed)))
+    await asyncio.sleep(0)
+    healthy = await fetch(faulty.feed_url(len(FAULTS)))
+    assert healthy[0] == 200 and not flood.done()
+    status, _, again = await flood
+    assert status == 200 and again != body
 
 
 async def test_default_mix_spreads_faults_by_share(farm_factory):

@@ -95,6 +95,8 @@ class ContentMaker:
         u2 = (picks >> 40) * (1.0 / (1 << 24))
         normal = math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
         body_words = max(3, round(spec.words_median * math.exp(ARTICLE_WORDS_SIGMA * normal)))
+        if post.burst >= 0:
+            body_words = min(body_words, 12)  # a flood's 10,000 entries are short notices
         title = words.title((picks & 0xFFFFFFFF) % words.size, 4 + (shape & 7))
         paragraphs = []
         left = body_words

@@ -169,12 +169,22 @@ class FarmModel:
 
     def document(self, feed_id: int, t: float) -> FeedDocument:
         """The document of the feed at farm time ``t`` (cached until its content changes)."""
+        doc = self.cached(feed_id, t)
+        if doc is None:
+            doc = self.render(feed_id, t)
+            self.remember(doc)
+        return doc
+
+    def cached(self, feed_id: int, t: float) -> FeedDocument | None:
+        """The kept document if it is still the one for time ``t``, else None."""
         doc = self._docs.get(feed_id)
         if doc is not None and doc.valid_from <= t < doc.valid_until:
             return doc
-        doc = self.render(feed_id, t)
-        self._remember(feed_id, doc)
-        return doc
+        return None
+
+    def remember(self, doc: FeedDocument) -> None:
+        """Keep ``doc`` (rendered with :meth:`render`, possibly in another thread) as current."""
+        self._remember(doc.feed_id, doc)
 
     def window(self, feed_id: int, t: float) -> tuple[list[Post], float]:
         """The posts a document at ``t`` lists (newest first) and when that list next changes."""
@@ -187,7 +197,11 @@ class FarmModel:
         return posts, until
 
     def render(self, feed_id: int, t: float, nonce: int | None = None) -> FeedDocument:
-        """Render the document at ``t`` afresh (``nonce``: a fetch counter for changing guids)."""
+        """Render the document at ``t`` afresh (``nonce``: a fetch counter for changing guids).
+
+        Touches no shared state but memo dictionaries, so it may run in a worker thread (the
+        server renders 10,000-entry flood documents there to keep answering other feeds).
+        """
         spec = self.spec(feed_id)
         posts, until = self.window(feed_id, t)
         body = self._render_posts(spec, posts, posts[0].time if posts else None, nonce)

@@ -15,7 +15,7 @@ place:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from typing import TYPE_CHECKING
 
 from feedmesh.farm.documents import compress, http_date, parse_etag_version
@@ -25,6 +25,7 @@ from feedmesh.farm.http import Request, accepted_codings, etag_list, http_time
 
 if TYPE_CHECKING:
     from feedmesh.farm.catalog import FeedSpec
+    from feedmesh.farm.documents import FeedDocument
     from feedmesh.farm.server import FarmServer
 
 __all__ = ["REDIRECT_STATUS", "Reply", "feed_reply", "text_reply"]
@@ -39,8 +40,8 @@ PRIVATE_TARGETS = ("http://10.1.2.3/feeds/{id}", "http://169.254.169.254/latest/
 class Reply:
     """A response and how to deliver it (at once, late, trickled, streamed, or never)."""
 
-    __slots__ = ("body", "chunked", "chunks", "delay_s", "fault", "headers", "hold", "status",
-                 "trickle")
+    __slots__ = ("body", "chunked", "chunks", "delay_s", "fault", "headers", "hold", "pending",
+                 "status", "trickle")
 
     def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes = b"", *,
                  fault: Fault = Fault.NONE) -> None:
@@ -53,6 +54,8 @@ class Reply:
         self.delay_s = 0.0
         self.trickle: tuple[int, float] | None = None
         self.hold = False
+        self.pending: Awaitable[Reply] | None = None
+        """Set when the reply is still being made (off the event loop): await it, then deliver."""
 
 
 def text_reply(status: int, text: str, content_type: str = "text/plain; charset=utf-8",
@@ -133,6 +136,11 @@ def feed_reply(farm: FarmServer, request: Request, feed_id: int, variant: str, n
         bomb = gzip_bomb(farm.config.bomb_bytes)
         return Reply(200, [("Content-Type", "application/rss+xml"), ("Content-Encoding", "gzip"),
                            ("Content-Length", str(len(bomb)))], bomb, fault=fault)
+    if fault is Fault.FLOOD and farm.model.cached(feed_id, now) is None:
+        # Ten thousand entries take a while to render: do it in a thread, answer when ready.
+        reply = Reply(0, [], fault=fault)
+        reply.pending = _flood_reply(farm, request, feed_id, spec, now)
+        return reply
     reply = _document_reply(farm, request, feed_id, spec, now)
     if fault is Fault.SLOW:
         reply.delay_s = farm.config.slow_delay_s
@@ -143,6 +151,14 @@ def feed_reply(farm: FarmServer, request: Request, feed_id: int, variant: str, n
     return reply
 
 
+async def _flood_reply(farm: FarmServer, request: Request, feed_id: int, spec: FeedSpec,
+                       now: float) -> Reply:
+    doc = await farm.render_off_loop(feed_id, now)
+    reply = _document_reply(farm, request, feed_id, spec, now, doc)
+    reply.fault = Fault.FLOOD
+    return reply
+
+
 def _redirect(status: int, location: str, fault: Fault) -> Reply:
     reply = text_reply(status, f"moved to {location}\n", extra=[("Location", location)])
     reply.fault = fault
@@ -150,9 +166,11 @@ def _redirect(status: int, location: str, fault: Fault) -> Reply:
 
 
 def _document_reply(farm: FarmServer, request: Request, feed_id: int, spec: FeedSpec,
-                    now: float) -> Reply:
+                    now: float, doc: FeedDocument | None = None) -> Reply:
     model = farm.model
-    if spec.fault is Fault.CHANGING_GUIDS:
+    if doc is not None:
+        pass
+    elif spec.fault is Fault.CHANGING_GUIDS:
         doc = model.render(feed_id, now, nonce=farm.next_nonce(feed_id))
     else:
         doc = model.document(feed_id, now)

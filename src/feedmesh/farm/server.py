@@ -23,7 +23,7 @@ from email.utils import formatdate
 from feedmesh.clock import AcceleratedClock, Clock
 from feedmesh.farm.config import FarmConfig, host_address
 from feedmesh.farm.control import control_reply, opml_document
-from feedmesh.farm.documents import FarmModel
+from feedmesh.farm.documents import FarmModel, FeedDocument
 from feedmesh.farm.faults import Fault
 from feedmesh.farm.http import RequestError, parse_request, response_head
 from feedmesh.farm.posting import Post
@@ -103,7 +103,8 @@ class _Connection(asyncio.Protocol):
             except Exception as error:  # a farm bug must not look like a network fault
                 logger.exception("farm failed on %s %s", request.method, request.target)
                 reply, record = text_reply(500, f"farm error: {error!r}\n"), None
-            if (reply.delay_s or reply.hold or reply.trickle or reply.chunks is not None):
+            if (reply.delay_s or reply.hold or reply.trickle or reply.chunks is not None
+                    or reply.pending is not None):
                 self.busy = True
                 self.task = asyncio.ensure_future(self._deliver_later(request, reply, record))
                 return
@@ -135,6 +136,8 @@ class _Connection(asyncio.Protocol):
 
     async def _deliver_later(self, request, reply: Reply, record: list | None) -> None:
         try:
+            if reply.pending is not None:
+                reply = await reply.pending
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             if reply.hold:
@@ -215,6 +218,7 @@ class FarmServer:
         self._connections: set[_Connection] = set()
         self._gate: dict[int, float] = {}
         self._nonces: dict[int, int] = {}
+        self._rendering: dict[int, asyncio.Future] = {}
         self._opml: bytes | None = None
         self._date_second = -1
         self._date_value = ""
@@ -246,8 +250,19 @@ class FarmServer:
         self.model = FarmModel(self.config, self.base_urls)
         if self.config.prerender:
             self.prerender()
+        floods = [i for i, fault in enumerate(self.model.catalog.faults) if fault is Fault.FLOOD]
+        if floods:
+            # A flood document (10,000 entries, ~0.1 s) is rendered before serving, in a thread,
+            # so that a crawler's first cycle does not wait on it; later ones render off the loop.
+            await self._warm(floods)
         self._started_real = time.time()
         return self
+
+    async def _warm(self, feed_ids: list[int]) -> None:
+        for feed_id in feed_ids:
+            now = self.clock.now()
+            if self.model.cached(feed_id, now) is None:
+                await self.render_off_loop(feed_id, now)
 
     def prerender(self) -> None:
         """Render every feed's current document and the compressed forms it will be asked for."""
@@ -334,6 +349,30 @@ class FarmServer:
             return allowed_at - now
         self._gate[feed_id] = now + self.config.retry_after_s
         return 0.0
+
+    async def render_off_loop(self, feed_id: int, now: float) -> FeedDocument:
+        """Render a (big) document in a worker thread, with its compressed forms; one at a time
+        per feed, however many requests wait for it."""
+        waiting = self._rendering.get(feed_id)
+        if waiting is None:
+            model = self.model
+
+            def work() -> FeedDocument:
+                doc = model.render(feed_id, now)
+                for coding in ("gzip", "br"):
+                    if coding in model.spec(feed_id).compression:
+                        doc.encoded(coding)
+                return doc
+
+            waiting = self._rendering[feed_id] = asyncio.ensure_future(
+                asyncio.get_running_loop().run_in_executor(None, work))
+            try:
+                doc = await waiting
+            finally:
+                del self._rendering[feed_id]
+            self.model.remember(doc)
+            return doc
+        return await asyncio.shield(waiting)
 
     def next_nonce(self, feed_id: int) -> int:
         nonce = self._nonces.get(feed_id, 0) + 1
