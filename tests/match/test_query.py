@@ -193,13 +193,14 @@ def test_normalized_form_is_a_fixed_point(text: str) -> None:
     assert again.conjunctions == query.conjunctions
 
 
-_PLAIN = ["law", "internet", "the", "of", "and", "or", "not", "x1", "LAW", "Internet"]
+_PLAIN = ["law", "internet", "the", "of", "and", "or", "not", "x1", "LAW", "Internet", "a_b", "x-y",
+          "café", "", "it's", "1,000"]
 
 
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(st.sampled_from(_PLAIN), min_size=1, max_size=40),
-    st.sampled_from([" ", "  ", "\t", " \n "]),
+    st.sampled_from([" ", "  ", "\t", " \n ", "\x1c", "\x0b", "\x85", "\u00a0"]),
 )
 def test_plain_word_shortcut_equals_the_general_parser(words: list[str], separator: str) -> None:
     text = separator.join(words)

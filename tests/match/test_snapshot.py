@@ -42,7 +42,11 @@ def test_round_trip_keeps_matches_terms_and_statistics(backend: str) -> None:
     restored = SubscriptionIndex.from_bytes(index.to_bytes(), IndexSettings(backend=backend))
     for article in ARTICLES:
         assert restored.match(article).tolist() == index.match(article).tolist()
-    assert restored.vocabulary.keys == index.vocabulary.keys
+    assert restored.vocabulary.texts == index.vocabulary.texts
+    assert (restored.vocabulary.fields.view() == index.vocabulary.fields.view()).all()
+    assert (restored.vocabulary.kinds.view() == index.vocabulary.kinds.view()).all()
+    assert restored.vocabulary.phrases == index.vocabulary.phrases
+    assert restored.vocabulary.prefixes == index.vocabulary.prefixes
     assert np.allclose(restored.statistics.estimates(), index.statistics.estimates())
     assert len(restored) == len(index) == len(QUERIES)
     restored.add(7, "internet")  # a restored index is a normal, changeable index

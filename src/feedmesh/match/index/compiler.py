@@ -19,8 +19,8 @@ ConjunctionKey = tuple[int, ...]
 
 def sync_statistics(vocabulary: Vocabulary, statistics: TermStatistics) -> None:
     """Give every term added to ``vocabulary`` since the last call its prior."""
-    for field, kind, text in vocabulary.keys[len(statistics) :]:
-        statistics.add_term(field, kind, text)
+    for term_id in range(len(statistics), len(vocabulary)):
+        statistics.add_term(*vocabulary.key(term_id))
 
 
 def _term_sets(query: Query, vocabulary: Vocabulary) -> list[tuple[set[int], set[int]]]:
@@ -54,13 +54,13 @@ def compile_query(
     """The conjunctions of ``query`` in term ids, each with its access term chosen."""
     drafts = _term_sets(query, vocabulary)
     sync_statistics(vocabulary, statistics)
-    keys = vocabulary.keys
+    kinds = vocabulary.kinds.view()
     compiled = []
     for positive, negative in drafts:
-        candidates = [t for t in positive if keys[t][1] != KIND_PHRASE]
+        candidates = [t for t in positive if kinds[t] != KIND_PHRASE]
         estimates = statistics.estimate(candidates)
         words = [t for _, t in sorted(zip(estimates, candidates))]
-        phrases = tuple(sorted(t for t in positive if keys[t][1] == KIND_PHRASE))
+        phrases = tuple(sorted(t for t in positive if kinds[t] == KIND_PHRASE))
         key = tuple(sorted([*positive, *(-t - 1 for t in negative)]))
         compiled.append(
             CompiledConjunction(key, words[0], tuple(words[1:]), phrases, tuple(sorted(negative)))

@@ -70,7 +70,9 @@ def dump(
     arrays: dict[str, np.ndarray] = {
         "index": main.buffer,
         "index_header": main.header,
-        "terms": np.frombuffer(vocabulary.key_blob(), dtype=np.uint8),
+        "term_texts": np.frombuffer(vocabulary.text_blob(), dtype=np.uint8),
+        "term_fields": vocabulary.fields.view(),
+        "term_kinds": vocabulary.kinds.view(),
         "prior": np.ascontiguousarray(prior[: len(vocabulary)], dtype=np.float64),
         "observed": np.ascontiguousarray(observed[: len(vocabulary)], dtype=np.float64),
     }
@@ -113,9 +115,12 @@ def load(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Snap
         raise SnapshotError(f"snapshot header is corrupt: {error}") from error
     start = -(-(_PREAMBLE.size + header_length) // _ALIGN) * _ALIGN
     arrays = {name: _section(view, start, header, name) for name in
-              ("index", "index_header", "terms", "prior", "observed")}
+              ("index", "index_header", "term_texts", "term_fields", "term_kinds", "prior",
+               "observed")}
     try:
-        vocabulary = Vocabulary.from_key_blob(arrays["terms"].tobytes())
+        vocabulary = Vocabulary.from_arrays(
+            arrays["term_texts"].tobytes(), arrays["term_fields"], arrays["term_kinds"]
+        )
     except (ValueError, IndexError, UnicodeDecodeError) as error:
         raise SnapshotError(f"snapshot term dictionary is corrupt: {error}") from error
     if len(vocabulary) != header.term_count:

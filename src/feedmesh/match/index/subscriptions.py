@@ -344,10 +344,12 @@ class SubscriptionIndex:
             if keys is None:
                 tokens = plain_word_tokens(text, limits) if text is not None else None
                 if tokens is not None:  # the common case: no Query objects at all
-                    keys = (tuple(sorted(
-                        text_words[t] if t in text_words else vocabulary.intern(Word("text", t))
-                        for t in tokens
-                    )),)
+                    ids = [text_words.get(token, -1) for token in tokens]
+                    for position, term_id in enumerate(ids):
+                        if term_id < 0:
+                            ids[position] = vocabulary.intern(Word("text", tokens[position]))
+                    ids.sort()
+                    keys = (tuple(ids),)
                 else:
                     parsed = parse_query(query, limits) if isinstance(query, str) else query
                     keys = conjunction_keys(parsed, vocabulary)
@@ -366,9 +368,8 @@ class SubscriptionIndex:
         )
 
     def stats(self) -> IndexStats:
-        vocabulary_bytes = sum(
-            120 + len(text) for _field, _kind, text in self.vocabulary.keys
-        )  # dict entry + key tuple + str object, roughly, per term
+        # Per term: its str object (~50 bytes + text), a dict entry (~50 bytes) and the list slot.
+        vocabulary_bytes = sum(108 + len(text) for text in self.vocabulary.texts)
         return IndexStats(
             subscriptions=len(self),
             main_subscriptions=self._main.subscription_count,
@@ -377,7 +378,7 @@ class SubscriptionIndex:
             conjunctions=self._main.conjunction_count,
             terms=len(self.vocabulary),
             index_bytes=self._main.nbytes,
-            vocabulary_bytes=vocabulary_bytes + 8 * 3 * len(self.vocabulary),
+            vocabulary_bytes=vocabulary_bytes + 8 * 3 * len(self.vocabulary),  # + per-term arrays
         )
 
 

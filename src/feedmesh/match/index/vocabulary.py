@@ -54,15 +54,20 @@ class Vocabulary:
         self.prefixes: list[dict[int, dict[str, int]]] = [{} for _ in FIELDS]
         self.phrases: dict[tuple[int, tuple[str, ...]], int] = {}
         self.phrases_per_field = [0] * len(FIELDS)
-        self.keys: list[tuple[int, int, str]] = []  # per id: (field code, kind, text)
-        self.kinds = Growable(np.int8)
+        self.texts: list[str] = []  # per id: the token, prefix, or phrase tokens joined by " "
+        self.fields = Growable(np.int8)  # per id: field code
+        self.kinds = Growable(np.int8)  # per id: KIND_WORD, KIND_PREFIX or KIND_PHRASE
         self._phrase_of_term = Growable(np.int32)
         self._phrase_field = Growable(np.int32)
         self._phrase_start = Growable(np.int32, [0])
         self._phrase_words = Growable(np.int32)
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.texts)
+
+    def key(self, term_id: int) -> tuple[int, int, str]:
+        """(field code, kind, text) of a term."""
+        return int(self.fields.view()[term_id]), int(self.kinds.view()[term_id]), self.texts[term_id]
 
     # --- terms -> ids --------------------------------------------------------------------------
 
@@ -121,8 +126,9 @@ class Vocabulary:
         return term_id
 
     def _new_term(self, field: int, kind: int, text: str) -> int:
-        term_id = len(self.keys)
-        self.keys.append((field, kind, text))
+        term_id = len(self.texts)
+        self.texts.append(text)
+        self.fields.append(field)
         self.kinds.append(kind)
         self._phrase_of_term.append(-1)
         return term_id
@@ -137,39 +143,48 @@ class Vocabulary:
             self._phrase_words.view(),
         )
 
-    def key_blob(self) -> bytes:
-        """Every term as ``<field><kind><text>``, NUL-separated, UTF-8 (tokens contain no NUL)."""
-        return "\x00".join(f"{field}{kind}{text}" for field, kind, text in self.keys).encode()
+    def text_blob(self) -> bytes:
+        """Every term's text, NUL-separated, UTF-8 (tokens contain no NUL); see from_arrays()."""
+        return "\x00".join(self.texts).encode()
 
     @classmethod
-    def from_key_blob(cls, blob: bytes) -> Vocabulary:
-        """Rebuild a vocabulary from :meth:`key_blob` (ids are positions, as before).
+    def from_arrays(cls, texts: bytes, fields: np.ndarray, kinds: np.ndarray) -> Vocabulary:
+        """Rebuild a vocabulary from :meth:`text_blob`, ``fields`` and ``kinds`` (ids = positions).
 
-        Words are loaded in bulk (one dict per field); prefixes and phrases, which are few, one by
-        one. Raises ValueError on a blob that :meth:`key_blob` could not have written.
+        Words are loaded in bulk, one C-level dict construction per field; prefixes and phrases,
+        which are few, one by one. Raises ValueError on input :meth:`text_blob` could not produce.
         """
         vocabulary = cls()
-        if not blob:
+        if len(fields) != len(kinds):
+            raise ValueError("fields and kinds differ in length")
+        if not len(fields):
+            if texts:
+                raise ValueError("texts without terms")
             return vocabulary
-        keys = blob.decode().split("\x00")
-        fields = [int(key[0]) for key in keys]
-        kinds = [int(key[1]) for key in keys]
-        texts = [key[2:] for key in keys]
-        if max(fields) >= len(FIELDS) or max(kinds) > KIND_PHRASE:
+        vocabulary.texts = texts.decode().split("\x00")
+        count = len(vocabulary.texts)
+        if count != len(fields):
+            raise ValueError(f"{count} texts for {len(fields)} terms")
+        if fields.min() < 0 or fields.max() >= len(FIELDS) or kinds.min() < 0 or kinds.max() > KIND_PHRASE:
             raise ValueError("unknown field or kind code")
-        vocabulary.keys = list(zip(fields, kinds, texts))
+        vocabulary.fields = Growable(np.int8, fields)
         vocabulary.kinds = Growable(np.int8, kinds)
-        vocabulary._phrase_of_term = Growable(np.int32, np.full(len(keys), -1, dtype=np.int32))
-        for term_id, (field, kind, text) in enumerate(vocabulary.keys):
-            if kind == KIND_WORD:
-                table = vocabulary.words[field]
-            elif kind == KIND_PREFIX:
+        vocabulary._phrase_of_term = Growable(np.int32, np.full(count, -1, dtype=np.int32))
+        texts_array = np.array(vocabulary.texts, dtype=object)
+        for field in range(len(FIELDS)):
+            ids = np.flatnonzero((fields == field) & (kinds == KIND_WORD))
+            words = dict(zip(texts_array[ids].tolist(), ids.tolist()))
+            if len(words) != len(ids):
+                raise ValueError(f"a word of field {FIELDS[field]} appears twice")
+            vocabulary.words[field] = words
+        for term_id in np.flatnonzero(kinds != KIND_WORD).tolist():
+            field, kind, text = vocabulary.key(term_id)
+            if kind == KIND_PREFIX:
                 table = vocabulary.prefixes[field].setdefault(len(text), {})
+                if table.setdefault(text, term_id) != term_id:
+                    raise ValueError(f"prefix {text!r} appears twice")
             else:
                 vocabulary._load_phrase(term_id, field, text)
-                continue
-            if table.setdefault(text, term_id) != term_id:
-                raise ValueError(f"term {text!r} appears twice")
         return vocabulary
 
     def _load_phrase(self, term_id: int, field: int, text: str) -> None:

@@ -16,8 +16,6 @@ decides the match (Cobra, section 3.2).
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
 from feedmesh.match.article import Article, TokenizedArticle, tokenize_article
@@ -61,7 +59,6 @@ __all__ = [
 ]
 
 _DEFAULT_LIMITS = QueryLimits()
-_PLAIN_WORDS = re.compile(r"\s*[a-z0-9]+(?:\s+[a-z0-9]+)*\s*")
 
 
 class Query(msgspec.Struct, frozen=True):
@@ -110,18 +107,17 @@ def plain_word_tokens(text: str, limits: QueryLimits = _DEFAULT_LIMITS) -> list[
     """
     if not text.isascii() or len(text) > limits.max_chars:
         return None
-    lowered = text.lower()
-    if _PLAIN_WORDS.fullmatch(lowered) is None:
+    written = text.lower().split()  # ASCII whitespace, as the lexer's str.isspace() sees it
+    if not written or not "".join(written).isalnum():  # ASCII letters and digits only
         return None
-    written = lowered.split()
-    tokens = sorted(set(written))
+    distinct = set(written)
     if (
         len(written) > limits.max_terms
-        or any(token in OPERATOR_WORDS for token in tokens)
-        or all(token in limits.stop_words for token in tokens)
+        or not distinct.isdisjoint(OPERATOR_WORDS)
+        or distinct <= limits.stop_words
     ):
         return None
-    return tokens
+    return sorted(distinct)
 
 
 def _parse_plain_words(text: str, limits: QueryLimits) -> Query | None:
