@@ -114,6 +114,18 @@ def _h_prime(r: np.ndarray) -> np.ndarray:
     return r - r * np.exp(-r)
 
 
+def _bisect_multiplier(freq_at, budget: float, lo: float, hi: float) -> float:
+    """The smallest mu (to 0.01% relative) whose frequencies fit the budget; the total decreases
+    as mu grows. Bisection on log mu, so a 1e60-wide bracket takes about 60 steps."""
+    while hi / lo > 1.0001:
+        mid = (lo * hi) ** 0.5
+        if float(freq_at(mid).sum()) > budget:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def cgm_freshness_allocation(rates: np.ndarray, weights: np.ndarray, budget: float, *,
                              floors: np.ndarray | float = 0.0) -> np.ndarray:
     """Fetches per day maximizing sum w_i F(lambda_i / f_i), F(r) = (1 - e^-r)/r, sum f_i = budget.
@@ -148,14 +160,7 @@ def cgm_freshness_allocation(rates: np.ndarray, weights: np.ndarray, budget: flo
         return floors * (budget / max(float(floors.sum()), 1e-300)) if floors.sum() > 0 else \
             np.full(n, budget / n)
     hi = float((weights[positive] / rates[positive]).max())
-    lo = hi * 1e-18
-    for _ in range(100):
-        mid = np.sqrt(lo * hi)
-        if float(freq_at(mid).sum()) > budget:
-            lo = mid
-        else:
-            hi = mid
-    return freq_at(hi)
+    return freq_at(_bisect_multiplier(freq_at, budget, hi * 1e-18, hi))
 
 
 def cgm_age_allocation(rates: np.ndarray, weights: np.ndarray, budget: float, *,
@@ -185,14 +190,7 @@ def cgm_age_allocation(rates: np.ndarray, weights: np.ndarray, budget: float, *,
         f[positive] = lam / np.maximum(r, 1e-300)
         return np.maximum(f, floors)
 
-    lo, hi = 1e-30, 1e30
-    for _ in range(120):
-        mid = np.sqrt(lo * hi)
-        if float(freq_at(mid).sum()) > budget:
-            lo = mid
-        else:
-            hi = mid
-    return freq_at(hi)
+    return freq_at(_bisect_multiplier(freq_at, budget, 1e-30, 1e30))
 
 
 def round_to_total(values: np.ndarray, total: int | None = None) -> np.ndarray:

@@ -180,9 +180,13 @@ class LearnedState:
         self.flush()
         self._decay_to(now)
         slots = np.asarray(slots, dtype=np.int64)
-        ring = self.ring[slots].astype(np.float64)  # [n, W, 24]
-        window_hourly = ring.sum(axis=1)
-        per_day = ring.sum(axis=2)  # [n, W]
+        n = len(slots)
+        if n and slots[0] == 0 and slots[-1] == n - 1 and (n == 1 or bool((np.diff(slots) == 1).all())):
+            ring = self.ring[:n]  # the common case: every slot, in order; no copy
+        else:
+            ring = self.ring[slots]
+        window_hourly = ring.sum(axis=1, dtype=np.float64)
+        per_day = ring.sum(axis=2, dtype=np.float64)  # [n, W]
         weekday_of_index = (self.ring_days + _THURSDAY) % 7
         onehot = np.zeros((self.window_days, 7))
         onehot[np.arange(self.window_days), weekday_of_index] = 1.0

@@ -28,17 +28,18 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 
+import msgspec
 import numpy as np
 
 from feedmesh.model import FetchOutcome
 
 from .clusters import assign_clusters, fit_kmeans, normalized_profiles
-from .errors import DuplicateFeedError, UnknownFeedError
+from .errors import DuplicateFeedError, SnapshotError, UnknownFeedError
 from .hints import FeedHints, next_allowed_time
 from .learning import LearnedState, LearnedSummary
 from .limits import BudgetBucket, HostLimiter
 from .policies import Plan, RefitContext, make_policy
-from .records import FeedStatus, FetchReport
+from .records import SNAPSHOT_FORMAT, FeedRecord, FeedStatus, FetchReport, SchedulerSnapshot
 from .settings import DAY_S, SchedulerSettings
 
 __all__ = ["Scheduler"]
@@ -622,3 +623,116 @@ class Scheduler:
 
     def statuses(self, feed_ids: Iterable[str] | None = None) -> list[FeedStatus]:
         return [self.status(f) for f in (self._slot_of if feed_ids is None else feed_ids)]
+
+    # ------------------------------------------------------------------ persistence
+    def snapshot(self, now: float) -> SchedulerSnapshot:
+        """Everything needed to resume: feeds, due times, learned arrays, hosts, RNG states."""
+        now = self._tick(now)
+        slots = sorted(self._slot_of.values())
+        feeds = []
+        for slot in slots:
+            due = self._due[slot]
+            feeds.append(FeedRecord(
+                feed_id=self._ids[slot], slot=slot, host=self._host[slot],  # type: ignore[arg-type]
+                weight=self._weight[slot], hints=self._hints[slot],
+                next_due_at=due if due < _INF else None, in_flight=self._in_flight[slot],
+                gone=self._gone[slot], awaiting_plan=self._awaiting_plan[slot],
+                last_fetch_at=self._last_fetch[slot], last_success_at=self._last_success[slot],
+                error_streak=self._errors[slot], rate_limit_streak=self._rate_limited[slot],
+                backoff_until=self._backoff_until[slot], phase=self._phase[slot],
+                dither_s=self._dither[slot],
+                notes=tuple(f"{k}={v}" for k, v in sorted((self._notes[slot] or {}).items()))))
+        return SchedulerSnapshot(
+            format=SNAPSHOT_FORMAT, saved_at=now, settings=self.settings, feeds=feeds,
+            hosts=self._hosts.records(), learned=self._learner.to_state(np.asarray(slots)),
+            centroids=None if self._centroids is None else self._centroids.tolist(),
+            budget_tokens=self._bucket.tokens, clock_high=self._clock_high,
+            next_refit_at=self._next_refit_at, next_cluster_refit_at=self._next_cluster_refit_at,
+            policy_state=self.policy.state(),
+            rng_state=_ints_to_text(self._rng.bit_generator.state),
+            random_state=list(self._random.getstate()))
+
+    def to_bytes(self, now: float) -> bytes:
+        """The snapshot as MessagePack (what the crawler persists)."""
+        return msgspec.msgpack.encode(self.snapshot(now))
+
+    @classmethod
+    def restore(cls, snapshot: SchedulerSnapshot | bytes, *, now: float,
+                settings: SchedulerSettings | None = None) -> Scheduler:
+        """A scheduler that continues from ``snapshot`` at ``now``.
+
+        Feeds that fell due while the process was down are spread over ``restart_spread_s`` (or
+        longer if the budget needs it) instead of being fetched all at once; fetches that were in
+        flight are treated as due. ``settings`` may change the policy or budget (plans are
+        recomputed at once); the learning window must stay the same.
+        """
+        if isinstance(snapshot, (bytes, bytearray, memoryview)):
+            try:
+                snapshot = msgspec.msgpack.decode(snapshot, type=SchedulerSnapshot)
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                raise SnapshotError(f"cannot decode scheduler snapshot: {error}") from error
+        if snapshot.format != SNAPSHOT_FORMAT:
+            raise SnapshotError(f"snapshot format {snapshot.format} is not supported "
+                                f"(this version reads {SNAPSHOT_FORMAT})")
+        scheduler = cls(settings or snapshot.settings)
+        for record in snapshot.feeds:
+            slot = scheduler._new_slot(record.feed_id)
+            scheduler._active_count += 0 if record.gone else 1
+            scheduler._host[slot] = record.host
+            scheduler._weight[slot] = record.weight
+            scheduler._hints[slot] = record.hints
+            scheduler._gone[slot] = record.gone
+            scheduler._last_fetch[slot] = record.last_fetch_at
+            scheduler._last_success[slot] = record.last_success_at
+            scheduler._errors[slot] = record.error_streak
+            scheduler._rate_limited[slot] = record.rate_limit_streak
+            scheduler._backoff_until[slot] = record.backoff_until
+            scheduler._phase[slot] = record.phase
+            scheduler._dither[slot] = record.dither_s
+            scheduler._notes[slot] = dict(n.split("=", 1) for n in record.notes) or None
+            scheduler.policy.on_added(slot, 86400.0)
+        slots = np.arange(len(snapshot.feeds))
+        scheduler._learner.ensure_capacity(len(slots))
+        try:
+            scheduler._learner.load_state(snapshot.learned, slots)
+        except (KeyError, ValueError, TypeError) as error:
+            raise SnapshotError(f"learned state in the snapshot is unusable: {error}") from error
+        scheduler._hosts.load(list(snapshot.hosts))
+        if snapshot.centroids is not None:
+            scheduler._centroids = np.asarray(snapshot.centroids, dtype=np.float64)
+        scheduler._next_cluster_refit_at = snapshot.next_cluster_refit_at
+        scheduler._bucket.tokens = snapshot.budget_tokens
+        slot_map = {record.slot: new for new, record in enumerate(snapshot.feeds)}
+        scheduler.policy.load_state(snapshot.policy_state, slot_map)
+        scheduler._rng.bit_generator.state = _text_to_ints(snapshot.rng_state)
+        state = snapshot.random_state
+        scheduler._random.setstate((state[0], tuple(state[1]), state[2]))  # type: ignore[arg-type]
+        scheduler._clock_high = -_INF
+        now = scheduler._tick(now)
+        scheduler._refit(now)
+        for new, record in enumerate(snapshot.feeds):
+            if record.gone:
+                continue
+            due = record.next_due_at
+            if record.in_flight or record.awaiting_plan or due is None:
+                due = now - 2 * _OVERDUE_S  # fetch soon, spread with the other overdue feeds
+            scheduler._push(new, due)
+        scheduler._respread_overdue(now)
+        return scheduler
+
+
+def _ints_to_text(value: object) -> object:
+    """numpy's PCG64 state holds 128-bit integers; MessagePack holds 64. Store them as text."""
+    if isinstance(value, dict):
+        return {k: _ints_to_text(v) for k, v in value.items()}
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"int:{value}"
+    return value
+
+
+def _text_to_ints(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _text_to_ints(v) for k, v in value.items()}
+    if isinstance(value, str) and value.startswith("int:"):
+        return int(value[4:])
+    return value

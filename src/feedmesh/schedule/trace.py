@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import TraceError
 
-__all__ = ["KNOWN_COLUMNS", "Trace", "load_trace"]
+__all__ = ["KNOWN_COLUMNS", "Trace", "load_trace", "write_trace"]
 
 TIME_COLUMNS = ("published_utc", "first_seen_utc")
 HOST_COLUMNS = ("host", "feed_site", "feed_url")
@@ -167,3 +167,14 @@ def load_trace(path: str | Path, *, sort_rows: bool = False,
         raise TraceError("the trace has a header but no rows", path=name, line=2)
     arrays = [np.sort(np.asarray(series, dtype=np.float64)) for series in times]
     return Trace(feed_ids=list(order), hosts=hosts, times=arrays, source=name)
+
+
+def write_trace(trace: Trace, path: str | Path) -> None:
+    """Write ``trace`` as a CSV that :func:`load_trace` reads back (grouped by feed)."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["feed_id", "host", "published_utc"])
+        for feed_id, host, series in zip(trace.feed_ids, trace.hosts, trace.times):
+            stamps = np.datetime_as_string((series * 1e3).astype("datetime64[ms]"), unit="ms")
+            for stamp in stamps:
+                writer.writerow([feed_id, host, f"{stamp}Z"])
