@@ -240,6 +240,8 @@ class Scheduler:
         while heap and heap[0][0] <= now:
             if limit is not None and len(out) >= limit:
                 break
+            if bucket.tokens < 1.0 - 1e-9:
+                break  # out of budget: everyone keeps their place in the queue
             _, slot, version = heapq.heappop(heap)
             if version != versions[slot]:
                 continue
@@ -257,9 +259,6 @@ class Scheduler:
                 if ready > now:
                     self._push(slot, hosts.defer(host, ready))
                     continue
-            if bucket.tokens < 1.0 - 1e-9:
-                self._push(slot, bucket.next_token_at(now))
-                break
             bucket.tokens -= 1.0
             state.last_fetch_at = now
             state.recent.append(now)

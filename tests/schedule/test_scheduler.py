@@ -1,0 +1,224 @@
+"""The Scheduler's contract: politeness, budget, hints, errors, bad input, restart."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from feedmesh.model import FeedInfo, FetchOutcome
+from feedmesh.schedule import (
+    FeedHints,
+    FetchReport,
+    Scheduler,
+    SchedulerSettings,
+    SettingsError,
+    SnapshotError,
+    UnknownFeedError,
+    UnknownPolicyError,
+)
+from feedmesh.schedule.policies import POLICY_NAMES
+
+T0 = 1_700_000_000.0
+DAY = 86400.0
+
+
+def run(scheduler: Scheduler, until: float, outcome=FetchOutcome.NOT_MODIFIED, start=T0,
+        **report) -> dict[str, list[float]]:
+    """Drive the scheduler like a crawler whose fetches all end with ``outcome``."""
+    fetched: dict[str, list[float]] = defaultdict(list)
+    now = start
+    while True:
+        due = scheduler.next_due_at(now)
+        if due is None or due > until:
+            return fetched
+        now = max(now, due)
+        for feed_id in scheduler.pop_due(now):
+            fetched[feed_id].append(now)
+            scheduler.record(FetchReport(feed_id=feed_id, fetched_at=now, outcome=outcome,
+                                         **report))
+
+
+@pytest.mark.parametrize("policy", POLICY_NAMES)
+def test_every_policy_spends_about_the_budget_and_stays_polite(policy):
+    settings = SchedulerSettings(policy=policy, budget_per_feed_per_day=2, host_min_spacing_s=5,
+                                 host_max_per_minute=3)
+    scheduler = Scheduler(settings)
+    for i in range(40):
+        scheduler.add_feed(f"f{i}", now=T0, host=f"host{i % 4}",
+                           history=[T0 - 3600.0 * k for k in range(i % 5)],
+                           history_since=T0 - 14 * DAY)
+    # a week, because feedmesh plans a week at a time (fewer fetches on quiet weekdays)
+    fetched = run(scheduler, T0 + 7 * DAY, outcome=FetchOutcome.OK, entries_in_document=10)
+    total = sum(len(v) for v in fetched.values())
+    assert 0.8 * 40 * 2 * 7 <= total <= 1.15 * 40 * 2 * 7 + 40
+    by_host: dict[str, list[float]] = defaultdict(list)
+    for feed_id, times in fetched.items():
+        by_host[f"host{int(feed_id[1:]) % 4}"].extend(times)
+    for times in by_host.values():
+        times.sort()
+        assert min(b - a for a, b in zip(times, times[1:])) >= 5.0 - 1e-6
+        assert all(times[i + 3] - times[i] >= 60.0 - 1e-6 for i in range(len(times) - 3))
+
+
+def test_new_feeds_get_their_first_fetch_spread_not_at_once():
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", first_fetch_spread_s=600))
+    for i in range(200):
+        scheduler.add_feed(f"f{i}", now=T0)
+    firsts = sorted(scheduler.status(f"f{i}").next_due_at for i in range(200))
+    assert firsts[0] >= T0 and firsts[-1] <= T0 + 600
+    assert firsts[-1] - firsts[0] > 400
+
+
+def test_error_backoff_doubles_with_seeded_jitter_and_resets_on_success():
+    settings = SchedulerSettings(policy="uniform", budget_per_feed_per_day=96, seed=7)
+    waits = []
+    for _ in range(2):
+        scheduler = Scheduler(settings)
+        scheduler.add_feed("f", now=T0)
+        now, series = T0, []
+        for _ in range(4):
+            now = scheduler.next_due_at(now)
+            assert scheduler.pop_due(now) == ["f"]
+            due = scheduler.record(FetchReport(feed_id="f", fetched_at=now,
+                                               outcome=FetchOutcome.SERVER_ERROR))
+            series.append(due - now)
+        waits.append(series)
+        assert scheduler.status("f").error_streak == 4
+    assert waits[0] == waits[1]  # the same seed gives the same jitter
+    for k, wait in enumerate(waits[0]):
+        assert 900 * 2**k <= wait <= 900 * 2**k * 1.25 + 1e-6
+    now = scheduler.next_due_at(now)
+    scheduler.pop_due(now)
+    scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK))
+    assert scheduler.status("f").error_streak == 0
+
+
+def test_a_week_long_retry_after_is_capped_and_noted_and_blocks_the_host():
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=24))
+    scheduler.add_feed("a", now=T0, host="h")
+    scheduler.add_feed("b", now=T0, host="h")
+    now = scheduler.next_due_at(T0)
+    first = scheduler.pop_due(now, limit=1)[0]
+    due = scheduler.record(FetchReport(feed_id=first, fetched_at=now,
+                                       outcome=FetchOutcome.RATE_LIMITED,
+                                       retry_after_s=7 * DAY))
+    assert due == pytest.approx(now + 8 * 3600)
+    assert any("Retry-After" in note for note in scheduler.status(first).notes)
+    other = "b" if first == "a" else "a"
+    assert scheduler.pop_due(now + 3600) in ([], [])  # the host is paused for both feeds
+    assert scheduler.status(other).next_due_at >= now + 8 * 3600 - 1
+
+
+def test_gone_feeds_are_no_longer_scheduled():
+    scheduler = Scheduler(SchedulerSettings(policy="uniform"))
+    scheduler.add_feed("f", now=T0)
+    now = scheduler.next_due_at(T0)
+    scheduler.pop_due(now)
+    assert scheduler.record(FetchReport(feed_id="f", fetched_at=now,
+                                        outcome=FetchOutcome.GONE)) == float("inf")
+    assert scheduler.status("f").state == "gone"
+    assert scheduler.next_due_at(now + DAY) is None
+
+
+def test_skip_hours_are_honoured_and_a_whole_day_of_them_is_ignored():
+    info = FeedInfo(skip_hours=tuple(range(0, 12)), skip_days=("Saturday",))
+    hints = FeedHints.from_feed_info(info)
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=48))
+    scheduler.add_feed("f", now=T0, hints=hints)
+    for times in run(scheduler, T0 + 7 * DAY).values():
+        for t in times:
+            hour, weekday = int(t // 3600) % 24, (int(t // DAY) + 3) % 7
+            assert hour >= 12 and weekday != 5
+    everything = FeedHints.from_feed_info(FeedInfo(skip_hours=tuple(range(24))))
+    assert everything.skips_everything
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=24))
+    scheduler.add_feed("g", now=T0, hints=everything)
+    assert len(run(scheduler, T0 + DAY)["g"]) >= 20
+    assert any("skipHours" in note for note in scheduler.status("g").notes)
+
+
+def test_ttl_and_max_age_delay_the_next_fetch_up_to_the_cap():
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=96))
+    scheduler.add_feed("f", now=T0, hints=FeedHints(ttl_s=3 * 3600))
+    now = scheduler.next_due_at(T0)
+    scheduler.pop_due(now)
+    due = scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK))
+    assert due >= now + 3 * 3600
+    now = due
+    scheduler.pop_due(now)
+    due = scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK,
+                                       max_age_s=365 * DAY))
+    assert now + 3 * 3600 <= due <= now + DAY + 1
+
+
+def test_websub_live_feeds_are_polled_only_as_a_safety_net():
+    scheduler = Scheduler(SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=24))
+    scheduler.add_feed("push", now=T0, hints=FeedHints(has_hub=True, websub_live=True))
+    scheduler.add_feed("poll", now=T0)
+    fetched = run(scheduler, T0 + 3 * DAY)
+    assert len(fetched["push"]) <= 4
+    assert len(fetched["poll"]) > 20
+
+
+def test_future_and_absurd_dates_are_not_believed():
+    scheduler = Scheduler(SchedulerSettings(policy="feedmesh"))
+    scheduler.add_feed("f", now=T0)
+    now = scheduler.next_due_at(T0)
+    scheduler.pop_due(now)
+    scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK,
+                                 new_entries=2, published=(now - 3600, now + 30 * DAY)))
+    later = now + 3600
+    scheduler._due[scheduler.slot_of("f")] = later  # fetch again an hour later
+    scheduler.record(FetchReport(feed_id="f", fetched_at=later, outcome=FetchOutcome.OK,
+                                 new_entries=1, published=(0.0,)))
+    notes = " ".join(scheduler.status("f").notes)
+    assert "dates" in notes
+    assert scheduler.status("f").window_rate_per_day > 0
+
+
+def test_a_backward_clock_jump_moves_the_schedule_with_it():
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=24))
+    scheduler.add_feed("f", now=T0)
+    before = scheduler.status("f").next_due_at
+    scheduler.next_due_at(T0 - 2 * 3600)  # the clock stepped back two hours
+    assert scheduler.clock_jumps
+    assert scheduler.status("f").next_due_at == pytest.approx(before - 2 * 3600)
+
+
+def test_restore_resumes_without_a_burst():
+    settings = SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=2)
+    scheduler = Scheduler(settings)
+    for i in range(300):
+        scheduler.add_feed(f"f{i}", now=T0, history=[T0 - 7200.0 * (i % 3)])
+    run(scheduler, T0 + DAY, outcome=FetchOutcome.OK)
+    data = scheduler.to_bytes(T0 + DAY)
+    same = Scheduler.restore(data, now=T0 + DAY)
+    assert [same.status(f).next_due_at for f in ("f1", "f2")] == \
+        [scheduler.status(f).next_due_at for f in ("f1", "f2")]
+    later = Scheduler.restore(data, now=T0 + 5 * DAY)  # down for four days: all overdue
+    dues = sorted(later.status(f).next_due_at for f in later.feed_ids())
+    assert dues[0] >= T0 + 5 * DAY
+    assert sum(1 for d in dues if d < T0 + 5 * DAY + 60) < 10
+    with pytest.raises(SnapshotError):
+        Scheduler.restore(b"not a snapshot", now=T0)
+
+
+def test_bad_settings_and_unknown_names_raise_typed_errors():
+    with pytest.raises(UnknownPolicyError, match="known policies"):
+        Scheduler(SchedulerSettings(policy="fastest"))
+    with pytest.raises(SettingsError, match="budget_per_feed_per_day"):
+        Scheduler(SchedulerSettings(budget_per_feed_per_day=-1))
+    with pytest.raises(SettingsError, match="not both"):
+        Scheduler(SchedulerSettings(budget_per_feed_per_day=1, budget_per_day=10))
+    with pytest.raises(UnknownFeedError, match="nope"):
+        Scheduler().status("nope")
+
+
+def test_a_budget_below_the_floors_still_fetches_every_feed():
+    scheduler = Scheduler(SchedulerSettings(policy="optimal", budget_per_day=10))
+    for i in range(100):  # 10 fetches a day for 100 feeds: fewer than one per feed per T_max
+        scheduler.add_feed(f"f{i}", now=T0, last_fetched_at=T0)
+    fetched = run(scheduler, T0 + 20 * DAY)
+    assert len(fetched) == 100  # every feed, at the pace the budget allows
+    assert sum(len(v) for v in fetched.values()) <= 10 * 20 + 5
