@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from feedmesh.match.index.kernels import BACKENDS, default_backend, warm_up
 from feedmesh.match.index.statistics import PriorFunction, TermStatistics, english_prior
-from feedmesh.match.index.subscriptions import IndexSettings, IndexStats, SubscriptionIndex
+from feedmesh.match.index.settings import IndexSettings, IndexStats
+from feedmesh.match.index.subscriptions import SubscriptionIndex
 
 __all__ = [
     "BACKENDS",

@@ -17,15 +17,12 @@ runs elsewhere, on data no other code touches.
 from __future__ import annotations
 
 import asyncio
-from array import array
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Callable, Iterable
 
-import msgspec
 import numpy as np
 
 from feedmesh.match.article import Article, TokenizedArticle, tokenize_article
-from feedmesh.match.errors import SubscriptionIdError
+from feedmesh.match.index.bulk import bulk_table
 from feedmesh.match.index.compiled import (
     CompiledIndex,
     ConjunctionTable,
@@ -34,58 +31,16 @@ from feedmesh.match.index.compiled import (
     sorted_unique,
 )
 from feedmesh.match.index import snapshot
-from feedmesh.match.index.compiler import (
-    ConjunctionKey,
-    compile_query,
-    conjunction_keys,
-    sync_statistics,
-)
+from feedmesh.match.index.compiler import compile_query, sync_statistics
 from feedmesh.match.index.delta import DeltaIndex
 from feedmesh.match.index.kernels import BACKENDS, default_backend, phrase_holds
 from feedmesh.match.index.prepare import PreparedArticle, prepare_article
+from feedmesh.match.index.settings import IndexSettings, IndexStats, check_sub_id
 from feedmesh.match.index.statistics import TermStatistics
 from feedmesh.match.index.vocabulary import Vocabulary
-from feedmesh.match.query import Query, QueryLimits, Word, parse_query, plain_word_tokens
+from feedmesh.match.query import Query, parse_query
 
-__all__ = ["IndexSettings", "IndexStats", "SubscriptionIndex", "check_sub_id"]
-
-MAX_SUB_ID: Final = 2**31 - 1
-
-
-def check_sub_id(sub_id: int) -> int:
-    if isinstance(sub_id, bool) or not isinstance(sub_id, (int, np.integer)):
-        raise SubscriptionIdError(f"subscription id must be an int, not {type(sub_id).__name__}")
-    if not 0 <= sub_id <= MAX_SUB_ID:
-        raise SubscriptionIdError(f"subscription id {sub_id} is outside 0..{MAX_SUB_ID}")
-    return int(sub_id)
-
-
-class IndexSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """When the index asks for compaction, and how it matches."""
-
-    backend: str = "auto"
-    """``numba``, ``numpy``, or ``auto`` (numba when installed)."""
-    delta_limit: int = 5_000
-    """Subscriptions in the delta that make compaction due (the delta is matched in Python)."""
-    removed_fraction: float = 0.05
-    """Share of the main index removed or replaced that makes compaction due."""
-    reestimate_after: int = 20_000
-    """Articles observed since the last build that make compaction (re-choosing access) due."""
-    query_limits: QueryLimits = QueryLimits()
-
-
-class IndexStats(msgspec.Struct, frozen=True):
-    subscriptions: int
-    main_subscriptions: int
-    delta_subscriptions: int
-    removed_pending: int
-    conjunctions: int
-    terms: int
-    index_bytes: int
-    """The main index arrays (the matching structure)."""
-    vocabulary_bytes: int
-    """Estimated size of the term dictionary and its per-term arrays (strings, dicts)."""
-
+__all__ = ["SubscriptionIndex"]
 
 class _CompactionJob:
     """What a compaction needs, frozen at its start so a worker thread can build from it."""
@@ -161,8 +116,9 @@ class SubscriptionIndex:
         return False
 
     def __contains__(self, sub_id: object) -> bool:
-        if not isinstance(sub_id, int):
+        if isinstance(sub_id, bool) or not isinstance(sub_id, (int, np.integer)):
             return False
+        sub_id = int(sub_id)
         return sub_id in self._delta or (
             sub_id not in self._removed and self._main.contains(sub_id)
         )
@@ -205,7 +161,7 @@ class SubscriptionIndex:
             self._removed_array = np.array(sorted(self._removed), dtype=np.int32)
         return self._removed_array
 
-    def _phrase_checker(self, prepared: PreparedArticle):  # type: ignore[no-untyped-def]
+    def _phrase_checker(self, prepared: PreparedArticle) -> Callable[[int], bool]:
         tables = self.vocabulary.phrase_tables()
         memo: dict[int, bool] = {}
 
@@ -328,38 +284,13 @@ class SubscriptionIndex:
     ) -> SubscriptionIndex:
         """An index holding ``items`` (id, query), built straight into a main index.
 
-        Much faster than ``add()`` one by one: no delta, one vectorized build. Identical query texts
-        are parsed once. A repeated id raises :class:`SubscriptionIdError`.
+        Much faster than ``add()`` one by one: no delta, one vectorized build; identical query
+        texts are parsed once. A repeated id raises :class:`SubscriptionIdError`.
         """
         index = cls(settings, statistics)
-        table = _BulkTable()
-        cache: dict[str, tuple[ConjunctionKey, ...]] = {}
-        limits = index.settings.query_limits
-        vocabulary = index.vocabulary
-        text_words = vocabulary.words[0]
-        for sub_id, query in items:
-            sub_id = check_sub_id(sub_id)
-            text = query if isinstance(query, str) else None
-            keys = cache.get(text) if text is not None else None
-            if keys is None:
-                tokens = plain_word_tokens(text, limits) if text is not None else None
-                if tokens is not None:  # the common case: no Query objects at all
-                    ids = [text_words.get(token, -1) for token in tokens]
-                    for position, term_id in enumerate(ids):
-                        if term_id < 0:
-                            ids[position] = vocabulary.intern(Word("text", tokens[position]))
-                    ids.sort()
-                    keys = (tuple(ids),)
-                else:
-                    parsed = parse_query(query, limits) if isinstance(query, str) else query
-                    keys = conjunction_keys(parsed, vocabulary)
-                if text is not None:
-                    if len(cache) >= 200_000:  # bounded: popular queries come back in quickly
-                        cache.clear()
-                    cache[text] = keys
-            table.add(sub_id, keys)
-        sync_statistics(vocabulary, index.statistics)
-        index._install(index._build_from(table.finish()), [])
+        table = bulk_table(items, index.vocabulary, index.settings.query_limits)
+        sync_statistics(index.vocabulary, index.statistics)
+        index._install(index._build_from(table), [])
         return index
 
     def _build_from(self, table: ConjunctionTable) -> CompiledIndex:
@@ -379,33 +310,4 @@ class SubscriptionIndex:
             terms=len(self.vocabulary),
             index_bytes=self._main.nbytes,
             vocabulary_bytes=vocabulary_bytes + 8 * 3 * len(self.vocabulary),  # + per-term arrays
-        )
-
-
-class _BulkTable:
-    """Accumulates (subscription, conjunctions) into flat arrays for one vectorized build."""
-
-    def __init__(self) -> None:
-        self.term_start = array("q", [0])
-        self.terms = array("i")
-        self.owners = array("q")
-        self.sub_ids = array("q")
-
-    def add(self, sub_id: int, keys: tuple[ConjunctionKey, ...]) -> None:
-        self.sub_ids.append(sub_id)
-        for key in keys:
-            self.terms.extend(key)
-            self.term_start.append(len(self.terms))
-            self.owners.append(sub_id)
-
-    def finish(self) -> ConjunctionTable:
-        sub_ids = np.sort(np.frombuffer(self.sub_ids, dtype=np.int64))
-        repeated = sub_ids[1:][sub_ids[1:] == sub_ids[:-1]]
-        if len(repeated):
-            raise SubscriptionIdError(f"subscription id {int(repeated[0])} given twice")
-        return ConjunctionTable(
-            np.frombuffer(self.term_start, dtype=np.int64).copy(),
-            np.frombuffer(self.terms, dtype=np.int32).copy(),
-            np.arange(len(self.owners) + 1, dtype=np.int64),
-            np.frombuffer(self.owners, dtype=np.int64).copy(),
         )

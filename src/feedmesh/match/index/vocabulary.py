@@ -18,7 +18,7 @@ import numpy as np
 
 from feedmesh.match.article import PHRASE_FIELDS
 from feedmesh.match.index.growable import Growable
-from feedmesh.match.query import FIELDS, Phrase, Prefix, Term, Word
+from feedmesh.match.query import FIELDS, Prefix, Term, Word
 
 __all__ = ["FIELD_CODES", "KIND_PHRASE", "KIND_PREFIX", "KIND_WORD", "PhraseTables", "Vocabulary"]
 
