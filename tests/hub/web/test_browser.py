@@ -35,7 +35,6 @@ WAIT_MS = 60_000  # generous: a loaded 2-core machine
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.slow,
     pytest.mark.skipif(not Path(CHROMIUM).exists(),
                        reason=f"chromium not installed at {CHROMIUM} (scripts/apt-test-packages "
                               "installs it; FEEDMESH_CHROMIUM names another binary)"),
