@@ -133,6 +133,6 @@ def _view(hub: Hub, feeds: list[tuple[str, str]]) -> Group:
     subs.add_column("entries in its feed", justify="right")
     reflector = hub.reflectors[0]
     for sub in hub.db.subscriptions(1):
-        held = int(reflector.subs.held[sub.id]) if reflector.subs.is_active(sub.id) else 0
-        subs.add_row(sub.query, str(min(held, sub.keep)))
+        held = reflector.held(sub.id) if reflector.subs.is_active(sub.id) else 0
+        subs.add_row(sub.query, str(held))
     return Group(table, subs)

@@ -228,7 +228,8 @@ class Crawler:
         parsed = parse_feed(result.body, url=result.final_url or old.url,
                             content_type=result.content_type)
         stats.parsed += 1
-        if not parsed.is_feed:
+        if not parsed.is_feed or (parsed.error is not None and parsed.error.kind == "forbidden"
+                                  and not parsed.entries):
             # An HTML page or garbage: a failure like any other, backed off; validators dropped
             # so that the next fetch gets a whole document rather than a 304 for this one.
             stats.add_error(f"parse:{parsed.error.kind}")

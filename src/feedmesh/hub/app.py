@@ -49,6 +49,9 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     delivery: str = "ids"
     bus_buffer_bytes: int = 1024 * 1024
     """Per upstream, per group: Cobra's 1 MB buffers."""
+    forward_backlog: bool = True
+    """Match the entries a source already held when it was first crawled. Off for big hubs:
+    100,000 new sources would otherwise push a million old articles through the filters."""
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings(batch_interval_s=0.02)
     reflector: ReflectorSettings = ReflectorSettings()
@@ -80,7 +83,8 @@ class Hub:
                       index=SubscriptionIndex() if s.delivery == "article" else None)
             for n in range(s.reflectors)]
         self.crawler = CrawlerTier(self.store, self.fetcher, self.bus, self.clock, self.metrics,
-                                   s.crawl, followers=self.db.followers())
+                                   s.crawl, followers=self.db.followers(),
+                                   forward_backlog=s.forward_backlog)
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self.started = False
@@ -134,7 +138,7 @@ class Hub:
             marks = reflector.store.watermarks()
             for shard in range(len(self.filters)):
                 if shard not in marks:  # a fresh reflector starts from now, not from history
-                    reflector.store.store([], {shard: newest})
+                    reflector.store.set_watermarks({shard: newest})
                     marks[shard] = newest
             start = min(start, *marks.values())
         replayed = 0
@@ -168,7 +172,7 @@ class Hub:
         await self.fetcher.close()
         self.crawler.close()
         for reflector in self.reflectors:
-            reflector.close()
+            await reflector.close_async()
         self.store.close()
         self.db.close()
 
@@ -243,6 +247,7 @@ class Hub:
                 "subscriptions": sum(r.subs.count() for r in self.reflectors),
                 "entries_stored": self.store.entry_count(),
                 "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
+                "crawl_cycles": self.crawler.cycles,
                 "queues": {k: {"messages": m, "bytes": b} for k, (m, b) in self.bus.depths().items()},
                 "metrics": figures}
 

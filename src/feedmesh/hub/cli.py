@@ -48,6 +48,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="above this resident size, reflectors drop entry bodies")
     parser.add_argument("--hard-memory-mb", type=int, default=0,
                         help="above this resident size, reflectors drop new entries")
+    parser.add_argument("--no-backlog", action="store_true",
+                        help="do not match the entries a source held before it was followed")
+    parser.add_argument("--feed-rate", type=float, default=WebLimits().feed_rate_per_s,
+                        help="polls per second allowed per personalized feed")
+    parser.add_argument("--feed-burst", type=int, default=WebLimits().feed_burst)
     parser.add_argument("--log-level", default="info")
     add_fetch_arguments(parser)
 
@@ -56,6 +61,7 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
+        forward_backlog=not args.no_backlog,
         crawl=CrawlSettings(batch_interval_s=0.02),
         reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
                                     hard_memory_bytes=args.hard_memory_mb << 20))
@@ -93,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    async with running_hub(settings_from(args), args.host, args.port, args.base_url) as (hub, url):
+    limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst)
+    async with running_hub(settings_from(args), args.host, args.port, args.base_url,
+                           limits) as (hub, url):
         if args.opml:
             outlines = parse_opml(await read_opml(args.opml, hub.fetcher)).outlines
             await hub.crawler.add_feeds([o.url for o in outlines])

@@ -24,16 +24,18 @@ log = logging.getLogger("feedmesh.hub.crawler")
 class CrawlerTier:
     def __init__(self, store: SQLiteStore, fetcher: Fetcher, bus: Bus, clock: Clock,
                  metrics: HubMetrics, settings: CrawlSettings | None = None,
-                 followers: dict[int, int] | None = None) -> None:
+                 followers: dict[int, int] | None = None, forward_backlog: bool = True) -> None:
         self.store = store
         self.bus = bus
         self.metrics = metrics
         self.followers = followers if followers is not None else {}
+        self.forward_backlog = forward_backlog
         self.feed_meta: dict[int, tuple[str, str, str]] = {}
         self.crawler = Crawler(store, fetcher, clock, settings=settings,
                                on_ingested=self.publish, subscribers=self.followers.get,
                                on_feed_info=self._feed_info)
         self.last_cycle: CrawlStats | None = None
+        self.cycles = 0
         self._wake = asyncio.Event()
 
     async def load(self) -> None:
@@ -59,6 +61,8 @@ class CrawlerTier:
 
     async def publish(self, ingested: list[IngestedEntry]) -> None:
         for item in ingested:
+            if item.backlog and not self.forward_backlog:
+                continue
             url, title, language = self.feed_meta.get(item.feed_id, ("", "", ""))
             article = Article(entry_id=item.id, feed_id=item.feed_id, feed_url=url,
                               feed_title=title, feed_language=language, entry=item.entry,
@@ -83,6 +87,7 @@ class CrawlerTier:
 
     def _account(self, stats: CrawlStats) -> None:
         self.last_cycle = stats
+        self.cycles += 1
         m = self.metrics
         m.bytes_in.labels("crawler").inc(stats.wire_bytes)
         for outcome, count in (("ok", stats.ok), ("not_modified", stats.not_modified),

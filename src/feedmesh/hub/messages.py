@@ -52,7 +52,8 @@ class Matched(msgspec.Struct, frozen=True, tag="matched", kw_only=True):
 
     article: Article
     sub_ids: bytes | None
-    """Little-endian int64 subscription ids, sorted; or None (reflector re-matches)."""
+    """Sorted subscription ids, encoded by :func:`feedmesh.hub.idcodec.encode_ids`; or None
+    (the reflector re-matches)."""
     shard: int = 0
     matched_at: float = 0.0
 

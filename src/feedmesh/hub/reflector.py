@@ -3,9 +3,10 @@ serves them back as a feed.
 
 It consumes ``matches.<n>`` (articles and the ids of this reflector's subscriptions they matched,
 or the article alone, which it re-matches against its own index) and the ``control`` subject
-(subscriptions added and removed). Matches are stored in small batches (:class:`ReflectorStore`),
-and only after the batch is committed are the deliveries acknowledged and the subscriptions'
-versions bumped, so a feed never shows an entry that a crash could take back.
+(subscriptions added and removed). Matches are committed in small batches to a log
+(:class:`ReflectorStore`), and only then applied to the held entries in memory (:class:`TopK`),
+acknowledged and the feeds' versions bumped: a feed never shows an entry a crash could take back.
+The held entries are checkpointed every minute and at shutdown, which truncates the log.
 
 Memory pressure degrades service as Cobra describes, never by crashing: above
 ``soft_memory_bytes`` new entries are stored without their bodies (title and link kept); above
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import zlib
 from collections.abc import Callable
 
 import msgspec
@@ -30,7 +32,9 @@ from feedmesh.hub.filter import match_article
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
 from feedmesh.hub.metrics import HubMetrics, process_rss_bytes
 from feedmesh.hub.reflector_store import ReflectedItem, ReflectorStore
+from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.subtable import SubTable
+from feedmesh.hub.topk import WIDTH, TopK
 from feedmesh.match import SubscriptionIndex, parse_query
 from feedmesh.store import StoreThread
 
@@ -48,6 +52,8 @@ class ReflectorSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Above this resident size, drop bodies of new entries (0: never)."""
     hard_memory_bytes: int = 0
     """Above this resident size, drop new entries (0: never)."""
+    checkpoint_interval_s: float = 60.0
+    """How often the held entries are checkpointed and the match log truncated."""
     gc_interval_s: float = 600.0
 
 
@@ -63,6 +69,8 @@ class Reflector:
         self.metrics = metrics
         self.settings = settings or ReflectorSettings()
         self.subs = SubTable()
+        self.topk = TopK()
+        self.applied_seq = 0
         self.index = index
         """Only with the filters' ``article`` delivery: this reflector's own subscriptions, to
         re-match each article against (Cobra's final design)."""
@@ -70,15 +78,28 @@ class Reflector:
         self._writer = StoreThread()
         self._reader = StoreThread()
         self._last_warning: dict[str, float] = {}
-        self._restore()
+        self._checkpointed_seq = 0
+        self._restored = False
 
-    def _restore(self) -> None:
-        ids, held, newest = self.store.held_counts()
-        if len(ids):
-            self.subs.ensure(int(ids.max()))
-            self.subs.held[ids] = held
-            self.subs.version[ids] = newest
-        self.metrics.rows_held.set(float(held.sum()) if len(ids) else 0.0)
+    def restore(self) -> None:
+        """Load the held entries (checkpoint + log) once the subscriptions are registered, so
+        that each one's keep is known; rows of subscriptions that no longer exist are dropped."""
+        self.topk, self.applied_seq = self.store.load(self.subs.keep)
+        self._checkpointed_seq = 0  # the log after the checkpoint is folded in at the next one
+        subs = self.subs
+        self.topk.ensure(subs.capacity - 1)
+        subs.ensure(self.topk.capacity - 1)
+        gone = np.flatnonzero(~subs.active[: self.topk.capacity] & self.topk.rows.any(axis=1))
+        for sub_id in gone.tolist():
+            self.topk.drop(sub_id)
+        for sub_id in [s for s in self.topk.extra if not subs.is_active(s)]:
+            self.topk.drop(sub_id)
+        held = self.topk.rows.max(axis=1)
+        for sub_id, values in self.topk.extra.items():
+            held[sub_id] = values.max() if len(values) else 0
+        known = np.flatnonzero(held)
+        subs.version[known] = held[known]
+        self._restored = True
 
     # -- subscriptions ----------------------------------------------------------------------
 
@@ -91,38 +112,43 @@ class Reflector:
                 self.index.remove(sub_id)
             self.index.add(sub_id, parse_query(query))
         subs.ensure(sub_id)
+        self.topk.ensure(sub_id)
         subs.active[sub_id] = True
+        if keep > WIDTH >= subs.keep[sub_id] and sub_id not in self.topk.extra:
+            self.topk.extra[sub_id] = np.sort(self.topk.rows[sub_id][self.topk.rows[sub_id] > 0])
         subs.keep[sub_id] = keep
+        if subs.generation[sub_id] != generation:
+            subs.version[sub_id] += 1  # a new URL: readers must not reuse an old ETag
         subs.generation[sub_id] = generation
         if subs.modified[sub_id] == 0.0:
             subs.modified[sub_id] = modified
 
     def load(self, rows: list[tuple[int, str, int, int, int, float]]) -> int:
         """Register this reflector's subscriptions at start-up, from
-        ``(id, query, keep, reflector, generation, created_at)`` rows, in bulk."""
+        ``(id, query, keep, reflector, generation, created_at)`` rows, in bulk, then restore
+        what they held."""
         mine = [r for r in rows if r[3] == self.number]
-        if not mine:
-            return 0
-        ids = np.fromiter((r[0] for r in mine), dtype=np.int64, count=len(mine))
-        subs = self.subs
-        subs.ensure(int(ids.max()))
-        subs.active[ids] = True
-        subs.keep[ids] = np.fromiter((r[2] for r in mine), dtype=np.int16, count=len(mine))
-        subs.generation[ids] = np.fromiter((r[4] for r in mine), dtype=np.int32, count=len(mine))
-        created = np.fromiter((r[5] for r in mine), dtype=np.float64, count=len(mine))
-        unset = subs.modified[ids] == 0.0  # restored from the store: keep its newer stamp
-        subs.modified[ids[unset]] = created[unset]
-        if self.index is not None:
-            self.index = SubscriptionIndex.build((r[0], r[1]) for r in mine)
+        if mine:
+            ids = np.fromiter((r[0] for r in mine), dtype=np.int64, count=len(mine))
+            subs = self.subs
+            subs.ensure(int(ids.max()))
+            subs.active[ids] = True
+            subs.keep[ids] = np.fromiter((r[2] for r in mine), dtype=np.int16, count=len(mine))
+            subs.generation[ids] = np.fromiter((r[4] for r in mine), dtype=np.int32,
+                                               count=len(mine))
+            subs.modified[ids] = np.fromiter((r[5] for r in mine), dtype=np.float64,
+                                             count=len(mine))
+            if self.index is not None:
+                self.index = SubscriptionIndex.build((r[0], r[1]) for r in mine)
+        self.restore()
         return len(mine)
 
     async def unregister(self, sub_id: int) -> None:
         if self.subs.is_active(sub_id):
             self.subs.active[sub_id] = False
+            self.topk.drop(sub_id)
             if self.index is not None:
                 self.index.remove(sub_id)
-            self.subs.held[sub_id] = 0
-            await self._writer.call(self.store.drop_subscription, sub_id)
 
     # -- the tier's loop --------------------------------------------------------------------
 
@@ -138,8 +164,11 @@ class Reflector:
             await delivery.ack()
 
     async def run(self) -> None:
+        if not self._restored:
+            self.restore()
         consumer = await self.bus.consumer(f"matches.{self.number}", f"reflector-{self.number}")
         loop = asyncio.get_running_loop()
+        next_checkpoint = loop.time() + self.settings.checkpoint_interval_s
         next_gc = loop.time() + self.settings.gc_interval_s
         while True:
             first = await consumer.get()
@@ -153,14 +182,25 @@ class Reflector:
                     break
                 pending.append(delivery)
             await self._store_batch(pending)
+            if loop.time() > next_checkpoint:
+                next_checkpoint = loop.time() + self.settings.checkpoint_interval_s
+                await self.checkpoint()
             if loop.time() > next_gc:
                 next_gc = loop.time() + self.settings.gc_interval_s
-                await self._writer.call(self.store.collect_garbage)
+                live = self.topk.live_entries()
+                await self._writer.call(self.store.collect_garbage, live)
+
+    async def checkpoint(self) -> None:
+        """Persist the held entries and truncate the match log up to what they include."""
+        if self.applied_seq > self._checkpointed_seq:
+            upto = self.applied_seq
+            await self._writer.call(self.store.checkpoint, self.topk, upto)
+            self._checkpointed_seq = upto
 
     async def _store_batch(self, deliveries: list[Delivery]) -> None:
         now = self.clock.now()
         memory = self.memory_probe()
-        batch: list[tuple[ReflectedItem, np.ndarray]] = []
+        batch: list[tuple[ReflectedItem, np.ndarray, int]] = []
         watermarks: dict[int, int] = {}
         for delivery in deliveries:
             matched = delivery.message
@@ -170,21 +210,27 @@ class Reflector:
             self.metrics.articles_in.labels("reflector").inc()
             self.metrics.bytes_in.labels("reflector").inc(delivery.size)
             watermarks[matched.shard] = max(watermarks.get(matched.shard, 0), article.entry_id)
-            if matched.sub_ids is None:
-                ids = (match_article(self.index, article) if self.index is not None
-                       else np.zeros(0, np.int64))
-            else:
-                ids = np.frombuffer(matched.sub_ids, dtype="<i8")
-            ids = self.subs.active_ids(ids.astype(np.int64, copy=False))
+            try:
+                if matched.sub_ids is None:
+                    ids = (match_article(self.index, article) if self.index is not None
+                           else np.zeros(0, np.int64))
+                else:
+                    ids = decode_ids(matched.sub_ids)
+            except (ValueError, zlib.error) as exc:  # one bad message must not stall the tier
+                log.error("reflector_bad_message reflector=%d entry=%d error=%r", self.number,
+                          article.entry_id, exc)
+                continue
+            ids = self.subs.active_ids(ids)
             if not len(ids):
                 continue
             item = self._item(article, now, memory)
             if item is None:
                 continue
-            batch.append((item, ids))
+            batch.append((item, ids, matched.shard))
         if batch or watermarks:
-            rows = await self._writer.call(self.store.store, batch, watermarks)
-            self._after_store(batch, rows, now)
+            seq = await self._writer.call(self.store.store, batch, watermarks)
+            self._apply(batch, now)
+            self.applied_seq = max(self.applied_seq, seq)
         for delivery in deliveries:
             await delivery.ack()
 
@@ -212,23 +258,18 @@ class Reflector:
                              first_seen_at=article.first_seen_at, stored_at=now, entry=entry,
                              degraded=degraded)
 
-    def _after_store(self, batch: list[tuple[ReflectedItem, np.ndarray]], rows: int,
-                     now: float) -> None:
+    def _apply(self, batch: list[tuple[ReflectedItem, np.ndarray, int]], now: float) -> None:
+        """Put committed matches into the held entries and move the feeds' versions."""
         subs = self.subs
-        to_prune: list[tuple[int, int]] = []
-        for item, ids in batch:
+        for item, ids, _ in batch:
+            self.topk.ensure(int(ids.max()))
+            changed = self.topk.insert(item.entry_id, ids, subs.keep[ids].astype(np.int64))
             # +1 so that an edited entry (same id) still changes the feed's ETag.
             subs.version[ids] = np.maximum(subs.version[ids] + 1, item.entry_id)
             subs.modified[ids] = now
-            subs.held[ids] += 1
-            full = ids[subs.held[ids] >= 2 * np.maximum(subs.keep[ids], 1)]
-            to_prune.extend((int(s), int(subs.keep[s])) for s in full)
-            subs.held[full] = subs.keep[full]
+            self.metrics.rows_held.inc(len(changed))
             self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
             self.metrics.articles_out.labels("reflector").inc()
-        self.metrics.rows_held.inc(rows)
-        if to_prune:
-            asyncio.get_running_loop().create_task(self._writer.call(self.store.prune, to_prune))
 
     def _warn(self, message: str) -> None:
         """Log a degradation, each kind at most once a minute (it may happen per entry)."""
@@ -243,9 +284,17 @@ class Reflector:
     def version(self, sub_id: int) -> tuple[int, float]:
         return int(self.subs.version[sub_id]), float(self.subs.modified[sub_id])
 
+    def held(self, sub_id: int) -> int:
+        return min(self.topk.count(sub_id), int(self.subs.keep[sub_id]))
+
     async def items(self, sub_id: int) -> list[ReflectedItem]:
-        keep = int(self.subs.keep[sub_id]) or 10
-        return await self._reader.call(self.store.items, sub_id, keep)
+        keep = int(self.subs.keep[sub_id]) or WIDTH
+        return await self._reader.call(self.store.items, self.topk.newest(sub_id, keep))
+
+    async def close_async(self) -> None:
+        """Checkpoint, so the next start-up replays as little as possible, then close."""
+        await self.checkpoint()
+        self.close()
 
     def close(self) -> None:
         self._writer.close()

@@ -1,25 +1,35 @@
-"""What a reflector keeps on disk: each subscription's last k matching entries, each entry once.
+"""What a reflector keeps on disk: one copy of each entry it holds, a log of matches, checkpoints.
 
-``items`` holds one trimmed copy of every entry some subscription still holds; ``held`` says which
-subscription holds which entry (``(sub_id, entry_id)``, so storing the same match twice is a
-no-op: replays after a crash never duplicate). Entry ids grow with the time the crawler first saw
-the entry, so "the newest k" is "the k largest ids". A subscription's rows are pruned back to k
-only once they reach 2k (one DELETE per k inserts instead of one per insert); reads take the newest
-k anyway. A per-shard watermark (the last entry id stored from each filter shard) is committed in
-the same transaction as the rows, so the hub knows where to resume after a crash.
+* ``items``: one trimmed copy of every entry some subscription holds (shared, never per
+  subscription), garbage-collected once no subscription holds it;
+* ``matches``: one row per (article, filter shard): the ids of the subscriptions it matched,
+  delta-encoded and compressed (:mod:`.idcodec`), unique per (entry, shard) so a replayed article is
+  never logged twice;
+* a checkpoint of the in-memory :class:`~feedmesh.hub.topk.TopK` (``<name>.topk.npz``, written to a
+  temporary file and renamed), after which the log rows it covers are deleted.
+
+Start-up loads the checkpoint and re-applies the log rows written after it. Top-k insertion is
+idempotent and order-independent, so rows that the checkpoint already partly includes are harmless:
+a crash at any point loses nothing that was committed and duplicates nothing.
+
+Per filter shard, the last entry id stored (the *watermark*) is committed with the rows, telling the
+hub where to resume replaying after a crash.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
+from feedmesh.hub.idcodec import decode_ids, encode_ids
+from feedmesh.hub.topk import WIDTH, TopK
 from feedmesh.model import Entry
 
 __all__ = ["ReflectedItem", "ReflectorStore"]
@@ -31,12 +41,13 @@ CREATE TABLE IF NOT EXISTS items (
     data BLOB NOT NULL,
     stored_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS held (
-    sub_id INTEGER NOT NULL,
+CREATE TABLE IF NOT EXISTS matches (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     entry_id INTEGER NOT NULL,
-    PRIMARY KEY (sub_id, entry_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS held_by_entry ON held (entry_id);
+    shard INTEGER NOT NULL,
+    subs BLOB NOT NULL,
+    UNIQUE (entry_id, shard)
+);
 """
 
 
@@ -59,15 +70,15 @@ _decoder = msgspec.msgpack.Decoder(ReflectedItem)
 class ReflectorStore:
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_path = f"{self.path}.topk.npz"
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._db = self._connect()
         self._db.executescript(SCHEMA)
         # Reads come from the web handlers' thread while the writer commits: WAL lets a second
         # connection read the last committed state without waiting.
-        self._reader = self._connect() if self.path != ":memory:" else self._db
-        self._read_lock = threading.Lock() if self._reader is not self._db else self._lock
+        self._reader = self._connect()
+        self._read_lock = threading.Lock()
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -87,71 +98,120 @@ class ReflectorStore:
                 raise
             self._db.execute("COMMIT")
 
-    def store(self, batch: Sequence[tuple[ReflectedItem, np.ndarray]],
+    # -- writing ------------------------------------------------------------------------------
+
+    def store(self, batch: Sequence[tuple[ReflectedItem, np.ndarray, int]],
               watermarks: dict[int, int]) -> int:
-        """Store items and who holds them; returns the number of (sub, entry) rows offered."""
-        rows = 0
+        """Commit ``(item, matching sub ids, shard)`` triples and the shards' watermarks.
+        Returns the log sequence number of the last row written (0 if none)."""
         with self._write() as db:
             db.executemany("INSERT OR REPLACE INTO items VALUES (?, ?, ?)",
                            [(item.entry_id, _encoder.encode(item), item.stored_at)
-                            for item, _ in batch])
-            for item, subs in batch:
-                db.executemany("INSERT OR IGNORE INTO held VALUES (?, ?)",
-                               ((int(s), item.entry_id) for s in subs))
-                rows += len(subs)
+                            for item, _, _ in batch])
+            db.executemany("INSERT OR IGNORE INTO matches (entry_id, shard, subs) "
+                           "VALUES (?, ?, ?)",
+                           [(item.entry_id, shard, encode_ids(ids)) for item, ids, shard in batch])
             for shard, mark in watermarks.items():
                 db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
                            "value = max(value, excluded.value)", (f"watermark.{shard}", mark))
-        return rows
+            row = db.execute("SELECT max(seq) FROM matches").fetchone()
+        return int(row[0] or 0)
 
-    def prune(self, subs: Iterable[tuple[int, int]]) -> None:
-        """Keep only the newest ``keep`` rows of each ``(sub_id, keep)``."""
+    def checkpoint(self, topk: TopK, upto_seq: int) -> None:
+        """Persist ``topk`` (which includes every log row up to ``upto_seq``), then drop those
+        rows. ``topk`` may change while this runs: later rows stay in the log and re-applying
+        them is harmless."""
+        temporary = f"{self.checkpoint_path}.tmp"
+        extra_ids = np.fromiter(topk.extra, dtype=np.int64, count=len(topk.extra))
+        extra_lengths = np.array([len(topk.extra[int(s)]) for s in extra_ids], dtype=np.int64)
+        extra_values = (np.concatenate([topk.extra[int(s)] for s in extra_ids])
+                        if len(extra_ids) else np.zeros(0, dtype=np.int64))
+        with open(temporary, "wb") as f:
+            np.savez(f, rows=topk.rows, extra_ids=extra_ids, extra_lengths=extra_lengths,
+                     extra_values=extra_values, upto=np.array([upto_seq], dtype=np.int64))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, self.checkpoint_path)
         with self._write() as db:
-            db.executemany(
-                "DELETE FROM held WHERE sub_id = ?1 AND entry_id < (SELECT entry_id FROM held "
-                "WHERE sub_id = ?1 ORDER BY entry_id DESC LIMIT 1 OFFSET ?2 - 1)",
-                ((int(s), int(k)) for s, k in subs))
+            db.execute("DELETE FROM matches WHERE seq <= ?", (upto_seq,))
 
-    def drop_subscription(self, sub_id: int) -> None:
+    def collect_garbage(self, live: np.ndarray) -> int:
+        """Delete the items whose ids are not in ``live``; returns how many."""
         with self._write() as db:
-            db.execute("DELETE FROM held WHERE sub_id = ?", (sub_id,))
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS live (entry_id INTEGER PRIMARY KEY)")
+            db.execute("DELETE FROM live")
+            db.executemany("INSERT INTO live VALUES (?)", ((int(e),) for e in live))
+            # Keep what the log still refers to: it is applied again at the next start-up.
+            removed = db.execute(
+                "DELETE FROM items WHERE entry_id NOT IN (SELECT entry_id FROM live) "
+                "AND entry_id NOT IN (SELECT entry_id FROM matches)").rowcount
+            db.execute("DELETE FROM live")
+        return removed
 
-    def collect_garbage(self) -> int:
-        """Delete items no subscription holds any more; returns how many."""
-        with self._write() as db:
-            return db.execute("DELETE FROM items WHERE NOT EXISTS "
-                              "(SELECT 1 FROM held WHERE held.entry_id = items.entry_id)").rowcount
+    # -- reading ------------------------------------------------------------------------------
 
-    def items(self, sub_id: int, keep: int) -> list[ReflectedItem]:
+    def load(self, keep: np.ndarray | None = None) -> tuple[TopK, int]:
+        """The held entries as of the last commit: checkpoint plus the log rows after it.
+        ``keep[sub_id]`` is each subscription's keep (missing or 0: the row width).
+        Returns the state and the last log sequence number applied."""
+        topk = TopK()
+        upto = 0
+        if os.path.exists(self.checkpoint_path):
+            with np.load(self.checkpoint_path) as saved:
+                topk.rows = saved["rows"].copy()
+                offset = 0
+                for sub_id, length in zip(saved["extra_ids"].tolist(),
+                                          saved["extra_lengths"].tolist(), strict=True):
+                    topk.extra[sub_id] = saved["extra_values"][offset:offset + length].copy()
+                    offset += length
+                upto = int(saved["upto"][0])
+        last = upto
+        for seq, entry_id, blob in self._db.execute(
+                "SELECT seq, entry_id, subs FROM matches WHERE seq > ? ORDER BY seq", (upto,)):
+            ids = decode_ids(blob)
+            if len(ids):
+                topk.ensure(int(ids.max()))
+                topk.insert(entry_id, ids, _keeps(keep, ids))
+            last = seq
+        return topk, last
+
+    def items(self, entry_ids: Sequence[int]) -> list[ReflectedItem]:
+        """The stored items of ``entry_ids``, in that order (missing ones skipped)."""
+        if not entry_ids:
+            return []
+        marks = ",".join("?" * len(entry_ids))
         with self._read_lock:
-            rows = self._reader.execute(
-                "SELECT i.data FROM held h JOIN items i ON i.entry_id = h.entry_id "
-                "WHERE h.sub_id = ? ORDER BY h.entry_id DESC LIMIT ?", (sub_id, keep)).fetchall()
-        return [_decoder.decode(r[0]) for r in rows]
+            rows = self._reader.execute(f"SELECT entry_id, data FROM items WHERE entry_id IN "
+                                        f"({marks})", list(entry_ids)).fetchall()
+        found = {entry_id: data for entry_id, data in rows}
+        return [_decoder.decode(found[e]) for e in entry_ids if e in found]
 
     def watermarks(self) -> dict[int, int]:
-        rows = self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'watermark.%'")
-        return {int(k.split(".", 1)[1]): v for k, v in rows}
+        with self._lock:
+            rows = self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'watermark.%'")
+            return {int(k.split(".", 1)[1]): v for k, v in rows}
 
-    def held_counts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per subscription: (sub ids, rows held, newest entry id) - to rebuild memory state."""
-        rows = self._db.execute("SELECT sub_id, count(*), max(entry_id) FROM held "
-                                "GROUP BY sub_id").fetchall()
-        if not rows:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty
-        array = np.array(rows, dtype=np.int64)
-        return array[:, 0], array[:, 1], array[:, 2]
+    def set_watermarks(self, marks: dict[int, int]) -> None:
+        self.store([], marks)
 
     def counts(self) -> tuple[int, int]:
-        """(items stored, held rows)."""
+        """(items stored, match log rows not yet checkpointed)."""
         with self._read_lock:
             items = self._reader.execute("SELECT count(*) FROM items").fetchone()[0]
-            held = self._reader.execute("SELECT count(*) FROM held").fetchone()[0]
-        return int(items), int(held)
+            log = self._reader.execute("SELECT count(*) FROM matches").fetchone()[0]
+        return int(items), int(log)
 
     def close(self) -> None:
         with self._lock:
-            if self._reader is not self._db:
-                self._reader.close()
+            self._reader.close()
             self._db.close()
+
+
+def _keeps(keep: np.ndarray | None, ids: np.ndarray) -> np.ndarray:
+    if keep is None:
+        return np.full(len(ids), WIDTH, dtype=np.int64)
+    known = np.zeros(len(ids), dtype=np.int64)
+    inside = ids < len(keep)
+    known[inside] = keep[ids[inside]]
+    known[known == 0] = WIDTH
+    return known

@@ -15,7 +15,6 @@ _COLUMNS = {
     "keep": np.int16,
     "generation": np.int32,
     "reflector": np.int16,
-    "held": np.int32,
     "version": np.int64,
     "modified": np.float64,
 }

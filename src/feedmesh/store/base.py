@@ -56,6 +56,8 @@ class IngestedEntry(msgspec.Struct, frozen=True, kw_only=True):
     entry: Entry
     first_seen_at: float
     updated: bool = False
+    backlog: bool = False
+    """Found in the feed's first document: already published before we followed the feed."""
 
 
 class Posting(msgspec.Struct, frozen=True, array_like=True):

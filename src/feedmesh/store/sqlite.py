@@ -206,7 +206,8 @@ class SQLiteStore:
             db.execute("INSERT INTO postings VALUES (?, ?, ?, ?)",
                        (update.feed_id, now, published, int(update.backlog)))
             ingested.append(IngestedEntry(id=cursor.lastrowid, feed_id=update.feed_id,
-                                          entry=entry, first_seen_at=now))
+                                          entry=entry, first_seen_at=now,
+                                          backlog=update.backlog))
         for entry in updated:
             row = db.execute(
                 "UPDATE entries SET content_hash = ?, changed_at = ?, published = ?, data = ? "

@@ -1,0 +1,282 @@
+"""The hub under load, Cobra-style (sections 4.2-4.3): a farm process and a `feedmesh serve`
+process on this 2-core machine, with Cobra-style subscriptions provisioned in the hub's database.
+
+Cases: (a) 10k feeds / 100k subscriptions, (b) 100k feeds / 1M subscriptions. The farm's clock is
+accelerated so that at least 200 new articles/s flow once the first crawl (whose backlog is not
+matched: ``--no-backlog``) is done. Over a measurement window it reports:
+
+* sustained articles/s through the tiers (crawler out, filter in, reflector in);
+* intra-hub latency p50/p99 (first seen by the crawler -> stored by the reflector), exact, from
+  the reflector's store (Cobra: medians of 5 to 34 s);
+* the hub process's resident memory (every tier in one process; Cobra's reflector alone: ~500 MB
+  for 1M subscriptions);
+* per-tier bandwidth, bytes/s in and out (Cobra Figure 12);
+* personalized feed requests/s answered 200 and 304 (farm stopped, load from this process).
+
+Case (a) also runs with the other filter -> reflector delivery (``article``: Cobra's final design,
+the reflector re-matches) to measure that trade-off in the same run.
+
+    .venv/bin/python benchmarks/hub.py [--quick] [--window 60]
+
+Last line: JSON with ``articles_per_s``, ``latency_p50_ms``, ``latency_p99_ms``, ``reflector_mb``,
+``feed_304_per_s``, ``feed_200_per_s`` (of the largest case run) and every case's figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+import msgspec
+import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
+
+from feedmesh.farm import FarmConfig, FarmProcess
+from feedmesh.hub.db import HubDB
+from feedmesh.hub.reflector_store import ReflectedItem
+from feedmesh.match.workload import Workload
+
+ORIGIN = 1_760_000_000.0
+CASES = {"a": (10_000, 100_000, 120.0), "b": (100_000, 1_000_000, 12.0)}
+"""case -> (feeds, subscriptions, farm speed)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 30) -> bytes:
+    with urllib.request.urlopen(url, timeout=timeout) as answer:
+        return answer.read()
+
+
+def _metrics(base: str) -> dict[str, float]:
+    figures = {}
+    for family in text_string_to_metric_families(_get(f"{base}/metrics").decode()):
+        for sample in family.samples:
+            label = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            figures[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
+    return figures
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def provision(data: Path, subscriptions: int) -> float:
+    """Cobra-style conjunctive subscriptions, written straight into the hub's database."""
+    started = time.perf_counter()
+    db = HubDB(data / "hub.db")
+    account, _ = db.create_account("bench", time.time())
+    queries = Workload(seed=1).subscriptions(subscriptions)
+    db.add_subscriptions(((account.id, "", q, 10, 0) for q in queries), time.time())
+    db.close()
+    return time.perf_counter() - started
+
+
+def start_hub(data: Path, port: int, farm: FarmProcess, delivery: str) -> subprocess.Popen:
+    def pin() -> None:
+        if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
+            os.sched_setaffinity(0, {1})
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "feedmesh", "serve", "--data", str(data), "--port", str(port),
+         "--interval", "1", "--allow-network", "127.0.0.0/8", "--per-host", "64",
+         "--opml", farm.opml_url, "--no-backlog", "--delivery", delivery,
+         "--feed-rate", "100000", "--feed-burst", "100000", "--log-level", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=pin)
+
+
+def wait_first_crawl(base: str, hub: subprocess.Popen, feeds: int, timeout: float) -> float:
+    """Seconds until a crawl cycle covering every feed has finished (the backlog cycle)."""
+    started = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if hub.poll() is not None:
+            raise RuntimeError(f"hub exited: {hub.stderr.read()[-2000:]}")
+        try:
+            stats = json.loads(_get(f"{base}/api/stats", 10))
+            cycle = stats["last_crawl"]
+            if cycle is not None and cycle["feeds_due"] >= feeds:
+                return time.perf_counter() - started
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError("the first crawl did not finish in time")
+
+
+def wait_quiet(base: str, timeout: float = 300.0) -> None:
+    """Until every queue has been empty for two seconds (nothing left to reflect)."""
+    quiet_since = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stats = json.loads(_get(f"{base}/api/stats", 30))
+        if all(q["bytes"] == 0 for q in stats["queues"].values()):
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since >= 2.0:
+                return
+        else:
+            quiet_since = None
+        time.sleep(0.25)
+    raise RuntimeError("the hub's queues did not drain")
+
+
+def latencies(data: Path, start: float, end: float) -> np.ndarray:
+    db = sqlite3.connect(f"file:{data / 'reflector-0.db'}?mode=ro", uri=True)
+    decoder = msgspec.msgpack.Decoder(ReflectedItem)
+    rows = db.execute("SELECT data FROM items WHERE stored_at BETWEEN ? AND ?", (start, end))
+    values = [(item.stored_at - item.first_seen_at) for item in
+              (decoder.decode(r[0]) for r in rows)]
+    db.close()
+    return np.array(values) * 1000.0
+
+
+async def feed_load(urls: list[str], seconds: float, conditional: bool,
+                    concurrency: int = 32) -> float:
+    etags: dict[str, str] = {}
+    done = 0
+    async with aiohttp.ClientSession() as session:
+        if conditional:
+            for url in urls:
+                async with session.get(url) as response:
+                    await response.read()
+                    etags[url] = response.headers["ETag"]
+        deadline = time.perf_counter() + seconds
+        expected = 304 if conditional else 200
+
+        async def worker(seed: int) -> None:
+            nonlocal done
+            rng = random.Random(seed)
+            while time.perf_counter() < deadline:
+                url = rng.choice(urls)
+                headers = {"If-None-Match": etags[url]} if conditional else {}
+                async with session.get(url, headers=headers) as response:
+                    await response.read()
+                    if response.status != expected:
+                        raise RuntimeError(f"{url}: {response.status}, expected {expected}")
+                done += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(n) for n in range(concurrency)))
+        return done / (time.perf_counter() - started)
+
+
+def run_case(name: str, feeds: int, subs: int, speed: float, window: float,
+             delivery: str) -> dict:
+    print(f"case {name}: {feeds} feeds, {subs} subscriptions, farm x{speed:g}, delivery "
+          f"{delivery}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        provision_s = provision(data, subs)
+        print(f"  provisioned {subs} subscriptions in {provision_s:.1f} s", flush=True)
+        config = FarmConfig(feeds=feeds, seed=1, faults="none", hosts=50, speed=speed,
+                            origin=ORIGIN)
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
+        farm = FarmProcess(config, cpu=0).start()
+        hub = start_hub(data, port, farm, delivery)
+        try:
+            first = wait_first_crawl(base, hub, feeds, timeout=1800)
+            print(f"  hub up and first crawl done after {first:.0f} s", flush=True)
+            before = _metrics(base)
+            t0 = time.time()
+            rss = []
+            while time.time() - t0 < window:
+                rss.append(_rss_mb(hub.pid))
+                time.sleep(1.0)
+            after = _metrics(base)
+            t1 = time.time()
+            elapsed = t1 - t0
+
+            def rate(key: str) -> float:
+                return (after.get(key, 0.0) - before.get(key, 0.0)) / elapsed
+
+            figures = {"case": name, "feeds": feeds, "subscriptions": subs,
+                       "delivery": delivery, "farm_speed": speed,
+                       "first_crawl_s": round(first, 1), "window_s": round(elapsed, 1)}
+            for tier in ("crawler", "filter", "reflector"):
+                figures[f"{tier}_articles_in_per_s"] = round(
+                    rate(f"feedmesh_tier_articles_in_total{{tier={tier}}}"), 1)
+                figures[f"{tier}_articles_out_per_s"] = round(
+                    rate(f"feedmesh_tier_articles_out_total{{tier={tier}}}"), 1)
+                figures[f"{tier}_bytes_in_per_s"] = round(
+                    rate(f"feedmesh_tier_bytes_in_total{{tier={tier}}}"))
+                figures[f"{tier}_bytes_out_per_s"] = round(
+                    rate(f"feedmesh_tier_bytes_out_total{{tier={tier}}}"))
+            figures["articles_per_s"] = figures["crawler_articles_out_per_s"]
+            figures["matches_per_s"] = round(rate("feedmesh_matches_total"), 1)
+            lat = latencies(data, t0, t1)
+            figures["latency_samples"] = int(len(lat))
+            figures["latency_p50_ms"] = round(float(np.percentile(lat, 50)), 1) if len(lat) else None
+            figures["latency_p99_ms"] = round(float(np.percentile(lat, 99)), 1) if len(lat) else None
+            figures["reflector_mb"] = round(statistics.median(rss), 1)
+            figures["hub_rss_max_mb"] = round(max(rss), 1)
+            farm.stop()  # feeds now measured alone, once what was crawled has been reflected
+            wait_quiet(base)
+            db = HubDB(data / "hub.db")
+            step = max(1, subs // 500)
+            urls = [f"{base}/f/{db.tokens.make(sub_id, 0)}.rss" for sub_id in range(1, subs, step)]
+            db.close()
+            figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
+            figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
+        finally:
+            hub.send_signal(signal.SIGTERM)
+            try:
+                hub.wait(120)
+            except subprocess.TimeoutExpired:
+                hub.kill()
+            farm.stop()
+    print("  " + json.dumps(figures), flush=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="case (a) alone")
+    parser.add_argument("--window", type=float, default=60.0, help="measurement seconds")
+    args = parser.parse_args()
+    results = [run_case("a", *CASES["a"], args.window, "ids"),
+               run_case("a", *CASES["a"], args.window, "article")]
+    if not args.quick:
+        results.append(run_case("b", *CASES["b"], args.window, "ids"))
+    print()
+    header = (f"{'case':4} {'delivery':8} {'art/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'RSS MB':>7} "
+              f"{'crawl->filter B/s':>18} {'filter->refl B/s':>17} {'200/s':>7} {'304/s':>7}")
+    print(header)
+    for r in results:
+        print(f"{r['case']:4} {r['delivery']:8} {r['articles_per_s']:>7.0f} "
+              f"{r['latency_p50_ms'] or 0:>8.1f} {r['latency_p99_ms'] or 0:>8.1f} "
+              f"{r['reflector_mb']:>7.0f} {r['crawler_bytes_out_per_s']:>18,} "
+              f"{r['filter_bytes_out_per_s']:>17,} {r['feed_200_per_s']:>7} "
+              f"{r['feed_304_per_s']:>7}")
+    print("goals: >= 200 articles/s, p50 <= 100 ms, p99 <= 1000 ms, <= 300 MB "
+          "(Cobra: medians 5-34 s, ~500 MB per 1M subscriptions)")
+    main_result = results[-1]
+    keys = ("articles_per_s", "latency_p50_ms", "latency_p99_ms", "reflector_mb",
+            "feed_304_per_s", "feed_200_per_s")
+    print(json.dumps({**{k: main_result[k] for k in keys}, "case": main_result["case"],
+                      "cases": results}))
+
+
+if __name__ == "__main__":
+    main()
