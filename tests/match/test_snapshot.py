@@ -128,14 +128,14 @@ def test_validation_catches_structural_damage_even_with_a_valid_checksum() -> No
     index = _index()
     main = index._main
     buffer = main.buffer.copy()
-    start = int(main.header[6])  # owner_slots section: point an owner past the end
+    start = int(main.header[6])  # owner_ids section: an owner beyond the largest id
     buffer[start] = 10**6
     from feedmesh.match.index.compiled import CompiledIndex
 
     broken = CompiledIndex(buffer, main.header.copy())
     prior, observed = index.statistics.arrays()
     data = snapshot.dump(broken, index.vocabulary, prior, observed, 0.0)
-    with pytest.raises(SnapshotError, match="owner slot is out of range"):
+    with pytest.raises(SnapshotError, match="owner id is out of range"):
         SubscriptionIndex.from_bytes(data)
     assert data.startswith(MAGIC)
 

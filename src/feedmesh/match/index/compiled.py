@@ -11,9 +11,9 @@ Layout (``C`` conjunctions, ``V`` terms, ``S`` subscriptions)::
     rest_terms[R]     positive words/prefixes (most selective first), then phrases, then NOT terms;
                       a phrase is stored as t | PHRASE_FLAG, a NOT term as -(code+1), so the
                       kernel needs no other array to know how to test a term
-    owner_start[C+1]  the subscriptions of conjunction c are owner_slots[owner_start[c]:...]
-    owner_slots[O]    positions in members[]
-    members[S]        the subscription ids, sorted (membership test, and slot -> id)
+    owner_start[C+1]  the subscriptions of conjunction c are owner_ids[owner_start[c]:...]
+    owner_ids[O]      subscription ids (sorted within each conjunction)
+    members[S]        every subscription id once, sorted (membership tests, the largest id)
 
 The owners of the first run are one contiguous range, taken without looking at the conjunctions;
 the second run is checked without branches (AND of presence bytes). Identical conjunctions
@@ -49,7 +49,7 @@ SECTIONS = (
     "rest_start",
     "rest_terms",
     "owner_start",
-    "owner_slots",
+    "owner_ids",
     "members",
 )
 
@@ -236,7 +236,7 @@ class CompiledIndex:
         negative = codes < 0
         plain = np.where(negative, -codes - 1, codes) & TERM_MASK  # drop the phrase flag
         terms[is_rest] = np.where(negative, -plain - 1, plain)
-        owners = self.members[self.owner_slots].astype(np.int64)
+        owners = self.owner_ids.astype(np.int64)
         owner_start = self.owner_start.astype(np.int64)
         table = ConjunctionTable(term_start, terms, owner_start, owners)
         if without is not None and len(without) and len(owners):
@@ -347,5 +347,5 @@ def build_compiled(
     plain_end = immediate_end + runs[:, 1]
     return CompiledIndex.from_sections(
         [post_start, immediate_end, plain_end, rest_start, rest_terms, owner_start,
-         owner_keys & _LOW32, members]
+         members[owner_keys & _LOW32], members]
     )

@@ -31,12 +31,33 @@ from feedmesh.match.index.compiled import (
 )
 from feedmesh.match.index.vocabulary import PhraseTables
 
-__all__ = ["BACKENDS", "Kernel", "default_backend", "phrase_holds", "warm_up"]
+__all__ = ["BACKENDS", "Kernel", "MatchScratch", "default_backend", "phrase_holds", "warm_up"]
 
 Kernel = Callable[..., np.ndarray]
 """``kernel(buffer, header, phrase_of_term, phrase_field, phrase_start, phrase_words, terms, seq,
-bounds, present, bits) -> sorted unique subscription ids`` (int32). ``present`` (uint8 per term) and
-``bits`` (uint64, one bit per subscription of the index) are scratch arrays, zero between calls."""
+bounds, present_bits, phrase_state, id_bits) -> sorted unique subscription ids`` (int32); the last
+three are the arrays of a :class:`MatchScratch`."""
+
+
+class MatchScratch:
+    """Working memory of one matcher, zero between calls: a presence bit per term, a phrase state
+    per term (0 not checked, 1 holds, 2 does not), and a bit per subscription id."""
+
+    __slots__ = ("id_bits", "phrase_state", "present_bits")
+
+    def __init__(self) -> None:
+        self.present_bits = np.zeros(1, dtype=np.uint64)
+        self.phrase_state = np.zeros(0, dtype=np.uint8)
+        self.id_bits = np.zeros(1, dtype=np.uint64)
+
+    def fit(self, term_count: int, largest_id: int) -> None:
+        """Grow (never shrink) to cover ``term_count`` terms and ids up to ``largest_id``."""
+        if len(self.phrase_state) < term_count:
+            size = 2 * term_count + 64
+            self.phrase_state = np.zeros(size, dtype=np.uint8)
+            self.present_bits = np.zeros(size // 64 + 1, dtype=np.uint64)
+        if len(self.id_bits) * 64 <= largest_id:
+            self.id_bits = np.zeros(largest_id // 64 + 1, dtype=np.uint64)
 
 _EMPTY_IDS: Final = np.empty(0, dtype=np.int32)
 
@@ -68,8 +89,9 @@ def match_numpy(
     terms: np.ndarray,
     seq: np.ndarray,
     bounds: np.ndarray,
-    present: np.ndarray,
-    bits: np.ndarray,
+    present_bits: np.ndarray,
+    phrase_state: np.ndarray,
+    id_bits: np.ndarray,
 ) -> np.ndarray:
     index = CompiledIndex(buffer, header)
     terms = terms[terms < index.term_count]
@@ -82,7 +104,7 @@ def match_numpy(
     negative = entries < 0
     codes = np.where(negative, -entries - 1, entries)
     term_ids = codes & TERM_MASK
-    truth = np.zeros(len(present), dtype=bool)
+    truth = np.zeros(len(phrase_state), dtype=bool)
     truth[terms] = True
     phrases = sorted_unique(term_ids[codes >= PHRASE_FLAG])
     for phrase_term in phrases:
@@ -95,8 +117,8 @@ def match_numpy(
         np.repeat(np.arange(len(candidates)), rest_lengths)[failed], minlength=len(candidates)
     )
     passed = candidates[failures == 0]
-    slots = index.owner_slots[ranges(index.owner_start[passed], index.owner_start[passed + 1])]
-    return index.members[sorted_unique(slots)]
+    owners = index.owner_ids[ranges(index.owner_start[passed], index.owner_start[passed + 1])]
+    return sorted_unique(owners)
 
 
 # --- numba ---------------------------------------------------------------------------------------
@@ -129,9 +151,11 @@ def warm_up(backend: str) -> float:
     phrases = PhraseTables(
         np.full(1, -1, np.int32), np.empty(0, np.int32), np.zeros(1, np.int32), np.empty(0, np.int32)
     )
+    scratch = MatchScratch()
+    scratch.fit(1, 0)
     BACKENDS[backend](
         index.buffer, index.header, phrases.of_term, phrases.field, phrases.start, phrases.words,
-        np.zeros(1, np.int32), np.empty(0, np.int32), np.zeros(5, np.int64), np.zeros(1, np.uint8),
-        np.zeros(1, np.uint64),
+        np.zeros(1, np.int32), np.empty(0, np.int32), np.zeros(5, np.int64), scratch.present_bits,
+        scratch.phrase_state, scratch.id_bits,
     )
     return time.perf_counter() - started

@@ -32,7 +32,7 @@ from feedmesh.match.index.vocabulary import Vocabulary
 __all__ = ["FORMAT_VERSION", "MAGIC", "Snapshot", "dump", "load", "validate_index"]
 
 MAGIC: Final = b"FMSUBIDX"
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2  # 2: owners stored as subscription ids (1 stored positions)
 _PREAMBLE = struct.Struct("<8sIII")
 _ALIGN: Final = 64
 
@@ -173,7 +173,7 @@ def validate_index(main: CompiledIndex, vocabulary: Vocabulary) -> None:
     for name, starts, total in (
         ("post_start", main.post_start, conjunctions),
         ("rest_start", main.rest_start, len(main.rest_terms)),
-        ("owner_start", main.owner_start, len(main.owner_slots)),
+        ("owner_start", main.owner_start, len(main.owner_ids)),
     ):
         if len(starts) == 0 or starts[0] != 0 or starts[-1] != total or (np.diff(starts) < 0).any():
             fail(f"{name} is not a monotone range over its section")
@@ -195,9 +195,9 @@ def validate_index(main: CompiledIndex, vocabulary: Vocabulary) -> None:
     phrase_ids = ids[plain >= PHRASE_FLAG]
     if len(phrase_ids) and (vocabulary.phrase_tables().of_term[phrase_ids] < 0).any():
         fail("a term marked as a phrase is not one")
-    if len(main.owner_slots) and (
-        main.owner_slots.min() < 0 or main.owner_slots.max() >= subscriptions
-    ):
-        fail("an owner slot is out of range")
     if subscriptions and (main.members[0] < 0 or (np.diff(main.members) <= 0).any()):
         fail("subscription ids are not sorted and unique")
+    if len(main.owner_ids) and (
+        main.owner_ids.min() < 0 or main.owner_ids.max() > (main.members[-1] if subscriptions else -1)
+    ):
+        fail("an owner id is out of range")

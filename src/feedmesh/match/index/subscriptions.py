@@ -33,7 +33,7 @@ from feedmesh.match.index.compiled import (
 from feedmesh.match.index import snapshot
 from feedmesh.match.index.compiler import compile_query, sync_statistics
 from feedmesh.match.index.delta import DeltaIndex
-from feedmesh.match.index.kernels import BACKENDS, default_backend, phrase_holds
+from feedmesh.match.index.kernels import BACKENDS, MatchScratch, default_backend, phrase_holds
 from feedmesh.match.index.prepare import PreparedArticle, prepare_article
 from feedmesh.match.index.settings import IndexSettings, IndexStats, check_sub_id
 from feedmesh.match.index.statistics import TermStatistics
@@ -75,11 +75,11 @@ class SubscriptionIndex:
         self.vocabulary = Vocabulary()
         self.statistics = statistics or TermStatistics()
         self._main = CompiledIndex.empty()
+        self._largest_id = 0
         self._delta = DeltaIndex()
         self._removed: set[int] = set()
         self._removed_array: np.ndarray | None = None
-        self._present = np.zeros(1024, dtype=np.uint8)
-        self._bits = np.zeros(1, dtype=np.uint64)
+        self._scratch = MatchScratch()
         self._log: list[tuple[int, Query | None]] | None = None  # changes during a compaction
         self._compaction: asyncio.Task[None] | None = None
         self._observed_at_build = 0
@@ -135,13 +135,14 @@ class SubscriptionIndex:
         """
         tokenized = article if isinstance(article, TokenizedArticle) else tokenize_article(article)
         prepared = prepare_article(tokenized, self.vocabulary)
-        if len(self._present) < len(self.vocabulary):
-            self._present = np.zeros(2 * len(self.vocabulary), dtype=np.uint8)
+        scratch = self._scratch
+        scratch.fit(len(self.vocabulary), self._largest_id)
         phrases = self.vocabulary.phrase_tables()
         main = self._main
         ids = self._kernel(
             main.buffer, main.header, phrases.of_term, phrases.field, phrases.start, phrases.words,
-            prepared.terms, prepared.seq, prepared.bounds, self._present, self._bits,
+            prepared.terms, prepared.seq, prepared.bounds, scratch.present_bits,
+            scratch.phrase_state, scratch.id_bits,
         )
         if self._removed and len(ids):
             removed = self._removed_ids()
@@ -229,7 +230,7 @@ class SubscriptionIndex:
 
     def _install(self, main: CompiledIndex, replay: list[tuple[int, Query | None]]) -> None:
         self._main = main
-        self._bits = np.zeros((main.subscription_count + 63) // 64 + 1, dtype=np.uint64)
+        self._largest_id = int(main.members[-1]) if main.subscription_count else 0
         self._delta = DeltaIndex()
         self._removed = set()
         self._removed_array = None
