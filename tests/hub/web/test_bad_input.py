@@ -179,3 +179,12 @@ async def test_the_interface_files_are_served(hub_env):
             assert len(await response.read()) > 500
             assert response.headers["X-Content-Type-Options"] == "nosniff"
             assert "script-src 'self'" in response.headers["Content-Security-Policy"]
+
+
+@pytest.mark.parametrize("title", [42, ["a"], {"a": 1}, "t" * 201])
+async def test_invalid_source_title(hub_env, ann, title):
+    status, body = await ann.call("POST", "/api/sources",
+                                  {"url": "http://127.0.0.1:9/feed", "title": title})
+    assert_error(status, body, 400, "invalid_title")
+    status, body = await ann.call("GET", "/api/sources")
+    assert body["sources"] == []

@@ -271,8 +271,9 @@ class Api:
         if len(url) > 2000:
             raise ApiError(400, "invalid_url", "url is longer than 2000 characters")
         title = body.get("title", "")
-        added = await self._add_sources(account, [OpmlOutline(url=url.strip(),
-                                                              title=str(title)[:200])])
+        if not isinstance(title, str) or len(title) > 200:
+            raise ApiError(400, "invalid_title", "title must be text of at most 200 characters")
+        added = await self._add_sources(account, [OpmlOutline(url=url.strip(), title=title)])
         return _json({"source": added[0]}, 201)
 
     async def remove_source(self, request: web.Request, account: Account) -> web.Response:
