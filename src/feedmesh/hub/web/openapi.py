@@ -32,20 +32,55 @@ _ERRORS = {str(code): _answer(text, _ref("Error")) for code, text in (
     (415, "Body is not JSON"),
     (429, "Rate limited; see Retry-After"),
 )}
+_LIMIT = {"403": _answer("A per-account limit is reached", _ref("Error"))}
 
+_QUERY = {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": "\\S",
+          "description": "printable ASCII, e.g. (law AND internet) OR privacy; see docs/web.md"}
 _SUB_FIELDS = {
-    "query": {"type": "string", "maxLength": 1000,
-              "description": "e.g. (law AND internet) OR privacy; see docs/queries.md"},
+    "query": _QUERY,
     "name": {"type": "string", "maxLength": 200},
     "keep": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10,
              "description": "entries kept in the feed"},
 }
+_ID = {"type": "integer", "minimum": 1}
+_STR = {"type": "string"}
+
+
+def _object(required: tuple[str, ...] = (), **properties: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+_SCHEMAS: dict[str, Any] = {
+    "Error": _object(("error",), error=_object(
+        ("status", "code", "message"), status={"type": "integer"}, code=_STR, message=_STR,
+        position={"type": ["integer", "null"]}, hint=_STR, limit={"type": ["integer", "null"]},
+        retry_after_s={"type": "number"})),
+    "Account": _object(("id", "name", "created_at"), id=_ID, name=_STR,
+                       created_at={"type": "number"}),
+    "Subscription": _object(
+        ("id", "name", "query", "normalized", "keep", "created_at", "changed_at", "feed_urls"),
+        id=_ID, query=_STR, name=_STR, keep={"type": "integer"}, normalized=_STR,
+        created_at={"type": "number"}, changed_at={"type": "number"},
+        feed_urls=_object(("rss", "atom", "json"), rss=_STR, atom=_STR, json=_STR)),
+    "Source": _object(("id", "url", "title"), id=_ID, url=_STR, title=_STR,
+                      added_at={"type": "number"}, active={"type": "boolean"},
+                      last_outcome=_STR, last_error=_STR),
+    "Entry": _object(("id", "title", "link", "feed_title", "first_seen_at"), id=_ID, title=_STR,
+                     link=_STR, feed_title=_STR, first_seen_at={"type": "number"}),
+    "Match": _object(("title", "link", "feed_title", "first_seen_at"), title=_STR, link=_STR,
+                     feed_title=_STR, first_seen_at={"type": "number"}),
+}
+_OPML_EXAMPLE = ('<?xml version="1.0"?><opml version="2.0"><head><title>mine</title></head><body>'
+                 '<outline text="A feed" xmlUrl="https://example.org/feed.xml"/></body></opml>')
 
 
 def openapi(base_url: str) -> dict[str, Any]:
     auth = [{"bearer": []}]
-    sub_path = {"parameters": [{"name": "id", "in": "path", "required": True,
-                                "schema": {"type": "integer"}}]}
+    sub_path = {"parameters": [{"name": "id", "in": "path", "required": True, "schema": _ID}]}
+    subscription = _object(("subscription",), subscription=_ref("Subscription"))
 
     def op(summary: str, responses: dict[str, Any], body: dict[str, Any] | None = None,
            secured: bool = True) -> dict[str, Any]:
@@ -60,95 +95,100 @@ def openapi(base_url: str) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "feedmesh hub API", "version": __version__,
                  "description": "Keyword subscriptions over many feeds, each served back as a "
-                                "private feed."},
+                                "private feed. Every error has the Error shape."},
         "servers": [{"url": base_url}],
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
-                "Error": {"type": "object", "required": ["error"], "properties": {"error": {
-                    "type": "object", "required": ["status", "code", "message"],
-                    "properties": {"status": {"type": "integer"}, "code": {"type": "string"},
-                                   "message": {"type": "string"},
-                                   "position": {"type": ["integer", "null"]},
-                                   "hint": {"type": "string"}}}}},
-                "Account": {"type": "object", "properties": {
-                    "id": {"type": "integer"}, "name": {"type": "string"},
-                    "created_at": {"type": "number"}}},
-                "Subscription": {"type": "object", "properties": {
-                    "id": {"type": "integer"}, **_SUB_FIELDS,
-                    "normalized": {"type": "string"},
-                    "created_at": {"type": "number"}, "changed_at": {"type": "number"},
-                    "feed_urls": {"type": "object", "properties": {
-                        "rss": {"type": "string"}, "atom": {"type": "string"},
-                        "json": {"type": "string"}}}}},
-                "Source": {"type": "object", "properties": {
-                    "id": {"type": "integer"}, "url": {"type": "string"},
-                    "title": {"type": "string"}, "active": {"type": "boolean"},
-                    "last_outcome": {"type": "string"}, "last_error": {"type": "string"}}},
-            },
+            "schemas": _SCHEMAS,
         },
         "paths": {
             "/api/accounts": {"post": op(
                 "Create an account; the answer holds its API token (shown once)",
-                {"201": _answer("Created", {"type": "object", "properties": {
-                    "account": _ref("Account"), "token": {"type": "string"}}})},
-                _json_body({"type": "object", "properties": {
-                    "name": {"type": "string", "maxLength": 100}}}, required=False),
+                {"201": _answer("Created", _object(("account", "token"),
+                                                   account=_ref("Account"), token=_STR))},
+                _json_body(_object(name={"type": "string", "maxLength": 100}), required=False),
                 secured=False)},
-            "/api/accounts/me": {"get": op("Your account", {"200": _answer("OK")})},
+            "/api/accounts/me": {"get": op("Your account", {"200": _answer("OK", _object(
+                ("account", "subscriptions", "sources"), account=_ref("Account"),
+                subscriptions={"type": "integer"}, sources={"type": "integer"}))})},
             "/api/accounts/me/token": {"post": op(
-                "Replace your API token (the old one stops working)", {"200": _answer("OK")})},
+                "Replace your API token (the old one stops working)",
+                {"200": _answer("OK", _object(("token",), token=_STR))})},
             "/api/subscriptions": {
-                "get": op("Your subscriptions", {"200": _answer("OK", {
-                    "type": "object", "properties": {"subscriptions": {
-                        "type": "array", "items": _ref("Subscription")}}})}),
+                "get": op("Your subscriptions", {"200": _answer("OK", _object(
+                    ("subscriptions",), subscriptions={"type": "array",
+                                                       "items": _ref("Subscription")}))}),
                 "post": op("Create a subscription; the answer carries its private feed URLs",
-                           {"201": _answer("Created", {"type": "object", "properties": {
-                               "subscription": _ref("Subscription")}}),
-                            "403": _answer("Subscription limit reached", _ref("Error"))},
+                           {"201": _answer("Created", subscription), **_LIMIT},
                            _json_body({"type": "object", "required": ["query"],
                                        "properties": _SUB_FIELDS}))},
             "/api/subscriptions/{id}": {
                 **sub_path,
-                "get": op("One subscription", {"200": _answer("OK")}),
+                "get": op("One subscription", {"200": _answer("OK", subscription)}),
                 "patch": op("Change query, name or keep; new_url=true replaces the feed URL",
-                            {"200": _answer("OK")},
+                            {"200": _answer("OK", subscription)},
                             _json_body({"type": "object", "properties": {
-                                **_SUB_FIELDS, "new_url": {"type": "boolean"}}})),
+                                **_SUB_FIELDS, "new_url": {"type": "boolean"}}},
+                                required=False)),
                 "delete": op("Delete a subscription (its feed URL stops working)",
                              {"204": _answer("Deleted")})},
             "/api/subscriptions/{id}/entries": {
-                **sub_path, "get": op("The entries its feed holds now", {"200": _answer("OK")})},
+                **sub_path, "get": op("The entries its feed holds now", {"200": _answer(
+                    "OK", _object(("entries",), entries={"type": "array",
+                                                         "items": _ref("Entry")}))})},
             "/api/sources": {
-                "get": op("Source feeds you added", {"200": _answer("OK", {
-                    "type": "object", "properties": {"sources": {
-                        "type": "array", "items": _ref("Source")}}})}),
-                "post": op("Add a source feed to crawl", {"201": _answer("Added")},
+                "get": op("Source feeds you added", {"200": _answer("OK", _object(
+                    ("sources",), sources={"type": "array", "items": _ref("Source")}))}),
+                "post": op("Add a source feed to crawl",
+                           {"201": _answer("Added", _object(("source",),
+                                                            source=_ref("Source"))), **_LIMIT},
                            _json_body({"type": "object", "required": ["url"], "properties": {
-                               "url": {"type": "string", "maxLength": 2000},
-                               "title": {"type": "string"}}}))},
+                               "url": {"type": "string", "maxLength": 2000,
+                                       "pattern": "^\\s*[Hh][Tt][Tt][Pp][Ss]?://"},
+                               "title": {"type": "string", "maxLength": 200}}}))},
             "/api/sources/{id}": {**sub_path, "delete": op("Stop following a source feed",
                                                            {"204": _answer("Removed")})},
             "/api/opml": {
                 "get": op("Your sources as OPML", {"200": {
-                    "description": "OPML", "content": {"text/x-opml": {}}}}),
-                "post": op("Import sources from OPML (body: the OPML document)",
-                           {"200": _answer("Imported")},
-                           {"required": True, "content": {"text/xml": {}, "application/xml": {},
-                                                          "text/x-opml": {}}})},
+                    "description": "OPML", "content": {"text/x-opml": {"schema": _STR}}}}),
+                "post": op("Import sources from OPML (body: the OPML document); outlines that "
+                           "are not http(s) feeds are skipped and listed",
+                           {"200": _answer("Imported", _object(
+                               ("added", "sources", "skipped"), added={"type": "integer"},
+                               sources={"type": "array", "items": _ref("Source")},
+                               skipped={"type": "array", "items": _STR})), **_LIMIT},
+                           {"required": True, "content": {
+                               kind: {"schema": _STR, "example": _OPML_EXAMPLE}
+                               for kind in ("text/xml", "application/xml", "text/x-opml")}})},
             "/api/preview": {"post": op(
                 "Match a query against the most recent stored entries, without saving it",
-                {"200": _answer("OK")}, _json_body({"type": "object", "required": ["query"],
-                                                    "properties": {"query": _SUB_FIELDS["query"]}
-                                                    }))},
+                {"200": _answer("OK", _object(
+                    ("normalized", "searched", "matched", "matches"), normalized=_STR,
+                    searched={"type": "integer"}, matched={"type": "integer"},
+                    matches={"type": "array", "items": _ref("Match")}))},
+                _json_body({"type": "object", "required": ["query"],
+                            "properties": {"query": _QUERY}}))},
             "/api/stats": {"get": op("Hub figures (feeds, subscriptions, queues, metrics)",
-                                     {"200": _answer("OK")}, secured=False)},
+                                     {"200": _answer("OK", _object(
+                                         ("feeds", "subscriptions", "entries_stored", "queues",
+                                          "metrics"),
+                                         feeds={"type": "integer"},
+                                         subscriptions={"type": "integer"},
+                                         entries_stored={"type": "integer"},
+                                         queues={"type": "object"},
+                                         metrics={"type": "object"}))},
+                                     secured=False)},
             "/f/{token}": {"get": {
                 "summary": "A subscription's private feed (append .rss, .atom or .json, or "
                            "choose with Accept)",
                 "parameters": [{"name": "token", "in": "path", "required": True,
-                                "schema": {"type": "string"}}],
-                "responses": {"200": {"description": "The feed"},
+                                "schema": _STR}],
+                "responses": {"200": {"description": "The feed", "content": {
+                                  "application/rss+xml": {"schema": _STR},
+                                  "application/atom+xml": {"schema": _STR},
+                                  "application/feed+json": {"schema": _object(
+                                      ("version", "title", "items"), version=_STR, title=_STR,
+                                      items={"type": "array"})}}},
                               "304": {"description": "Not modified"},
                               "404": _answer("No such feed", _ref("Error")),
                               "429": _answer("Polled too often", _ref("Error"))}}},
