@@ -119,7 +119,7 @@ async def test_guessed_and_tampered_feed_tokens_get_404(hub_env, ann, bob):
     base = f"{hub_env.base}/f/"
     candidates = [
         _forge(token, theirs["id"]),                        # another subscription's id
-        token[:-1] + ("A" if token[-1] != "A" else "B"),    # one character off
+        token[:20] + ("A" if token[20] != "A" else "B") + token[21:],  # one character off
         token[:-2],                                         # truncated
         token + "AA",                                       # too long
         "A" * len(token),                                   # all zeros
@@ -158,3 +158,30 @@ async def test_a_replaced_url_stops_the_old_one(hub_env, ann):
     status, body = await ann.call("PATCH", f"/api/subscriptions/{sub['id']}", {"name": "renamed"})
     assert status == 200
     assert body["subscription"]["feed_urls"] == changed["feed_urls"]
+
+
+B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+def _same_bytes_other_spelling(token: str) -> list[str]:
+    """Other strings that decode to the same 28 bytes: the last character's 4 padding bits set
+    differently, and '+'/'/' (standard base64) for '-'/'_' - one feed, one URL."""
+    last = B64URL.index(token[-1])
+    spellings = [token[:-1] + B64URL[(last & 0b110000) | low] for low in range(16)]
+    swapped = token.replace("-", "+").replace("_", "/")
+    return [t for t in {*spellings, swapped} if t != token]
+
+
+async def test_a_feed_answers_at_one_spelling_of_its_token_only(hub_env, ann):
+    sub = await subscribe(ann, "law")
+    url = sub["feed_urls"]["rss"]
+    token = _feed_token(url)
+    base = url.rsplit("/", 1)[0] + "/"
+    assert await _feed_status(hub_env, url) == 200
+    variants = _same_bytes_other_spelling(token)
+    assert len(variants) >= 15
+    for variant in variants:
+        assert base64.urlsafe_b64decode(variant.replace("+", "-").replace("/", "_") + "==") == \
+            base64.urlsafe_b64decode(token + "==")
+        assert await _feed_status(hub_env, base + variant.replace("/", "%2F") + ".rss") == 404, \
+            variant

@@ -13,6 +13,7 @@ the feed limit gets 429 with Retry-After.
 
 from __future__ import annotations
 
+import hmac
 import uuid
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
@@ -72,7 +73,10 @@ class FeedServer:
         token, _, extension = name.partition(".")
         fmt = choose_format(extension, request.headers.get("Accept", ""))
         identity = self.hub.db.tokens.read(token)
-        if identity is None:
+        # FeedTokens.read decodes leniently (the last character's padding bits, '+'/'/' for
+        # '-'/'_'), so up to 16+ spellings reach one feed; only the one we issued may.
+        if identity is None or not hmac.compare_digest(
+                self.hub.db.tokens.make(*identity).encode(), token.encode()):
             self.hub.metrics.feed_requests.labels("404").inc()
             raise ApiError(404, "not_found", "no feed at this address (the link may have been "
                            "replaced or the subscription deleted)")
