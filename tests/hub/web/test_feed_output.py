@@ -206,3 +206,27 @@ async def test_gzip_when_asked_and_cache_control_always(hub_env, ann):
     status, headers, body = await _get(hub_env, url, {"Accept-Encoding": "br;q=1, gzip;q=0"})
     assert status == 200 and headers.get("Content-Encoding") != "gzip"
     assert plain_headers["Cache-Control"] == "private, max-age=60"
+
+
+async def test_a_changed_subscription_changes_its_validators(hub_env, ann):
+    """Renaming or shrinking a subscription changes its feed (title, length) while no entry
+    arrives: a reader holding the old ETag must get the new feed, not 304."""
+    sub = await filled_subscription(hub_env, ann, entries=5, name="before")
+    url = sub["feed_urls"]["rss"]
+
+    async def rename(name: str, keep: int) -> tuple:
+        status, headers, _ = await _get(hub_env, url)
+        assert status == 200
+        status, _ = await ann.call("PATCH", f"/api/subscriptions/{sub['id']}",
+                                   {"name": name, "keep": keep})
+        assert status == 200
+        return headers["ETag"], await _get(hub_env, url, {"If-None-Match": headers["ETag"]})
+
+    old_etag, (status, headers, body) = await unchanged(hub_env, sub["id"],
+                                                        lambda: rename("after", 3))
+    assert status == 200, "the old ETag must not validate the renamed feed"
+    assert headers["ETag"] != old_etag
+    feed = feedparser.parse(body)
+    assert feed.feed.title == "feedmesh: after" and len(feed.entries) == 3
+    status, _, _ = await _get(hub_env, url, {"If-None-Match": headers["ETag"]})
+    assert status == 304

@@ -221,6 +221,7 @@ class Api:
         changed = await self.hub.change_subscription(sub, name=fields.get("name"),
                                                      query=fields.get("query"),
                                                      keep=fields.get("keep"), new_url=new_url)
+        self.feeds.subscription_changed(changed.id, changed.changed_at)
         return _json({"subscription": self._subscription_json(changed)})
 
     async def delete_subscription(self, request: web.Request, account: Account) -> web.Response:

@@ -54,6 +54,14 @@ class FeedServer:
         self.base_url = base_url.rstrip("/")
         self.limiter = RateLimiter(hub.clock, limits.feed_rate_per_s, limits.feed_burst)
         self.boot = uuid.uuid4().hex[:8]
+        # Edits since this process started (the boot id in the ETag covers earlier ones).
+        self._edits: dict[int, tuple[int, float]] = {}
+
+    def subscription_changed(self, sub_id: int, at: float) -> None:
+        """A person changed the subscription (name, query, keep): its feed's title or length
+        changes although the reflector's content version does not, so the validators must."""
+        edits, _ = self._edits.get(sub_id, (0, 0.0))
+        self._edits[sub_id] = (edits + 1, at)
 
     def urls(self, token: str) -> dict[str, str]:
         return {ext: f"{self.base_url}/f/{token}.{ext}" for ext in EXTENSIONS}
@@ -90,8 +98,10 @@ class FeedServer:
             error.headers["Retry-After"] = self.limiter.retry_after(wait)
             raise error
         version, modified = reflector.version(sub_id)
-        etag = f'W/"{sub_id}-{generation}-{version}-{fmt}-{self.boot}"'
-        last_modified = datetime.fromtimestamp(modified or self.hub.clock.now(), UTC)
+        edits, edited_at = self._edits.get(sub_id, (0, 0.0))
+        etag = f'W/"{sub_id}-{generation}-{version}.{edits}-{fmt}-{self.boot}"'
+        last_modified = datetime.fromtimestamp(max(modified, edited_at) or self.hub.clock.now(),
+                                               UTC)
         headers = {"ETag": etag, "Last-Modified": format_datetime(last_modified, usegmt=True),
                    "Cache-Control": "private, max-age=60", "Vary": "Accept, Accept-Encoding"}
         if _not_modified(request, etag, last_modified):
