@@ -143,6 +143,7 @@ async def test_wrong_method(hub_env, ann, method, path, allowed):
         error = assert_error(r.status, body, 405, "method_not_allowed")
         assert method in error["message"] and path in error["message"]
         assert set(r.headers["Allow"].split(",")) >= allowed
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
 
 
 @pytest.mark.parametrize("raw_id", ["\u00b2", "\u0663", "99999999999999999999999", "-1", "1.0",

@@ -37,7 +37,8 @@ async def security_headers(request: web.Request, handler):  # type: ignore[no-un
 def build_app(hub: Hub, *, base_url: str, limits: WebLimits | None = None) -> web.Application:
     limits = limits or WebLimits()
     max_request_bytes = max(limits.max_body_bytes, limits.max_opml_bytes)
-    app = web.Application(middlewares=[error_middleware, security_headers],
+    # security_headers outermost, so the error answers error_middleware makes get them too.
+    app = web.Application(middlewares=[security_headers, error_middleware],
                           client_max_size=max_request_bytes)
     app[MAX_REQUEST_BYTES] = max_request_bytes
     feeds = FeedServer(hub, limits, base_url)
