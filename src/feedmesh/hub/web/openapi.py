@@ -35,7 +35,7 @@ _ERRORS = {str(code): _answer(text, _ref("Error")) for code, text in (
 _LIMIT = {"403": _answer("A per-account limit is reached", _ref("Error"))}
 
 _QUERY = {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": "\\S",
-          "description": "printable ASCII, e.g. (law AND internet) OR privacy; see docs/web.md"}
+          "description": "ASCII, e.g. (law AND internet) OR privacy; see docs/web.md"}
 _SUB_FIELDS = {
     "query": _QUERY,
     "name": {"type": "string", "maxLength": 200},
