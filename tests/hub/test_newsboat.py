@@ -60,7 +60,8 @@ class Newsboat:
                "XDG_CACHE_HOME": str(self.root / "cache"), "LANG": "C.UTF-8", "TERM": "dumb"}
         process = await asyncio.create_subprocess_exec(
             NEWSBOAT, "-u", str(self.urls), "-c", str(self.cache), "-C", str(self.config),
-            "-x", "reload", "-d", str(self.root / "newsboat.log"), "-l", "5", env=env, stdin=asyncio.subprocess.DEVNULL,
+            "-x", "reload", "-d", str(self.root / "newsboat.log"), "-l", "5", env=env,
+            stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             out, err = await asyncio.wait_for(process.communicate(), TIMEOUT_S)

@@ -43,7 +43,8 @@ pytestmark = [
 
 async def _matches_listed(page: Page, sub_id: str) -> list[tuple[str, str]]:
     """Click "Show recent matches" and return the (title, link) pairs it lists."""
-    async with page.expect_response(lambda r: r.url.endswith(f"/api/subscriptions/{sub_id}/entries")):
+    answered = f"/api/subscriptions/{sub_id}/entries"
+    async with page.expect_response(lambda r: r.url.endswith(answered)):
         await page.get_by_test_id(f"show-matches-{sub_id}").click()
     links = page.get_by_test_id(f"matches-{sub_id}").locator("li a")
     return [(await link.inner_text(), await link.get_attribute("href"))
