@@ -42,11 +42,18 @@ pytestmark = [
 
 
 async def _matches_listed(page: Page, sub_id: str) -> list[tuple[str, str]]:
-    """Click "Show recent matches" and return the (title, link) pairs it lists."""
+    """Click "Show recent matches" and return the (title, link) pairs it lists, read from the
+    page once it shows what the click's answer held (the list is redrawn after the answer)."""
     answered = f"/api/subscriptions/{sub_id}/entries"
-    async with page.expect_response(lambda r: r.url.endswith(answered)):
+    async with page.expect_response(lambda r: r.url.endswith(answered)) as info:
         await page.get_by_test_id(f"show-matches-{sub_id}").click()
-    links = page.get_by_test_id(f"matches-{sub_id}").locator("li a")
+    entries = (await (await info.value).json())["entries"]
+    selector = f'[data-testid="matches-{sub_id}"] li a'
+    await page.wait_for_function(
+        """([selector, want]) => JSON.stringify([...document.querySelectorAll(selector)]
+               .map((a) => a.getAttribute("href"))) === JSON.stringify(want)""",
+        arg=[selector, [entry["link"] for entry in entries]])
+    links = page.locator(selector)
     return [(await link.inner_text(), await link.get_attribute("href"))
             for link in await links.all()]
 
@@ -159,7 +166,8 @@ async def _walk_the_path(env, page: Page, opml_file: Path) -> None:
     async def read_both() -> tuple[list, dict]:
         shown = await _matches_listed(page, sub_id)
         fetched = await page.evaluate("""async (url) => {
-            const r = await fetch(url);
+            const r = await fetch(url, {cache: "no-store"});  // max-age=60: a retry must not
+                                                              // read the browser's copy
             return {status: r.status, type: r.headers.get("Content-Type"), text: await r.text()};
         }""", copied)
         return shown, fetched
