@@ -52,29 +52,6 @@ def _phrase_holds(phrase, phrase_field, phrase_start, phrase_words, seq, bounds)
 
 
 @numba.njit(cache=True, nogil=True)
-def _holds(code, present_bits, phrase_state, phrase_of_term, phrase_field, phrase_start,
-           phrase_words, seq, bounds, touched):  # pragma: no cover
-    """Truth of one stored term code (word, prefix or phrase, NOT applied) for the article."""
-    negative = code < 0
-    if negative:
-        code = -code - 1
-    term = code & _TERM_MASK
-    if code >= _PHRASE_FLAG:
-        state = phrase_state[term]
-        if state == 0:  # not looked at yet for this article: check positions once, remember
-            found = _phrase_holds(
-                phrase_of_term[term], phrase_field, phrase_start, phrase_words, seq, bounds
-            )
-            state = 1 if found else 2
-            phrase_state[term] = state
-            touched.append(term)
-        present = state == 1
-    else:
-        present = (present_bits[term >> 6] >> np.uint64(term & 63)) & _ONE == _ONE
-    return present != negative
-
-
-@numba.njit(cache=True, nogil=True)
 def _radix_unique(values, count, max_value):  # pragma: no cover
     """Sorted unique ``values[:count]`` (all in 0..max_value), LSD radix sort of 11-bit digits."""
     width = 1
@@ -154,7 +131,8 @@ def match_numba(  # pragma: no cover - compiled; tested through both backends
             capacity += owner_start[post_start[t + 1]] - owner_start[post_start[t]]
     out = np.empty(capacity, dtype=np.int32)
     count = 0
-    touched = [0 for _ in range(0)]  # phrase terms whose state was set for this article
+    touched = np.empty(64, dtype=np.int64)  # phrase terms whose state was set for this article
+    touched_count = 0
     for t in terms:
         if t >= indexed_terms:
             continue
@@ -173,22 +151,45 @@ def match_numba(  # pragma: no cover - compiled; tested through both backends
             for j in range(owners):
                 out[np.uint64(count) + j] = owner_ids[first + j]
             count += np.int64(holds & _ONE) * np.int64(owners)
-        # Phrases or NOT terms: test in stored order, stop at the first failure.
-        for c in range(plain_end[t], post_start[t + 1]):
+        # Phrases or NOT terms: test in stored order, stop at the first failure. (Kept inline: a
+        # helper function taking these arrays costs more per call than the test itself.)
+        for c in range(np.uint64(plain_end[t]), np.uint64(post_start[t + 1])):
             holds = True
-            for k in range(rest_start[c], rest_start[c + 1]):
-                if not _holds(rest_terms[k], present_bits, phrase_state, phrase_of_term,
-                              phrase_field, phrase_start, phrase_words, seq, bounds, touched):
+            for k in range(np.uint64(rest_start[c]), np.uint64(rest_start[c + _ONE])):
+                code = np.int64(rest_terms[k])
+                negative = code < 0
+                if negative:
+                    code = -code - 1
+                term = np.uint64(code & _TERM_MASK)
+                if code >= _PHRASE_FLAG:
+                    state = phrase_state[term]
+                    if state == 0:  # first look at this phrase for this article: check, remember
+                        found = _phrase_holds(
+                            phrase_of_term[term], phrase_field, phrase_start, phrase_words, seq,
+                            bounds,
+                        )
+                        state = 1 if found else 2
+                        phrase_state[term] = state
+                        if touched_count == touched.size:
+                            grown = np.empty(2 * touched.size, dtype=np.int64)
+                            grown[:touched_count] = touched
+                            touched = grown
+                        touched[touched_count] = term
+                        touched_count += 1
+                    present = state == 1
+                else:
+                    present = (present_bits[term >> _SIX] >> (term & _LOW6)) & _ONE == _ONE
+                if present == negative:
                     holds = False
                     break
             if holds:
-                for o in range(owner_start[c], owner_start[c + 1]):
-                    out[count] = owner_ids[o]
+                for o in range(np.uint64(owner_start[c]), np.uint64(owner_start[c + _ONE])):
+                    out[np.uint64(count)] = owner_ids[o]
                     count += 1
     for t in terms:
         present_bits[t >> 6] = 0
-    for t in touched:
-        phrase_state[t] = 0
+    for i in range(touched_count):
+        phrase_state[touched[i]] = 0
     if count > id_bits.size:
         return _bitset_unique(out, count, id_bits)
     return _radix_unique(out, count, largest_id)

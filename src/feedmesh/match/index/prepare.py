@@ -36,7 +36,7 @@ class PreparedArticle:
 
 def prepare_article(article: TokenizedArticle, vocabulary: Vocabulary) -> PreparedArticle:
     found: list[int] = []
-    sequences: list[list[int]] = []
+    sequences: list[np.ndarray] = []
     bounds = [0]
     for code, field in enumerate(PHRASE_FIELDS):
         words = vocabulary.words[code]
@@ -45,33 +45,33 @@ def prepare_article(article: TokenizedArticle, vocabulary: Vocabulary) -> Prepar
         if not tokens or not (words or prefixes):
             bounds.append(bounds[-1])
             continue
+        distinct = set(tokens)
+        distinct_ids = list(map(words.get, distinct, repeat(-1)))  # the big dict: once per token
+        found.extend(distinct_ids)
         if vocabulary.phrases_per_field[code]:
-            ids = list(map(words.get, tokens, repeat(-1)))
+            # Positions go through a small dict of this article's tokens, which stays in cache.
+            local = dict(zip(distinct, distinct_ids))
+            ids = np.fromiter(map(local.__getitem__, tokens), dtype=np.int32, count=len(tokens))
             sequences.append(ids)
-            found.extend(ids)
             bounds.append(bounds[-1] + len(ids))
         else:
             bounds.append(bounds[-1])
-        distinct = set(tokens)
-        if not vocabulary.phrases_per_field[code]:
-            found.extend(map(words.get, distinct, repeat(-1)))
         aliases = article.aliases[field]
         if aliases:
             found.extend(map(words.get, aliases, repeat(-1)))
             distinct.update(aliases)
-        for length, by_prefix in prefixes.items():
-            found.extend(
-                by_prefix.get(token[:length], -1) for token in distinct if len(token) >= length
-            )
+        if prefixes:
+            shortest, stems = vocabulary.prefix_stems(code)
+            candidates = [token for token in distinct if token[:shortest] in stems]
+            for length, by_prefix in prefixes.items():
+                found.extend(
+                    by_prefix.get(token[:length], -1) for token in candidates if len(token) >= length
+                )
     for code, values in ((_SITE, article.site), (_LANG, article.lang)):
         if values and vocabulary.words[code]:
             found.extend(map(vocabulary.words[code].get, values, repeat(-1)))
     terms = sorted_unique(np.array(found, dtype=np.int32)) if found else _NO_TOKENS
     if len(terms) and terms[0] < 0:
         terms = terms[1:]
-    seq = (
-        np.array([token for ids in sequences for token in ids], dtype=np.int32)
-        if sequences
-        else _NO_TOKENS
-    )
+    seq = np.concatenate(sequences) if sequences else _NO_TOKENS
     return PreparedArticle(terms, seq, np.array(bounds, dtype=np.int64))

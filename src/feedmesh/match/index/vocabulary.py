@@ -53,6 +53,7 @@ class Vocabulary:
         self.words: list[dict[str, int]] = [{} for _ in FIELDS]
         self.prefixes: list[dict[int, dict[str, int]]] = [{} for _ in FIELDS]
         self.phrases: dict[tuple[int, tuple[str, ...]], int] = {}
+        self._stems: list[tuple[int, frozenset[str]] | None] = [None] * len(FIELDS)
         self.phrases_per_field = [0] * len(FIELDS)
         self.texts: list[str] = []  # per id: the token, prefix, or phrase tokens joined by " "
         self.fields = Growable(np.int8)  # per id: field code
@@ -93,8 +94,23 @@ class Vocabulary:
                 return known
             term_id = self._new_term(field, KIND_PREFIX, term.prefix)
             by_length[term.prefix] = term_id
+            self._stems[field] = None
             return term_id
         return self._intern_phrase(field, term.tokens)
+
+    def prefix_stems(self, field: int) -> tuple[int, frozenset[str]]:
+        """(n, the first n characters of every prefix of ``field``), n the shortest prefix length.
+
+        A token whose first n characters are not in the set cannot start with any prefix, so the
+        article side tests most tokens with one set lookup instead of one per prefix length.
+        """
+        stems = self._stems[field]
+        if stems is None:
+            lengths = self.prefixes[field]
+            shortest = min(lengths) if lengths else 0
+            stems = (shortest, frozenset(p[:shortest] for table in lengths.values() for p in table))
+            self._stems[field] = stems
+        return stems
 
     def phrase_word_ids(self, term_id: int) -> np.ndarray:
         """The word ids a phrase term implies (a phrase needs all its words present)."""
@@ -183,6 +199,7 @@ class Vocabulary:
                 table = vocabulary.prefixes[field].setdefault(len(text), {})
                 if table.setdefault(text, term_id) != term_id:
                     raise ValueError(f"prefix {text!r} appears twice")
+                vocabulary._stems[field] = None
             else:
                 vocabulary._load_phrase(term_id, field, text)
         return vocabulary
