@@ -56,27 +56,30 @@ def test_stop_words_are_the_29_most_frequent_english_words() -> None:
 
 
 def _reference_tokenize(raw: str) -> tuple[list[str], list[str]]:
-    """The `regex`-module (astral) path applied to any normalized text."""
-    run = text._tokenize_with(
-        normalize_text(raw),
-        text._ASTRAL_POSSESSIVE,
-        text._ASTRAL_INNER_APOSTROPHE,
-        text._ASTRAL_TOKEN,
-        text._ASTRAL_COMPOUND,
-    )
+    """The all-planes tables (the slowest path) applied to any normalized text."""
+    run = text._tokenize_with(normalize_text(raw), text._tables_for(0x110000))
     return run.tokens, run.aliases
 
 
 _INTERESTING = st.sampled_from(
-    list("aZ09 -'’‐,._\t") + ["ä", "ß", "東", "タ", "ー", "ภ", "ี", "서", "ि", "\u0301", "١", "\u00ad"]
+    list("aZ09 -'\u2019\u2010,._\t")
+    + ["ä", "ß", "東", "タ", "ー", "ภ", "ี", "서", "ि", "\u0301", "١", "\u00ad", "\u1acf",
+       "\U0001f600", "\U0002000b", "\U0001d7d8", "\U000104a0", "\U00010400", "\U0001e950"]
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(_INTERESTING, st.characters(max_codepoint=0xFFFF)), max_size=40).map("".join))
-def test_fast_paths_agree_with_the_unicode_property_path(raw: str) -> None:
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_INTERESTING, st.characters()), max_size=40).map("".join))
+def test_fast_paths_agree_with_the_all_planes_path(raw: str) -> None:
     run = tokenize(raw)
     assert (run.tokens, run.aliases) == _reference_tokenize(raw)
+
+
+def test_emoji_do_not_push_text_off_the_fast_path() -> None:
+    assert tokenize("Great news \U0001f600\U0001f44d for e-mail").tokens == [
+        "great", "news", "for", "e", "mail"
+    ]
+    assert tokenize("\U0001d7d8\U0001d7d9 \U000104a0") .tokens == ["01", "0"]  # astral digits
 
 
 @settings(max_examples=200, deadline=None)

@@ -50,24 +50,23 @@ STOP_WORDS: Final[frozenset[str]] = frozenset(
 # Scripts written without spaces between words: one token per character.
 _SPLIT_SCRIPTS = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
 _IS_SPLIT_SCRIPT = regex.compile(rf"[{_SPLIT_SCRIPTS}]")
+_BMP_END = 0x10000
 
-# Three implementations of the same rules, fastest first; tests check that they agree:
-# ASCII text uses tiny `re` patterns; text inside the Basic Multilingual Plane uses `re` patterns whose
-# character sets are generated from `unicodedata` (sre compiles them to bitmaps); text with astral
-# characters uses the `regex` module's Unicode properties (exact, but about ten times slower).
+# One set of rules, three implementations, fastest first (tests check that they agree):
+# * ASCII text: tiny `re` patterns;
+# * text in the Basic Multilingual Plane: `re` patterns whose character sets are generated from
+#   `unicodedata` (sre compiles them to bitmaps, fast);
+# * text that still has astral word characters (CJK extension B and later, historic scripts) after
+#   astral symbols and emoji became spaces: the same patterns generated over every plane (sre scans
+#   those sets linearly, several times slower; such text is rare).
+# Character classes come from `unicodedata` only (the running Python's Unicode version), so all
+# three agree; the `regex` module contributes the script names, which `unicodedata` lacks.
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 _ASCII_COMPOUND = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
 _ASCII_POSSESSIVE = re.compile(r"(?<=[a-z0-9])'s(?![a-z0-9])")
 _ASCII_INNER_APOSTROPHE = re.compile(r"(?<=[a-z0-9])'(?=[a-z0-9])")
 _THOUSANDS_COMMA = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
-
-_WORD = r"[\p{L}\p{M}\p{N}]"
-_RUN = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_SPLIT_SCRIPTS}]]"
-_ASTRAL_TOKEN = regex.compile(rf"[[{_SPLIT_SCRIPTS}]&&[\p{{L}}\p{{N}}]]\p{{M}}*|{_RUN}+", regex.V1)
-_ASTRAL_COMPOUND = regex.compile(rf"{_RUN}+(?:-{_RUN}+)+", regex.V1)
-_ASTRAL_POSSESSIVE = regex.compile(rf"(?<={_WORD})'s(?!{_WORD})", regex.V1)
-_ASTRAL_INNER_APOSTROPHE = regex.compile(rf"(?<={_WORD})'(?={_WORD})", regex.V1)
-_ASTRAL_DIGIT = regex.compile(r"[\p{Nd}--[0-9]]", regex.V1)
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 # Look-alike characters replaced before tokenizing. The separators (dashes, quotes, bullets) are not
 # word characters either way; turning them into spaces lets most English text take the ASCII path.
@@ -80,15 +79,15 @@ _LOOKALIKE_REPLACEMENTS: Final = (
 )
 
 
-class _BmpTables:
-    """Character classes of the Basic Multilingual Plane, generated once from ``unicodedata``."""
+class _Tables:
+    """Token patterns for code points below ``end``, generated once from ``unicodedata``."""
 
-    def __init__(self) -> None:
+    def __init__(self, end: int) -> None:
         word: list[int] = []
         split: list[int] = []
         marks: list[int] = []
         self.digits: dict[int, int] = {}
-        for code_point in range(0x80, 0x10000):
+        for code_point in range(0x80, end):
             char = chr(code_point)
             category = unicodedata.category(char)
             if category == "Nd":
@@ -121,24 +120,36 @@ def _char_class(code_points: list[int]) -> str:
         while index + 1 < len(code_points) and code_points[index + 1] == end + 1:
             index += 1
             end = code_points[index]
-        parts.append(re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}")
+        parts.append(
+            re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
+        )
         index += 1
     return "".join(parts)
 
 
-_tables: _BmpTables | None = None
+_tables: dict[int, _Tables] = {}
 
 
-def _bmp_tables() -> _BmpTables:
-    global _tables
-    if _tables is None:  # built on the first non-ASCII text (about 50 ms), not at import
-        _tables = _BmpTables()
-    return _tables
+def _tables_for(end: int) -> _Tables:
+    # Built on first need, not at import: ~50 ms for the BMP, ~0.5 s for every plane.
+    tables = _tables.get(end)
+    if tables is None:
+        tables = _tables[end] = _Tables(end)
+    return tables
 
 
 def _has_astral(text: str) -> bool:
     # UTF-16 needs two units for every character outside the BMP; encoding is far faster than a scan.
     return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+
+
+def _astral_replacement(match: re.Match[str]) -> str:
+    """An astral digit becomes ASCII, an astral letter or mark stays, anything else is a space."""
+    char = match.group()
+    category = unicodedata.category(char)
+    if category == "Nd":
+        return str(unicodedata.digit(char))
+    return char if category[0] in "LMN" else " "
 
 
 def normalize_text(text: str) -> str:
@@ -155,10 +166,11 @@ def normalize_text(text: str) -> str:
             text = text.replace(lookalike, replacement)
     if text.isascii():
         return text
-    if _bmp_tables().non_ascii_digit.search(text):
-        text = text.translate(_bmp_tables().digits)
-    if _has_astral(text):
-        text = _ASTRAL_DIGIT.sub(lambda m: str(unicodedata.digit(m.group(), 0)), text)
+    if _has_astral(text):  # emoji and other astral symbols: spaces (they separate words anyway)
+        text = _ASTRAL.sub(_astral_replacement, text)
+    tables = _tables_for(_BMP_END)
+    if tables.non_ascii_digit.search(text):
+        text = text.translate(tables.digits)
     return text
 
 
@@ -188,29 +200,16 @@ def tokenize(text: str) -> TokenRun:
             [m.replace("-", "") for m in _ASCII_COMPOUND.findall(text)] if "-" in text else []
         )
         return TokenRun(tokens, aliases)
-    if _has_astral(text):
-        return _tokenize_with(
-            text, _ASTRAL_POSSESSIVE, _ASTRAL_INNER_APOSTROPHE, _ASTRAL_TOKEN, _ASTRAL_COMPOUND
-        )
-    tables = _bmp_tables()
-    return _tokenize_with(
-        text, tables.possessive, tables.inner_apostrophe, tables.token, tables.compound
-    )
+    return _tokenize_with(text, _tables_for(0x110000 if _has_astral(text) else _BMP_END))
 
 
-def _tokenize_with(
-    text: str,
-    possessive: re.Pattern[str] | regex.Pattern[str],
-    inner_apostrophe: re.Pattern[str] | regex.Pattern[str],
-    token: re.Pattern[str] | regex.Pattern[str],
-    compound: re.Pattern[str] | regex.Pattern[str],
-) -> TokenRun:
+def _tokenize_with(text: str, tables: _Tables) -> TokenRun:
     if "'" in text:
-        text = inner_apostrophe.sub("", possessive.sub("", text))
+        text = tables.inner_apostrophe.sub("", tables.possessive.sub("", text))
     if "," in text:
         text = _THOUSANDS_COMMA.sub("", text)
-    tokens = token.findall(text)
-    aliases = [m.replace("-", "") for m in compound.findall(text)] if "-" in text else []
+    tokens = tables.token.findall(text)
+    aliases = [m.replace("-", "") for m in tables.compound.findall(text)] if "-" in text else []
     return TokenRun(tokens, aliases)
 
 
