@@ -66,3 +66,19 @@ async def test_a_second_request_joins_the_running_compaction() -> None:
     assert index.stats().delta_subscriptions == 0
     assert index.match(Article(text="extra")).tolist() == [99_999]
     index.compact()  # allowed again once it is done
+
+
+async def test_cancelling_a_caller_does_not_abandon_the_compaction() -> None:
+    index = SubscriptionIndex.build((sub, f"w{sub}") for sub in range(20_000))
+    index.add(99_999, "extra")
+    caller = asyncio.create_task(index.compact_in_background())
+    await asyncio.sleep(0)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    index.add(99_998, "late")  # logged: the compaction is still running
+    await index.compact_in_background()  # joins (or follows) the running one
+    while index._compaction is not None:
+        await asyncio.sleep(0.01)
+    assert index.match(Article(text="extra late")).tolist() == [99_998, 99_999]
+    assert 99_998 in index and len(index) == 20_002

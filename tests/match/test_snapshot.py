@@ -177,3 +177,18 @@ def test_worker_processes_share_a_snapshot_read_only() -> None:
         block.unlink()
     assert answers == [expected, expected]
     assert any(expected)  # the articles do match something
+
+
+def test_loads_from_an_mmapped_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import mmap
+
+    index = _index()
+    path = tmp_path / "index.fmx"
+    path.write_bytes(index.to_bytes())
+    with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        restored = SubscriptionIndex.from_bytes(mapped)
+        assert [restored.match(a).tolist() for a in ARTICLES] == [
+            index.match(a).tolist() for a in ARTICLES
+        ]
+        assert not restored._main.buffer.flags.writeable  # read-only pages, shared by the OS
+        del restored  # drop the views before the map closes

@@ -207,26 +207,25 @@ class SubscriptionIndex:
         self._install(job.build(), [])
 
     async def compact_in_background(self) -> None:
-        """Build the new main index in a worker thread; the index stays usable meanwhile."""
-        if self._compaction is not None:
-            await asyncio.shield(self._compaction)
-            return
-        self._compaction = asyncio.ensure_future(self._compact_async())
-        try:
-            await asyncio.shield(self._compaction)
-        finally:
-            self._compaction = None
+        """Build the new main index in a worker thread; the index stays usable meanwhile.
+
+        Concurrent calls share one compaction. Cancelling a caller does not cancel the compaction
+        (it finishes and is installed), so the index is never left half-swapped.
+        """
+        if self._compaction is None:
+            self._compaction = asyncio.ensure_future(self._compact_async())
+        await asyncio.shield(self._compaction)
 
     async def _compact_async(self) -> None:
         job = _CompactionJob(self)
         self._log = []
         try:
             built = await asyncio.to_thread(job.build)
-        except BaseException:
+            log, self._log = self._log, None
+            self._install(built, log)
+        finally:
             self._log = None
-            raise
-        log, self._log = self._log, None
-        self._install(built, log)
+            self._compaction = None  # cleared by the task itself: callers may have been cancelled
 
     def _install(self, main: CompiledIndex, replay: list[tuple[int, Query | None]]) -> None:
         self._main = main
@@ -244,7 +243,10 @@ class SubscriptionIndex:
     # --- snapshots ------------------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """The serialized index (compacting first if anything is pending); see :mod:`.snapshot`."""
+        """The serialized index (compacting first if anything is pending); see :mod:`.snapshot`.
+
+        Raises RuntimeError while a background compaction runs (await it first).
+        """
         if len(self._delta) or self._removed:
             self.compact()
         prior, observed = self.statistics.arrays()
