@@ -11,7 +11,7 @@ import pytest
 
 from feedmesh.crawl import CrawlSettings
 from feedmesh.farm import FarmConfig, FarmServer
-from feedmesh.fetch import FetchSettings
+from feedmesh.fetch import FetchSettings, StaticResolver
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.cli import running_hub
 from feedmesh.hub.web import WebLimits
@@ -100,6 +100,7 @@ def web_limits() -> WebLimits:
 @pytest.fixture
 async def hub_env(tmp_path, farm_config, web_limits) -> AsyncIterator[HubEnv]:
     async with FarmServer(farm_config) as farm, aiohttp.ClientSession() as session:
-        async with running_hub(hub_settings(str(tmp_path)), "127.0.0.1", 0,
-                               limits=web_limits) as (hub, base):
+        # Names resolve from a fixed table (none): no test can send a DNS query off the machine.
+        async with running_hub(hub_settings(str(tmp_path)), "127.0.0.1", 0, limits=web_limits,
+                               resolver=StaticResolver({})) as (hub, base):
             yield HubEnv(hub, base, farm, session)

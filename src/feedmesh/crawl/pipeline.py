@@ -95,6 +95,18 @@ class CrawlStats(msgspec.Struct, kw_only=True):
                 setattr(self, field, getattr(self, field) + value)
 
 
+async def _pause(clock: Clock, seconds: float, stop: asyncio.Event | None) -> None:
+    """Sleep on ``clock``, waking early when ``stop`` is set."""
+    if stop is None:
+        await clock.sleep(seconds)
+        return
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    sleeper.cancel()
+    stopper.cancel()
+
+
 class Crawler:
     """Crawls the feeds of a store. Create, ``await load()``, then ``await crawl()`` per cycle."""
 
@@ -132,8 +144,15 @@ class Crawler:
                 if s.active and s.not_before <= now and s.min_refresh_at <= now]
 
     async def crawl(self, feed_ids: Sequence[int] | None = None,
-                    progress: Callable[[CrawlStats], None] | None = None) -> CrawlStats:
-        """One cycle: fetch every due feed once (or the given ones), commit, hand on entries."""
+                    progress: Callable[[CrawlStats], None] | None = None,
+                    spread_s: float = 0.0, stop: asyncio.Event | None = None) -> CrawlStats:
+        """One cycle: fetch every due feed once (or the given ones), commit, hand on entries.
+
+        ``spread_s`` > 0 paces the fetches evenly over that many seconds (of the injected clock)
+        instead of as fast as possible: publishers and the tiers downstream see a steady trickle
+        rather than a burst every interval. Once ``stop`` is set no new fetch starts; those in
+        flight finish and are committed.
+        """
         start = asyncio.get_running_loop().time()
         now = self.clock.now()
         stats = CrawlStats()
@@ -155,9 +174,21 @@ class Crawler:
         queue: asyncio.Queue[FeedUpdate | None] = asyncio.Queue(maxsize=2 * self.settings.batch_size)
         committer = asyncio.create_task(self._commit_loop(queue, stats))
         work = iter(todo)
+        pace = spread_s / len(todo) if spread_s > 0 and todo else 0.0
+        began = self.clock.now()
+        started = 0
 
         async def worker() -> None:
+            nonlocal started
             for fid in work:
+                if pace:
+                    slot = began + started * pace
+                    started += 1
+                    wait = slot - self.clock.now()
+                    if wait > 0:
+                        await _pause(self.clock, wait, stop)
+                if stop is not None and stop.is_set():
+                    break
                 try:
                     update = await self._crawl_one(fid, stats)
                 except Exception as exc:  # a bug must cost one feed one cycle, nothing more

@@ -40,11 +40,23 @@ class AddressGuard:
     def __init__(self, *, allow_all: bool = False, allow_networks: Iterable[str] = ()) -> None:
         self.allow_all = allow_all
         self.allowed = tuple(ipaddress.ip_network(n, strict=False) for n in allow_networks)
+        self._known: dict[str, str | None] = {}
 
     def refusal(self, address: str) -> str | None:
         """Why ``address`` is refused, or None when it may be contacted."""
         if self.allow_all:
             return None
+        try:
+            return self._known[address]
+        except KeyError:
+            pass
+        reason = self._judge(address)
+        if len(self._known) > 65536:  # a bounded memo: a crawl meets few distinct addresses
+            self._known.clear()
+        self._known[address] = reason
+        return reason
+
+    def _judge(self, address: str) -> str | None:
         ip: IPAddress = ipaddress.ip_address(address.split("%", 1)[0])
         if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
             ip = ip.ipv4_mapped

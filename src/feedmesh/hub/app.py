@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import msgspec
+from aiohttp.abc import AbstractResolver
 
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.crawl import CrawlSettings
@@ -65,7 +66,8 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 class Hub:
     def __init__(self, settings: HubSettings | None = None, *, clock: Clock | None = None,
-                 bus: Bus | None = None, fetcher: Fetcher | None = None) -> None:
+                 bus: Bus | None = None, fetcher: Fetcher | None = None,
+                 resolver: AbstractResolver | None = None) -> None:
         self.settings = s = settings or HubSettings()
         self.clock = clock or SystemClock()
         self.metrics = HubMetrics()
@@ -74,7 +76,7 @@ class Hub:
         self.db = HubDB(data / "hub.db")
         self.bus = bus or MemoryBus(s.bus_buffer_bytes)
         self.metrics.watch_queues(self.bus.depths)
-        self.fetcher = fetcher or Fetcher(s.fetch, clock=self.clock)
+        self.fetcher = fetcher or Fetcher(s.fetch, clock=self.clock, resolver=resolver)
         self.filters = [FilterTier(n, s.filters, self.bus, self.clock, self.metrics,
                                    delivery=s.delivery) for n in range(s.filters)]
         self.reflectors = [

@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import AsyncIterator
 
 from aiohttp import web
+from aiohttp.abc import AbstractResolver
 from rich.console import Console
 from rich.table import Table
 
@@ -69,9 +70,10 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
 
 @contextlib.asynccontextmanager
 async def running_hub(settings: HubSettings, host: str, port: int, base_url: str = "",
-                      limits: WebLimits | None = None) -> AsyncIterator[tuple[Hub, str]]:
+                      limits: WebLimits | None = None,
+                      resolver: AbstractResolver | None = None) -> AsyncIterator[tuple[Hub, str]]:
     """A started hub with its web server listening; stopped cleanly on exit."""
-    hub = Hub(settings)
+    hub = Hub(settings, resolver=resolver)
     await hub.start()
     if port == 0:  # let the OS choose, then build the URLs from the port it chose
         with socket.socket() as probe:

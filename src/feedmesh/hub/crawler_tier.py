@@ -24,12 +24,14 @@ log = logging.getLogger("feedmesh.hub.crawler")
 class CrawlerTier:
     def __init__(self, store: SQLiteStore, fetcher: Fetcher, bus: Bus, clock: Clock,
                  metrics: HubMetrics, settings: CrawlSettings | None = None,
-                 followers: dict[int, int] | None = None, forward_backlog: bool = True) -> None:
+                 followers: dict[int, int] | None = None, forward_backlog: bool = True,
+                 pace: bool = True) -> None:
         self.store = store
         self.bus = bus
         self.metrics = metrics
         self.followers = followers if followers is not None else {}
         self.forward_backlog = forward_backlog
+        self.pace = pace
         self.feed_meta: dict[int, tuple[str, str, str]] = {}
         self.crawler = Crawler(store, fetcher, clock, settings=settings,
                                on_ingested=self.publish, subscribers=self.followers.get,
@@ -37,6 +39,7 @@ class CrawlerTier:
         self.last_cycle: CrawlStats | None = None
         self.cycles = 0
         self._wake = asyncio.Event()
+        self._new_feeds: list[int] = []
 
     async def load(self) -> None:
         await self.crawler.load()
@@ -56,6 +59,7 @@ class CrawlerTier:
         for fid in ids:
             self.feed_meta.setdefault(fid, (self.crawler.states[fid].url, "", ""))
         self.metrics.feeds.set(len(self.crawler.states))
+        self._new_feeds.extend(ids)
         self._wake.set()  # crawl new sources now rather than at the next interval
         return ids
 
@@ -75,8 +79,15 @@ class CrawlerTier:
         clock = self.crawler.clock
         while not stop.is_set():
             began = clock.now()
-            self._wake.clear()
-            stats = await self.crawler.crawl()
+            if self._wake.is_set():  # new sources: crawl them now, at full speed
+                self._wake.clear()
+                fresh, self._new_feeds = self._new_feeds, []
+                self._account(await self.crawler.crawl(fresh, stop=stop))
+                continue
+            # Spread each cycle over most of the interval: a steady trickle of fetches leaves the
+            # filters and reflectors room on a shared core, and is kinder to publishers.
+            stats = await self.crawler.crawl(spread_s=0.8 * interval_s if self.pace else 0.0,
+                                             stop=stop)
             self._account(stats)
             wait = max(0.0, began + interval_s - clock.now())
             waiters = [asyncio.create_task(clock.sleep(wait)), asyncio.create_task(stop.wait()),

@@ -91,39 +91,48 @@ def _sub(row: Sequence) -> Subscription:
 
 
 class FeedTokens:
-    """Private feed tokens: ``base64url(sub_id, generation, HMAC-SHA256(secret, both)[:16])``.
+    """Private feed tokens that encrypt and authenticate ``(sub_id, generation)``.
 
-    128 bits of MAC make a token unguessable; the generation lets a person revoke a leaked URL.
+    The token is ``base64url(tag || header XOR pad)`` with ``tag = HMAC(secret, "tag" || header)``
+    (16 bytes) and ``pad = HMAC(secret, "pad" || tag)`` (a synthetic-IV construction): 128 bits
+    of tag make a token unguessable, and the subscription id it carries is hidden, so a token
+    reveals neither whose subscription it is nor how many exist. Generations let a person revoke
+    a leaked URL. Checking one needs no table: two HMACs and a constant-time comparison.
     """
 
     _LAYOUT = struct.Struct(">QI")
+    LENGTH = 38
 
     def __init__(self, secret: bytes) -> None:
         if len(secret) < 32:
             raise ValueError("feed token secret must be at least 32 bytes")
         self._secret = secret
 
-    def _mac(self, head: bytes) -> bytes:
-        return hmac.new(self._secret, head, hashlib.sha256).digest()[:16]
+    def _prf(self, label: bytes, data: bytes) -> bytes:
+        return hmac.new(self._secret, label + data, hashlib.sha256).digest()
 
     def make(self, sub_id: int, generation: int) -> str:
-        head = self._LAYOUT.pack(sub_id, generation)
-        return base64.urlsafe_b64encode(head + self._mac(head)).decode().rstrip("=")
+        header = self._LAYOUT.pack(sub_id, generation)
+        tag = self._prf(b"tag", header)[:16]
+        hidden = bytes(a ^ b for a, b in zip(header, self._prf(b"pad", tag), strict=False))
+        return base64.urlsafe_b64encode(tag + hidden).decode().rstrip("=")
 
     def read(self, token: str) -> tuple[int, int] | None:
-        """``(sub_id, generation)`` when the token is authentic, else None."""
-        if len(token) != 38:
+        """``(sub_id, generation)`` when the token is authentic and spelled exactly as issued,
+        else None."""
+        if len(token) != self.LENGTH or not token.isascii():
             return None
         try:
             raw = base64.urlsafe_b64decode(token + "==")
         except (ValueError, TypeError):
             return None
-        if len(raw) != 28:
+        if len(raw) != 28 or base64.urlsafe_b64encode(raw).decode().rstrip("=") != token:
+            return None  # only the canonical spelling: no second URL for the same feed
+        tag, hidden = raw[:16], raw[16:]
+        header = bytes(a ^ b for a, b in zip(hidden, self._prf(b"pad", tag), strict=False))
+        if not hmac.compare_digest(tag, self._prf(b"tag", header)[:16]):
             return None
-        head, mac = raw[:12], raw[12:]
-        if not hmac.compare_digest(mac, self._mac(head)):
-            return None
-        return self._LAYOUT.unpack(head)
+        return self._LAYOUT.unpack(header)
 
 
 class HubDB:
@@ -190,7 +199,8 @@ class HubDB:
     def authenticate(self, token: str) -> Account | None:
         prefix, _, rest = token.partition("_")
         account_part, _, secret = rest.partition("_")
-        if prefix != "fm" or not account_part.isdigit() or not secret or len(token) > 200:
+        if (prefix != "fm" or not secret or len(token) > 200 or not account_part.isascii()
+                or not account_part.isdigit() or len(account_part) > 18):
             return None
         rows = self._read("SELECT id, name, created_at, token_hash FROM accounts WHERE id = ?",
                           (int(account_part),))

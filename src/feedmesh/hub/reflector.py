@@ -113,15 +113,18 @@ class Reflector:
             self.index.add(sub_id, parse_query(query))
         subs.ensure(sub_id)
         self.topk.ensure(sub_id)
+        if subs.active[sub_id]:
+            # A change of name, query, keep or URL changes what its feed shows (title, length),
+            # so its validators must change too, or readers would keep a stale copy on a 304.
+            subs.version[sub_id] += 1
+            subs.modified[sub_id] = max(modified, subs.modified[sub_id])
+        elif subs.modified[sub_id] == 0.0:
+            subs.modified[sub_id] = modified
         subs.active[sub_id] = True
         if keep > WIDTH >= subs.keep[sub_id] and sub_id not in self.topk.extra:
             self.topk.extra[sub_id] = np.sort(self.topk.rows[sub_id][self.topk.rows[sub_id] > 0])
         subs.keep[sub_id] = keep
-        if subs.generation[sub_id] != generation:
-            subs.version[sub_id] += 1  # a new URL: readers must not reuse an old ETag
         subs.generation[sub_id] = generation
-        if subs.modified[sub_id] == 0.0:
-            subs.modified[sub_id] = modified
 
     def load(self, rows: list[tuple[int, str, int, int, int, float]]) -> int:
         """Register this reflector's subscriptions at start-up, from

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -221,7 +220,6 @@ class Api:
         changed = await self.hub.change_subscription(sub, name=fields.get("name"),
                                                      query=fields.get("query"),
                                                      keep=fields.get("keep"), new_url=new_url)
-        self.feeds.subscription_changed(changed.id, changed.changed_at)
         return _json({"subscription": self._subscription_json(changed)})
 
     async def delete_subscription(self, request: web.Request, account: Account) -> web.Response:
@@ -311,7 +309,7 @@ class Api:
 
     async def _recent_articles(self) -> list:
         stamp, cached = self._recent
-        if time.monotonic() - stamp < 5.0 and cached:
+        if self.hub.clock.now() - stamp < 5.0 and cached:
             return cached
         rows = self.hub.store.recent_entries(self.limits.preview_entries)
         meta = self.hub.crawler.feed_meta
@@ -320,7 +318,7 @@ class Api:
             url, title, language = meta.get(row.feed_id, ("", "", ""))
             tokenized = tokenize_article(article_from_entry(row.entry, url, language))
             articles.append((row, title, tokenized))
-        self._recent = (time.monotonic(), articles)
+        self._recent = (self.hub.clock.now(), articles)
         return articles
 
     async def preview(self, request: web.Request, account: Account) -> web.Response:
