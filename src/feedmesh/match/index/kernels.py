@@ -33,22 +33,32 @@ from feedmesh.match.index.vocabulary import PhraseTables
 
 __all__ = ["BACKENDS", "Kernel", "MatchScratch", "default_backend", "phrase_holds", "warm_up"]
 
-Kernel = Callable[..., np.ndarray]
+Kernel = Callable[..., tuple[np.ndarray, int]]
 """``kernel(buffer, header, phrase_of_term, phrase_field, phrase_start, phrase_words, terms, seq,
-bounds, present_bits, phrase_state, id_bits) -> sorted unique subscription ids`` (int32); the last
-three are the arrays of a :class:`MatchScratch`."""
+bounds, present_bits, phrase_state, id_bits, work, spare) -> (ids, needed)``: the sorted unique
+subscription ids (int32) and 0, or an empty array and the size ``work``/``spare`` must grow to before
+calling again. The last five arguments are the arrays of a :class:`MatchScratch`."""
 
 
 class MatchScratch:
     """Working memory of one matcher, zero between calls: a presence bit per term, a phrase state
     per term (0 not checked, 1 holds, 2 does not), and a bit per subscription id."""
 
-    __slots__ = ("id_bits", "phrase_state", "present_bits")
+    __slots__ = ("id_bits", "phrase_state", "present_bits", "spare", "work")
 
     def __init__(self) -> None:
         self.present_bits = np.zeros(1, dtype=np.uint64)
         self.phrase_state = np.zeros(0, dtype=np.uint8)
         self.id_bits = np.zeros(1, dtype=np.uint64)
+        # Owners collected for one article, and room to sort them: kept between calls so that a
+        # large article does not pay for fresh pages every time.
+        self.work = np.empty(4096, dtype=np.int32)
+        self.spare = np.empty(4096, dtype=np.int32)
+
+    def grow_work(self, needed: int) -> None:
+        size = max(needed, 2 * len(self.work))
+        self.work = np.empty(size, dtype=np.int32)
+        self.spare = np.empty(size, dtype=np.int32)
 
     def fit(self, term_count: int, largest_id: int) -> None:
         """Grow (never shrink) to cover ``term_count`` terms and ids up to ``largest_id``."""
@@ -92,12 +102,14 @@ def match_numpy(
     present_bits: np.ndarray,
     phrase_state: np.ndarray,
     id_bits: np.ndarray,
-) -> np.ndarray:
+    work: np.ndarray,
+    spare: np.ndarray,
+) -> tuple[np.ndarray, int]:
     index = CompiledIndex(buffer, header)
     terms = terms[terms < index.term_count]
     candidates = ranges(index.post_start[terms], index.post_start[terms + 1])
     if candidates.size == 0:
-        return _EMPTY_IDS
+        return _EMPTY_IDS, 0
     rest_begin = index.rest_start[candidates]
     rest_lengths = index.rest_start[candidates + 1] - rest_begin
     entries = index.rest_terms[ranges(rest_begin, rest_begin + rest_lengths)].astype(np.int64)
@@ -118,7 +130,7 @@ def match_numpy(
     )
     passed = candidates[failures == 0]
     owners = index.owner_ids[ranges(index.owner_start[passed], index.owner_start[passed + 1])]
-    return sorted_unique(owners)
+    return sorted_unique(owners), 0
 
 
 # --- numba ---------------------------------------------------------------------------------------
@@ -156,6 +168,6 @@ def warm_up(backend: str) -> float:
     BACKENDS[backend](
         index.buffer, index.header, phrases.of_term, phrases.field, phrases.start, phrases.words,
         np.zeros(1, np.int32), np.empty(0, np.int32), np.zeros(5, np.int64), scratch.present_bits,
-        scratch.phrase_state, scratch.id_bits,
+        scratch.phrase_state, scratch.id_bits, scratch.work, scratch.spare,
     )
     return time.perf_counter() - started

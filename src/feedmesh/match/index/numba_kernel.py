@@ -52,13 +52,14 @@ def _phrase_holds(phrase, phrase_field, phrase_start, phrase_words, seq, bounds)
 
 
 @numba.njit(cache=True, nogil=True)
-def _radix_unique(values, count, max_value):  # pragma: no cover
-    """Sorted unique ``values[:count]`` (all in 0..max_value), LSD radix sort of 11-bit digits."""
+def _radix_unique(values, count, max_value, spare):  # pragma: no cover
+    """Sorted unique ``values[:count]`` (all in 0..max_value), LSD radix sort of 11-bit digits;
+    ``values`` and ``spare`` (as long) are overwritten."""
     width = 1
     while (1 << width) <= max_value:
         width += 1
-    source = values[:count].copy()
-    target = np.empty(count, dtype=np.int32)
+    source = values
+    target = spare
     counts = np.empty(2049, dtype=np.int64)
     for shift in range(0, width, 11):
         counts[:] = 0
@@ -71,14 +72,15 @@ def _radix_unique(values, count, max_value):  # pragma: no cover
             target[counts[digit]] = source[i]
             counts[digit] += 1
         source, target = target, source
+    result = np.empty(count, dtype=np.int32)
     unique = 0
     previous = -1
     for i in range(count):
         if source[i] != previous:
             previous = source[i]
-            source[unique] = previous
+            result[unique] = previous
             unique += 1
-    return source[:unique].copy()
+    return result[:unique]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -98,15 +100,16 @@ def _bitset_unique(values, count, id_bits):  # pragma: no cover
                 result[unique] = word * 64 + _DEBRUIJN[(lowest * _MAGIC) >> np.uint64(58)]
                 unique += 1
                 pending ^= lowest
-    return result[:unique].copy()
+    return result[:unique]
 
 
 @numba.njit(cache=True, nogil=True)
 def match_numba(  # pragma: no cover - compiled; tested through both backends
     buffer, header, phrase_of_term, phrase_field, phrase_start, phrase_words,
-    terms, seq, bounds, present_bits, phrase_state, id_bits,
+    terms, seq, bounds, present_bits, phrase_state, id_bits, work, spare,
 ):
-    """Sorted unique ids of the subscriptions in the index (``buffer``/``header``) that match."""
+    """(sorted unique ids of the subscriptions that match, 0), or (empty, n) when the ``work`` and
+    ``spare`` buffers hold fewer than the n owners this article could collect (grow, call again)."""
     post_start = buffer[header[0] : header[1]]
     immediate_end = buffer[header[1] : header[2]]
     plain_end = buffer[header[2] : header[3]]
@@ -129,7 +132,11 @@ def match_numba(  # pragma: no cover - compiled; tested through both backends
         present_bits[t >> 6] |= _ONE << np.uint64(t & 63)
         if t < indexed_terms:
             capacity += owner_start[post_start[t + 1]] - owner_start[post_start[t]]
-    out = np.empty(capacity, dtype=np.int32)
+    if capacity > work.size or capacity > spare.size:
+        for t in terms:
+            present_bits[t >> 6] = 0
+        return np.empty(0, dtype=np.int32), capacity
+    out = work
     count = 0
     touched = np.empty(64, dtype=np.int64)  # phrase terms whose state was set for this article
     touched_count = 0
@@ -191,5 +198,5 @@ def match_numba(  # pragma: no cover - compiled; tested through both backends
     for i in range(touched_count):
         phrase_state[touched[i]] = 0
     if count > id_bits.size:
-        return _bitset_unique(out, count, id_bits)
-    return _radix_unique(out, count, largest_id)
+        return _bitset_unique(out, count, id_bits), 0
+    return _radix_unique(out, count, largest_id, spare), 0

@@ -139,11 +139,15 @@ class SubscriptionIndex:
         scratch.fit(len(self.vocabulary), self._largest_id)
         phrases = self.vocabulary.phrase_tables()
         main = self._main
-        ids = self._kernel(
-            main.buffer, main.header, phrases.of_term, phrases.field, phrases.start, phrases.words,
-            prepared.terms, prepared.seq, prepared.bounds, scratch.present_bits,
-            scratch.phrase_state, scratch.id_bits,
-        )
+        while True:
+            ids, needed = self._kernel(
+                main.buffer, main.header, phrases.of_term, phrases.field, phrases.start,
+                phrases.words, prepared.terms, prepared.seq, prepared.bounds, scratch.present_bits,
+                scratch.phrase_state, scratch.id_bits, scratch.work, scratch.spare,
+            )
+            if not needed:
+                break
+            scratch.grow_work(needed)
         if self._removed and len(ids):
             removed = self._removed_ids()
             position = np.minimum(np.searchsorted(removed, ids), len(removed) - 1)
