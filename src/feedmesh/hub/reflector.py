@@ -226,7 +226,7 @@ class Reflector:
             ids = self.subs.active_ids(ids)
             if not len(ids):
                 continue
-            item = self._item(article, now, memory)
+            item = self._item(article, now, memory, matched.matched_at)
             if item is None:
                 continue
             batch.append((item, ids, matched.shard))
@@ -237,7 +237,8 @@ class Reflector:
         for delivery in deliveries:
             await delivery.ack()
 
-    def _item(self, article: Article, now: float, memory: int) -> ReflectedItem | None:
+    def _item(self, article: Article, now: float, memory: int,
+              matched_at: float = 0.0) -> ReflectedItem | None:
         s = self.settings
         entry = article.entry
         degraded = False
@@ -259,7 +260,7 @@ class Reflector:
         return ReflectedItem(entry_id=article.entry_id, feed_id=article.feed_id,
                              feed_url=article.feed_url, feed_title=article.feed_title,
                              first_seen_at=article.first_seen_at, stored_at=now, entry=entry,
-                             degraded=degraded)
+                             degraded=degraded, matched_at=matched_at)
 
     def _apply(self, batch: list[tuple[ReflectedItem, np.ndarray, int]], now: float) -> None:
         """Put committed matches into the held entries and move the feeds' versions."""

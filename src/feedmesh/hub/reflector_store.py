@@ -59,6 +59,8 @@ class ReflectedItem(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=Tru
     first_seen_at: float
     stored_at: float
     entry: Entry
+    matched_at: float = 0.0
+    """When the filter matched it: splits the intra-hub latency into its two legs."""
     degraded: bool = False
     """The body was dropped under memory pressure (title and link kept)."""
 
