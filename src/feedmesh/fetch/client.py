@@ -120,6 +120,8 @@ class Fetcher:
     def _failed(self, request: FetchRequest, fetched_at: float, started: float,
                 progress: _Progress, outcome: FetchOutcome, message: str,
                 status: int | None) -> FetchResult:
+        if progress.final_url and not message.startswith(request.url):
+            message = f"{request.url} redirected: {message}"  # name the feed, not only the hop
         return FetchResult(
             url=request.url, outcome=outcome, fetched_at=fetched_at,
             elapsed_s=time.perf_counter() - started, status=status,
