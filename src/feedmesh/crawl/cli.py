@@ -9,13 +9,14 @@ import os
 import signal
 from pathlib import Path
 
+import msgspec
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from feedmesh.clock import SystemClock
 from feedmesh.crawl.pipeline import CrawlSettings, CrawlStats, Crawler
-from feedmesh.feeds.opml import OpmlError, parse_opml
+from feedmesh.feeds.opml import OpmlError, OpmlResult, parse_opml
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.logs import setup_logging
 from feedmesh.store import SQLiteStore, StoreError
@@ -63,23 +64,38 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-async def read_opml(source: str, fetcher: Fetcher) -> bytes:
+OPERATOR_OPML_BYTES = 256 * 1024 * 1024
+OPERATOR_OPML_FEEDS = 10_000_000
+
+
+async def load_opml(source: str, settings: FetchSettings) -> OpmlResult:
+    """The feed list an operator gave on the command line (a file or an http(s) URL).
+
+    The operator is trusted with larger lists than web users (100,000 feeds make 21 MB of OPML),
+    so this fetch and parse use their own, larger caps.
+    """
     if source.startswith(("http://", "https://")):
-        result = await fetcher.fetch(source)
+        roomy = msgspec.structs.replace(settings, max_body_bytes=OPERATOR_OPML_BYTES,
+                                        max_decoded_bytes=OPERATOR_OPML_BYTES,
+                                        total_timeout_s=max(settings.total_timeout_s, 60.0))
+        async with Fetcher(roomy) as fetcher:
+            result = await fetcher.fetch(source)
         if not result.ok:
             raise OpmlError(f"cannot fetch the OPML list: {result.error.message}")
-        return result.body
-    try:
-        return Path(source).read_bytes()
-    except OSError as exc:
-        raise OpmlError(f"cannot read the OPML list {source}: {exc.strerror}") from exc
+        data = result.body
+    else:
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:
+            raise OpmlError(f"cannot read the OPML list {source}: {exc.strerror}") from exc
+    return parse_opml(data, max_bytes=OPERATOR_OPML_BYTES, max_outlines=OPERATOR_OPML_FEEDS)
 
 
 async def _main(args: argparse.Namespace, console: Console) -> int:
     clock = SystemClock()
     store = SQLiteStore(args.db)
     async with Fetcher(fetch_settings(args), clock=clock) as fetcher:
-        opml = parse_opml(await read_opml(args.opml, fetcher))
+        opml = await load_opml(args.opml, fetch_settings(args))
         for reason in opml.skipped:
             console.print(f"[yellow]skipped[/yellow] {reason}")
         crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(

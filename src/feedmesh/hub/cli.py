@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from feedmesh.crawl import CrawlSettings
-from feedmesh.crawl.cli import add_fetch_arguments, fetch_settings, read_opml
-from feedmesh.feeds.opml import OpmlError, parse_opml
+from feedmesh.crawl.cli import add_fetch_arguments, fetch_settings, load_opml
+from feedmesh.feeds.opml import OpmlError
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.reflector import ReflectorSettings
 from feedmesh.hub.web import WebLimits, build_app
@@ -105,7 +105,7 @@ async def _serve(args: argparse.Namespace) -> int:
     async with running_hub(settings_from(args), args.host, args.port, args.base_url,
                            limits) as (hub, url):
         if args.opml:
-            outlines = parse_opml(await read_opml(args.opml, hub.fetcher)).outlines
+            outlines = (await load_opml(args.opml, hub.settings.fetch)).outlines
             await hub.crawler.add_feeds([o.url for o in outlines])
         print(f"feedmesh hub on {url}/ (API: {url}/api/openapi.json, metrics: {url}/metrics)",
               file=sys.stderr)
