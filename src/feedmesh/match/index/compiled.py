@@ -280,7 +280,8 @@ def build_compiled(
     count = int(is_leader.sum())
 
     # Owners of duplicates move to their leader; each (conjunction, subscription) pair once.
-    members, owner_slots = np.unique(table.owners, return_inverse=True)  # the fast path of unique
+    # Owners are ranked by id for grouping (np.unique with return_inverse is the fast path of unique).
+    members, owner_slots = np.unique(table.owners, return_inverse=True)
     if members[0] < 0 or members[-1] >= 2**31:
         raise ValueError("subscription ids must be in 0 <= id < 2**31")
     owner_conjunction = new_id[leaders[np.repeat(np.arange(table.conjunctions), np.diff(table.owner_start))]]

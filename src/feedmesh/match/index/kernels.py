@@ -1,17 +1,16 @@
 """The matching loop over a :class:`~feedmesh.match.index.compiled.CompiledIndex`, in two versions.
 
-Phase 1 marks the article's terms in a scratch ``present`` array (one byte per term id). Phase 2 walks
-the posting range of every article term (the conjunctions filed under it) and verifies each
-candidate's remaining terms in their stored order: selective words first, so most candidates fail on
-the first test; phrases are checked by positions only when every word test passed, once per article
-(the answer is cached in ``present``: 1 true, 2 false); NOT terms last. The owners of every conjunction
-that passed are collected, sorted, deduplicated and mapped to subscription ids.
+Phase 1 marks the article's terms in a scratch presence bitset. Phase 2 walks the posting range of
+every article term (the conjunctions filed under it) and verifies each candidate's remaining terms
+in their stored order: selective words first; phrases by positions, once per article (the answer is
+cached in ``phrase_state``: 1 holds, 2 does not); NOT terms last. The owners (subscription ids) of
+every conjunction that passed are collected, then sorted and deduplicated.
 
 * ``numba`` (the ``fast`` extra, :mod:`.numba_kernel`): a compiled loop, cached on disk
   (``cache=True``) so only the first run on a machine pays the compile.
-* ``numpy``: the same steps as whole-array operations; always available, several times slower.
+* ``numpy``: the same steps as whole-array operations; always available, 2-3 times slower.
 
-Both take the same arguments and return the same sorted int32 array; tests run both.
+Both take the same arguments and return the same result; tests run both.
 """
 
 from __future__ import annotations
