@@ -35,6 +35,11 @@ from feedmesh.hub.reflector_store import ReflectedItem, ReflectorStore
 from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.subtable import SubTable
 from feedmesh.hub.topk import WIDTH, TopK
+
+try:  # numba is the optional ``fast`` extra
+    from feedmesh.hub.topk_kernel import bump_versions
+except ImportError:
+    bump_versions = None
 from feedmesh.match import SubscriptionIndex, parse_query
 from feedmesh.store import StoreThread
 
@@ -265,12 +270,17 @@ class Reflector:
     def _apply(self, batch: list[tuple[ReflectedItem, np.ndarray, int]], now: float) -> None:
         """Put committed matches into the held entries and move the feeds' versions."""
         subs = self.subs
+        any_wide = bool(self.topk.extra) or bool((subs.keep > WIDTH).any())
         for item, ids, _ in batch:
             self.topk.ensure(int(ids.max()))
-            changed = self.topk.insert(item.entry_id, ids, subs.keep[ids].astype(np.int64))
+            keep = subs.keep[ids].astype(np.int64) if any_wide else None
+            changed = self.topk.insert(item.entry_id, ids, keep)
             # +1 so that an edited entry (same id) still changes the feed's ETag.
-            subs.version[ids] = np.maximum(subs.version[ids] + 1, item.entry_id)
-            subs.modified[ids] = now
+            if bump_versions is not None:
+                bump_versions(subs.version, subs.modified, ids, item.entry_id, now)
+            else:
+                subs.version[ids] = np.maximum(subs.version[ids] + 1, item.entry_id)
+                subs.modified[ids] = now
             self.metrics.rows_held.inc(len(changed))
             self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
             self.metrics.articles_out.labels("reflector").inc()

@@ -19,6 +19,11 @@ __all__ = ["WIDTH", "TopK"]
 
 WIDTH = 10
 
+try:  # numba is the optional ``fast`` extra; numpy does the same, slower
+    from feedmesh.hub.topk_kernel import insert_rows as _insert_rows
+except ImportError:
+    _insert_rows = None
+
 
 class TopK:
     def __init__(self, capacity: int = 1024) -> None:
@@ -39,17 +44,20 @@ class TopK:
         rows[: len(self.rows)] = self.rows
         self.rows = rows
 
-    def insert(self, entry_id: int, ids: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        """Add ``entry_id`` to subscriptions ``ids`` (each keeping ``keep[i]``); returns the ids
-        whose newest entries changed."""
-        wide = keep > WIDTH
+    def insert(self, entry_id: int, ids: np.ndarray, keep: np.ndarray | None) -> np.ndarray:
+        """Add ``entry_id`` to subscriptions ``ids`` (each keeping ``keep[i]``; None when none
+        keeps more than ``WIDTH``); returns the ids whose newest entries changed."""
         changed = []
-        if wide.any():
+        wide = keep > WIDTH if keep is not None else None
+        if wide is not None and wide.any():
             for sub_id, k in zip(ids[wide].tolist(), keep[wide].tolist(), strict=True):
                 if self._insert_extra(sub_id, entry_id, k):
                     changed.append(sub_id)
             ids = ids[~wide]
-        if len(ids):
+        if len(ids) and _insert_rows is not None:
+            out = np.empty(len(ids), dtype=np.int64)
+            changed_narrow = out[: _insert_rows(self.rows, ids, entry_id, out)]
+        elif len(ids):
             rows = self.rows[ids]
             slot = rows.argmin(axis=1)
             smallest = rows[np.arange(len(ids)), slot]
