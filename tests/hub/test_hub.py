@@ -39,11 +39,10 @@ def held_newest(data_dir, sub_id: int, keep: int, reflector: int = 0) -> list[in
     """What the reflector's files hold for ``sub_id`` (checkpoint + match log), as a restarted
     hub would load it."""
     db = HubDB(f"{data_dir}/hub.db")
-    keeps = np.zeros(sub_id + 1, dtype=np.int16)
-    for row in db.subscription_rows():
-        if row[0] <= sub_id:
-            keeps[row[0]] = row[2]
+    columns = db.subscription_columns()
     db.close()
+    keeps = np.zeros(int(columns["id"].max(initial=sub_id)) + 1, dtype=np.int16)
+    keeps[columns["id"]] = columns["keep"]
     store = ReflectorStore(f"{data_dir}/reflector-{reflector}.db")
     try:
         topk, _ = store.load(keeps)

@@ -71,7 +71,7 @@ class Hub:
         self.settings = s = settings or HubSettings()
         self.clock = clock or SystemClock()
         self.metrics = HubMetrics()
-        data = Path(s.data_dir)
+        data = self._data = Path(s.data_dir)
         self.store = SQLiteStore(data / "feedmesh.db")
         self.db = HubDB(data / "hub.db")
         self.bus = bus or MemoryBus(s.bus_buffer_bytes)
@@ -94,12 +94,13 @@ class Hub:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        rows = self.db.subscription_rows()
+        columns = self.db.subscription_columns()
         for tier in self.filters:
-            tier.load((sub_id, query, reflector) for sub_id, query, _, reflector, _, _ in rows)
+            tier.load(self.db, columns, self._data)
         for reflector in self.reflectors:
-            reflector.load(rows)
-        self.metrics.subscriptions.set(len(rows))
+            reflector.load(columns, self.db.queries() if reflector.index is not None else ())
+        count = len(columns["id"])
+        self.metrics.subscriptions.set(count)
         await self.crawler.load()
         for tier in (*self.filters, *self.reflectors):
             name = f"{type(tier).__name__}-{getattr(tier, 'shard', getattr(tier, 'number', 0))}"
@@ -112,7 +113,7 @@ class Hub:
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
         log.info("hub_started feeds=%d subscriptions=%d filters=%d reflectors=%d",
-                 len(self.crawler.crawler.states), len(rows),
+                 len(self.crawler.crawler.states), count,
                  len(self.filters), len(self.reflectors))
 
     async def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
@@ -167,6 +168,9 @@ class Hub:
         if getattr(self, "_crawl_task", None) is not None:
             await self._crawl_task
         await self.drain()
+        seq = self.db.change_seq()  # every change up to here reached the filters (drained)
+        for tier in self.filters:
+            tier.save(self._data / f"filter-{tier.shard}-of-{tier.shards}.index", seq)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 __all__ = ["Account", "FeedTokens", "HubDB", "HubDBError", "Subscription"]
 
@@ -57,6 +58,18 @@ CREATE TABLE IF NOT EXISTS account_sources (
     PRIMARY KEY (account_id, feed_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS account_sources_by_feed ON account_sources (feed_id);
+-- Every change to a subscription, in order: lets a filter shard restore its index from a
+-- snapshot taken at some seq and apply only the changes since (triggers: nothing can forget).
+CREATE TABLE IF NOT EXISTS subscription_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    sub_id INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS subscription_added AFTER INSERT ON subscriptions
+    BEGIN INSERT INTO subscription_log (sub_id) VALUES (NEW.id); END;
+CREATE TRIGGER IF NOT EXISTS subscription_changed AFTER UPDATE ON subscriptions
+    BEGIN INSERT INTO subscription_log (sub_id) VALUES (NEW.id); END;
+CREATE TRIGGER IF NOT EXISTS subscription_deleted AFTER DELETE ON subscriptions
+    BEGIN INSERT INTO subscription_log (sub_id) VALUES (OLD.id); END;
 """
 
 
@@ -237,11 +250,41 @@ class HubDB:
                               "ORDER BY id", (account_id,))
         return [_sub(r) for r in rows]
 
-    def subscription_rows(self) -> list[tuple[int, str, int, int, int, float]]:
-        """Every subscription as ``(id, query, keep, reflector, generation, created_at)``: what
-        start-up needs, without a record object per subscription (there may be millions)."""
-        return self._read("SELECT id, query, keep, reflector, generation, created_at "
-                          "FROM subscriptions ORDER BY id")
+    def subscription_columns(self) -> dict[str, np.ndarray]:
+        """Every subscription's ``id, keep, reflector, generation, created_at`` as numpy columns:
+        what start-up needs, without a Python object per subscription (there may be millions)."""
+        names = ("id", "keep", "reflector", "generation", "created_at")
+        parts: list[np.ndarray] = []
+        with self._lock:
+            cursor = self._db.execute(f"SELECT {', '.join(names)} FROM subscriptions ORDER BY id")
+            while chunk := cursor.fetchmany(100_000):
+                parts.append(np.array(chunk, dtype=np.float64))
+        table = np.concatenate(parts) if parts else np.zeros((0, len(names)))
+        return {name: (table[:, i] if name == "created_at" else table[:, i].astype(np.int64))
+                for i, name in enumerate(names)}
+
+    def queries(self, ids: Iterable[int] | None = None) -> Iterator[tuple[int, str]]:
+        """``(id, query)`` of the given subscriptions (all when None), streamed by id."""
+        if ids is None:
+            with self._lock:
+                rows = self._db.execute("SELECT id, query FROM subscriptions ORDER BY id")
+                while chunk := rows.fetchmany(50_000):
+                    yield from chunk
+            return
+        wanted = sorted(set(ids))
+        for start in range(0, len(wanted), 500):
+            part = wanted[start:start + 500]
+            yield from self._read(f"SELECT id, query FROM subscriptions WHERE id IN "
+                                  f"({','.join('?' * len(part))}) ORDER BY id", part)
+
+    def change_seq(self) -> int:
+        """The sequence number of the last change to any subscription (0: none yet)."""
+        return int(self._read("SELECT coalesce(max(seq), 0) FROM subscription_log")[0][0])
+
+    def changed_since(self, seq: int) -> list[int]:
+        """Ids of the subscriptions added, changed or deleted after change ``seq``."""
+        return [r[0] for r in self._read("SELECT DISTINCT sub_id FROM subscription_log "
+                                         "WHERE seq > ?", (seq,))]
 
     def add_subscriptions(self, rows: Iterable[tuple[int, str, str, int, int]],
                           now: float) -> None:

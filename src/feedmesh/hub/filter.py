@@ -14,8 +14,12 @@ What goes to the reflector is Cobra's trade-off (section 3.3), a setting here:
 
 from __future__ import annotations
 
+import json
+import logging
+import mmap
+import os
 import time
-from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -25,9 +29,12 @@ from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.subtable import SubTable
-from feedmesh.match import SubscriptionIndex, article_from_entry, parse_query
+from feedmesh.hub.db import HubDB
+from feedmesh.match import SnapshotError, SubscriptionIndex, article_from_entry, parse_query
 
 __all__ = ["FilterTier", "match_article"]
+
+log = logging.getLogger("feedmesh.hub.filter")
 
 
 def match_article(index: SubscriptionIndex, article: Article) -> np.ndarray:
@@ -50,24 +57,65 @@ class FilterTier:
         self.index = SubscriptionIndex()
         self.routes = SubTable()
         self.reflectors: set[int] = set()
+        self._snapshot: mmap.mmap | None = None
 
     def owns(self, sub_id: int) -> bool:
         return sub_id % self.shards == self.shard
 
-    def load(self, subscriptions: Iterable[tuple[int, str, int]]) -> int:
-        """Build the shard's index in one go from ``(sub_id, query, reflector)`` at start-up
-        (one vectorized build instead of a million ``add`` calls); returns how many it holds."""
-        mine = [(sub_id, query, reflector) for sub_id, query, reflector in subscriptions
-                if self.owns(sub_id)]
-        self.index = SubscriptionIndex.build((sub_id, query) for sub_id, query, _ in mine)
-        if mine:
-            ids = np.fromiter((m[0] for m in mine), dtype=np.int64, count=len(mine))
-            self.routes.ensure(int(ids.max()))
-            self.routes.active[ids] = True
-            self.routes.reflector[ids] = np.fromiter((m[2] for m in mine), dtype=np.int16,
-                                                     count=len(mine))
-            self.reflectors.update(int(r) for r in np.unique(self.routes.reflector[ids]))
+    def load(self, db: HubDB, columns: dict[str, np.ndarray], snapshot_dir: Path) -> int:
+        """Build the shard's index at start-up: from its snapshot plus the subscriptions changed
+        since (milliseconds for a million), else from the stored queries (seconds), after which
+        a snapshot is written. Returns how many subscriptions the shard holds."""
+        ids = columns["id"]
+        mine = ids[ids % self.shards == self.shard]
+        if len(mine):
+            self.routes.ensure(int(mine.max()))
+            self.routes.active[mine] = True
+            self.routes.reflector[mine] = columns["reflector"][ids % self.shards == self.shard]
+            self.reflectors.update(int(r) for r in np.unique(self.routes.reflector[mine]))
+        path = snapshot_dir / f"filter-{self.shard}-of-{self.shards}.index"
+        if not self._restore(db, path):
+            seq = db.change_seq()  # before reading: later changes are applied again next time
+            self.index = SubscriptionIndex.build(
+                (sub_id, query) for sub_id, query in db.queries() if self.owns(sub_id))
+            self.save(path, seq)
         return len(mine)
+
+    def _restore(self, db: HubDB, path: Path) -> bool:
+        try:
+            with open(f"{path}.json") as f:
+                seq = int(json.load(f)["seq"])
+            with open(path, "rb") as f:
+                self._snapshot = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            index = SubscriptionIndex.from_bytes(self._snapshot)
+        except FileNotFoundError:
+            return False
+        except (OSError, ValueError, KeyError, SnapshotError) as exc:
+            log.warning("filter_snapshot_unusable shard=%d path=%s error=%r; rebuilding",
+                        self.shard, path, exc)
+            return False
+        changed = [s for s in db.changed_since(seq) if self.owns(s)]
+        for sub_id in changed:
+            index.remove(sub_id)
+        for sub_id, query in db.queries(changed):
+            index.add(sub_id, query)
+        self.index = index
+        log.info("filter_restored shard=%d subscriptions=%d changed_since_snapshot=%d",
+                 self.shard, len(index), len(changed))
+        return True
+
+    def save(self, path: Path, seq: int) -> None:
+        """Write the shard's index snapshot (compacting first) and the change seq it covers."""
+        data = self.index.to_bytes()
+        temporary = f"{path}.tmp"
+        with open(temporary, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+        with open(f"{path}.json.tmp", "w") as f:
+            json.dump({"seq": seq, "subscriptions": len(self.index)}, f)
+        os.replace(f"{path}.json.tmp", f"{path}.json")
 
     async def maintain(self) -> None:
         """Fold added and removed subscriptions into the main index when it pays off; the build

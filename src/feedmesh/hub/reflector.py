@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import msgspec
 import nh3
@@ -131,25 +131,24 @@ class Reflector:
         subs.keep[sub_id] = keep
         subs.generation[sub_id] = generation
 
-    def load(self, rows: list[tuple[int, str, int, int, int, float]]) -> int:
-        """Register this reflector's subscriptions at start-up, from
-        ``(id, query, keep, reflector, generation, created_at)`` rows, in bulk, then restore
-        what they held."""
-        mine = [r for r in rows if r[3] == self.number]
-        if mine:
-            ids = np.fromiter((r[0] for r in mine), dtype=np.int64, count=len(mine))
+    def load(self, columns: dict[str, np.ndarray], queries: Iterable[tuple[int, str]] = ()) -> int:
+        """Register this reflector's subscriptions at start-up from the hub's numpy columns
+        (``HubDB.subscription_columns``), then restore what they held. ``queries`` feeds the
+        re-match index (``article`` delivery only)."""
+        mask = columns["reflector"] == self.number
+        ids = columns["id"][mask]
+        if len(ids):
             subs = self.subs
             subs.ensure(int(ids.max()))
             subs.active[ids] = True
-            subs.keep[ids] = np.fromiter((r[2] for r in mine), dtype=np.int16, count=len(mine))
-            subs.generation[ids] = np.fromiter((r[4] for r in mine), dtype=np.int32,
-                                               count=len(mine))
-            subs.modified[ids] = np.fromiter((r[5] for r in mine), dtype=np.float64,
-                                             count=len(mine))
-            if self.index is not None:
-                self.index = SubscriptionIndex.build((r[0], r[1]) for r in mine)
+            subs.keep[ids] = columns["keep"][mask]
+            subs.generation[ids] = columns["generation"][mask]
+            subs.modified[ids] = columns["created_at"][mask]
+        if self.index is not None:
+            self.index = SubscriptionIndex.build(
+                (sub_id, query) for sub_id, query in queries if self.subs.is_active(sub_id))
         self.restore()
-        return len(mine)
+        return len(ids)
 
     async def unregister(self, sub_id: int) -> None:
         if self.subs.is_active(sub_id):
