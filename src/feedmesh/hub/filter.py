@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 import logging
 import mmap
+import multiprocessing
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -75,10 +77,14 @@ class FilterTier:
             self.reflectors.update(int(r) for r in np.unique(self.routes.reflector[mine]))
         path = snapshot_dir / f"filter-{self.shard}-of-{self.shards}.index"
         if not self._restore(db, path):
-            seq = db.change_seq()  # before reading: later changes are applied again next time
-            self.index = SubscriptionIndex.build(
-                (sub_id, query) for sub_id, query in db.queries() if self.owns(sub_id))
-            self.save(path, seq)
+            # Building from query text peaks at GBs for millions of subscriptions, memory a
+            # process never gives back: build in a short-lived child, then map its snapshot.
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+                pool.submit(build_snapshot, db.path, self.shard, self.shards, str(path)).result()
+            if not self._restore(db, path):
+                raise RuntimeError(f"filter shard {self.shard}: the snapshot just built at "
+                                   f"{path} cannot be read")
         return len(mine)
 
     def _restore(self, db: HubDB, path: Path) -> bool:
@@ -106,16 +112,8 @@ class FilterTier:
 
     def save(self, path: Path, seq: int) -> None:
         """Write the shard's index snapshot (compacting first) and the change seq it covers."""
-        data = self.index.to_bytes()
-        temporary = f"{path}.tmp"
-        with open(temporary, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-        with open(f"{path}.json.tmp", "w") as f:
-            json.dump({"seq": seq, "subscriptions": len(self.index)}, f)
-        os.replace(f"{path}.json.tmp", f"{path}.json")
+        write_snapshot(self.index, path, seq)
+
 
     async def maintain(self) -> None:
         """Fold added and removed subscriptions into the main index when it pays off; the build
@@ -181,3 +179,31 @@ class FilterTier:
             size = await self.bus.publish(f"matches.{int(reflector)}", message)
             self.metrics.articles_out.labels("filter").inc()
             self.metrics.bytes_out.labels("filter").inc(size)
+
+
+def write_snapshot(index: SubscriptionIndex, path: Path | str, seq: int) -> None:
+    """Atomically write ``index`` (compacted) and, beside it, the subscription change seq it
+    includes."""
+    data = index.to_bytes()
+    temporary = f"{path}.tmp"
+    with open(temporary, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+    with open(f"{path}.json.tmp", "w") as f:
+        json.dump({"seq": seq, "subscriptions": len(index)}, f)
+    os.replace(f"{path}.json.tmp", f"{path}.json")
+
+
+def build_snapshot(db_path: str, shard: int, shards: int, path: str) -> None:
+    """Build one shard's index from the stored queries and write its snapshot (run in a child
+    process by :meth:`FilterTier.load`)."""
+    db = HubDB(db_path)
+    try:
+        seq = db.change_seq()  # before reading: later changes are applied again on restore
+        index = SubscriptionIndex.build(
+            (sub_id, query) for sub_id, query in db.queries() if sub_id % shards == shard)
+        write_snapshot(index, path, seq)
+    finally:
+        db.close()
