@@ -62,7 +62,7 @@ async def crawl_run(feeds: int, cycles: int, spacing_s: float, *, conditional: b
                 for fid, state in crawler.states.items():
                     crawler.states[fid] = msgspec.structs.replace(state, min_refresh_at=0.0)
                 results.append(await crawler.crawl())
-            crawler.close()
+            await crawler.aclose()
         store.close()
     return results[1:]
 

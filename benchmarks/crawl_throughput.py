@@ -73,7 +73,7 @@ async def measure(feeds: int, cycles: int, hosts: int) -> dict:
                       f"200 {stats.ok} (unchanged {stats.unchanged_documents}), parsed "
                       f"{stats.parsed}, new entries {stats.new_entries}, errors "
                       f"{sum(stats.errors.values())}", flush=True)
-            crawler.close()
+            await crawler.aclose()
         store.close()
     steady = rows[1:]
     return {"feeds": feeds,

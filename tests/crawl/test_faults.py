@@ -74,7 +74,7 @@ async def test_every_fault_is_contained(faulty_farm, tmp_path):
         started = time.perf_counter()
         stats = await crawler.crawl()
         elapsed = time.perf_counter() - started
-        crawler.close()
+        await crawler.aclose()
     assert elapsed < 15, "one cycle is bounded by the fetch deadline, not by the worst server"
     outcomes = {fault: crawler.states[ids[i]] for i, fault in enumerate(faults)}
     for fault, (outcome, _) in EXPECTED.items():
@@ -111,7 +111,7 @@ async def test_changing_guids_are_not_new_twice(faulty_farm, tmp_path):
         (fid,) = await crawler.add_feeds([farm.feed_url(index)])
         first = await crawler.crawl()
         second = await crawler.crawl()
-        crawler.close()
+        await crawler.aclose()
     assert first.new_entries > 0
     assert second.fetched == 1 and second.parsed == 1  # a new document every time (new guids)
     assert second.new_entries <= 1  # at most a genuinely new post, never the old ones again

@@ -82,7 +82,7 @@ async def crawler(tmp_path):
         c.received = received  # type: ignore[attr-defined]
         c.clock_ = clock  # type: ignore[attr-defined]
         yield c
-        c.close()
+        await c.aclose()
     store.close()
 
 
@@ -173,7 +173,7 @@ async def test_slow_consumer_applies_backpressure_without_loss(site, tmp_path):
                     settings=CrawlSettings(batch_size=2, concurrency=10, batch_interval_s=0.01))
         await c.add_feeds([f"{base}/f{n}" for n in range(30)])
         stats = await c.crawl()
-        c.close()
+        await c.aclose()
     assert stats.new_entries == 90 and len(received) == 90 == len(set(received))
     store.close()
 
@@ -191,6 +191,6 @@ async def test_state_survives_restart(site, tmp_path):
             if round_ == 0:
                 await c.add_feeds([f"{base}/a"])
             stats = await c.crawl()
-            c.close()
+            await c.aclose()
         store.close()
     assert stats.not_modified == 1 and stats.new_entries == 0  # validators were persisted

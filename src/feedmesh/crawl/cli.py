@@ -120,7 +120,7 @@ async def _main(args: argparse.Namespace, console: Console) -> int:
                 except TimeoutError:
                     pass
         finally:
-            crawler.close()
+            await crawler.aclose()
             store.close()
     return 0
 

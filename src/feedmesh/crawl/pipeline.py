@@ -28,10 +28,10 @@ from feedmesh.clock import Clock
 from feedmesh.feeds import parse_feed
 from feedmesh.fetch import BackoffPolicy, FeedFetchState, FetchRequest, Fetcher, next_fetch_state
 from feedmesh.fetch.state import backoff_delay
-from feedmesh.model import FeedInfo, FetchOutcome, FetchResult
+from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult
 from feedmesh.store import FeedUpdate, IngestedEntry, Store, StoreThread, document_hash
 
-__all__ = ["CrawlSettings", "CrawlStats", "Crawler"]
+__all__ = ["CrawlSettings", "CrawlStats", "Crawler", "FeedOutcome"]
 
 log = logging.getLogger("feedmesh.crawl")
 OnIngested = Callable[[list[IngestedEntry]], Awaitable[None]]
@@ -107,8 +107,36 @@ async def _pause(clock: Clock, seconds: float, stop: asyncio.Event | None) -> No
     stopper.cancel()
 
 
+class FeedOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What fetching one feed did, once its update was committed (the scheduler learns from it)."""
+
+    feed_id: int
+    result: FetchResult
+    """The fetch (its body dropped)."""
+    ingested: tuple[IngestedEntry, ...] = ()
+    """The entries the store kept as new or updated."""
+    entries_in_document: int = 0
+    info: FeedInfo | None = None
+
+
+class _Pending:
+    __slots__ = ("future", "previous", "stats", "update")
+
+    def __init__(self, update: FeedUpdate, previous: FeedFetchState, stats: CrawlStats) -> None:
+        self.update = update
+        self.previous = previous
+        self.stats = stats
+        self.future: asyncio.Future[list[IngestedEntry]] = (
+            asyncio.get_running_loop().create_future())
+
+
 class Crawler:
-    """Crawls the feeds of a store. Create, ``await load()``, then ``await crawl()`` per cycle."""
+    """Crawls the feeds of a store: ``await load()``, then ``await crawl()`` per cycle or
+    ``await fetch_feed(id)`` feed by feed (a scheduler's way); ``await aclose()`` at the end.
+
+    Updates from every fetch go through one committer that batches them into store transactions;
+    a fetch's outcome is returned once its update is committed.
+    """
 
     def __init__(self, store: Store, fetcher: Fetcher, clock: Clock, *,
                  settings: CrawlSettings | None = None, on_ingested: OnIngested | None = None,
@@ -124,7 +152,8 @@ class Crawler:
         self.states: dict[int, FeedFetchState] = {}
         self._rng = random.Random(self.settings.seed)
         self._db = StoreThread()
-        self._flush_lock = asyncio.Lock()
+        self._queue: asyncio.Queue[_Pending | None] | None = None
+        self._committer: asyncio.Task[None] | None = None
 
     async def load(self) -> int:
         """Read every feed's fetch state from the store (on start-up and after feeds change)."""
@@ -171,8 +200,6 @@ class Crawler:
             urls_this_cycle.add(state.url)
             todo.append(fid)
 
-        queue: asyncio.Queue[FeedUpdate | None] = asyncio.Queue(maxsize=2 * self.settings.batch_size)
-        committer = asyncio.create_task(self._commit_loop(queue, stats))
         work = iter(todo)
         pace = spread_s / len(todo) if spread_s > 0 and todo else 0.0
         began = self.clock.now()
@@ -189,38 +216,54 @@ class Crawler:
                         await _pause(self.clock, wait, stop)
                 if stop is not None and stop.is_set():
                     break
-                try:
-                    update = await self._crawl_one(fid, stats)
-                except Exception as exc:  # a bug must cost one feed one cycle, nothing more
-                    log.exception("crawl_failed feed=%s url=%s", fid, self.states[fid].url)
-                    stats.add_error("internal")
-                    old = self.states[fid]
-                    update = FeedUpdate(feed_id=fid, seen_at=self.clock.now(),
-                                        state=msgspec.structs.replace(
-                                            old, last_error=f"internal error: {exc!r}"))
-                await queue.put(update)  # waits when the store or downstream is behind
+                await self.fetch_feed(fid, stats)
                 if progress is not None:
                     progress(stats)
 
+        workers = [asyncio.create_task(worker())
+                   for _ in range(min(self.settings.concurrency, max(1, len(todo))))]
         try:
-            workers = [asyncio.create_task(worker())
-                       for _ in range(min(self.settings.concurrency, max(1, len(todo))))]
-            try:
-                await asyncio.gather(*workers)
-            finally:
-                for task in workers:
-                    task.cancel()
-            await queue.put(None)
-            await committer
+            await asyncio.gather(*workers)
         finally:
-            if not committer.done():
-                committer.cancel()
+            for task in workers:
+                task.cancel()
         stats.elapsed_s = asyncio.get_running_loop().time() - start
         if progress is not None:
             progress(stats)
         return stats
 
-    async def _crawl_one(self, feed_id: int, stats: CrawlStats) -> FeedUpdate:
+    async def fetch_feed(self, feed_id: int, stats: CrawlStats | None = None) -> FeedOutcome:
+        """Fetch one feed now, whatever its backoff says (the caller decided), and return what
+        it brought once committed. Never raises for the feed's own failures."""
+        stats = stats if stats is not None else CrawlStats()
+        previous = self.states[feed_id]
+        try:
+            update, result = await self._crawl_one(feed_id, stats)
+        except Exception as exc:  # a bug must cost one feed one fetch, nothing more
+            log.exception("crawl_failed feed=%s url=%s", feed_id, previous.url)
+            stats.add_error("internal")
+            error = FetchError(outcome=FetchOutcome.PROTOCOL_ERROR,
+                               message=f"{previous.url}: internal error: {exc!r}")
+            result = FetchResult(url=previous.url, outcome=FetchOutcome.PROTOCOL_ERROR,
+                                 fetched_at=self.clock.now(), error=error)
+            update = FeedUpdate(feed_id=feed_id, seen_at=result.fetched_at,
+                                state=msgspec.structs.replace(previous,
+                                                              last_error=error.message))
+        ingested = await self._submit(update, previous, stats)
+        return FeedOutcome(feed_id=feed_id, result=msgspec.structs.replace(result, body=b""),
+                           ingested=tuple(ingested), entries_in_document=len(update.entries),
+                           info=update.info)
+
+    async def _submit(self, update: FeedUpdate, previous: FeedFetchState,
+                      stats: CrawlStats) -> list[IngestedEntry]:
+        if self._committer is None or self._committer.done():
+            self._queue = asyncio.Queue(maxsize=2 * self.settings.batch_size)
+            self._committer = asyncio.create_task(self._commit_loop(self._queue))
+        pending = _Pending(update, previous, stats)
+        await self._queue.put(pending)  # waits when the store or downstream is behind
+        return await pending.future
+
+    async def _crawl_one(self, feed_id: int, stats: CrawlStats) -> tuple[FeedUpdate, FetchResult]:
         state = self.states[feed_id]
         request = FetchRequest(
             url=state.url,
@@ -240,9 +283,9 @@ class Crawler:
             else:
                 stats.add_error(str(result.outcome))
             return self._remember(feed_id, FeedUpdate(feed_id=feed_id, state=new_state,
-                                                      seen_at=now))
+                                                      seen_at=now)), result
         return self._remember(feed_id, self._process_body(feed_id, state, new_state, result,
-                                                          now, stats))
+                                                          now, stats)), result
 
     def _process_body(self, feed_id: int, old: FeedFetchState, state: FeedFetchState,
                       result: FetchResult, now: float, stats: CrawlStats) -> FeedUpdate:
@@ -284,17 +327,15 @@ class Crawler:
             self.states[feed_id] = update.state
         return update
 
-    async def _commit_loop(self, queue: asyncio.Queue[FeedUpdate | None],
-                           stats: CrawlStats) -> None:
+    async def _commit_loop(self, queue: asyncio.Queue[_Pending | None]) -> None:
         settings = self.settings
+        loop = asyncio.get_running_loop()
         finished = False
         while not finished:
-            batch: list[FeedUpdate] = []
             item = await queue.get()
             if item is None:
                 break
-            batch.append(item)
-            loop = asyncio.get_running_loop()
+            batch = [item]
             deadline = loop.time() + settings.batch_interval_s
             while len(batch) < settings.batch_size:
                 try:
@@ -305,35 +346,44 @@ class Crawler:
                     finished = True
                     break
                 batch.append(item)
-            await self.commit(batch, stats)
+            await self._commit(batch)
 
-    async def commit(self, batch: list[FeedUpdate], stats: CrawlStats) -> list[IngestedEntry]:
-        async with self._flush_lock:
-            ingested = await self._db.call(self.store.apply, batch)
-            for item in ingested:
+    async def _commit(self, batch: list[_Pending]) -> None:
+        try:
+            ingested = await self._db.call(self.store.apply, [p.update for p in batch])
+        except Exception as exc:
+            # Nothing of this batch is stored: forget what its fetches taught us too (their
+            # validators would hide the uncommitted entries behind 304s), and tell each caller.
+            log.error("commit_failed feeds=%d error=%r", len(batch), exc)
+            for pending in batch:
+                self.states[pending.update.feed_id] = pending.previous
+                pending.stats.add_error("store")
+                if not pending.future.done():
+                    pending.future.set_result([])
+            return
+        by_feed: dict[int, list[IngestedEntry]] = {}
+        for item in ingested:
+            by_feed.setdefault(item.feed_id, []).append(item)
+        for pending in batch:
+            mine = by_feed.get(pending.update.feed_id, [])
+            stats = pending.stats
+            for item in mine:
                 if item.updated:
                     stats.updated_entries += 1
                 else:
                     stats.new_entries += 1
                 stats.out_bytes += len(_encoder.encode(item))
+        try:
             if ingested and self.on_ingested is not None:
                 await self.on_ingested(ingested)
-            return ingested
+        finally:
+            for pending in batch:
+                if not pending.future.done():
+                    pending.future.set_result(by_feed.get(pending.update.feed_id, []))
 
-    async def run(self, interval_s: float, stop: asyncio.Event,
-                  on_cycle: Callable[[CrawlStats], None] | None = None) -> None:
-        """Crawl every ``interval_s`` (of the injected clock) until ``stop`` is set."""
-        while not stop.is_set():
-            began = self.clock.now()
-            stats = await self.crawl()
-            if on_cycle is not None:
-                on_cycle(stats)
-            wait = max(0.0, began + interval_s - self.clock.now())
-            sleeper = asyncio.create_task(self.clock.sleep(wait))
-            stopper = asyncio.create_task(stop.wait())
-            await asyncio.wait({sleeper, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            sleeper.cancel()
-            stopper.cancel()
-
-    def close(self) -> None:
+    async def aclose(self) -> None:
+        """Commit what is queued, then release the store thread."""
+        if self._committer is not None and not self._committer.done():
+            await self._queue.put(None)
+            await self._committer
         self._db.close()

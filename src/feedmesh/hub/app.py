@@ -176,7 +176,7 @@ class Hub:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.bus.close()
         await self.fetcher.close()
-        self.crawler.close()
+        await self.crawler.aclose()
         for reflector in self.reflectors:
             await reflector.close_async()
         self.store.close()

@@ -111,5 +111,5 @@ class CrawlerTier:
                  "elapsed_s=%.2f", stats.fetched, stats.not_modified, stats.new_entries,
                  stats.updated_entries, sum(stats.errors.values()), stats.elapsed_s)
 
-    def close(self) -> None:
-        self.crawler.close()
+    async def aclose(self) -> None:
+        await self.crawler.aclose()
