@@ -51,7 +51,7 @@ from feedmesh.hub.reflector_store import ReflectedItem
 from feedmesh.match.workload import Workload
 
 ORIGIN = 1_760_000_000.0
-CASES = {"a": (10_000, 100_000, 600.0, 20.0), "b": (100_000, 1_000_000, 40.0, 150.0)}
+CASES = {"a": (10_000, 100_000, 600.0, 20.0), "b": (100_000, 1_000_000, 20.0, 300.0)}
 """case -> (feeds, subscriptions, farm speed, crawl interval in seconds). The hub spreads each
 crawl over 80% of its interval; the speeds give >= 200 new articles/s."""
 
@@ -103,7 +103,7 @@ def start_hub(data: Path, port: int, farm: FarmProcess, delivery: str,
 
     return subprocess.Popen(
         [sys.executable, "-m", "feedmesh", "serve", "--data", str(data), "--port", str(port),
-         "--interval", str(interval), "--allow-network", "127.0.0.0/8", "--per-host", "64",
+         "--policy", "interval", "--interval", str(interval), "--allow-network", "127.0.0.0/8", "--per-host", "64",
          "--opml", farm.opml_url, "--no-backlog", "--delivery", delivery,
          "--feed-rate", "100000", "--feed-burst", "100000", "--log-level", "warning"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=pin)

@@ -64,7 +64,8 @@ def test_serve_and_stats(farm, tmp_path):
         port = s.getsockname()[1]
     hub = subprocess.Popen([sys.executable, "-m", "feedmesh", "serve", "--data",
                             str(tmp_path / "hub"), "--port", str(port), "--opml", farm.opml_url,
-                            "--allow-network", "127.0.0.0/8", "--interval", "5"],
+                            "--allow-network", "127.0.0.0/8", "--interval", "5",
+                            "--policy", "interval"],
                            stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60

@@ -78,7 +78,7 @@ class HubEnv:
 
 def hub_settings(data_dir: str, **overrides: Any) -> HubSettings:
     fields: dict[str, Any] = dict(
-        data_dir=data_dir, crawl_interval_s=0.5,
+        data_dir=data_dir, crawl_interval_s=0.5, schedule=None,
         fetch=FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=8,
                             total_timeout_s=3.0),
         crawl=CrawlSettings(batch_interval_s=0.01))

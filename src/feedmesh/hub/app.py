@@ -35,6 +35,7 @@ from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.reflector_store import ReflectorStore
 from feedmesh.match import SubscriptionIndex, parse_query
+from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import SQLiteStore
 
 __all__ = ["Hub", "HubSettings"]
@@ -50,6 +51,10 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     delivery: str = "ids"
     bus_buffer_bytes: int = 1024 * 1024
     """Per upstream, per group: Cobra's 1 MB buffers."""
+    schedule: SchedulerSettings | None = SchedulerSettings(policy="feedmesh",
+                                                           budget_per_feed_per_day=96.0)
+    """The live fetch policy (Cobra crawled every 15 minutes: 96 fetches a feed a day is the
+    budget); None: every feed every ``crawl_interval_s``, each cycle spread over it."""
     forward_backlog: bool = True
     """Match the entries a source already held when it was first crawled. Off for big hubs:
     100,000 new sources would otherwise push a million old articles through the filters."""
@@ -86,7 +91,8 @@ class Hub:
             for n in range(s.reflectors)]
         self.crawler = CrawlerTier(self.store, self.fetcher, self.bus, self.clock, self.metrics,
                                    s.crawl, followers=self.db.followers(),
-                                   forward_backlog=s.forward_backlog)
+                                   forward_backlog=s.forward_backlog, schedule=s.schedule,
+                                   schedule_path=data / "schedule.bin")
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self.started = False

@@ -26,6 +26,7 @@ from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.reflector import ReflectorSettings
 from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
+from feedmesh.schedule import POLICY_NAMES, SchedulerSettings
 
 __all__ = ["configure", "configure_stats", "run", "run_stats", "running_hub", "settings_from"]
 
@@ -37,8 +38,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8080)
     parser.add_argument("--base-url", default="",
                         help="public URL of this hub, used in feed links (default http://HOST:PORT)")
+    parser.add_argument("--policy", default="feedmesh",
+                        choices=("interval", *sorted(POLICY_NAMES)),
+                        help="when to fetch each feed: a learned policy (default feedmesh, see "
+                             "docs/scheduling.md) or 'interval' (every feed every --interval)")
+    parser.add_argument("--budget", type=float, default=96.0,
+                        help="fetches per feed per day for a learned policy (96: Cobra's 15 min)")
     parser.add_argument("--interval", type=float, default=900.0,
-                        help="seconds between crawl cycles (Cobra: 15 minutes)")
+                        help="seconds between crawl cycles with --policy interval")
     parser.add_argument("--filters", type=int, default=1, help="filter shards")
     parser.add_argument("--reflectors", type=int, default=1)
     parser.add_argument("--delivery", choices=("ids", "article"), default="ids",
@@ -62,6 +69,8 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
+        schedule=(None if args.policy == "interval" else
+                  SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog,
         crawl=CrawlSettings(batch_interval_s=0.02),
         reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,

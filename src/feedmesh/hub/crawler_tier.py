@@ -1,19 +1,29 @@
 """The crawler tier: the ingestion pipeline, publishing each committed new or updated entry to
 the ``articles`` subject. Publishing waits when the filters are behind (backpressure reaches the
-fetch workers through the crawler's commit queue)."""
+fetch workers through the crawler's commit queue).
+
+Two ways to decide what to fetch when: a fetch policy of :mod:`feedmesh.schedule` run live
+(:class:`~feedmesh.crawl.scheduled.ScheduledCrawler`; the default), or every feed every interval,
+each cycle spread evenly over it (``policy="interval"``; benchmarks and demos use it for its
+predictable load)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
+
+import msgspec
 
 from feedmesh.clock import Clock
 from feedmesh.crawl import CrawlSettings, CrawlStats, Crawler
+from feedmesh.crawl.scheduled import ScheduledCrawler
 from feedmesh.fetch import Fetcher
 from feedmesh.hub.bus import Bus
 from feedmesh.hub.messages import Article
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.model import FeedInfo
+from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import IngestedEntry, SQLiteStore
 
 __all__ = ["CrawlerTier"]
@@ -25,7 +35,8 @@ class CrawlerTier:
     def __init__(self, store: SQLiteStore, fetcher: Fetcher, bus: Bus, clock: Clock,
                  metrics: HubMetrics, settings: CrawlSettings | None = None,
                  followers: dict[int, int] | None = None, forward_backlog: bool = True,
-                 pace: bool = True) -> None:
+                 pace: bool = True, schedule: SchedulerSettings | None = None,
+                 schedule_path: Path | None = None) -> None:
         self.store = store
         self.bus = bus
         self.metrics = metrics
@@ -38,12 +49,18 @@ class CrawlerTier:
                                on_feed_info=self._feed_info)
         self.last_cycle: CrawlStats | None = None
         self.cycles = 0
+        self.scheduled = (ScheduledCrawler(self.crawler, store, clock, schedule,
+                                           snapshot_path=schedule_path,
+                                           weight=lambda fid: 1.0 + self.followers.get(fid, 0))
+                          if schedule is not None else None)
         self._wake = asyncio.Event()
         self._new_feeds: list[int] = []
 
     async def load(self) -> None:
         await self.crawler.load()
         self._refresh_meta()
+        if self.scheduled is not None:
+            self.scheduled.start()
 
     def _refresh_meta(self) -> None:
         self.feed_meta = {row.id: (row.state.url, row.title,
@@ -59,6 +76,8 @@ class CrawlerTier:
         for fid in ids:
             self.feed_meta.setdefault(fid, (self.crawler.states[fid].url, "", ""))
         self.metrics.feeds.set(len(self.crawler.states))
+        if self.scheduled is not None:
+            self.scheduled.add_feeds(ids)
         self._new_feeds.extend(ids)
         self._wake.set()  # crawl new sources now rather than at the next interval
         return ids
@@ -76,6 +95,9 @@ class CrawlerTier:
             self.metrics.bytes_out.labels("crawler").inc(size)
 
     async def run(self, interval_s: float, stop: asyncio.Event) -> None:
+        if self.scheduled is not None:
+            await self._run_scheduled(stop)
+            return
         clock = self.crawler.clock
         while not stop.is_set():
             began = clock.now()
@@ -96,6 +118,19 @@ class CrawlerTier:
             for task in waiters:
                 task.cancel()
 
+    async def _run_scheduled(self, stop: asyncio.Event) -> None:
+        """The scheduler decides; every few seconds what it fetched is accounted like a cycle."""
+        assert self.scheduled is not None
+        runner = asyncio.create_task(self.scheduled.run(stop))
+        seen = CrawlStats()
+        while not runner.done():
+            await asyncio.wait({runner}, timeout=5.0)
+            total = msgspec.structs.replace(self.scheduled.stats,
+                                            errors=dict(self.scheduled.stats.errors))
+            self._account(_difference(total, seen))
+            seen = total
+        await runner
+
     def _account(self, stats: CrawlStats) -> None:
         self.last_cycle = stats
         self.cycles += 1
@@ -112,4 +147,15 @@ class CrawlerTier:
                  stats.updated_entries, sum(stats.errors.values()), stats.elapsed_s)
 
     async def aclose(self) -> None:
+        if self.scheduled is not None:
+            self.scheduled.save()
         await self.crawler.aclose()
+
+
+def _difference(now: CrawlStats, before: CrawlStats) -> CrawlStats:
+    """What happened between two readings of cumulative stats."""
+    fields = {f: getattr(now, f) - getattr(before, f) for f in now.__struct_fields__
+              if f != "errors"}
+    errors = {k: v - before.errors.get(k, 0) for k, v in now.errors.items()
+              if v - before.errors.get(k, 0)}
+    return CrawlStats(**fields, errors=errors)

@@ -1,0 +1,176 @@
+"""The live monitor: fetch each feed when the scheduler says it is due (issue 5's policies, run on
+the real or an accelerated clock), instead of every feed every interval.
+
+* At start-up the scheduler is restored from its last snapshot (``schedule.bin``): what it
+  learned survives a restart, and overdue feeds are spread out rather than fetched in a burst.
+  Without a snapshot every feed is added with what the store knows: the times its entries were
+  first seen (postings, the first document's backlog excluded), the publisher's hints from its
+  last document, and when it was last fetched.
+* The loop asks for due feeds (honouring per-host politeness, hints, backoff and the global budget,
+  all decided inside the pure scheduler), fetches each through the ordinary pipeline, and reports
+  back what the fetch found once it is committed: new entries and their dates, the document's
+  size, Cache-Control, Retry-After, the feed's hints.
+* The snapshot is written every few minutes and at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from feedmesh.clock import Clock
+from feedmesh.crawl.pipeline import CrawlStats, Crawler, FeedOutcome
+from feedmesh.schedule import FeedHints, FetchReport, Scheduler, SchedulerSettings
+from feedmesh.schedule.errors import ScheduleError
+from feedmesh.store import Store
+
+__all__ = ["ScheduledCrawler"]
+
+log = logging.getLogger("feedmesh.crawl.scheduled")
+
+HISTORY_DAYS = 28
+
+
+def host_of(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+class ScheduledCrawler:
+    def __init__(self, crawler: Crawler, store: Store, clock: Clock,
+                 settings: SchedulerSettings, *, snapshot_path: Path | None = None,
+                 weight: Callable[[int], float] | None = None, concurrency: int = 64,
+                 snapshot_interval_s: float = 300.0) -> None:
+        self.crawler = crawler
+        self.store = store
+        self.clock = clock
+        self.settings = settings
+        self.snapshot_path = snapshot_path
+        self.weight = weight or (lambda feed_id: 1.0)
+        self.concurrency = concurrency
+        self.snapshot_interval_s = snapshot_interval_s
+        self.scheduler = Scheduler(settings)
+        self.stats = CrawlStats()
+        self._wake = asyncio.Event()
+        self._in_flight: set[asyncio.Task[None]] = set()
+
+    # -- feeds -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Restore the scheduler (or build it from the store) for the crawler's feeds."""
+        now = self.clock.now()
+        restored = self._restore(now)
+        known = set(self.scheduler.feed_ids()) if restored else set()
+        wanted = {str(fid) for fid, state in self.crawler.states.items() if state.active}
+        for feed_id in known - wanted:
+            self.scheduler.remove_feed(feed_id)
+        postings = self.store.all_postings(since=now - HISTORY_DAYS * 86400.0)
+        infos = {row.id: row for row in self.store.feeds()}
+        for feed_id in sorted(wanted - known, key=int):
+            self._add(int(feed_id), now, postings.get(int(feed_id), ()), infos.get(int(feed_id)))
+        log.info("scheduler_started policy=%s feeds=%d restored=%s", self.settings.policy,
+                 len(wanted), restored)
+
+    def _restore(self, now: float) -> bool:
+        if self.snapshot_path is None or not self.snapshot_path.exists():
+            return False
+        try:
+            self.scheduler = Scheduler.restore(self.snapshot_path.read_bytes(), now=now,
+                                               settings=self.settings)
+            return True
+        except (ScheduleError, ValueError, OSError) as exc:
+            log.warning("scheduler_snapshot_unusable path=%s error=%r; learning again",
+                        self.snapshot_path, exc)
+            self.scheduler = Scheduler(self.settings)
+            return False
+
+    def _add(self, feed_id: int, now: float, postings: Iterable, row: object | None) -> None:
+        state = self.crawler.states[feed_id]
+        history = [p.first_seen_at for p in postings if not p.backlog]
+        info = getattr(row, "info", None)
+        self.scheduler.add_feed(
+            str(feed_id), now=now, host=host_of(state.url), weight=self.weight(feed_id),
+            hints=FeedHints.from_feed_info(info) if info is not None else None,
+            history=history,
+            history_since=getattr(row, "added_at", None) if history else None,
+            last_fetched_at=state.last_fetched_at or None)
+
+    def add_feeds(self, feed_ids: Iterable[int]) -> None:
+        """Schedule newly added feeds (their first fetch comes at once)."""
+        now = self.clock.now()
+        known = set(self.scheduler.feed_ids())
+        for feed_id in feed_ids:
+            if str(feed_id) not in known and feed_id in self.crawler.states:
+                self._add(feed_id, now, (), None)
+        self._wake.set()
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        next_snapshot = loop.time() + self.snapshot_interval_s
+        try:
+            while not stop.is_set():
+                now = self.clock.now()
+                room = self.concurrency - len(self._in_flight)
+                if room > 0:
+                    for feed_id in self.scheduler.pop_due(now, room):
+                        task = asyncio.create_task(self._fetch(feed_id))
+                        self._in_flight.add(task)
+                        task.add_done_callback(self._in_flight.discard)
+                await self._wait(stop)
+                if loop.time() > next_snapshot:
+                    next_snapshot = loop.time() + self.snapshot_interval_s
+                    self.save()
+        finally:
+            if self._in_flight:
+                await asyncio.gather(*self._in_flight, return_exceptions=True)
+            self.save()
+
+    async def _wait(self, stop: asyncio.Event) -> None:
+        """Until the next feed is due, a fetch ends (room for more), new feeds, or stop."""
+        now = self.clock.now()
+        due = self.scheduler.next_due_at(now)
+        seconds = 60.0 if due is None else min(60.0, max(0.0, due - now))
+        self._wake.clear()
+        waiters = [asyncio.ensure_future(self.clock.sleep(seconds)),
+                   asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
+        if self._in_flight and len(self._in_flight) >= self.concurrency:
+            waiters.append(asyncio.ensure_future(
+                asyncio.wait(set(self._in_flight), return_when=asyncio.FIRST_COMPLETED)))
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+
+    async def _fetch(self, feed_id: str) -> None:
+        try:
+            outcome = await self.crawler.fetch_feed(int(feed_id), self.stats)
+        except Exception:  # never leave a feed "in flight" for ever
+            log.exception("scheduled_fetch_failed feed=%s", feed_id)
+            self.scheduler.release(feed_id, now=self.clock.now())
+            self._wake.set()
+            return
+        self.scheduler.record(report_of(feed_id, outcome))
+        self._wake.set()
+
+    def save(self) -> None:
+        if self.snapshot_path is None:
+            return
+        data = self.scheduler.to_bytes(self.clock.now())
+        temporary = self.snapshot_path.with_suffix(".tmp")
+        temporary.write_bytes(data)
+        os.replace(temporary, self.snapshot_path)
+
+
+def report_of(feed_id: str, outcome: FeedOutcome) -> FetchReport:
+    """What the scheduler learns from one committed fetch."""
+    new = [item.entry for item in outcome.ingested if not item.updated and not item.backlog]
+    hints = FeedHints.from_feed_info(outcome.info) if outcome.info is not None else None
+    return FetchReport.from_fetch(feed_id, outcome.result, new_entries=new,
+                                  entries_in_document=outcome.entries_in_document, hints=hints)
