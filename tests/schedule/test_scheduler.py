@@ -168,8 +168,7 @@ def test_future_and_absurd_dates_are_not_believed():
     scheduler.pop_due(now)
     scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK,
                                  new_entries=2, published=(now - 3600, now + 30 * DAY)))
-    later = now + 3600
-    scheduler._due[scheduler.slot_of("f")] = later  # fetch again an hour later
+    later = now + 3600  # fetched again an hour later
     scheduler.record(FetchReport(feed_id="f", fetched_at=later, outcome=FetchOutcome.OK,
                                  new_entries=1, published=(0.0,)))
     notes = " ".join(scheduler.status("f").notes)

@@ -16,7 +16,7 @@ import sys
 import time
 
 from .errors import ScheduleError
-from .policies import POLICY_NAMES
+from .policies import ABLATION_POLICY_NAMES, KNOWN_POLICY_NAMES, POLICY_NAMES
 from .settings import SchedulerSettings
 from .simulator import PolicyResult, SimWindow, oracle_for, simulate, window_of
 
@@ -27,7 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", required=True,
                         help="CSV with feed_id and published_utc or first_seen_utc, or 'synthetic'")
     parser.add_argument("--policies", default="all",
-                        help=f"comma-separated, or 'all' ({', '.join(POLICY_NAMES)})")
+                        help=f"comma-separated, or 'all' ({', '.join(POLICY_NAMES)}), or "
+                        "'paper' (Table 1: uniform, optimal-timing, optimal-allocation, optimal)")
     parser.add_argument("--budget", type=float, default=1.0,
                         help="fetches per feed per day (default 1)")
     parser.add_argument("--train-days", type=float, default=14.0,
@@ -53,11 +54,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _policies(text: str) -> list[str]:
     if text.strip() == "all":
         return list(POLICY_NAMES)
+    if text.strip() == "paper":
+        return ["uniform", *ABLATION_POLICY_NAMES, "optimal"]
     names = [p.strip() for p in text.split(",") if p.strip()]
-    unknown = [p for p in names if p not in POLICY_NAMES]
+    unknown = [p for p in names if p not in KNOWN_POLICY_NAMES]
     if unknown or not names:
         raise ScheduleError(f"unknown policy {', '.join(unknown) or '(none given)'}; "
-                            f"known: {', '.join(POLICY_NAMES)}")
+                            f"known: {', '.join(KNOWN_POLICY_NAMES)}")
     return names
 
 

@@ -30,11 +30,25 @@ def _squared_distances(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     return np.maximum(d, 0.0)
 
 
-def assign_clusters(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """Index of the nearest centroid for each row of ``points``."""
+def assign_clusters(points: np.ndarray, centroids: np.ndarray, *,
+                    previous: np.ndarray | None = None, stickiness: float = 1.0) -> np.ndarray:
+    """Index of the nearest centroid for each row of ``points``.
+
+    With ``previous`` labels (-1: none), a row keeps its previous cluster while that centroid's
+    squared distance is within ``stickiness`` times the nearest one's: a profile learned from a
+    sliding window wobbles from day to day, and a plan that follows every wobble between two
+    similar clusters moves fetches around for nothing (and each move can cost a fetch).
+    """
     if len(points) == 0:
         return np.zeros(0, dtype=np.int64)
-    return _squared_distances(points, centroids).argmin(axis=1)
+    distances = _squared_distances(points, centroids)
+    labels = distances.argmin(axis=1)
+    if previous is not None and stickiness > 1.0:
+        rows = np.flatnonzero((previous >= 0) & (previous < len(centroids)))
+        old = previous[rows]
+        keep = distances[rows, old] <= stickiness * distances[rows, labels[rows]] + 1e-12
+        labels[rows[keep]] = old[keep]
+    return labels
 
 
 def fit_kmeans(points: np.ndarray, k: int, rng: np.random.Generator, *,

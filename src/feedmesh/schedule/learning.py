@@ -71,8 +71,8 @@ class LearnedState:
         self.long_total = np.zeros(0)
         self.observed_since = np.zeros(0)
         self.decay_ref = 0.0
-        self._pending_slots: list[int] = []
-        self._pending_times: list[float] = []
+        self._pending_slots: list[np.ndarray] = []
+        self._pending_times: list[np.ndarray] = []
         self.ensure_capacity(capacity)
 
     # -- slots ----------------------------------------------------------------------------------
@@ -94,10 +94,10 @@ class LearnedState:
 
     def reset_slot(self, slot: int, observed_since: float, *, reused: bool = False) -> None:
         """Forget a slot (a new feed takes it; ``reused``: another feed held it before)."""
-        if reused and slot in self._pending_slots:  # drop the previous holder's observations
-            keep = [i for i, s in enumerate(self._pending_slots) if s != slot]
-            self._pending_slots = [self._pending_slots[i] for i in keep]
-            self._pending_times = [self._pending_times[i] for i in keep]
+        if reused and self._pending_slots:  # drop the previous holder's observations
+            pairs = [(s, t) for s, t in zip(self._pending_slots, self._pending_times)]
+            self._pending_slots = [s[s != slot] for s, _ in pairs]
+            self._pending_times = [t[s != slot] for s, t in pairs]
         self.ring[slot] = 0
         self.long_hourly[slot] = 0.0
         self.long_weekday[slot] = 0.0
@@ -112,13 +112,15 @@ class LearnedState:
     # -- observations -------------------------------------------------------------------------
     def observe(self, slot: int, times: Sequence[float]) -> None:
         """Note postings of ``slot`` at ``times`` (cheap: buffered until the next read)."""
-        n = len(times)
-        if n == 1:
-            self._pending_slots.append(slot)
-            self._pending_times.append(times[0])
-        elif n:
-            self._pending_slots.extend([slot] * n)
-            self._pending_times.extend(times)
+        if len(times):
+            self._pending_slots.append(np.full(len(times), slot, dtype=np.int64))
+            self._pending_times.append(np.asarray(times, dtype=np.float64))
+
+    def observe_many(self, slots: np.ndarray, times: np.ndarray) -> None:
+        """Note postings of ``slots[i]`` at ``times[i]`` (the arrays are kept, not copied)."""
+        if len(times):
+            self._pending_slots.append(slots)
+            self._pending_times.append(times)
 
     def advance(self, now: float) -> None:
         """Move the sliding window to the UTC day of ``now`` (flushing what belongs to old days)."""
@@ -147,8 +149,8 @@ class LearnedState:
         """Fold the pending observations into the arrays (vectorized)."""
         if not self._pending_times or self.current_day is None:
             return  # nothing to fold, or no reference time yet (advance() sets it)
-        slots = np.asarray(self._pending_slots, dtype=np.int64)
-        times = np.asarray(self._pending_times, dtype=np.float64)
+        slots = np.concatenate(self._pending_slots)
+        times = np.concatenate(self._pending_times)
         self._pending_slots = []
         self._pending_times = []
         days = np.floor(times / DAY_S).astype(np.int64)

@@ -6,6 +6,10 @@
 * :class:`BudgetBucket` is the global fetch budget as a token bucket: M tokens a day, holding at
   most ``burst_s`` seconds' worth. Plans already spend M a day; the bucket stops what plans cannot
   foresee (retries, a policy gone wrong) from exceeding it.
+* :class:`SpendControl` closes the loop: it compares the fetches actually made over the last
+  week with M and scales the budget the next plans are given, so that what plans do not count
+  (error retries, a fetch made at once when a new plan would otherwise leave a long gap) comes out
+  of the plans instead of piling up against the bucket.
 
 Both are plain data with explicit ``now``; nothing here reads a clock.
 """
@@ -16,7 +20,7 @@ from collections import deque
 
 import msgspec
 
-__all__ = ["BudgetBucket", "HostLimiter", "HostRecord"]
+__all__ = ["BudgetBucket", "HostLimiter", "HostRecord", "SpendControl"]
 
 
 class HostRecord(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -154,9 +158,11 @@ class BudgetBucket:
         self._refill(now)
 
     def _refill(self, now: float) -> None:
-        if self.updated_at is None or now < self.updated_at:
+        if self.updated_at is None:
             self.updated_at = now
             return
+        if now <= self.updated_at:
+            return  # never earn the same interval twice (a clock jump resets updated_at instead)
         self.tokens = min(self.capacity, self.tokens + (now - self.updated_at) * self.rate_per_s)
         self.updated_at = now
 
@@ -168,11 +174,69 @@ class BudgetBucket:
             return True
         return False
 
+    def tokens_at(self, when: float) -> float:
+        """The tokens the bucket will hold at ``when`` if nothing is spent (no state change)."""
+        if self.updated_at is None or when <= self.updated_at:
+            return self.tokens
+        return min(self.capacity, self.tokens + (when - self.updated_at) * self.rate_per_s)
+
     def next_token_at(self, now: float) -> float:
-        self._refill(now)
-        if self.tokens >= 1.0 - 1e-9:
+        """The first instant at or after ``now`` at which a token is available (read only: asking
+        about a future instant must not book the refill up to it)."""
+        tokens = self.tokens_at(now)
+        if tokens >= 1.0 - 1e-9:
             return now
         if self.rate_per_s <= 0:
             return float("inf")
+        # counted from the last refill when that is later than ``now`` (tokens are as of then);
         # at least a millisecond on: epoch floats cannot represent smaller steps reliably
-        return now + max((1.0 - self.tokens) / self.rate_per_s, 1e-3)
+        base = now if self.updated_at is None else max(now, self.updated_at)
+        return base + max((1.0 - tokens) / self.rate_per_s, 1e-3)
+
+
+class SpendControl:
+    """Scale for the planned budget so that the fetches made over a week match M.
+
+    At every refit the fetches of the last ``window_s`` are compared with the budget of that
+    window; the scale moves by the square root of the ratio (half the correction per refit, so a
+    one-week delay in the measurement does not make it oscillate), within [``low``, ``high``];
+    errors within ``deadband`` are left alone.
+    """
+
+    def __init__(self, window_s: float = 7 * 86400.0, low: float = 0.75,
+                 high: float = 1.25, deadband: float = 0.005) -> None:
+        self.window_s = window_s
+        self.deadband = deadband  # errors this small are noise: plans are left alone
+        self.low, self.high = low, high
+        self.scale = 1.0
+        self.fetches = 0  # fetches handed out since start (the scheduler counts them)
+        self.marks: deque[tuple[float, int, float]] = deque()  # (time, fetches, budget/day)
+
+    def update(self, now: float, budget_per_day: float) -> float:
+        """Note the state at a refit and return the scale for the plans made now."""
+        marks = self.marks
+        marks.append((now, self.fetches, budget_per_day))
+        while len(marks) > 1 and marks[1][0] <= now - self.window_s:
+            marks.popleft()
+        start, fetched, _ = marks[0]
+        if now - start >= self.window_s * 0.999:
+            spans = list(marks)
+            budget = sum((b[0] - a[0]) * a[2] for a, b in zip(spans, spans[1:])) / 86400.0
+            made = self.fetches - fetched
+            if budget > 0 and made > 0 and abs(budget / made - 1.0) > self.deadband:
+                self.scale = min(max(self.scale * (budget / made) ** 0.5, self.low), self.high)
+        return self.scale
+
+    def shift(self, delta: float) -> None:
+        self.marks = deque((t + delta, f, b) for t, f, b in self.marks)
+
+    def state(self) -> dict[str, object]:
+        return {"scale": self.scale, "fetches": self.fetches,
+                "marks": [list(m) for m in self.marks]}
+
+    def load(self, state: dict[str, object]) -> None:
+        self.scale = float(state.get("scale", 1.0))  # type: ignore[arg-type]
+        self.fetches = int(state.get("fetches", 0))  # type: ignore[call-overload]
+        marks = state.get("marks", [])
+        assert isinstance(marks, list)
+        self.marks = deque((float(t), int(f), float(b)) for t, f, b in marks)

@@ -31,14 +31,18 @@ import msgspec
 import numpy as np
 
 from .allocation import cgm_age_allocation, cgm_freshness_allocation, round_to_total, sqrt_allocation
+from .core import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL, MODE_PLAN
 from .learning import LearnedSummary
 from .placement import place_batch
 from .settings import DAY_S, HOUR_S, WEEK_S, SchedulerSettings
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
+    from .table import FeedTable
 
 __all__ = [
+    "ABLATION_POLICY_NAMES",
+    "KNOWN_POLICY_NAMES",
     "POLICY_NAMES",
     "AdaptivePolicy",
     "CgmPolicy",
@@ -58,13 +62,21 @@ class Plan(msgspec.Struct, frozen=True):
     offsets_s: tuple[float, ...]
     origin_s: float = 0.0
 
+    def longest_gap_s(self) -> float:
+        """The longest time between two consecutive planned instants."""
+        offsets = self.offsets_s
+        wrap = offsets[0] + self.period_s - offsets[-1]
+        return max(wrap, *(b - a for a, b in zip(offsets, offsets[1:]))) if len(offsets) > 1 \
+            else self.period_s
+
     def next_after(self, t: float) -> float:
         """The first planned instant more than a second after ``t`` (a fetch made at a planned
         instant, give or take float rounding, must not select that instant again)."""
         period = self.period_s
-        k = math.floor((t - self.origin_s) / period)
+        t1 = t + 1.0  # shifted before flooring: a t a hair before a period boundary is on it
+        k = math.floor((t1 - self.origin_s) / period)
         base = self.origin_s + k * period
-        x = t - base + 1.0
+        x = t1 - base
         for offset in self.offsets_s:  # offsets are few and sorted; a scan beats bisect here
             if offset > x:
                 return base + offset
@@ -93,6 +105,12 @@ class RefitContext:
     def phases(self) -> np.ndarray:
         """Per-feed fixed phase in [0, 1), for spreading feeds with the same plan."""
         return self._source.column("phase", self.slots)
+
+    @cached_property
+    def last_fetch_plan_times(self) -> np.ndarray:
+        """When each feed was last fetched, in plan time (the feed's dither removed); NaN when it
+        never was. Evenly spaced plans start from here, so a re-plan keeps the rhythm."""
+        return self._source.column("last_fetch_plan_time", self.slots)
 
     @cached_property
     def prior_rates(self) -> np.ndarray:
@@ -150,6 +168,23 @@ class _ChangeTracker:
         self._values[slots[mask]] = values[mask]
         return mask
 
+    def values(self, slots: np.ndarray) -> np.ndarray | None:
+        """The stored rows of ``slots`` (NaN where none), or None before anything is stored."""
+        if self._values.shape[1] == 0:
+            return None
+        out = np.full((len(slots), self._values.shape[1]), np.nan)
+        inside = slots < len(self._values)
+        out[inside] = self._values[slots[inside]]
+        return out
+
+    def known(self, slots: np.ndarray) -> np.ndarray:
+        """Mask of slots that have stored values (a plan was built for them before)."""
+        inside = slots < len(self._values)
+        out = np.zeros(len(slots), dtype=bool)
+        if self._values.shape[1]:
+            out[inside] = np.isfinite(self._values[slots[inside]]).all(axis=1)
+        return out
+
     def forget(self, slot: int) -> None:
         if slot < len(self._values):
             self._values[slot] = np.nan
@@ -160,10 +195,13 @@ class Policy:
 
     name: ClassVar[str] = ""
     plan_based: ClassVar[bool] = True
+    mode: int = MODE_PLAN
+    """How :func:`feedmesh.schedule.core.record_success` picks the next fetch for this policy."""
 
     def __init__(self, settings: SchedulerSettings) -> None:
         self.settings = settings
         self.tracker = _ChangeTracker()
+        self.table: FeedTable | None = None  # the scheduler's arrays (set by the scheduler)
 
     def refit(self, context: RefitContext) -> dict[int, Plan]:
         """New plans for (some of) ``context.slots``; slots left out keep their plan."""
@@ -175,10 +213,6 @@ class Policy:
         if plan is None:
             return now + scheduler.base_interval_s()
         return plan.next_after(now)
-
-    def on_result(self, slot: int, new_entries: int, entries_in_document: int,
-                  success: bool) -> None:
-        """Feedback from one fetch (only the adaptive policies use it)."""
 
     def max_gap_s(self) -> float:
         """The longest the scheduler may leave a healthy feed unfetched under this policy."""
@@ -200,6 +234,9 @@ class Policy:
         """Inverse of :meth:`state`; ``slot_map`` maps snapshot slot -> new slot."""
 
 
+_COUNT_BAND = 0.75  # a planned count changes once the allocation moves this far past it
+
+
 def _floor_per_day(settings: SchedulerSettings) -> float:
     return DAY_S / settings.max_interval_s
 
@@ -211,12 +248,20 @@ def _even_plans(policy: Policy, context: RefitContext, per_day: np.ndarray,
     floor = _floor_per_day(context.settings)
     per_day = np.maximum(per_day, floor * 1e-3)
     periods = np.minimum(DAY_S / per_day, context.settings.max_interval_s)
+    replanned = policy.tracker.known(context.slots)
     changed = policy.tracker.changed(context.slots, periods, rtol)
     if not changed.any():
         return {}
     slots, periods = context.slots[changed], periods[changed]
-    offsets = context.phases[changed] * periods
-    return {int(slot): Plan(float(p), (float(o),)) for slot, p, o in zip(slots, periods, offsets)}
+    # A changed frequency continues from the feed's last fetch: re-phasing it at every refit
+    # would make the gaps irregular (a renewal process with random gaps waits longer on average,
+    # E[gap^2] / 2 E[gap]) and spend more than the plan when it moves a fetch earlier.
+    # A feed's first plan starts at its own phase, so that feeds spread over the period.
+    last = context.last_fetch_plan_times[changed]
+    anchored = replanned[changed] & np.isfinite(last)
+    origins = np.where(anchored, last, context.phases[changed] * periods)
+    return {int(slot): Plan(float(p), (0.0,), origin_s=float(o))
+            for slot, p, o in zip(slots, periods, origins)}
 
 
 class UniformPolicy(Policy):
@@ -252,64 +297,87 @@ class OptimalPolicy(Policy):
     """The paper's combined policy: Theorem 1 allocation, Theorem 3 placement, cluster profiles.
 
     Rates come from the 14-day window, profiles from the feed's K-means cluster centroid. A feed
-    allocated m >= 1 fetches a day gets round(m) a day placed within the day (Theorem 3); a feed
-    allocated less gets round(7m) a week, placed by Theorem 3 on its centroid repeated over the
-    week (for one fetch, Theorem 2's time) on days spread by the feed's phase. Largest-remainder
-    rounding keeps the budget exact. The floor is one fetch per T_max (the paper's own maximum
-    delay, 10,073 min, is about a week).
+    allocated m fetches a day gets round(7m) a week (largest-remainder rounding keeps the budget
+    exact), placed by Theorem 3 on its centroid repeated over the week (for one fetch, Theorem 2's
+    time): 7k fetches a week are k a day at the times Theorem 3 gives for the day, as in the paper;
+    other counts are rotated by whole days by the feed's phase so that feeds do not all use the
+    same weekdays. (The paper rounds to whole fetches a day; counting per week is finer and no
+    worse.) The floor is one fetch per T_max (the paper's own maximum delay, 10,073 min, is
+    about a week).
+
+    ``allocate=False`` is the paper's strategy 2 ("retrieval scheduling only": every feed the same
+    count, placed by Theorem 3) and ``place=False`` its strategy 3 ("resource allocation only":
+    Theorem 1 counts, evenly spaced); Table 1 of the paper measures all four.
     """
 
     name = "optimal"
 
-    def __init__(self, settings: SchedulerSettings) -> None:
+    def __init__(self, settings: SchedulerSettings, *, allocate: bool = True,
+                 place: bool = True) -> None:
         super().__init__(settings)
-        self._placed: dict[tuple[bool, int, int], np.ndarray] = {}  # (daily, count, cluster)
+        self.allocate = allocate
+        self.place = place
+        if not allocate:
+            self.name = "optimal-timing"  # type: ignore[misc]
+        elif not place:
+            self.name = "optimal-allocation"  # type: ignore[misc]
+        self._placed: dict[tuple[int, int], np.ndarray] = {}  # (fetches a week, cluster)
         self._centroids: np.ndarray | None = None
+
+    def allocation(self, context: RefitContext) -> np.ndarray:
+        """Fetches a day per feed: Theorem 1 on the window rates (or the same for every feed)."""
+        n = len(context.slots)
+        if not self.allocate:
+            return np.full(n, context.budget_per_day / n)
+        rates = context.learned.window_rate_per_day
+        return sqrt_allocation(context.weights * rates, context.budget_per_day,
+                               floors=_floor_per_day(context.settings))
 
     def refit(self, context: RefitContext) -> dict[int, Plan]:
         n = len(context.slots)
         if n == 0:
             return {}
         settings = context.settings
-        rates = context.learned.window_rate_per_day
-        per_day = sqrt_allocation(context.weights * rates, context.budget_per_day,
-                                  floors=_floor_per_day(settings))
+        per_day = self.allocation(context)
+        if not self.place:
+            return _even_plans(self, context, per_day, rtol=0.02)
         labels = context.labels
         centroids = np.maximum(context.centroids, 0.0) + 1e-9
-        daily = per_day >= 1.0
-        counts = np.zeros(n, dtype=np.int64)
-        if daily.any():
-            counts[daily] = np.maximum(round_to_total(per_day[daily]), 1)
-        if (~daily).any():
-            weekly = per_day[~daily] * 7.0
-            counts[~daily] = np.maximum(round_to_total(weekly), math.ceil(
-                7.0 * _floor_per_day(settings) - 1e-9))
-        changed = self.tracker.changed(context.slots, np.stack([daily, counts, labels], axis=1))
+        weekly = per_day * 7.0
+        counts = np.maximum(round_to_total(weekly), math.ceil(
+            7.0 * _floor_per_day(settings) - 1e-9))
+        # Keep a feed's count while its allocation stays near it (rates from a sliding window
+        # wobble; every change of plan can cost a fetch): a count changes once the allocation
+        # is _COUNT_BAND past it.
+        previous = self.tracker.values(context.slots)
+        if previous is not None:
+            old = previous[:, 0]
+            keep = np.isfinite(old) & (np.abs(weekly - old) <= _COUNT_BAND)
+            counts[keep] = old[keep].astype(np.int64)
+        changed = self.tracker.changed(context.slots, np.stack([counts, labels], axis=1))
         if not changed.any():
             return {}
         if self._centroids is None or not np.array_equal(self._centroids, centroids):
             self._placed.clear()  # placements depend on the centroids only
             self._centroids = centroids.copy()
         placed = self._placed
-        groups: dict[tuple[bool, int], set[int]] = {}
-        for is_daily, label, count in zip(daily[changed], labels[changed], counts[changed]):
-            if (bool(is_daily), int(count), int(label)) not in placed:
-                groups.setdefault((bool(is_daily), int(count)), set()).add(int(label))
-        for (is_daily, count), clusters in groups.items():
+        groups: dict[int, set[int]] = {}
+        for label, count in zip(labels[changed], counts[changed]):
+            if (int(count), int(label)) not in placed:
+                groups.setdefault(int(count), set()).add(int(label))
+        for count, clusters in groups.items():
             order = sorted(clusters)
-            shapes = centroids[order] if is_daily else np.tile(centroids[order], (1, 7))
-            for cluster, row in zip(order, place_batch(shapes, HOUR_S, count)):
-                placed[(is_daily, count, cluster)] = row
+            week = np.tile(centroids[order], (1, 7))  # the daily profile, every day of the week
+            for cluster, row in zip(order, place_batch(week, HOUR_S, count)):
+                placed[(count, cluster)] = row
         plans: dict[int, Plan] = {}
         for i in np.flatnonzero(changed):
-            slot = context.slots[i]
-            key = (bool(daily[i]), int(counts[i]), int(labels[i]))
-            if daily[i]:
-                plans[int(slot)] = Plan(DAY_S, tuple(float(x) for x in placed[key]))
-            else:  # the week's fetches, rotated by whole days so feeds do not share a weekday
+            count = int(counts[i])
+            offsets = placed[(count, int(labels[i]))]
+            if count % 7:  # rotated by whole days so that feeds do not share their weekdays
                 shift = math.floor(float(context.phases[i]) * 7.0) * DAY_S
-                offsets = sorted((float(x) + shift) % WEEK_S for x in placed[key])
-                plans[int(slot)] = Plan(WEEK_S, tuple(offsets))
+                offsets = np.sort((offsets + shift) % WEEK_S)
+            plans[int(context.slots[i])] = Plan(WEEK_S, tuple(float(x) for x in offsets))
         return plans
 
 
@@ -321,6 +389,8 @@ class AdaptivePolicy(Policy):
     interval shorter still, so every feed ratchets to T_min or T_max.
     Intervals live in [T_min, T_max]; to spend the same global budget as every other policy, all
     intervals are multiplied by one factor s with sum(1 / (s T_i)) = M (kept up to date in O(1)).
+    The per-fetch update runs in :func:`feedmesh.schedule.core.record_success`; the intervals
+    are the column ``F_INTERVAL`` of the scheduler's table, ``totals`` = [sum 1/T_i, M per s].
     """
 
     plan_based = False
@@ -329,16 +399,20 @@ class AdaptivePolicy(Policy):
         super().__init__(settings)
         self.literal = literal
         self.name = "adaptive-literal" if literal else "adaptive"  # type: ignore[misc]
-        self.intervals: dict[int, float] = {}
-        self.rate_sum = 0.0  # sum of 1 / interval over polled slots (per second)
-        self.budget_per_s = 0.0
+        self.mode = MODE_ADAPTIVE_LITERAL if literal else MODE_ADAPTIVE
+        self.totals = np.zeros(2)
+
+    def _intervals(self) -> np.ndarray:
+        assert self.table is not None, "the scheduler attaches its table first"
+        return self.table.F[:, F_INTERVAL]
 
     def refit(self, context: RefitContext) -> dict[int, Plan]:
-        self.budget_per_s = context.budget_per_day / DAY_S
-        polled = {int(s) for s in context.slots}
-        for slot in list(self.intervals):
-            if slot not in polled:
-                self.on_removed(slot)
+        self.totals[1] = context.budget_per_day / DAY_S
+        intervals = self._intervals()
+        polled = np.zeros(len(intervals), dtype=bool)
+        polled[context.slots] = True
+        for slot in np.flatnonzero(np.isfinite(intervals) & ~polled):
+            self.on_removed(int(slot))
         return {}
 
     def on_added(self, slot: int, base_interval_s: float) -> None:
@@ -346,40 +420,30 @@ class AdaptivePolicy(Policy):
         interval = min(max(base_interval_s, self.settings.min_interval_s),
                        self.settings.max_interval_s)
         self.on_removed(slot)
-        self.intervals[slot] = interval
-        self.rate_sum += 1.0 / interval
+        self._intervals()[slot] = interval
+        self.totals[0] += 1.0 / interval
 
     def on_removed(self, slot: int) -> None:
-        old = self.intervals.pop(slot, None)
-        if old is not None:
-            self.rate_sum -= 1.0 / old
-
-    def on_result(self, slot: int, new_entries: int, entries_in_document: int,
-                  success: bool) -> None:
-        interval = self.intervals.get(slot)
-        if interval is None or not success:
-            return
-        share = new_entries / entries_in_document if entries_in_document > 0 else 0.0
-        target = self.settings.adaptive_target_new_share
-        if share == target:
-            return
-        faster = share < target if self.literal else share > target
-        updated = interval / 2.0 if faster else interval * 2.0
-        updated = min(max(updated, self.settings.min_interval_s), self.settings.max_interval_s)
-        self.rate_sum += 1.0 / updated - 1.0 / interval
-        self.intervals[slot] = updated
+        intervals = self._intervals()
+        old = intervals[slot]
+        if np.isfinite(old):
+            self.totals[0] -= 1.0 / old
+            intervals[slot] = np.nan
 
     def next_fetch(self, scheduler: Scheduler, slot: int, now: float) -> float:
-        interval = self.intervals.get(slot)
-        if interval is None:
+        interval = self._intervals()[slot]
+        if not np.isfinite(interval):
             return now + scheduler.base_interval_s()
-        scale = self.rate_sum / self.budget_per_s if self.budget_per_s > 0 else 1.0
+        rate_sum, budget_per_s = self.totals
+        scale = rate_sum / budget_per_s if budget_per_s > 0 else 1.0
         effective = min(max(interval * scale, self.settings.min_interval_s),
                         self.settings.max_interval_s)
         return now + effective
 
     def state(self) -> dict[str, object]:
-        return {"intervals": {str(k): v for k, v in self.intervals.items()}}
+        intervals = self._intervals()
+        return {"intervals": {str(int(k)): float(intervals[k])
+                              for k in np.flatnonzero(np.isfinite(intervals))}}
 
     def load_state(self, state: dict[str, object], slot_map: dict[int, int]) -> None:
         intervals = state.get("intervals", {})
@@ -388,8 +452,8 @@ class AdaptivePolicy(Policy):
             new = slot_map.get(int(old))
             if new is not None:
                 self.on_removed(new)
-                self.intervals[new] = float(value)
-                self.rate_sum += 1.0 / float(value)
+                self._intervals()[new] = float(value)
+                self.totals[0] += 1.0 / float(value)
 
 
 def make_policy(settings: SchedulerSettings) -> Policy:
@@ -409,13 +473,25 @@ def make_policy(settings: SchedulerSettings) -> Policy:
         return CgmPolicy(settings, "freshness")
     if name == "optimal":
         return OptimalPolicy(settings)
+    if name == "optimal-timing":
+        return OptimalPolicy(settings, allocate=False)
+    if name == "optimal-allocation":
+        return OptimalPolicy(settings, place=False)
     if name == "feedmesh":
         return FeedmeshPolicy(settings)
     from .errors import UnknownPolicyError
 
-    raise UnknownPolicyError(f"unknown policy {name!r}; known policies: {', '.join(POLICY_NAMES)}")
+    raise UnknownPolicyError(
+        f"unknown policy {name!r}; known policies: {', '.join(KNOWN_POLICY_NAMES)}")
 
 
 POLICY_NAMES: tuple[str, ...] = (
     "uniform", "adaptive", "adaptive-literal", "cgm-age", "cgm-freshness", "optimal", "feedmesh",
 )
+"""The policies a deployment chooses from (``--policies all``)."""
+
+ABLATION_POLICY_NAMES: tuple[str, ...] = ("optimal-timing", "optimal-allocation")
+"""The paper's strategies 2 and 3 (Table 1: placement only, allocation only), for the simulator's
+calibration table; a deployment has no reason to pick them."""
+
+KNOWN_POLICY_NAMES: tuple[str, ...] = POLICY_NAMES + ABLATION_POLICY_NAMES

@@ -127,3 +127,7 @@ class SchedulerSnapshot(msgspec.Struct, frozen=True):
     policy_state: dict[str, object]
     rng_state: dict[str, object]
     random_state: list[object]
+    spend: dict[str, object] | None = None
+    """The spend control's scale and recent counts (see :class:`~.limits.SpendControl`)."""
+    labels: list[int] | None = None
+    """Each feed's cluster at the last refit, in ``feeds`` order (keeps cluster stickiness)."""

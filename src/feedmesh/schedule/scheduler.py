@@ -1,9 +1,10 @@
 """The scheduler: one object per deployment that says which feeds to fetch when.
 
 It holds every feed's learned state (:mod:`.learning`), the chosen policy's plans
-(:mod:`.policies`), per-host politeness and the global budget (:mod:`.limits`), and a heap of
-due times. It never reads a clock: every call takes ``now`` (float epoch seconds). The same object
-runs live inside the crawler and, with a simulated clock, inside ``feedmesh sim``::
+(:mod:`.policies`), per-host politeness and the global budget, and an indexed heap of due times,
+all as arrays (:mod:`.table`) that the compiled kernels of :mod:`.core` work on. It never reads
+a clock: every call takes ``now`` (float epoch seconds). The same object runs live inside the
+crawler and, with a simulated clock, inside ``feedmesh sim``::
 
     scheduler = Scheduler(SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=24))
     scheduler.add_feed("f1", now=now, host="example.org")
@@ -18,12 +19,12 @@ most T_max later; no earlier than ttl / max-age allow (capped); outside skipHour
 any error backoff or Retry-After (capped, see ``record``); only every safety interval for feeds
 whose WebSub push is live. ``pop_due`` then holds a due feed back while its host is inside its
 minimum spacing, its per-minute cap or a server-requested pause, or while the budget bucket is
-empty.
+empty. A batch of successful fetches can be reported at once with :meth:`record_batch` (what
+the simulator does; the crawler may too).
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 from collections.abc import Iterable, Sequence
@@ -33,14 +34,21 @@ import numpy as np
 
 from feedmesh.model import FetchOutcome
 
+from . import core
 from .clusters import assign_clusters, fit_kmeans, normalized_profiles
-from .errors import DuplicateFeedError, SnapshotError, UnknownFeedError
-from .hints import FeedHints, next_allowed_time
+from .core import (
+    F_BACKOFF, F_DITHER, F_DUE, F_LAST_FETCH, F_LAST_SUCCESS, F_PHASE, F_TTL, F_WEIGHT,
+    FLAG_AWAITING, FLAG_GONE, FLAG_IN_FLIGHT, FLAG_SKIP_ALL, FLAG_WEBSUB, I_ERRORS, I_FLAGS,
+    I_HOST, I_RATE_LIMITED, I_SKIP_DAYS, I_SKIP_HOURS, K_FIELDS,
+)
+from .errors import DuplicateFeedError, UnknownFeedError
+from .hints import FeedHints
 from .learning import LearnedState, LearnedSummary
-from .limits import BudgetBucket, HostLimiter
+from .limits import SpendControl
 from .policies import Plan, RefitContext, make_policy
-from .records import SNAPSHOT_FORMAT, FeedRecord, FeedStatus, FetchReport, SchedulerSnapshot
+from .records import FeedStatus, FetchReport, SchedulerSnapshot
 from .settings import DAY_S, SchedulerSettings
+from .table import FeedTable, HostTable
 
 __all__ = ["Scheduler"]
 
@@ -49,7 +57,12 @@ _CLOCK_SKEW_S = 300.0  # declared dates up to this far in the future are still b
 _BACKWARD_JUMP_S = 300.0  # now earlier than the latest now by more than this: a clock jump
 _FORWARD_JUMP_S = 3600.0  # no call for this long: overdue feeds are re-spread, not burst
 _OVERDUE_S = 60.0
+_START_TOKENS_S = 12 * 3600.0
+_LABEL_STICKINESS = 1.5  # a feed changes cluster when another centroid is clearly nearer
 _INF = math.inf
+_NAN = math.nan
+_EMPTY_F = np.zeros(0)
+_EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
 class Scheduler:
@@ -63,31 +76,22 @@ class Scheduler:
         self._random = random.Random(s.seed)
         self._learner = LearnedState(window_days=s.rate_window_days,
                                      half_life_days=s.memory_half_life_days)
-        self._hosts = HostLimiter(s.host_min_spacing_s, s.host_max_per_minute)
-        self._bucket = BudgetBucket(0.0, s.budget_burst_s)
-        self._heap: list[tuple[float, int, int]] = []
+        self._table = FeedTable()
+        self.policy.table = self._table
+        self._hosts = HostTable(s.host_min_spacing_s, s.host_max_per_minute)
+        # the global budget as a token bucket: [tokens, per second, capacity, refilled at]
+        self._bucket_state = np.array([1.0, 0.0, 1.0, _NAN])
+        self._spend = SpendControl()
         self._slot_of: dict[str, int] = {}
         self._free: list[int] = []
-        # per-slot state (Python lists: the hot path reads scalars)
+        # per-slot Python objects (the numbers live in the table)
         self._ids: list[str | None] = []
         self._host: list[str] = []
-        self._weight: list[float] = []
         self._hints: list[FeedHints | None] = []
-        self._due: list[float] = []
-        self._version: list[int] = []
-        self._in_flight: list[bool] = []
-        self._gone: list[bool] = []
-        self._awaiting_plan: list[bool] = []
-        self._last_fetch: list[float | None] = []
-        self._last_success: list[float | None] = []
-        self._errors: list[int] = []
-        self._rate_limited: list[int] = []
-        self._backoff_until: list[float] = []
-        self._phase: list[float] = []
-        self._dither: list[float] = []
         self._plan: list[Plan | None] = []
         self._notes: list[dict[str, str] | None] = []
         self._centroids: np.ndarray | None = None
+        self._labels = np.zeros(0, dtype=np.int64)  # each slot's cluster at the last refit (-1)
         self._clock_high = -_INF
         self._next_refit_at = -_INF
         self._next_cluster_refit_at = -_INF
@@ -95,6 +99,14 @@ class Scheduler:
         self._awaiting_count = 0
         self._active_count = 0  # feeds held and not gone
         self._max_gap = self.policy.max_gap_s()
+        self._K = np.zeros(K_FIELDS)
+        self._update_kernel_settings()
+        # scratch buffers of the learning kernel
+        self._obs_slots = np.empty(1024, dtype=np.int64)
+        self._obs_times = np.empty(1024)
+        self._first_min = np.empty(64)
+        self._undated = np.empty(64, dtype=np.int64)
+        self._no_hint = np.full(64, _NAN)  # max-age of fetches that gave none
         self.clock_jumps: list[tuple[float, float]] = []
         """(latest now seen, now given) for every backward clock jump handled."""
 
@@ -128,16 +140,14 @@ class Scheduler:
             raise ValueError(f"feed {feed_id!r}: weight must be a finite number >= 0, got {weight}")
         now = self._tick(now)
         reused = bool(self._free)
-        slot = self._new_slot(feed_id)
-        self._host[slot] = host or feed_id
-        self._weight[slot] = float(weight)
-        self._hints[slot] = hints
-        self._phase[slot] = float(self._rng.random())
-        self._dither[slot] = float(self._rng.random()) * self.settings.phase_dither_s
+        slot = self._new_slot(feed_id, host or feed_id)
+        F = self._table.F
+        F[slot, F_WEIGHT] = float(weight)
+        F[slot, F_PHASE] = float(self._rng.random())
+        F[slot, F_DITHER] = float(self._rng.random()) * self.settings.phase_dither_s
+        self._set_hints(slot, hints)
         self._learner.reset_slot(slot, observed_since=now, reused=reused)
         self._active_count += 1
-        if hints is not None and hints.skips_everything:
-            self._note(slot, "skip_hints", "skipHours/skipDays cover every hour; ignored")
         trusted = [t for t in history if math.isfinite(t) and t <= now + _CLOCK_SKEW_S]
         if trusted:
             self._learner.observe(slot, [min(t, now) for t in trusted])
@@ -147,11 +157,11 @@ class Scheduler:
         if len(trusted) < len(history):
             self._note(slot, "history_dates", "history times in the future were ignored")
         self._plans_stale = True
+        self._update_kernel_settings()
         self.policy.on_added(slot, self.base_interval_s())
         if last_fetched_at is not None:
-            self._last_fetch[slot] = float(last_fetched_at)
-            self._last_success[slot] = float(last_fetched_at)
-            self._awaiting_plan[slot] = True
+            F[slot, F_LAST_FETCH] = F[slot, F_LAST_SUCCESS] = float(last_fetched_at)
+            self._table.I[slot, I_FLAGS] |= FLAG_AWAITING
             self._awaiting_count += 1
         else:
             self._push(slot, now + self._random.random() * self.settings.first_fetch_spread_s)
@@ -160,34 +170,54 @@ class Scheduler:
         """Stop scheduling ``feed_id`` and forget what was learned about it."""
         slot = self._slot(feed_id)
         del self._slot_of[feed_id]
-        if not self._gone[slot]:
+        flags = self._table.I[slot, I_FLAGS]
+        if not flags & FLAG_GONE:
             self._active_count -= 1
-        if self._awaiting_plan[slot]:
+        if flags & FLAG_AWAITING:
             self._awaiting_count -= 1
         self.policy.on_removed(slot)
         self._ids[slot] = None
-        self._version[slot] += 1
+        self._table.remove_from_heap(slot)
+        self._table.I[slot, I_FLAGS] = 0
+        self._table.clear_plan(slot)
         self._plan[slot] = None
         self._notes[slot] = None
         self._free.append(slot)
         self._plans_stale = True
+        self._update_kernel_settings()
 
     def set_weight(self, feed_id: str, weight: float) -> None:
         """Change a feed's importance (subscribers); used from the next refit on."""
         if not (weight >= 0 and math.isfinite(weight)):
             raise ValueError(f"feed {feed_id!r}: weight must be a finite number >= 0, got {weight}")
-        self._weight[self._slot(feed_id)] = float(weight)
+        self._table.F[self._slot(feed_id), F_WEIGHT] = float(weight)
         self._plans_stale = True
 
     def set_hints(self, feed_id: str, hints: FeedHints) -> None:
         """Replace a feed's hints (e.g. the WebSub subscription went live or lapsed)."""
         slot = self._slot(feed_id)
         old = self._hints[slot]
-        self._hints[slot] = hints
-        if hints.skips_everything:
-            self._note(slot, "skip_hints", "skipHours/skipDays cover every hour; ignored")
+        self._set_hints(slot, hints)
         if (old.websub_live if old else False) != hints.websub_live:
             self._plans_stale = True
+
+    def _set_hints(self, slot: int, hints: FeedHints | None) -> None:
+        self._hints[slot] = hints
+        F, I = self._table.F, self._table.I
+        flags = I[slot, I_FLAGS] & ~(FLAG_WEBSUB | FLAG_SKIP_ALL)
+        if hints is None:
+            F[slot, F_TTL] = _NAN
+            I[slot, I_SKIP_HOURS] = I[slot, I_SKIP_DAYS] = 0
+        else:
+            F[slot, F_TTL] = _NAN if hints.ttl_s is None else hints.ttl_s
+            I[slot, I_SKIP_HOURS] = hints.skip_hours_mask
+            I[slot, I_SKIP_DAYS] = hints.skip_days_mask
+            if hints.websub_live:
+                flags |= FLAG_WEBSUB
+            if hints.skips_everything:
+                flags |= FLAG_SKIP_ALL
+                self._note(slot, "skip_hints", "skipHours/skipDays cover every hour; ignored")
+        I[slot, I_FLAGS] = flags
 
     def set_host_limits(self, host: str, *, min_spacing_s: float | None = None,
                         max_per_minute: int | None = None) -> None:
@@ -198,7 +228,9 @@ class Scheduler:
         """Entries arrived by WebSub push: learn from them like from a fetch."""
         slot = self._slot(feed_id)
         now = self._tick(now)
-        self._learn(slot, len(published), published, now, self._last_fetch[slot])
+        self._learn(np.array([slot]), now, np.array([len(published)]),
+                    np.array([_NAN if t is None else t for t in published], dtype=np.float64),
+                    np.array([0]), np.array([len(published)]))
 
     # ------------------------------------------------------------------ time
     def next_due_at(self, now: float | None = None) -> float | None:
@@ -207,15 +239,20 @@ class Scheduler:
             self._maintain(self._tick(now))
         elif self._awaiting_count:  # feeds added with a last fetch wait for their first plan
             self._refit(self._clock_high)
-        heap = self._heap
-        while heap:
-            due, slot, version = heap[0]
-            if version == self._version[slot]:
-                if self._bucket.tokens < 1.0 - 1e-9:
-                    return max(due, self._bucket.next_token_at(due))
-                return due
-            heapq.heappop(heap)
-        return None
+        table = self._table
+        if table.heap_n[0] == 0:
+            return None
+        due = float(table.heap_keys[0])
+        bucket = self._bucket_state
+        tokens, rate, capacity, updated = bucket
+        if updated == updated and due > updated:  # tokens as of ``due`` if nothing is spent
+            tokens = min(capacity, tokens + (due - updated) * rate)
+        if tokens >= 1.0 - 1e-9:
+            return due
+        if rate <= 0:
+            return _INF
+        base = due if updated != updated else max(due, updated)
+        return base + max((1.0 - tokens) / rate, 1e-3)
 
     def pop_due(self, now: float, limit: int | None = None) -> list[str]:
         """Feeds to fetch now (at most ``limit``), marked in flight until :meth:`record`.
@@ -226,50 +263,20 @@ class Scheduler:
         ids = self._ids
         return [ids[slot] for slot in self.pop_due_slots(now, limit)]  # type: ignore[misc]
 
-    def pop_due_slots(self, now: float, limit: int | None = None) -> list[int]:
+    def pop_due_slots(self, now: float, limit: int | None = None) -> np.ndarray:
         """:meth:`pop_due` by slot number (the simulator's hot path; ids via :meth:`feed_id_of`)."""
         now = self._tick(now)
         if now >= self._next_refit_at or self._awaiting_count or self._plans_stale:
             self._maintain(now)
-        heap, versions, host_of = self._heap, self._version, self._host
-        hosts = self._hosts
-        host_states = hosts.states
-        bucket = self._bucket
-        bucket.refill(now)
-        out: list[int] = []
-        while heap and heap[0][0] <= now:
-            if limit is not None and len(out) >= limit:
-                break
-            if bucket.tokens < 1.0 - 1e-9:
-                break  # out of budget: everyone keeps their place in the queue
-            _, slot, version = heapq.heappop(heap)
-            if version != versions[slot]:
-                continue
-            host = host_of[slot]
-            state = host_states.get(host)
-            if state is None:
-                state = hosts.state(host)
-            else:
-                ready = state.last_fetch_at + state.min_spacing_s
-                if state.blocked_until > ready:
-                    ready = state.blocked_until
-                recent = state.recent
-                if len(recent) == state.max_per_minute and recent[0] + 60.0 > ready:
-                    ready = recent[0] + 60.0
-                if ready > now:
-                    self._push(slot, hosts.defer(host, ready))
-                    continue
-            bucket.tokens -= 1.0
-            state.last_fetch_at = now
-            state.recent.append(now)
-            versions[slot] += 1
-            self._due[slot] = _INF
-            self._in_flight[slot] = True
-            out.append(slot)
-        return out
+        table, hosts = self._table, self._hosts
+        n = core.pop_due(now, -1 if limit is None else limit, table.heap_keys, table.heap_slots,
+                         table.heap_n, table.F, table.I, self._K, hosts.HF, hosts.HI, hosts.ring,
+                         self._bucket_state, table.out)
+        self._spend.fetches += n
+        return table.out[:n].copy()
 
     def feed_id_of(self, slot: int) -> str:
-        feed_id = self._ids[slot]
+        feed_id = self._ids[slot] if 0 <= slot < len(self._ids) else None
         if feed_id is None:
             raise UnknownFeedError(f"slot {slot} holds no feed")
         return feed_id
@@ -280,8 +287,9 @@ class Scheduler:
     def release(self, feed_id: str, *, now: float) -> None:
         """The crawler dropped an in-flight fetch without a result: schedule the feed again soon."""
         slot = self._slot(feed_id)
-        if self._in_flight[slot]:
-            self._in_flight[slot] = False
+        I = self._table.I
+        if I[slot, I_FLAGS] & FLAG_IN_FLIGHT:
+            I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
             self._push(slot, self._tick(now) + self.settings.min_interval_s)
 
     def record(self, report: FetchReport) -> float:
@@ -297,59 +305,68 @@ class Scheduler:
                     new_entries: int = 0, published: Sequence[float | None] = (),
                     entries_in_document: int = 0, *, max_age_s: float | None = None,
                     retry_after_s: float | None = None) -> float:
-        """:meth:`record` by slot number, without building a report (the simulator's hot path)."""
-        now = self._tick(fetched_at)
-        s = self.settings
-        self._in_flight[slot] = False
-        previous_fetch = self._last_fetch[slot]
-        self._last_fetch[slot] = now
+        """:meth:`record` by slot number, without building a report."""
         if outcome in _SUCCESS:
-            self._errors[slot] = 0
-            self._rate_limited[slot] = 0
-            self._last_success[slot] = now
-            if new_entries or published:
-                self._learn(slot, new_entries, published, now, previous_fetch)
-            policy = self.policy
-            dither = self._dither[slot]
-            if policy.plan_based and (plan := self._plan[slot]) is not None:
-                due = plan.next_after(now - dither) + dither
-            else:
-                policy.on_result(slot, new_entries, entries_in_document, True)
-                due = policy.next_fetch(self, slot, now - dither) + dither
-            hint = max_age_s
-            hints = self._hints[slot]
-            if hints is not None and hints.ttl_s is not None:
-                hint = max(hint or 0.0, hints.ttl_s)
-            if hint is not None and hint > 0:
-                due = max(due, now + min(hint, s.hint_max_s))
-            limit = now + self._max_gap
-            if due > limit:
-                due = limit
-        elif outcome is FetchOutcome.GONE:
-            self._gone[slot] = True
+            dates = np.array([_NAN if t is None else t for t in published], dtype=np.float64)
+            self.record_batch(np.array([slot]), fetched_at, np.array([new_entries]), dates,
+                              np.array([0]), np.array([len(dates)]),
+                              np.array([entries_in_document]),
+                              np.array([_NAN if max_age_s is None else max_age_s]))
+            return float(self._table.F[slot, F_DUE])
+        now = self._tick(fetched_at)
+        F, I = self._table.F, self._table.I
+        I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
+        F[slot, F_LAST_FETCH] = now
+        if outcome is FetchOutcome.GONE:
+            I[slot, I_FLAGS] |= FLAG_GONE
             self._active_count -= 1
-            self._version[slot] += 1
-            self._due[slot] = _INF
+            self._table.remove_from_heap(slot)
+            F[slot, F_DUE] = _INF
             self._plans_stale = True
             self.policy.on_removed(slot)
             self._note(slot, "gone", "410 Gone: no longer fetched")
+            self._update_kernel_settings()
             return _INF
-        else:
-            due = self._after_error(slot, outcome, retry_after_s, now)
-        floor = now + s.min_interval_s
-        self._push(slot, due if due > floor else floor)
-        return self._due[slot]
+        due = self._after_error(slot, outcome, retry_after_s, now)
+        self._push(slot, max(due, now + self.settings.min_interval_s))
+        return float(F[slot, F_DUE])
+
+    def record_batch(self, slots: np.ndarray, fetched_at: float, new_entries: np.ndarray,
+                     published: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                     entries_in_document: np.ndarray, max_age_s: np.ndarray | None = None) -> None:
+        """Several fetches, all made at ``fetched_at``, all successful (OK, delta, 304).
+
+        Fetch i found ``new_entries[i]`` new entries whose declared publish times (NaN where
+        absent) are ``published[starts[i]:ends[i]]``; its document listed
+        ``entries_in_document[i]`` entries and allowed caching for ``max_age_s[i]`` seconds (NaN:
+        no hint). Arrays are int64 / float64; ``published`` may be a larger array (e.g. a whole
+        trace) that the slices index into.
+        """
+        now = self._tick(fetched_at)
+        if len(slots) == 0:
+            return
+        self._learn(slots, now, new_entries, published, starts, ends)
+        if max_age_s is None:
+            if len(self._no_hint) < len(slots):
+                self._no_hint = np.full(2 * len(slots), _NAN)
+            max_age_s = self._no_hint
+        table = self._table
+        core.record_success(slots, now, new_entries, entries_in_document, max_age_s,
+                            table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I,
+                            self._K, table.pool, self.policy.mode,
+                            getattr(self.policy, "totals", _EMPTY_F))
 
     def _after_error(self, slot: int, outcome: FetchOutcome, retry_after: float | None,
                      now: float) -> float:
         s = self.settings
-        self._errors[slot] += 1
-        streak = self._errors[slot]
+        F, I = self._table.F, self._table.I
+        I[slot, I_ERRORS] += 1
+        streak = int(I[slot, I_ERRORS])
         wait = min(s.backoff_base_s * 2.0 ** min(streak - 1, 60), s.backoff_max_s)
         wait *= 1.0 + s.backoff_jitter * self._random.random()
         if outcome is FetchOutcome.RATE_LIMITED or retry_after is not None:
-            self._rate_limited[slot] += 1
-            cap = min(s.retry_after_max_s * 2.0 ** min(self._rate_limited[slot] - 1, 60),
+            I[slot, I_RATE_LIMITED] += 1
+            cap = min(s.retry_after_max_s * 2.0 ** min(int(I[slot, I_RATE_LIMITED]) - 1, 60),
                       s.max_interval_s)
             if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
                 if retry_after > cap:
@@ -358,40 +375,44 @@ class Scheduler:
                                "(the cap doubles while the server keeps asking)")
                 wait = min(retry_after, cap)
             self._hosts.block(self._host[slot], now + wait)
-        self._backoff_until[slot] = now + wait
-        planned = self.policy.next_fetch(self, slot, now - self._dither[slot]) + self._dither[slot]
-        return max(planned, now + wait)
+        F[slot, F_BACKOFF] = now + wait
+        return max(self._next_planned(slot, now), now + wait)
 
-    def _learn(self, slot: int, count: int, published: Sequence[float | None], now: float,
-               previous_fetch: float | None) -> None:
+    def _next_planned(self, slot: int, now: float) -> float:
+        """The policy's next instant for ``slot`` after a fetch at ``now`` (dither included)."""
+        dither = float(self._table.F[slot, F_DITHER])
+        return self.policy.next_fetch(self, slot, now - dither) + dither
+
+    def _learn(self, slots: np.ndarray, now: float, counts: np.ndarray, published: np.ndarray,
+               starts: np.ndarray, ends: np.ndarray) -> None:
         """Turn new entries into posting times: declared dates when believable, else a guess."""
-        lower = (previous_fetch - DAY_S) if previous_fetch is not None else (
-            now - self.settings.rate_window_days * DAY_S)
-        upper = now + _CLOCK_SKEW_S
-        times: list[float] = [t for t in published if t is not None and lower <= t <= now]
-        untrusted = 0
-        if len(times) < len(published):  # the rare path: some dates are odd
-            times = []
-            for t in published:
-                if t is not None and lower <= t <= upper:
-                    times.append(t if t <= now else now)
-                else:
-                    untrusted += 1
-        untrusted += max(0, count - len(published))
-        if previous_fetch is None:
-            if times:  # the first fetch shows history: the record is complete from its oldest
-                self._learner.extend_exposure(slot, min(times))
-            if untrusted:
+        n = len(slots)
+        if len(self._first_min) < n:
+            self._first_min = np.empty(2 * n)
+            self._undated = np.empty(2 * n, dtype=np.int64)
+        while True:
+            m, events = core.learn_batch(slots, now, self._table.F, self._K, published, starts,
+                                         ends, counts, self._obs_slots, self._obs_times,
+                                         self._first_min, self._undated)
+            if m >= 0:
+                break
+            self._obs_slots = np.empty(2 * len(self._obs_slots), dtype=np.int64)
+            self._obs_times = np.empty(2 * len(self._obs_times))
+        if m:
+            self._learner.observe_many(self._obs_slots[:m].copy(), self._obs_times[:m].copy())
+        if not events:
+            return
+        for i in range(n):
+            slot = int(slots[i])
+            oldest = float(self._first_min[i])
+            if oldest == oldest:  # a first fetch shows history: the record is complete from it
+                self._learner.extend_exposure(slot, oldest)
+            if self._undated[i] == 1:
                 self._note(slot, "dates", "entries without believable dates on the first fetch "
                            "were not counted as posts")
-        elif untrusted:
-            # Posted some time since the previous fetch; the midpoint is the unbiased guess.
-            guess = 0.5 * (max(previous_fetch, now - DAY_S) + now)
-            times.extend([guess] * untrusted)
-            self._note(slot, "dates", "entries with missing, future or absurd dates were "
-                       "placed between the two fetches")
-        if times:
-            self._learner.observe(slot, times)
+            elif self._undated[i] == 2:
+                self._note(slot, "dates", "entries with missing, future or absurd dates were "
+                           "placed between the two fetches")
 
     # ------------------------------------------------------------------ refit
     def refit(self, now: float) -> None:
@@ -405,14 +426,14 @@ class Scheduler:
                 + 60.0):
             self._refit(now)
 
-    def _polled_slots(self) -> np.ndarray:
-        slots = [slot for slot in self._slot_of.values()
-                 if not self._gone[slot] and not self._websub_live(slot)]
-        return np.asarray(sorted(slots), dtype=np.int64)
+    def _held(self) -> np.ndarray:
+        """Slots that hold a feed, in order."""
+        return np.asarray(sorted(self._slot_of.values()), dtype=np.int64)
 
-    def _websub_live(self, slot: int) -> bool:
-        hints = self._hints[slot]
-        return hints is not None and hints.websub_live
+    def _polled_slots(self) -> np.ndarray:
+        slots = self._held()
+        flags = self._table.I[slots, I_FLAGS]
+        return slots[(flags & (FLAG_GONE | FLAG_WEBSUB)) == 0]
 
     def budget_per_day(self) -> float:
         """M: the deployment's total fetches per day for the feeds held now."""
@@ -425,52 +446,95 @@ class Scheduler:
         interval = DAY_S / per_day if per_day > 0 else self.settings.max_interval_s
         return min(max(interval, self.settings.min_interval_s), self.settings.max_interval_s)
 
+    def _update_kernel_settings(self) -> None:
+        s, K = self.settings, self._K
+        K[core.K_MIN_INTERVAL] = s.min_interval_s
+        K[core.K_MAX_GAP] = self._max_gap
+        K[core.K_HINT_MAX] = s.hint_max_s
+        K[core.K_WEBSUB_S] = s.websub_safety_interval_s
+        K[core.K_HONOUR_SKIP] = 1.0 if s.honour_skip_hours else 0.0
+        K[core.K_BASE_INTERVAL] = self.base_interval_s()
+        K[core.K_TARGET_SHARE] = s.adaptive_target_new_share
+        K[core.K_T_MIN] = s.min_interval_s
+        K[core.K_T_MAX] = s.max_interval_s
+        K[core.K_SKEW] = _CLOCK_SKEW_S
+        K[core.K_DAY] = DAY_S
+        K[core.K_WINDOW_DAYS] = s.rate_window_days
+
+    def _set_budget_rate(self, per_day: float, now: float) -> None:
+        bucket = self._bucket_state
+        core.bucket_refill(bucket, now)
+        was_unset = bucket[1] <= 0
+        bucket[1] = per_day / DAY_S
+        bucket[2] = max(1.0, bucket[1] * self.settings.budget_burst_s)
+        # A new bucket holds half a day (what a start may spend at once); it banks up to the
+        # whole burst over quiet days (a weekly plan spends less on weekends, more on Monday).
+        start = max(1.0, bucket[1] * min(_START_TOKENS_S, self.settings.budget_burst_s))
+        bucket[0] = start if was_unset else min(bucket[0], bucket[2])
+
     def _refit(self, now: float) -> None:
         s = self.settings
+        self._update_kernel_settings()
         slots = self._polled_slots()
         self._learner.ensure_capacity(len(self._ids))
         total = self.budget_per_day()
-        live = sum(1 for slot in self._slot_of.values()
-                   if not self._gone[slot] and self._websub_live(slot))
+        held = self._held()
+        flags = self._table.I[held, I_FLAGS]
+        live = int((((flags & FLAG_WEBSUB) != 0) & ((flags & FLAG_GONE) == 0)).sum())
         budget = max(total - live * DAY_S / s.websub_safety_interval_s, 0.0)
-        self._bucket.set_rate(total, now)
+        budget *= self._spend.update(now, total)
+        self._set_budget_rate(total, now)
         context = RefitContext(now=now, settings=s, slots=slots, budget_per_day=budget,
                                source=self)
-        max_gap = self._max_gap
-        for slot, plan in self.policy.refit(context).items():
-            previous = self._plan[slot]
-            self._plan[slot] = plan
-            if previous is None or plan == previous or self._in_flight[slot] or \
-                    self._awaiting_plan[slot] or self._backoff_until[slot] > now:
-                continue
-            # The new plan applies from now on, not after the fetch the old plan had scheduled
-            # (moving both ways keeps the spend at the budget), within the policy's largest gap.
-            dither = self._dither[slot]
-            due = plan.next_after(now - dither) + dither
-            last = self._last_fetch[slot]
-            if last is not None:
-                due = min(due, max(last + max_gap, now))
-            self._push(slot, due)
+        self._install(self.policy.refit(context), now)
         self._plans_stale = False
         self._next_refit_at = now + s.refit_interval_s
         if self._awaiting_count:
-            waiting = [slot for slot in self._slot_of.values() if self._awaiting_plan[slot]]
+            I, F = self._table.I, self._table.F
+            waiting = held[(I[held, I_FLAGS] & FLAG_AWAITING) != 0]
             for slot in waiting:
-                self._awaiting_plan[slot] = False
-                last = self._last_fetch[slot]
-                assert last is not None
-                dither = self._dither[slot]
-                due = self.policy.next_fetch(self, slot, last - dither) + dither
+                slot = int(slot)
+                I[slot, I_FLAGS] &= ~FLAG_AWAITING
+                last = float(F[slot, F_LAST_FETCH])
+                due = self._next_planned(slot, last)
                 self._push(slot, min(due, last + self._max_gap))
             self._awaiting_count = 0
             self._respread_overdue(now)
 
+    def _install(self, plans: dict[int, Plan], now: float) -> None:
+        """Store new plans and move each re-planned feed's next fetch onto its new plan."""
+        table = self._table
+        F, I = table.F, table.I
+        max_gap = self._max_gap
+        for slot, plan in plans.items():
+            previous = self._plan[slot]
+            self._plan[slot] = plan
+            table.set_plan(slot, plan.period_s, plan.offsets_s, plan.origin_s)
+            if previous is None or plan == previous:
+                continue
+            flags = I[slot, I_FLAGS]
+            if flags & (FLAG_IN_FLIGHT | FLAG_AWAITING | FLAG_GONE) or F[slot, F_BACKOFF] > now:
+                continue
+            # The new plan applies from now on, not after the fetch the old plan had scheduled
+            # (moving both ways keeps the spend at the budget); but a change of plan must not
+            # open a gap longer than the new plan's own longest one (a daily fetch moved from
+            # 14:00 to 11:00 at noon would otherwise wait 45 hours): then it is fetched now.
+            dither = float(F[slot, F_DITHER])
+            due = plan.next_after(now - dither) + dither
+            last = float(F[slot, F_LAST_FETCH])
+            if last == last:
+                due = max(min(due, last + min(plan.longest_gap_s(), max_gap)), now)
+            self._push(slot, due)
+
     # -- what a RefitContext reads (computed only when a policy asks) --------------------------
     def column(self, name: str, slots: np.ndarray) -> np.ndarray:
+        F = self._table.F
         if name == "weight":
-            return np.array([self._weight[i] for i in slots], dtype=np.float64)
+            return F[slots, F_WEIGHT].copy()
         if name == "phase":
-            return np.array([self._phase[i] for i in slots], dtype=np.float64)
+            return F[slots, F_PHASE].copy()
+        if name == "last_fetch_plan_time":
+            return F[slots, F_LAST_FETCH] - F[slots, F_DITHER]
         if name == "prior_rate":
             return np.array([(h.prior_rate_per_day() if (h := self._hints[i]) else None) or np.nan
                              for i in slots], dtype=np.float64)
@@ -487,7 +551,14 @@ class Scheduler:
             self._centroids = fit_kmeans(profiles[enough], s.clusters, self._rng,
                                          init=self._centroids)
             self._next_cluster_refit_at = now + s.cluster_refit_interval_s
-        return self._centroids, assign_clusters(profiles, self._centroids)
+        slots = learned.slots
+        if len(self._labels) < len(self._ids):
+            self._labels = np.concatenate(
+                [self._labels, np.full(len(self._ids) - len(self._labels), -1, dtype=np.int64)])
+        labels = assign_clusters(profiles, self._centroids, previous=self._labels[slots],
+                                 stickiness=_LABEL_STICKINESS)
+        self._labels[slots] = labels
+        return self._centroids, labels
 
     # ------------------------------------------------------------------ clock
     def _tick(self, now: float) -> float:
@@ -508,34 +579,36 @@ class Scheduler:
 
     def _shift_time(self, delta: float) -> None:
         """The clock stepped by ``delta``: move every stored future instant with it."""
-        for slot in self._slot_of.values():
-            if self._due[slot] < _INF:
-                self._due[slot] += delta
-            if self._backoff_until[slot]:
-                self._backoff_until[slot] += delta
-            for series in (self._last_fetch, self._last_success):
-                if series[slot] is not None:
-                    series[slot] += delta  # type: ignore[operator]
-        self._heap = [(d + delta, slot, v) for d, slot, v in self._heap]
-        heapq.heapify(self._heap)
+        slots = self._held()
+        F = self._table.F
+        for field in (F_DUE, F_LAST_FETCH, F_LAST_SUCCESS):
+            F[slots, field] += delta  # inf and NaN stay what they are
+        backoff = F[slots, F_BACKOFF]
+        F[slots, F_BACKOFF] = np.where(backoff != 0.0, backoff + delta, 0.0)
+        self._table.shift_heap(delta)
         self._hosts.shift(delta)
+        self._spend.shift(delta)
         self._next_refit_at += delta
         self._next_cluster_refit_at += delta
-        self._bucket.updated_at = None
+        self._bucket_state[3] = _NAN
 
     def _respread_overdue(self, now: float) -> None:
         """Feeds due long ago (restart, suspend) are spread over a window instead of all at once."""
-        overdue = [slot for slot in self._slot_of.values()
-                   if self._due[slot] < now - _OVERDUE_S and not self._in_flight[slot]]
-        if not overdue:
+        slots = self._held()
+        if len(slots) == 0:
+            return
+        F, I = self._table.F, self._table.I
+        due = F[slots, F_DUE]
+        overdue = slots[(due < now - _OVERDUE_S) & ((I[slots, I_FLAGS] & FLAG_IN_FLIGHT) == 0)]
+        if len(overdue) == 0:
             return
         rate_per_s = self.budget_per_day() / DAY_S
-        window = max(self.settings.restart_spread_s, len(overdue) / rate_per_s
-                     if rate_per_s > 0 else 0.0)
-        overdue.sort(key=lambda slot: self._due[slot])  # the most overdue go first
+        count = len(overdue)
+        window = max(self.settings.restart_spread_s, count / rate_per_s if rate_per_s > 0 else 0.0)
+        overdue = overdue[np.argsort(F[overdue, F_DUE], kind="stable")]  # most overdue first
         for rank, slot in enumerate(overdue):
-            jitter = self._random.random() / len(overdue)
-            self._push(slot, now + window * (rank / len(overdue) + jitter))
+            jitter = self._random.random() / count
+            self._push(int(slot), now + window * (rank / count + jitter))
 
     # ------------------------------------------------------------------ helpers
     def _slot(self, feed_id: str) -> int:
@@ -544,49 +617,32 @@ class Scheduler:
             raise UnknownFeedError(f"no feed {feed_id!r} is scheduled")
         return slot
 
-    def _new_slot(self, feed_id: str) -> int:
+    def _new_slot(self, feed_id: str, host: str) -> int:
         if self._free:
             slot = self._free.pop()
         else:
             slot = len(self._ids)
-            for series, default in (
-                (self._ids, None), (self._host, ""), (self._weight, 1.0), (self._hints, None),
-                (self._due, _INF), (self._version, 0), (self._in_flight, False),
-                (self._gone, False), (self._awaiting_plan, False), (self._last_fetch, None),
-                (self._last_success, None), (self._errors, 0), (self._rate_limited, 0),
-                (self._backoff_until, 0.0), (self._phase, 0.0), (self._dither, 0.0),
-                (self._plan, None), (self._notes, None),
-            ):
-                series.append(default)  # type: ignore[attr-defined]
+            for series in (self._ids, self._host, self._hints, self._plan, self._notes):
+                series.append(None)  # type: ignore[arg-type]
+            self._table.grow(slot + 1)
             self._learner.ensure_capacity(slot + 1)
+        table = self._table
+        table.reset(slot)
+        table.I[slot, I_HOST] = self._hosts.row(host)
         self._ids[slot] = feed_id
+        self._host[slot] = host
         self._slot_of[feed_id] = slot
-        self._due[slot] = _INF
-        self._version[slot] += 1
-        self._in_flight[slot] = self._gone[slot] = self._awaiting_plan[slot] = False
-        self._last_fetch[slot] = self._last_success[slot] = None
-        self._errors[slot] = self._rate_limited[slot] = 0
-        self._backoff_until[slot] = 0.0
         self._plan[slot] = None
+        self._hints[slot] = None
         self._notes[slot] = None
+        if slot < len(self._labels):
+            self._labels[slot] = -1
         return slot
 
     def _push(self, slot: int, due: float) -> None:
-        hints = self._hints[slot]
-        if hints is not None:
-            s = self.settings
-            last = self._last_fetch[slot]
-            if hints.websub_live and last is not None:
-                due = max(due, last + s.websub_safety_interval_s)
-            if s.honour_skip_hours and (hints.skip_hours_mask or hints.skip_days_mask):
-                due = next_allowed_time(due, hints)
-        backoff = self._backoff_until[slot]
-        if backoff > due:
-            due = backoff
-        version = self._version[slot] + 1
-        self._version[slot] = version
-        self._due[slot] = due
-        heapq.heappush(self._heap, (due, slot, version))
+        table = self._table
+        core.push(table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I, self._K,
+                  slot, due)
 
     def _note(self, slot: int, kind: str, message: str) -> None:
         notes = self._notes[slot]
@@ -601,21 +657,26 @@ class Scheduler:
     # ------------------------------------------------------------------ inspection
     def status(self, feed_id: str) -> FeedStatus:
         slot = self._slot(feed_id)
-        if self._gone[slot]:
+        F, I = self._table.F, self._table.I
+        flags = int(I[slot, I_FLAGS])
+        if flags & FLAG_GONE:
             state = "gone"
-        elif self._in_flight[slot]:
+        elif flags & FLAG_IN_FLIGHT:
             state = "in_flight"
-        elif self._awaiting_plan[slot]:
+        elif flags & FLAG_AWAITING:
             state = "waiting_plan"
         else:
             state = "scheduled"
         plan = self._plan[slot]
         learned = self._learner.summary(np.array([slot]), max(self._clock_high, 0.0))
-        due = self._due[slot]
+        due = float(F[slot, F_DUE])
+        last, success = float(F[slot, F_LAST_FETCH]), float(F[slot, F_LAST_SUCCESS])
         return FeedStatus(
-            feed_id=feed_id, host=self._host[slot], weight=self._weight[slot], state=state,
-            next_due_at=due if due < _INF else None, last_fetch_at=self._last_fetch[slot],
-            last_success_at=self._last_success[slot], error_streak=self._errors[slot],
+            feed_id=feed_id, host=self._host[slot], weight=float(F[slot, F_WEIGHT]), state=state,
+            next_due_at=due if due < _INF else None,
+            last_fetch_at=last if last == last else None,
+            last_success_at=success if success == success else None,
+            error_streak=int(I[slot, I_ERRORS]),
             planned_per_day=(len(plan.offsets_s) * DAY_S / plan.period_s) if plan else None,
             window_rate_per_day=float(learned.window_rate_per_day[0]),
             notes=tuple(sorted((self._notes[slot] or {}).values())))
@@ -626,30 +687,9 @@ class Scheduler:
     # ------------------------------------------------------------------ persistence
     def snapshot(self, now: float) -> SchedulerSnapshot:
         """Everything needed to resume: feeds, due times, learned arrays, hosts, RNG states."""
-        now = self._tick(now)
-        slots = sorted(self._slot_of.values())
-        feeds = []
-        for slot in slots:
-            due = self._due[slot]
-            feeds.append(FeedRecord(
-                feed_id=self._ids[slot], slot=slot, host=self._host[slot],  # type: ignore[arg-type]
-                weight=self._weight[slot], hints=self._hints[slot],
-                next_due_at=due if due < _INF else None, in_flight=self._in_flight[slot],
-                gone=self._gone[slot], awaiting_plan=self._awaiting_plan[slot],
-                last_fetch_at=self._last_fetch[slot], last_success_at=self._last_success[slot],
-                error_streak=self._errors[slot], rate_limit_streak=self._rate_limited[slot],
-                backoff_until=self._backoff_until[slot], phase=self._phase[slot],
-                dither_s=self._dither[slot],
-                notes=tuple(f"{k}={v}" for k, v in sorted((self._notes[slot] or {}).items()))))
-        return SchedulerSnapshot(
-            format=SNAPSHOT_FORMAT, saved_at=now, settings=self.settings, feeds=feeds,
-            hosts=self._hosts.records(), learned=self._learner.to_state(np.asarray(slots)),
-            centroids=None if self._centroids is None else self._centroids.tolist(),
-            budget_tokens=self._bucket.tokens, clock_high=self._clock_high,
-            next_refit_at=self._next_refit_at, next_cluster_refit_at=self._next_cluster_refit_at,
-            policy_state=self.policy.state(),
-            rng_state=_ints_to_text(self._rng.bit_generator.state),
-            random_state=list(self._random.getstate()))
+        from .snapshot import take_snapshot
+
+        return take_snapshot(self, self._tick(now))
 
     def to_bytes(self, now: float) -> bytes:
         """The snapshot as MessagePack (what the crawler persists)."""
@@ -665,73 +705,6 @@ class Scheduler:
         flight are treated as due. ``settings`` may change the policy or budget (plans are
         recomputed at once); the learning window must stay the same.
         """
-        if isinstance(snapshot, (bytes, bytearray, memoryview)):
-            try:
-                snapshot = msgspec.msgpack.decode(snapshot, type=SchedulerSnapshot)
-            except (msgspec.DecodeError, msgspec.ValidationError) as error:
-                raise SnapshotError(f"cannot decode scheduler snapshot: {error}") from error
-        if snapshot.format != SNAPSHOT_FORMAT:
-            raise SnapshotError(f"snapshot format {snapshot.format} is not supported "
-                                f"(this version reads {SNAPSHOT_FORMAT})")
-        scheduler = cls(settings or snapshot.settings)
-        for record in snapshot.feeds:
-            slot = scheduler._new_slot(record.feed_id)
-            scheduler._active_count += 0 if record.gone else 1
-            scheduler._host[slot] = record.host
-            scheduler._weight[slot] = record.weight
-            scheduler._hints[slot] = record.hints
-            scheduler._gone[slot] = record.gone
-            scheduler._last_fetch[slot] = record.last_fetch_at
-            scheduler._last_success[slot] = record.last_success_at
-            scheduler._errors[slot] = record.error_streak
-            scheduler._rate_limited[slot] = record.rate_limit_streak
-            scheduler._backoff_until[slot] = record.backoff_until
-            scheduler._phase[slot] = record.phase
-            scheduler._dither[slot] = record.dither_s
-            scheduler._notes[slot] = dict(n.split("=", 1) for n in record.notes) or None
-            scheduler.policy.on_added(slot, 86400.0)
-        slots = np.arange(len(snapshot.feeds))
-        scheduler._learner.ensure_capacity(len(slots))
-        try:
-            scheduler._learner.load_state(snapshot.learned, slots)
-        except (KeyError, ValueError, TypeError) as error:
-            raise SnapshotError(f"learned state in the snapshot is unusable: {error}") from error
-        scheduler._hosts.load(list(snapshot.hosts))
-        if snapshot.centroids is not None:
-            scheduler._centroids = np.asarray(snapshot.centroids, dtype=np.float64)
-        scheduler._next_cluster_refit_at = snapshot.next_cluster_refit_at
-        scheduler._bucket.tokens = snapshot.budget_tokens
-        slot_map = {record.slot: new for new, record in enumerate(snapshot.feeds)}
-        scheduler.policy.load_state(snapshot.policy_state, slot_map)
-        scheduler._rng.bit_generator.state = _text_to_ints(snapshot.rng_state)
-        state = snapshot.random_state
-        scheduler._random.setstate((state[0], tuple(state[1]), state[2]))  # type: ignore[arg-type]
-        scheduler._clock_high = -_INF
-        now = scheduler._tick(now)
-        scheduler._refit(now)
-        for new, record in enumerate(snapshot.feeds):
-            if record.gone:
-                continue
-            due = record.next_due_at
-            if record.in_flight or record.awaiting_plan or due is None:
-                due = now - 2 * _OVERDUE_S  # fetch soon, spread with the other overdue feeds
-            scheduler._push(new, due)
-        scheduler._respread_overdue(now)
-        return scheduler
+        from .snapshot import restore_snapshot
 
-
-def _ints_to_text(value: object) -> object:
-    """numpy's PCG64 state holds 128-bit integers; MessagePack holds 64. Store them as text."""
-    if isinstance(value, dict):
-        return {k: _ints_to_text(v) for k, v in value.items()}
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"int:{value}"
-    return value
-
-
-def _text_to_ints(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _text_to_ints(v) for k, v in value.items()}
-    if isinstance(value, str) and value.startswith("int:"):
-        return int(value[4:])
-    return value
+        return restore_snapshot(cls, snapshot, now=now, settings=settings)

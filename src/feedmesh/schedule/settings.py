@@ -36,10 +36,12 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     """Average fetches per feed per day (the paper's x axis). Default 24 when neither is set."""
     budget_per_day: float | None = None
     """Total fetches per day for the whole deployment (alternative to the per-feed budget)."""
-    budget_burst_s: float = 12 * HOUR_S
-    """The global token bucket holds this many seconds' worth of budget. Plans already spend M a
-    day and may bunch fetches after busy hours; the bucket is the guard against what plans do not
-    foresee (retries, a misbehaving policy), so it is generous."""
+    budget_burst_s: float = 2 * DAY_S
+    """The global token bucket holds this many seconds' worth of budget (it starts with at most
+    half a day's). Plans already spend M a day on average; the bucket is the guard against what
+    plans do not foresee (retries, a misbehaving policy). Two days, because a weekly plan spends
+    less than M on quiet weekend days and more on weekdays (the real trace: weekend posts are a
+    tenth of a weekday's), which a half-day bucket would throttle."""
 
     # -- intervals ------------------------------------------------------------------------------
     min_interval_s: float = 300.0
@@ -102,13 +104,13 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
 
     def validated(self) -> SchedulerSettings:
         """Return self after checking every field; raise SettingsError naming the first bad one."""
-        from .policies import POLICY_NAMES  # late import: policies import settings
+        from .policies import KNOWN_POLICY_NAMES  # late import: policies import settings
 
-        if self.policy not in POLICY_NAMES:
+        if self.policy not in KNOWN_POLICY_NAMES:
             from .errors import UnknownPolicyError
 
             raise UnknownPolicyError(
-                f"unknown policy {self.policy!r}; known policies: {', '.join(POLICY_NAMES)}"
+                f"unknown policy {self.policy!r}; known policies: {', '.join(KNOWN_POLICY_NAMES)}"
             )
         if self.budget_per_feed_per_day is not None and self.budget_per_day is not None:
             raise SettingsError(

@@ -20,24 +20,18 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_right
 
 import msgspec
 import numpy as np
 
-from feedmesh.model import FetchOutcome
-
+from .core import njit
 from .errors import TraceError
 from .oracle import oracle_mean_delay
-from .records import FetchReport
 from .scheduler import Scheduler
 from .settings import DAY_S, SchedulerSettings
 from .trace import Trace
 
 __all__ = ["PolicyResult", "SimWindow", "simulate", "window_of"]
-
-_OK = FetchOutcome.OK
-_NOT_MODIFIED = FetchOutcome.NOT_MODIFIED
 
 
 class SimWindow(msgspec.Struct, frozen=True):
@@ -113,6 +107,50 @@ def window_of(trace: Trace, *, days: float | None = 90.0, train_days: float = 14
                      hosts=hosts, times=times, dropped_feeds=dropped)
 
 
+@njit(cache=True)
+def _fetch_batch(slots, now, feed_of_slot, times, feed_end, seen, feed_size, new_counts,
+                 pub_start, pub_end, in_document, log_feed, log_first, log_end, log_at, log_n):
+    """What each fetch at ``now`` sees: a feed lists its ``feed_size`` latest postings at or
+    before now; those after ``seen`` are new (older new ones scrolled out: lost). Fills the
+    report arrays and the fetch log; returns (postings taken, postings lost)."""
+    taken = 0
+    lost = 0
+    n = log_n[0]
+    for i in range(len(slots)):
+        feed = feed_of_slot[slots[i]]
+        k = seen[feed]
+        lo, hi = k, feed_end[feed]
+        while lo < hi:  # first posting after now (times within a feed are sorted)
+            mid = (lo + hi) >> 1
+            if times[mid] <= now:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = lo
+        first = feed_end[feed - 1] if feed > 0 else 0
+        listed = j - first
+        in_document[i] = listed if listed < feed_size else feed_size
+        if j > k:
+            visible = j - feed_size if j - feed_size > k else k
+            lost += visible - k
+            taken += j - k
+            seen[feed] = j
+            new_counts[i] = j - visible
+            pub_start[i] = visible
+            pub_end[i] = j
+            log_feed[n] = feed
+            log_first[n] = k
+            log_end[n] = j
+            log_at[n] = now
+            n += 1
+        else:
+            new_counts[i] = 0
+            pub_start[i] = 0
+            pub_end[i] = 0
+    log_n[0] = n
+    return taken, lost
+
+
 def simulate(window: SimWindow, settings: SchedulerSettings, *, feed_size: int = 10,
              tick_s: float = 60.0) -> PolicyResult:
     """Replay ``window`` against ``settings.policy``.
@@ -120,33 +158,45 @@ def simulate(window: SimWindow, settings: SchedulerSettings, *, feed_size: int =
     ``tick_s``: the simulated crawler asks the scheduler for due feeds on a grid of this many
     seconds (a live crawler polls too); 0 means at every due instant exactly. A tick adds at most
     ``tick_s`` to a delay (on average half of it) and makes the replay several times faster.
+    Each batch of fetches made at one instant is reported with one
+    :meth:`~feedmesh.schedule.scheduler.Scheduler.record_batch` call.
     """
     began = time.perf_counter()
     t0 = window.train_end
     scheduler = Scheduler(settings)
     n = len(window.feed_ids)
-    series: list[list[float]] = []
-    seen: list[int] = []
-    first_test: list[int] = []
-    feed_of_slot: dict[int, int] = {}
-    for i, (feed_id, host, times) in enumerate(zip(window.feed_ids, window.hosts, window.times)):
-        history = times[times < t0]
-        scheduler.add_feed(feed_id, now=t0, host=host, history=history.tolist(),
+    sizes = np.array([len(t) for t in window.times], dtype=np.int64)
+    times = np.concatenate([np.asarray(t, dtype=np.float64) for t in window.times]) if n else \
+        np.zeros(0)
+    feed_end = np.cumsum(sizes)
+    feed_start = feed_end - sizes
+    seen = np.empty(n, dtype=np.int64)
+    feed_of_slot = np.zeros(max(n, 1), dtype=np.int64)
+    for i, (feed_id, host) in enumerate(zip(window.feed_ids, window.hosts)):
+        a, b = feed_start[i], feed_end[i]
+        k = a + int(np.searchsorted(times[a:b], t0, side="right"))
+        scheduler.add_feed(feed_id, now=t0, host=host, history=times[a:k].tolist(),
                            history_since=window.start, last_fetched_at=t0)
-        feed_of_slot[scheduler.slot_of(feed_id)] = i
-        series.append(times.tolist())
-        k = bisect_right(series[i], t0)
-        seen.append(k)
-        first_test.append(k)
-    pending = sum(len(s) - k for s, k in zip(series, first_test))
-    fetch_log: list[tuple[int, int, int, float]] = []  # (feed, first new, end, when)
+        slot = scheduler.slot_of(feed_id)
+        if slot >= len(feed_of_slot):
+            feed_of_slot = np.concatenate([feed_of_slot, np.zeros(slot + 1, dtype=np.int64)])
+        feed_of_slot[slot] = i
+        seen[i] = k
+    first_test = seen.copy()
+    pending = int((feed_end - seen).sum())
+    capacity = max(1024, 4 * n)
+    log_feed = np.empty(capacity, dtype=np.int64)
+    log_first = np.empty(capacity, dtype=np.int64)
+    log_end = np.empty(capacity, dtype=np.int64)
+    log_at = np.empty(capacity)
+    log_n = np.zeros(1, dtype=np.int64)
+    buffers = np.empty((4, max(n, 1)), dtype=np.int64)
     lost = 0
     fetches = 0
     end = window.end
     horizon = end + settings.max_interval_s + DAY_S
-    record, pop_due = scheduler.record_slot, scheduler.pop_due_slots
+    pop_due, record_batch = scheduler.pop_due_slots, scheduler.record_batch
     next_due_at = scheduler.next_due_at
-    log = fetch_log.append
     ceil = math.ceil
     while True:
         now = next_due_at()
@@ -154,24 +204,29 @@ def simulate(window: SimWindow, settings: SchedulerSettings, *, feed_size: int =
             break
         if tick_s > 0:
             now = ceil(now / tick_s) * tick_s
-        for slot in pop_due(now):
-            i = feed_of_slot[slot]
-            times = series[i]
-            j = bisect_right(times, now)
-            k = seen[i]
-            if now < end:
-                fetches += 1
-            if j > k:
-                visible = j - feed_size if j - feed_size > k else k
-                lost += visible - k
-                log((i, k, j, now))
-                pending -= j - k
-                seen[i] = j
-                record(slot, now, _OK, j - visible, times[visible:j],
-                       j if j < feed_size else feed_size)
-            else:
-                record(slot, now, _NOT_MODIFIED, 0, (), j if j < feed_size else feed_size)
-    delays = _delays(series, first_test, fetch_log, horizon)
+        slots = pop_due(now)
+        count = len(slots)
+        if count == 0:
+            continue
+        if now < end:
+            fetches += count
+        if int(log_n[0]) + count > len(log_feed):
+            grow = 2 * len(log_feed) + count
+            log_feed, log_first, log_end = (np.resize(a, grow) for a in
+                                            (log_feed, log_first, log_end))
+            log_at = np.resize(log_at, grow)
+        if count > buffers.shape[1]:
+            buffers = np.empty((4, count), dtype=np.int64)
+        new_counts, starts, stops, in_document = buffers[0], buffers[1], buffers[2], buffers[3]
+        taken, gone = _fetch_batch(slots, now, feed_of_slot, times, feed_end, seen, feed_size,
+                                   new_counts, starts, stops, in_document, log_feed, log_first,
+                                   log_end, log_at, log_n)
+        pending -= taken
+        lost += gone
+        record_batch(slots, now, new_counts, times, starts, stops, in_document)
+    m = int(log_n[0])
+    delays = _delays(times, feed_start, feed_end, first_test, log_first[:m], log_end[:m],
+                     log_at[:m], horizon)
     count = len(delays)
     return PolicyResult(
         policy=settings.policy,
@@ -188,28 +243,25 @@ def simulate(window: SimWindow, settings: SchedulerSettings, *, feed_size: int =
     )
 
 
-def _delays(series: list[list[float]], first_test: list[int],
-            fetch_log: list[tuple[int, int, int, float]], horizon: float) -> np.ndarray:
-    """Delay (minutes) of every test posting, from the log of which fetch took which postings."""
-    sizes = np.array([len(s) - f for s, f in zip(series, first_test)], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    posted = np.concatenate([np.asarray(s[f:], dtype=np.float64)
-                             for s, f in zip(series, first_test)]) if series else np.zeros(0)
-    fetched = np.full(len(posted), np.nan)
-    if fetch_log:
-        log = np.asarray(fetch_log, dtype=np.float64)
-        feed = log[:, 0].astype(np.int64)
-        base = offsets[feed] - np.asarray(first_test, dtype=np.int64)[feed]
-        starts = base + log[:, 1].astype(np.int64)
-        stops = base + log[:, 2].astype(np.int64)
-        lengths = stops - starts
-        index = np.repeat(starts - np.cumsum(np.concatenate([[0], lengths[:-1]])), lengths) + \
-            np.arange(int(lengths.sum()))
-        fetched[index] = np.repeat(log[:, 3], lengths)
-    missing = np.isnan(fetched)
-    if missing.any():  # never fetched before the horizon: censored at the horizon
-        fetched[missing] = horizon
-    return (fetched - posted) / 60.0
+def _delays(times: np.ndarray, feed_start: np.ndarray, feed_end: np.ndarray,
+            first_test: np.ndarray, log_first: np.ndarray, log_end: np.ndarray,
+            log_at: np.ndarray, horizon: float) -> np.ndarray:
+    """Delay (minutes) of every test posting, from the log of which fetch took which postings
+    (indices into the flat ``times``); postings never fetched are censored at the horizon."""
+    fetched = np.full(len(times), np.nan)
+    lengths = log_end - log_first
+    if len(lengths):
+        index = np.repeat(log_first - np.cumsum(np.concatenate([[0], lengths[:-1]])), lengths) \
+            + np.arange(int(lengths.sum()))
+        fetched[index] = np.repeat(log_at, lengths)
+    test = np.zeros(len(times), dtype=bool)
+    counts = feed_end - first_test
+    if counts.sum():
+        test[np.repeat(first_test - np.cumsum(np.concatenate([[0], counts[:-1]])), counts)
+             + np.arange(int(counts.sum()))] = True
+    fetched = fetched[test]
+    fetched[np.isnan(fetched)] = horizon
+    return (fetched - times[test]) / 60.0
 
 
 def oracle_for(window: SimWindow, fetches: float) -> float:

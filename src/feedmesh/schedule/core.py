@@ -1,0 +1,397 @@
+"""The scheduler's hot path as compiled kernels over flat arrays: the due-time heap, politeness,
+the budget bucket, and "fetched now: when next?".
+
+Why arrays and kernels: the live crawler asks "what is due?" and reports fetches a few times a
+second, the trace simulator ten thousand times a simulated day for every policy. Python objects
+per feed (a tuple per heap entry, a deque per host) cost 10-20 us per fetch; the same decisions
+over numpy arrays compiled by numba cost well under one. The :class:`~.scheduler.Scheduler`
+keeps every per-feed number here (rows of ``F`` and ``I``, fields named below) and calls these
+functions from both the crawler's and the simulator's loop, so both run the same code. Without
+numba (it is the ``fast`` extra) the same functions run as plain Python, slower but identical.
+
+State, all indexed by slot (a feed's row) or host index:
+
+* ``F[slot, F_*]`` float64 and ``I[slot, I_*]`` int64 per-feed fields (due time, last fetch,
+  backoff, dither, ttl, the plan's period/origin and where its offsets sit in ``pool``, flags...);
+* an *indexed* binary min-heap of due times (``heap_keys``/``heap_slots``/``I[:, I_HEAP_POS]``,
+  size in ``heap_n[0]``): a feed is in it at most once and a new due time moves it in place, so
+  nothing stale accumulates;
+* ``HF[host, H_*]``/``HI[host, HI_*]`` per-host politeness, ``ring[host, :]`` the times of the
+  host's last fetches (a ring of ``max_per_minute`` entries);
+* ``bucket`` = [tokens, rate per second, capacity, updated_at (NaN before the first refill)];
+* ``K`` the settings the kernels need (``K_*``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "F_FIELDS", "I_FIELDS", "K_FIELDS", "MODE_ADAPTIVE", "MODE_ADAPTIVE_LITERAL", "MODE_PLAN",
+    "bucket_refill", "heap_remove", "heap_update", "learn_batch", "next_allowed", "plan_next",
+    "pop_due", "push", "record_success",
+]
+
+try:  # pragma: no cover - exercised whichever way the environment is
+    from numba import njit
+except ImportError:  # pragma: no cover
+    def njit(*args, **kwargs):  # type: ignore[no-redef]
+        def wrap(function):
+            return function
+        return wrap(args[0]) if args and callable(args[0]) else wrap
+
+# -- per-feed float fields ----------------------------------------------------------------------
+F_DUE, F_LAST_FETCH, F_LAST_SUCCESS, F_BACKOFF, F_DITHER, F_PHASE, F_TTL, F_WEIGHT, \
+    F_PLAN_PERIOD, F_PLAN_ORIGIN, F_INTERVAL = range(11)
+F_FIELDS = 11
+# -- per-feed integer fields --------------------------------------------------------------------
+I_HOST, I_FLAGS, I_ERRORS, I_RATE_LIMITED, I_PLAN_START, I_PLAN_COUNT, I_PLAN_CAP, \
+    I_SKIP_HOURS, I_SKIP_DAYS, I_HEAP_POS = range(10)
+I_FIELDS = 10
+# flags
+FLAG_HELD, FLAG_IN_FLIGHT, FLAG_GONE, FLAG_AWAITING, FLAG_WEBSUB, FLAG_SKIP_ALL = 1, 2, 4, 8, 16, 32
+# -- per-host fields ----------------------------------------------------------------------------
+H_LAST, H_SPACING, H_BLOCKED, H_QUEUE = range(4)
+H_FIELDS = 4
+HI_PER_MINUTE, HI_HEAD, HI_COUNT = range(3)
+HI_FIELDS = 3
+# -- settings the kernels read ------------------------------------------------------------------
+K_MIN_INTERVAL, K_MAX_GAP, K_HINT_MAX, K_WEBSUB_S, K_HONOUR_SKIP, K_BASE_INTERVAL, \
+    K_TARGET_SHARE, K_T_MIN, K_T_MAX, K_SKEW, K_DAY, K_WINDOW_DAYS = range(12)
+K_FIELDS = 12
+# -- how the next fetch is chosen ----------------------------------------------------------------
+MODE_PLAN, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL = 0, 1, 2
+
+_HOUR = 3600.0
+
+
+# -- the heap -----------------------------------------------------------------------------------
+@njit(cache=True)
+def _sift_up(keys, slots, I, i):
+    key = keys[i]
+    slot = slots[i]
+    while i > 0:
+        parent = (i - 1) >> 1
+        if keys[parent] <= key:
+            break
+        keys[i] = keys[parent]
+        slots[i] = slots[parent]
+        I[slots[i], I_HEAP_POS] = i
+        i = parent
+    keys[i] = key
+    slots[i] = slot
+    I[slot, I_HEAP_POS] = i
+
+
+@njit(cache=True)
+def _sift_down(keys, slots, I, i, n):
+    key = keys[i]
+    slot = slots[i]
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and keys[child + 1] < keys[child]:
+            child += 1
+        if keys[child] >= key:
+            break
+        keys[i] = keys[child]
+        slots[i] = slots[child]
+        I[slots[i], I_HEAP_POS] = i
+        i = child
+    keys[i] = key
+    slots[i] = slot
+    I[slot, I_HEAP_POS] = i
+
+
+@njit(cache=True)
+def heap_update(keys, slots, heap_n, I, slot, due):
+    """Put ``slot`` in the heap at ``due`` (insert, or move it if it is there)."""
+    pos = I[slot, I_HEAP_POS]
+    if pos < 0:
+        n = heap_n[0]
+        keys[n] = due
+        slots[n] = slot
+        heap_n[0] = n + 1
+        _sift_up(keys, slots, I, n)
+        return
+    old = keys[pos]
+    keys[pos] = due
+    if due < old:
+        _sift_up(keys, slots, I, pos)
+    else:
+        _sift_down(keys, slots, I, pos, heap_n[0])
+
+
+@njit(cache=True)
+def heap_remove(keys, slots, heap_n, I, slot):
+    """Take ``slot`` out of the heap (nothing if it is not there)."""
+    pos = I[slot, I_HEAP_POS]
+    if pos < 0:
+        return
+    I[slot, I_HEAP_POS] = -1
+    n = heap_n[0] - 1
+    heap_n[0] = n
+    if pos == n:
+        return
+    keys[pos] = keys[n]
+    slots[pos] = slots[n]
+    I[slots[pos], I_HEAP_POS] = pos
+    if pos > 0 and keys[pos] < keys[(pos - 1) >> 1]:
+        _sift_up(keys, slots, I, pos)
+    else:
+        _sift_down(keys, slots, I, pos, n)
+
+
+# -- time rules ---------------------------------------------------------------------------------
+@njit(cache=True)
+def next_allowed(when, skip_hours, skip_days):
+    """The first instant at or after ``when`` outside skipHours/skipDays (GMT bit masks).
+
+    Same rule as :func:`feedmesh.schedule.hints.next_allowed_time`: the search is bounded by a
+    week, masks that forbid everything are not passed here (the feed's FLAG_SKIP_ALL)."""
+    t = when
+    for _ in range(24 * 7 + 1):
+        hour_index = math.floor(t / _HOUR)
+        hour = hour_index % 24
+        weekday = (hour_index // 24 + 3) % 7  # 1970-01-01 was a Thursday (index 3)
+        if not (skip_hours >> hour) & 1 and not (skip_days >> weekday) & 1:
+            return t
+        t = (hour_index + 1) * _HOUR
+    return when
+
+
+@njit(cache=True)
+def plan_next(F, I, pool, slot, t):
+    """The first planned instant of ``slot``'s plan more than a second after ``t`` (NaN: no plan).
+
+    A fetch made at a planned instant, give or take float rounding, must not select that instant
+    again, hence the second."""
+    period = F[slot, F_PLAN_PERIOD]
+    if not period > 0.0:
+        return np.nan
+    origin = F[slot, F_PLAN_ORIGIN]
+    start = I[slot, I_PLAN_START]
+    count = I[slot, I_PLAN_COUNT]
+    t1 = t + 1.0  # shifted before flooring: a t a hair before a period boundary is on it
+    k = math.floor((t1 - origin) / period)
+    base = origin + k * period
+    x = t1 - base
+    lo, hi = start, start + count  # offsets are sorted: first offset > x by bisection
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if pool[mid] > x:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo < start + count:
+        return base + pool[lo]
+    return base + period + pool[start]
+
+
+@njit(cache=True)
+def push(keys, slots, heap_n, F, I, K, slot, due):
+    """Schedule ``slot`` at ``due``, after the rules every due time obeys: a live WebSub feed only
+    every safety interval, skipHours/skipDays, and error backoff."""
+    flags = I[slot, I_FLAGS]
+    last = F[slot, F_LAST_FETCH]
+    if flags & FLAG_WEBSUB and last == last:  # last is not NaN
+        if due < last + K[K_WEBSUB_S]:
+            due = last + K[K_WEBSUB_S]
+    if K[K_HONOUR_SKIP] > 0 and not flags & FLAG_SKIP_ALL:
+        hours = I[slot, I_SKIP_HOURS]
+        days = I[slot, I_SKIP_DAYS]
+        if hours or days:
+            due = next_allowed(due, hours, days)
+    if F[slot, F_BACKOFF] > due:
+        due = F[slot, F_BACKOFF]
+    F[slot, F_DUE] = due
+    heap_update(keys, slots, heap_n, I, slot, due)
+
+
+# -- the budget ---------------------------------------------------------------------------------
+@njit(cache=True)
+def bucket_refill(bucket, now):
+    """Add the tokens earned since the last refill (never the same interval twice)."""
+    updated = bucket[3]
+    if updated != updated:  # NaN: first call
+        bucket[3] = now
+        return
+    if now <= updated:
+        return
+    tokens = bucket[0] + (now - updated) * bucket[1]
+    bucket[0] = tokens if tokens < bucket[2] else bucket[2]
+    bucket[3] = now
+
+
+# -- what is due --------------------------------------------------------------------------------
+@njit(cache=True)
+def pop_due(now, limit, keys, slots, heap_n, F, I, K, HF, HI, ring, bucket, out):
+    """Write into ``out`` the feeds to fetch at ``now`` (at most ``limit``; < 0: no limit) and
+    return how many. A due feed whose host is not ready is moved to the host's next free instant
+    (feeds queued behind a busy host are spaced out, so they are not all offered at once); when
+    the budget is out, everyone keeps their place."""
+    bucket_refill(bucket, now)
+    n = 0
+    while heap_n[0] > 0 and keys[0] <= now:
+        if limit >= 0 and n >= limit:
+            break
+        if bucket[0] < 1.0 - 1e-9:
+            break
+        slot = slots[0]
+        host = I[slot, I_HOST]
+        spacing = HF[host, H_SPACING]
+        ready = HF[host, H_LAST] + spacing
+        if HF[host, H_BLOCKED] > ready:
+            ready = HF[host, H_BLOCKED]
+        per_minute = HI[host, HI_PER_MINUTE]
+        if HI[host, HI_COUNT] >= per_minute:
+            oldest = ring[host, HI[host, HI_HEAD]] + 60.0
+            if oldest > ready:
+                ready = oldest
+        if ready > now:
+            when = ready if ready > HF[host, H_QUEUE] else HF[host, H_QUEUE]
+            step = 60.0 / per_minute
+            HF[host, H_QUEUE] = when + (spacing if spacing > step else step)
+            push(keys, slots, heap_n, F, I, K, slot, when)
+            continue
+        heap_remove(keys, slots, heap_n, I, slot)
+        bucket[0] -= 1.0
+        HF[host, H_LAST] = now
+        count = HI[host, HI_COUNT]
+        head = HI[host, HI_HEAD]
+        if count < per_minute:
+            ring[host, (head + count) % per_minute] = now
+            HI[host, HI_COUNT] = count + 1
+        else:
+            ring[host, head] = now
+            HI[host, HI_HEAD] = (head + 1) % per_minute
+        F[slot, F_DUE] = np.inf
+        I[slot, I_FLAGS] |= FLAG_IN_FLIGHT
+        out[n] = slot
+        n += 1
+    return n
+
+
+# -- fetched: what was learned, and when next ----------------------------------------------------
+@njit(cache=True)
+def learn_batch(fetched, now, F, K, published, starts, ends, new_counts, obs_slots, obs_times,
+                first_min, undated):
+    """Turn the new entries of a batch of successful fetches into posting times.
+
+    Declared dates are believed when they are not in the future (beyond ``K_SKEW``) and not
+    before the previous fetch - 1 day (before the window on a first fetch); others are placed
+    midway between the previous fetch and now (on a first fetch they are not counted). Entries
+    without a date (``new_counts`` above the dates given) count as undated.
+
+    Writes the times to ``obs_slots``/``obs_times`` and returns (how many, what happened): bit 1
+    some first fetch learned dates (``first_min[i]``: its oldest, else NaN), bit 2 a first fetch
+    had undated entries, bit 4 a later one did (``undated[i]``: 1 first, 2 later, else 0). Returns
+    (-1, 0) when the buffers are too small. Must run before :func:`record_success` (it reads the
+    previous fetch time)."""
+    n_obs = 0
+    events = 0
+    day = K[K_DAY]
+    capacity = len(obs_times)
+    for i in range(len(fetched)):
+        slot = fetched[i]
+        first_min[i] = np.nan
+        undated[i] = 0
+        count = new_counts[i]
+        dated = ends[i] - starts[i]
+        if count <= 0 and dated <= 0:
+            continue
+        if n_obs + (count if count > dated else dated) > capacity:
+            return -1, 0
+        previous = F[slot, F_LAST_FETCH]
+        first = previous != previous
+        lower = now - K[K_WINDOW_DAYS] * day if first else previous - day
+        upper = now + K[K_SKEW]
+        untrusted = 0
+        oldest = np.inf
+        for j in range(starts[i], ends[i]):
+            t = published[j]
+            if t == t and lower <= t <= upper:
+                t = t if t <= now else now
+                obs_slots[n_obs] = slot
+                obs_times[n_obs] = t
+                n_obs += 1
+                if t < oldest:
+                    oldest = t
+            else:
+                untrusted += 1
+        if count > dated:
+            untrusted += count - dated
+        if first and oldest < np.inf:
+            first_min[i] = oldest
+            events |= 1
+        if untrusted:
+            if first:
+                undated[i] = 1
+                events |= 2
+            else:
+                begin = previous if previous > now - day else now - day
+                guess = 0.5 * (begin + now)
+                for _ in range(untrusted):
+                    obs_slots[n_obs] = slot
+                    obs_times[n_obs] = guess
+                    n_obs += 1
+                undated[i] = 2
+                events |= 4
+    return n_obs, events
+
+
+@njit(cache=True)
+def record_success(fetched, now, new_counts, in_document, max_age, keys, slots, heap_n, F, I, K,
+                   pool, mode, totals):
+    """A batch of fetches succeeded at ``now``: schedule each feed's next fetch.
+
+    The next instant comes from the feed's plan (``MODE_PLAN``) or from FeedEx's adaptive
+    interval (``MODE_ADAPTIVE``: more new entries than the target share halves it, fewer doubles
+    it; ``MODE_ADAPTIVE_LITERAL``: the other way round). Then: no earlier than ttl / max-age allow
+    (capped at ``K_HINT_MAX``), no later than ``K_MAX_GAP``, no sooner than ``K_MIN_INTERVAL``.
+    ``totals`` = [sum of 1 / interval over adaptive feeds, budget per second] (adaptive modes)."""
+    for i in range(len(fetched)):
+        slot = fetched[i]
+        I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
+        F[slot, F_LAST_FETCH] = now
+        F[slot, F_LAST_SUCCESS] = now
+        I[slot, I_ERRORS] = 0
+        I[slot, I_RATE_LIMITED] = 0
+        dither = F[slot, F_DITHER]
+        if mode == MODE_PLAN:
+            due = plan_next(F, I, pool, slot, now - dither) + dither
+            if due != due:
+                due = now + K[K_BASE_INTERVAL]
+        else:
+            interval = F[slot, F_INTERVAL]
+            if interval == interval:
+                size = in_document[i]
+                share = new_counts[i] / size if size > 0 else 0.0
+                target = K[K_TARGET_SHARE]
+                if share != target:
+                    faster = share < target if mode == MODE_ADAPTIVE_LITERAL else share > target
+                    updated = interval / 2.0 if faster else interval * 2.0
+                    updated = min(max(updated, K[K_T_MIN]), K[K_T_MAX])
+                    totals[0] += 1.0 / updated - 1.0 / interval
+                    F[slot, F_INTERVAL] = updated
+                    interval = updated
+                scale = totals[0] / totals[1] if totals[1] > 0 else 1.0
+                due = now + min(max(interval * scale, K[K_T_MIN]), K[K_T_MAX])
+            else:
+                due = now + K[K_BASE_INTERVAL]
+        hint = max_age[i]
+        ttl = F[slot, F_TTL]
+        if ttl == ttl:
+            hint = ttl if hint != hint or ttl > hint else hint
+        if hint == hint and hint > 0:
+            floor = now + (hint if hint < K[K_HINT_MAX] else K[K_HINT_MAX])
+            if due < floor:
+                due = floor
+        if due > now + K[K_MAX_GAP]:
+            due = now + K[K_MAX_GAP]
+        if due < now + K[K_MIN_INTERVAL]:
+            due = now + K[K_MIN_INTERVAL]
+        push(keys, slots, heap_n, F, I, K, slot, due)

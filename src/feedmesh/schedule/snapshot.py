@@ -1,0 +1,162 @@
+"""Snapshot and restore of a :class:`~.scheduler.Scheduler`: survive a restart without a burst.
+
+A snapshot (:class:`~.records.SchedulerSnapshot`, msgspec, so MessagePack or JSON) holds each
+feed's row (due time, last fetch, backoff, hints, notes), the hosts' politeness state, the
+learned arrays, the clusters, the budget bucket and the spend control, and both RNG states.
+Plans are not stored: restore recomputes them from what was learned. Feeds that fell due while
+the process was down are spread out instead of all being fetched at the restart instant.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+import numpy as np
+
+from .core import (
+    F_BACKOFF, F_DITHER, F_DUE, F_LAST_FETCH, F_LAST_SUCCESS, F_PHASE, F_WEIGHT, FLAG_AWAITING,
+    FLAG_GONE, FLAG_IN_FLIGHT, I_ERRORS, I_FLAGS, I_RATE_LIMITED,
+)
+from .errors import SnapshotError
+from .limits import HostRecord
+from .records import SNAPSHOT_FORMAT, FeedRecord, SchedulerSnapshot
+from .settings import SchedulerSettings
+
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
+
+__all__ = ["restore_snapshot", "take_snapshot"]
+
+_OVERDUE_S = 60.0
+
+
+def _or_none(value: float) -> float | None:
+    return value if value == value and value != float("inf") else None
+
+
+def take_snapshot(scheduler: Scheduler, now: float) -> SchedulerSnapshot:
+    """Everything ``scheduler`` needs to resume (``now`` already ticked)."""
+    s = scheduler
+    F, I = s._table.F, s._table.I
+    slots = sorted(s._slot_of.values())
+    feeds = []
+    for slot in slots:
+        flags = int(I[slot, I_FLAGS])
+        feeds.append(FeedRecord(
+            feed_id=s._ids[slot], slot=slot, host=s._host[slot],  # type: ignore[arg-type]
+            weight=float(F[slot, F_WEIGHT]), hints=s._hints[slot],
+            next_due_at=_or_none(float(F[slot, F_DUE])),
+            in_flight=bool(flags & FLAG_IN_FLIGHT), gone=bool(flags & FLAG_GONE),
+            awaiting_plan=bool(flags & FLAG_AWAITING),
+            last_fetch_at=_or_none(float(F[slot, F_LAST_FETCH])),
+            last_success_at=_or_none(float(F[slot, F_LAST_SUCCESS])),
+            error_streak=int(I[slot, I_ERRORS]), rate_limit_streak=int(I[slot, I_RATE_LIMITED]),
+            backoff_until=float(F[slot, F_BACKOFF]), phase=float(F[slot, F_PHASE]),
+            dither_s=float(F[slot, F_DITHER]),
+            notes=tuple(f"{k}={v}" for k, v in sorted((s._notes[slot] or {}).items()))))
+    hosts = []
+    for host, row in s._hosts.index.items():
+        last, recent, blocked, spacing, per_minute = s._hosts.state(row)
+        custom = host in s._hosts.custom
+        hosts.append(HostRecord(host=host, last_fetch_at=last, recent=recent,
+                                blocked_until=blocked,
+                                min_spacing_s=spacing if custom else None,
+                                max_per_minute=per_minute if custom else None))
+    labels = [int(s._labels[slot]) if slot < len(s._labels) else -1 for slot in slots]
+    return SchedulerSnapshot(
+        format=SNAPSHOT_FORMAT, saved_at=now, settings=s.settings, feeds=feeds, hosts=hosts,
+        learned=s._learner.to_state(np.asarray(slots, dtype=np.int64)),
+        centroids=None if s._centroids is None else s._centroids.tolist(),
+        budget_tokens=float(s._bucket_state[0]), clock_high=s._clock_high,
+        next_refit_at=s._next_refit_at, next_cluster_refit_at=s._next_cluster_refit_at,
+        policy_state=s.policy.state(), rng_state=_ints_to_text(s._rng.bit_generator.state),
+        random_state=list(s._random.getstate()), spend=s._spend.state(), labels=labels)
+
+
+def restore_snapshot(cls: type[Scheduler], snapshot: SchedulerSnapshot | bytes, *, now: float,
+                     settings: SchedulerSettings | None = None) -> Scheduler:
+    """See :meth:`Scheduler.restore`."""
+    if isinstance(snapshot, (bytes, bytearray, memoryview)):
+        try:
+            snapshot = msgspec.msgpack.decode(snapshot, type=SchedulerSnapshot)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise SnapshotError(f"cannot decode scheduler snapshot: {error}") from error
+    if snapshot.format != SNAPSHOT_FORMAT:
+        raise SnapshotError(f"snapshot format {snapshot.format} is not supported "
+                            f"(this version reads {SNAPSHOT_FORMAT})")
+    s = cls(settings or snapshot.settings)
+    F, I = s._table.F, s._table.I
+    for record in snapshot.feeds:
+        slot = s._new_slot(record.feed_id, record.host)
+        F, I = s._table.F, s._table.I  # the table may have grown
+        s._active_count += 0 if record.gone else 1
+        F[slot, F_WEIGHT] = record.weight
+        s._set_hints(slot, record.hints)
+        if record.gone:
+            I[slot, I_FLAGS] |= FLAG_GONE
+        F[slot, F_LAST_FETCH] = np.nan if record.last_fetch_at is None else record.last_fetch_at
+        F[slot, F_LAST_SUCCESS] = np.nan if record.last_success_at is None else \
+            record.last_success_at
+        I[slot, I_ERRORS] = record.error_streak
+        I[slot, I_RATE_LIMITED] = record.rate_limit_streak
+        F[slot, F_BACKOFF] = record.backoff_until
+        F[slot, F_PHASE] = record.phase
+        F[slot, F_DITHER] = record.dither_s
+        s._notes[slot] = dict(n.split("=", 1) for n in record.notes) or None
+    s._update_kernel_settings()
+    for slot, record in enumerate(snapshot.feeds):
+        if not record.gone:
+            s.policy.on_added(slot, s.base_interval_s())
+    slots = np.arange(len(snapshot.feeds))
+    s._learner.ensure_capacity(len(slots))
+    try:
+        s._learner.load_state(snapshot.learned, slots)
+    except (KeyError, ValueError, TypeError) as error:
+        raise SnapshotError(f"learned state in the snapshot is unusable: {error}") from error
+    for host in snapshot.hosts:
+        s._hosts.load(host.host, last_fetch_at=host.last_fetch_at, recent=host.recent,
+                      blocked_until=host.blocked_until, min_spacing_s=host.min_spacing_s,
+                      max_per_minute=host.max_per_minute)
+    if snapshot.centroids is not None:
+        s._centroids = np.asarray(snapshot.centroids, dtype=np.float64)
+    if snapshot.labels is not None and len(snapshot.labels) == len(slots):
+        s._labels = np.asarray(snapshot.labels, dtype=np.int64)
+    s._next_cluster_refit_at = snapshot.next_cluster_refit_at
+    s._bucket_state[0] = snapshot.budget_tokens
+    if snapshot.spend is not None:
+        s._spend.load(snapshot.spend)
+    slot_map = {record.slot: new for new, record in enumerate(snapshot.feeds)}
+    s.policy.load_state(snapshot.policy_state, slot_map)
+    s._rng.bit_generator.state = _text_to_ints(snapshot.rng_state)
+    state = snapshot.random_state
+    s._random.setstate((state[0], tuple(state[1]), state[2]))  # type: ignore[arg-type]
+    s._clock_high = -float("inf")
+    now = s._tick(now)
+    s._refit(now)
+    for new, record in enumerate(snapshot.feeds):
+        if record.gone:
+            continue
+        due = record.next_due_at
+        if record.in_flight or record.awaiting_plan or due is None:
+            due = now - 2 * _OVERDUE_S  # fetch soon, spread with the other overdue feeds
+        s._push(new, due)
+    s._respread_overdue(now)
+    return s
+
+
+def _ints_to_text(value: object) -> object:
+    """numpy's PCG64 state holds 128-bit integers; MessagePack holds 64. Store them as text."""
+    if isinstance(value, dict):
+        return {k: _ints_to_text(v) for k, v in value.items()}
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"int:{value}"
+    return value
+
+
+def _text_to_ints(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _text_to_ints(v) for k, v in value.items()}
+    if isinstance(value, str) and value.startswith("int:"):
+        return int(value[4:])
+    return value

@@ -1,0 +1,220 @@
+"""The arrays behind the scheduler: per-feed rows, per-host rows, the heap and the plan pool.
+
+:mod:`.core` works on these arrays; this module owns their allocation (capacity doubles when it
+runs out), the mapping from host names to rows, and where each feed's plan offsets live in one
+shared pool. Everything is plain numpy, so a snapshot is a copy of a few arrays.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import core
+from .core import (
+    F_FIELDS, FLAG_HELD, H_BLOCKED, H_FIELDS, H_LAST, H_QUEUE, H_SPACING, HI_COUNT, HI_FIELDS,
+    HI_HEAD, HI_PER_MINUTE, I_FIELDS, I_HEAP_POS, I_PLAN_CAP, I_PLAN_COUNT, I_PLAN_START,
+)
+
+__all__ = ["FeedTable", "HostTable"]
+
+_NAN = math.nan
+_NEVER = -1e18  # a host never fetched: ready at any time
+
+
+class FeedTable:
+    """Per-slot fields (``F``, ``I``), the due-time heap, and the pool of plan offsets."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = 0
+        self.F = np.zeros((0, F_FIELDS))
+        self.I = np.zeros((0, I_FIELDS), dtype=np.int64)
+        self.heap_keys = np.zeros(0)
+        self.heap_slots = np.zeros(0, dtype=np.int64)
+        self.heap_n = np.zeros(1, dtype=np.int64)
+        self.pool = np.zeros(256)
+        self.pool_used = 0
+        self.out = np.zeros(0, dtype=np.int64)
+        self.grow(capacity)
+
+    def grow(self, capacity: int) -> None:
+        """Make room for ``capacity`` slots (doubling), keeping every value."""
+        if capacity <= self.capacity:
+            return
+        new = max(capacity, 2 * self.capacity, 64)
+        F = np.full((new, F_FIELDS), _NAN)
+        F[: self.capacity] = self.F
+        I = np.zeros((new, I_FIELDS), dtype=np.int64)
+        I[: self.capacity] = self.I
+        I[self.capacity:, I_HEAP_POS] = -1
+        keys = np.zeros(new)
+        keys[: self.capacity] = self.heap_keys
+        slots = np.zeros(new, dtype=np.int64)
+        slots[: self.capacity] = self.heap_slots
+        self.F, self.I, self.heap_keys, self.heap_slots = F, I, keys, slots
+        self.out = np.zeros(new, dtype=np.int64)
+        self.capacity = new
+
+    def reset(self, slot: int) -> None:
+        """A fresh row for a new feed (out of the heap, no plan, no history)."""
+        self.remove_from_heap(slot)
+        self.F[slot] = _NAN
+        self.F[slot, core.F_DUE] = math.inf
+        self.F[slot, core.F_BACKOFF] = 0.0
+        self.F[slot, core.F_WEIGHT] = 1.0
+        cap = self.I[slot, I_PLAN_CAP]
+        start = self.I[slot, I_PLAN_START]
+        self.I[slot] = 0
+        self.I[slot, I_HEAP_POS] = -1
+        self.I[slot, I_PLAN_START] = start  # keep the pool room the slot already has
+        self.I[slot, I_PLAN_CAP] = cap
+        self.I[slot, core.I_FLAGS] = FLAG_HELD
+
+    # -- heap ---------------------------------------------------------------------------------
+    def remove_from_heap(self, slot: int) -> None:
+        core.heap_remove(self.heap_keys, self.heap_slots, self.heap_n, self.I, slot)
+
+    def top(self) -> tuple[float, int] | None:
+        """(due, slot) of the earliest feed, or None."""
+        if self.heap_n[0] == 0:
+            return None
+        return float(self.heap_keys[0]), int(self.heap_slots[0])
+
+    def shift_heap(self, delta: float) -> None:
+        n = int(self.heap_n[0])
+        self.heap_keys[:n] += delta  # a uniform shift keeps the heap order
+
+    # -- plans ----------------------------------------------------------------------------------
+    def set_plan(self, slot: int, period_s: float, offsets: np.ndarray | tuple[float, ...],
+                 origin_s: float) -> None:
+        """Store a plan's offsets (sorted, in [0, period)) for ``slot``."""
+        offsets = np.asarray(offsets, dtype=np.float64)
+        count = len(offsets)
+        I = self.I
+        if count > I[slot, I_PLAN_CAP]:
+            if self.pool_used + count > len(self.pool):
+                self._compact(extra=count)
+            I[slot, I_PLAN_START] = self.pool_used
+            I[slot, I_PLAN_CAP] = count
+            self.pool_used += count
+        start = I[slot, I_PLAN_START]
+        self.pool[start:start + count] = offsets
+        I[slot, I_PLAN_COUNT] = count
+        self.F[slot, core.F_PLAN_PERIOD] = period_s
+        self.F[slot, core.F_PLAN_ORIGIN] = origin_s
+
+    def clear_plan(self, slot: int) -> None:
+        self.F[slot, core.F_PLAN_PERIOD] = _NAN
+        self.I[slot, I_PLAN_COUNT] = 0
+
+    def _compact(self, extra: int) -> None:
+        """Rebuild the pool with only the rooms in use (and space for ``extra`` more)."""
+        I = self.I
+        rooms = np.flatnonzero(I[:, I_PLAN_CAP] > 0)
+        live = int(I[rooms, I_PLAN_CAP].sum())
+        pool = np.zeros(max(2 * (live + extra), 256))
+        at = 0
+        for slot in rooms:
+            start, cap = I[slot, I_PLAN_START], I[slot, I_PLAN_CAP]
+            pool[at:at + cap] = self.pool[start:start + cap]
+            I[slot, I_PLAN_START] = at
+            at += cap
+        self.pool = pool
+        self.pool_used = at
+
+
+class HostTable:
+    """Per-host politeness rows: last fetch, spacing, server-requested pause, per-minute ring."""
+
+    def __init__(self, min_spacing_s: float, max_per_minute: int) -> None:
+        self.default_spacing_s = float(min_spacing_s)
+        self.default_per_minute = int(max_per_minute)
+        self.index: dict[str, int] = {}
+        self.names: list[str] = []
+        self.custom: set[str] = set()
+        self.HF = np.zeros((0, H_FIELDS))
+        self.HI = np.zeros((0, HI_FIELDS), dtype=np.int64)
+        self.ring = np.zeros((0, max(1, self.default_per_minute)))
+
+    def row(self, host: str) -> int:
+        """The row of ``host`` (created with the defaults when new)."""
+        row = self.index.get(host)
+        if row is not None:
+            return row
+        row = len(self.names)
+        if row >= len(self.HF):
+            new = max(64, 2 * len(self.HF))
+            HF = np.zeros((new, H_FIELDS))
+            HF[: len(self.HF)] = self.HF
+            HI = np.zeros((new, HI_FIELDS), dtype=np.int64)
+            HI[: len(self.HI)] = self.HI
+            ring = np.zeros((new, self.ring.shape[1]))
+            ring[: len(self.ring)] = self.ring
+            self.HF, self.HI, self.ring = HF, HI, ring
+        self.index[host] = row
+        self.names.append(host)
+        self.HF[row] = (_NEVER, self.default_spacing_s, 0.0, _NEVER)
+        self.HI[row] = (self.default_per_minute, 0, 0)
+        return row
+
+    def recent(self, row: int) -> list[float]:
+        """The host's last fetch times (oldest first), at most its per-minute cap."""
+        per_minute, head, count = (int(x) for x in self.HI[row])
+        return [float(self.ring[row, (head + k) % per_minute]) for k in range(count)]
+
+    def _set_recent(self, row: int, times: list[float]) -> None:
+        per_minute = int(self.HI[row, HI_PER_MINUTE])
+        times = times[-per_minute:]
+        if per_minute > self.ring.shape[1]:
+            ring = np.zeros((len(self.ring), per_minute))
+            ring[:, : self.ring.shape[1]] = self.ring
+            self.ring = ring
+        self.ring[row, : len(times)] = times
+        self.HI[row, HI_HEAD] = 0
+        self.HI[row, HI_COUNT] = len(times)
+
+    def set_limits(self, host: str, *, min_spacing_s: float | None = None,
+                   max_per_minute: int | None = None) -> None:
+        """Override the defaults for one host (e.g. from robots.txt Crawl-delay)."""
+        row = self.row(host)
+        if min_spacing_s is not None:
+            self.HF[row, H_SPACING] = max(0.0, float(min_spacing_s))
+        if max_per_minute is not None:
+            recent = self.recent(row)
+            self.HI[row, HI_PER_MINUTE] = max(1, int(max_per_minute))
+            self._set_recent(row, recent)
+        self.custom.add(host)
+
+    def block(self, host: str, until: float) -> None:
+        """The server asked us to stay away until ``until`` (429 / 503 Retry-After)."""
+        row = self.row(host)
+        self.HF[row, H_BLOCKED] = max(self.HF[row, H_BLOCKED], until)
+
+    def shift(self, delta: float) -> None:
+        """Move every remembered instant by ``delta`` (after a clock jump)."""
+        n = len(self.names)
+        for field in (H_LAST, H_QUEUE):
+            seen = self.HF[:n, field] > _NEVER / 2
+            self.HF[:n, field][seen] += delta
+        blocked = self.HF[:n, H_BLOCKED] > 0
+        self.HF[:n, H_BLOCKED][blocked] += delta
+        self.ring[:n] += delta
+
+    def state(self, row: int) -> tuple[float | None, tuple[float, ...], float, float, int]:
+        """(last fetch or None, recent fetch times, blocked until, spacing, per-minute cap)."""
+        last = float(self.HF[row, H_LAST])
+        return (last if last > _NEVER / 2 else None, tuple(self.recent(row)),
+                float(self.HF[row, H_BLOCKED]), float(self.HF[row, H_SPACING]),
+                int(self.HI[row, HI_PER_MINUTE]))
+
+    def load(self, host: str, *, last_fetch_at: float | None, recent: tuple[float, ...],
+             blocked_until: float, min_spacing_s: float | None,
+             max_per_minute: int | None) -> None:
+        if min_spacing_s is not None or max_per_minute is not None:
+            self.set_limits(host, min_spacing_s=min_spacing_s, max_per_minute=max_per_minute)
+        row = self.row(host)
+        if last_fetch_at is not None:
+            self.HF[row, H_LAST] = last_fetch_at
+        self._set_recent(row, list(recent))
+        self.HF[row, H_BLOCKED] = blocked_until
