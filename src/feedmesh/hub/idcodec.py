@@ -29,7 +29,7 @@ def encode_ids(ids: np.ndarray) -> bytes:
     if len(gaps) < 16:
         return _RAW + gaps.tobytes()
     planes = gaps.view(np.uint8).reshape(-1, 4).T.tobytes()
-    return _DEFLATED + zlib.compress(planes, 6)
+    return _DEFLATED + zlib.compress(planes, 1)  # level 6 saves 4% for twice the time
 
 
 def decode_ids(data: bytes) -> np.ndarray:
