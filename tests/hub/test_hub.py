@@ -46,7 +46,7 @@ def held_newest(data_dir, sub_id: int, keep: int, reflector: int = 0) -> list[in
     store = ReflectorStore(f"{data_dir}/reflector-{reflector}.db")
     try:
         topk, _ = store.load(keeps)
-        newest = topk.newest(sub_id, keep)
+        newest = topk.newest_ids(sub_id, keep)
         assert len(store.items(newest)) == len(newest), "a held entry has no stored item"
         return newest
     finally:

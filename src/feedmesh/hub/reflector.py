@@ -99,7 +99,7 @@ class Reflector:
             self.topk.drop(sub_id)
         for sub_id in [s for s in self.topk.extra if not subs.is_active(s)]:
             self.topk.drop(sub_id)
-        held = self.topk.rows.max(axis=1)
+        held = self.topk.newest.astype(np.int64)
         for sub_id, values in self.topk.extra.items():
             held[sub_id] = values.max() if len(values) else 0
         known = np.flatnonzero(held)
@@ -127,7 +127,7 @@ class Reflector:
             subs.modified[sub_id] = modified
         subs.active[sub_id] = True
         if keep > WIDTH >= subs.keep[sub_id] and sub_id not in self.topk.extra:
-            self.topk.extra[sub_id] = np.sort(self.topk.rows[sub_id][self.topk.rows[sub_id] > 0])
+            self.topk.widen(sub_id)
         subs.keep[sub_id] = keep
         subs.generation[sub_id] = generation
 
@@ -302,7 +302,7 @@ class Reflector:
 
     async def items(self, sub_id: int) -> list[ReflectedItem]:
         keep = int(self.subs.keep[sub_id]) or WIDTH
-        return await self._reader.call(self.store.items, self.topk.newest(sub_id, keep))
+        return await self._reader.call(self.store.items, self.topk.newest_ids(sub_id, keep))
 
     async def close_async(self) -> None:
         """Checkpoint, so the next start-up replays as little as possible, then close."""

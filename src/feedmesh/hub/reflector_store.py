@@ -160,7 +160,7 @@ class ReflectorStore:
         upto = 0
         if os.path.exists(self.checkpoint_path):
             with np.load(self.checkpoint_path) as saved:
-                topk.rows = saved["rows"].copy()
+                topk.load_rows(saved["rows"])
                 offset = 0
                 for sub_id, length in zip(saved["extra_ids"].tolist(),
                                           saved["extra_lengths"].tolist(), strict=True):

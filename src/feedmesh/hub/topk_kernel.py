@@ -1,7 +1,7 @@
 """The compiled inner loop of :meth:`feedmesh.hub.topk.TopK.insert` (numba, the ``fast`` extra).
 
-An article matching 1.4% of a million subscriptions touches 14,000 rows; the numpy version copies
-them out and back (2.5 ms), this loop edits them in place (a few dozen microseconds).
+An article matching 1.4% of a million subscriptions touches 14,000 rows; the loop appends to
+each in place, reading only the small ``newest`` and ``head`` arrays in the common case.
 """
 
 from __future__ import annotations
@@ -13,16 +13,24 @@ __all__ = ["bump_versions", "insert_rows"]
 
 
 @numba.njit(cache=True, nogil=True)
-def insert_rows(rows: np.ndarray, ids: np.ndarray, entry_id: int,
-                changed: np.ndarray) -> int:  # pragma: no cover - compiled
-    """Put ``entry_id`` into each row of ``ids`` unless present or smaller than all its slots;
-    write the ids of the rows that changed into ``changed``; return how many."""
+def insert_rows(rows: np.ndarray, head: np.ndarray, newest: np.ndarray, ids: np.ndarray,
+                entry_id: int, changed: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Put ``entry_id`` into each row of ``ids`` (see :mod:`feedmesh.hub.topk` for the ring
+    invariant); write the ids of the rows that changed into ``changed``; return how many."""
     count = 0
     width = rows.shape[1]
     for i in range(ids.shape[0]):
         r = ids[i]
-        slot = 0
+        if entry_id > newest[r]:  # the common case: newer than all it holds
+            h = head[r]
+            rows[r, h] = entry_id
+            head[r] = h + 1 if h + 1 < width else 0
+            newest[r] = entry_id
+            changed[count] = r
+            count += 1
+            continue
         smallest = rows[r, 0]
+        slot = 0
         present = False
         for j in range(width):
             value = rows[r, j]
@@ -32,10 +40,14 @@ def insert_rows(rows: np.ndarray, ids: np.ndarray, entry_id: int,
             if value < smallest:
                 smallest = value
                 slot = j
-        if not present and smallest < entry_id:
-            rows[r, slot] = entry_id
-            changed[count] = r
-            count += 1
+        if present or smallest >= entry_id:
+            continue
+        rows[r, slot] = entry_id
+        rows[r].sort()  # back to ascending from slot 0
+        head[r] = 0
+        newest[r] = rows[r, width - 1]
+        changed[count] = r
+        count += 1
     return count
 
 

@@ -94,7 +94,7 @@ async def feed_version(env: HubEnv, sub_id: int) -> tuple:
     """What entries the feed holds (not its validators: a rename changes those on purpose)."""
     sub = env.hub.db.subscription(sub_id)
     assert sub is not None
-    return tuple(env.hub.reflectors[sub.reflector].topk.newest(sub_id, 1000))
+    return tuple(env.hub.reflectors[sub.reflector].topk.newest_ids(sub_id, 1000))
 
 
 async def unchanged(env: HubEnv, sub_id: int, read: Callable[[], Awaitable[T]],
