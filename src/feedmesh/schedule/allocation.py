@@ -114,20 +114,31 @@ def _h_prime(r: np.ndarray) -> np.ndarray:
     return r - r * np.exp(-r)
 
 
-def _bisect_multiplier(freq_at, budget: float, lo: float, hi: float) -> float:
+def _bisect_multiplier(freq_at, budget: float, lo: float, hi: float,
+                       warm: dict[str, float] | None = None) -> float:
     """The smallest mu (to 0.01% relative) whose frequencies fit the budget; the total decreases
-    as mu grows. Bisection on log mu, so a 1e60-wide bracket takes about 60 steps."""
+    as mu grows. Bisection on log mu, so a 1e60-wide bracket takes about 60 steps; with ``warm``
+    (holding the last answer under "mu") it starts from a bracket a factor 4 around that answer
+    when it still holds the new one (daily refits move mu little), and stores the new answer."""
+    if warm is not None and warm.get("mu", 0.0) > 0.0:
+        near_lo, near_hi = max(warm["mu"] / 4.0, lo), min(warm["mu"] * 4.0, hi)
+        if near_lo < near_hi and float(freq_at(near_lo).sum()) > budget >= \
+                float(freq_at(near_hi).sum()):
+            lo, hi = near_lo, near_hi
     while hi / lo > 1.0001:
         mid = (lo * hi) ** 0.5
         if float(freq_at(mid).sum()) > budget:
             lo = mid
         else:
             hi = mid
+    if warm is not None:
+        warm["mu"] = hi
     return hi
 
 
 def cgm_freshness_allocation(rates: np.ndarray, weights: np.ndarray, budget: float, *,
-                             floors: np.ndarray | float = 0.0) -> np.ndarray:
+                             floors: np.ndarray | float = 0.0,
+                             warm: dict[str, float] | None = None) -> np.ndarray:
     """Fetches per day maximizing sum w_i F(lambda_i / f_i), F(r) = (1 - e^-r)/r, sum f_i = budget.
 
     KKT: f_i = 0 when w_i / lambda_i <= mu, else g(r_i) = mu lambda_i / w_i and f_i = lambda_i / r_i.
@@ -160,11 +171,12 @@ def cgm_freshness_allocation(rates: np.ndarray, weights: np.ndarray, budget: flo
         return floors * (budget / max(float(floors.sum()), 1e-300)) if floors.sum() > 0 else \
             np.full(n, budget / n)
     hi = float((weights[positive] / rates[positive]).max())
-    return freq_at(_bisect_multiplier(freq_at, budget, hi * 1e-18, hi))
+    return freq_at(_bisect_multiplier(freq_at, budget, hi * 1e-18, hi, warm))
 
 
 def cgm_age_allocation(rates: np.ndarray, weights: np.ndarray, budget: float, *,
-                       floors: np.ndarray | float = 0.0) -> np.ndarray:
+                       floors: np.ndarray | float = 0.0,
+                       warm: dict[str, float] | None = None) -> np.ndarray:
     """Fetches per day minimizing sum w_i A_i (age), sum f_i = budget.
 
     KKT: w_i h(r_i) / lambda_i^2 = mu, r_i = lambda_i / f_i. Nobody starves: slow feeds get
@@ -190,7 +202,7 @@ def cgm_age_allocation(rates: np.ndarray, weights: np.ndarray, budget: float, *,
         f[positive] = lam / np.maximum(r, 1e-300)
         return np.maximum(f, floors)
 
-    return freq_at(_bisect_multiplier(freq_at, budget, 1e-30, 1e30))
+    return freq_at(_bisect_multiplier(freq_at, budget, 1e-30, 1e30, warm))
 
 
 def round_to_total(values: np.ndarray, total: int | None = None) -> np.ndarray:

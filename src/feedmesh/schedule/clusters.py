@@ -75,9 +75,10 @@ def fit_kmeans(points: np.ndarray, k: int, rng: np.random.Generator, *,
             closest = np.minimum(closest, _squared_distances(points, centroids[c:c + 1])[:, 0])
     for _ in range(iterations):
         labels = assign_clusters(points, centroids)
-        sums = np.zeros((k, d))
-        np.add.at(sums, labels, points)
-        counts = np.bincount(labels, minlength=k).astype(np.float64)
+        onehot = np.zeros((len(points), k))
+        onehot[np.arange(len(points)), labels] = 1.0
+        sums = onehot.T @ points  # per-cluster sums (np.add.at is slow)
+        counts = onehot.sum(axis=0)
         updated = centroids.copy()
         filled = counts > 0
         updated[filled] = sums[filled] / counts[filled, None]

@@ -31,7 +31,7 @@ import numpy as np
 __all__ = [
     "F_FIELDS", "I_FIELDS", "K_FIELDS", "MODE_ADAPTIVE", "MODE_ADAPTIVE_LITERAL", "MODE_PLAN",
     "bucket_refill", "heap_remove", "heap_update", "learn_batch", "next_allowed", "plan_next",
-    "pop_due", "push", "record_success",
+    "pop_due", "push", "record_success", "replan",
 ]
 
 try:  # pragma: no cover - exercised whichever way the environment is
@@ -209,6 +209,27 @@ def push(keys, slots, heap_n, F, I, K, slot, due):
         due = F[slot, F_BACKOFF]
     F[slot, F_DUE] = due
     heap_update(keys, slots, heap_n, I, slot, due)
+
+
+@njit(cache=True)
+def replan(moved, now, longest, keys, slots, heap_n, F, I, K, pool):
+    """Feeds whose plan just changed: their next fetch follows the new plan from ``now`` on (not
+    after the fetch the old plan had scheduled: moving both ways keeps the spend at the budget),
+    but a change of plan must not open a gap longer than the new plan's own longest one
+    (``longest[i]``; a daily fetch moved from 14:00 to 11:00 at noon would otherwise wait 45
+    hours): then the feed is fetched now."""
+    for i in range(len(moved)):
+        slot = moved[i]
+        dither = F[slot, F_DITHER]
+        due = plan_next(F, I, pool, slot, now - dither) + dither
+        last = F[slot, F_LAST_FETCH]
+        if last == last:
+            gap = longest[i] if longest[i] < K[K_MAX_GAP] else K[K_MAX_GAP]
+            if due > last + gap:
+                due = last + gap
+            if due < now:
+                due = now
+        push(keys, slots, heap_n, F, I, K, slot, due)
 
 
 # -- the budget ---------------------------------------------------------------------------------

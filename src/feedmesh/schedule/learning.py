@@ -26,11 +26,29 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
+from .core import njit
 from .settings import DAY_S, HOUR_S
 
 __all__ = ["LearnedState", "LearnedSummary"]
 
 _THURSDAY = 3  # weekday index (Monday = 0) of day 0 of the Unix epoch
+
+
+@njit(cache=True)
+def _count_into(ring, slots, days, hours):
+    """ring[slots[i], days[i], hours[i]] += 1 (np.add.at is slow for this)."""
+    for i in range(len(slots)):
+        ring[slots[i], days[i], hours[i]] += 1
+
+
+@njit(cache=True)
+def _add_into(hourly, weekday, total, slots, hours, weekdays, weights):
+    """The decayed long memory: each posting adds its weight to three per-feed arrays."""
+    for i in range(len(slots)):
+        slot = slots[i]
+        hourly[slot, hours[i]] += weights[i]
+        weekday[slot, weekdays[i]] += weights[i]
+        total[slot] += weights[i]
 
 
 class LearnedSummary(msgspec.Struct, frozen=True):
@@ -160,11 +178,10 @@ class LearnedState:
             in_window = (days <= self.current_day) & (days > self.current_day - self.window_days)
             index = days % self.window_days
             in_window &= self.ring_days[index] == days
-            np.add.at(self.ring, (slots[in_window], index[in_window], hours[in_window]), 1)
+            _count_into(self.ring, slots[in_window], index[in_window], hours[in_window])
         weights = np.exp(np.clip((times - self.decay_ref) / self.tau_s, -50.0, 50.0))
-        np.add.at(self.long_hourly, (slots, hours), weights)
-        np.add.at(self.long_weekday, (slots, weekdays), weights)
-        np.add.at(self.long_total, slots, weights)
+        _add_into(self.long_hourly, self.long_weekday, self.long_total, slots, hours, weekdays,
+                  weights)
 
     def _decay_to(self, now: float) -> None:
         if now <= self.decay_ref:

@@ -197,17 +197,20 @@ class BudgetBucket:
 class SpendControl:
     """Scale for the planned budget so that the fetches made over a week match M.
 
-    At every refit the fetches of the last ``window_s`` are compared with the budget of that
-    window; the scale moves by the square root of the ratio (half the correction per refit, so a
-    one-week delay in the measurement does not make it oscillate), within [``low``, ``high``];
-    errors within ``deadband`` are left alone.
+    At every refit the fetches of exactly the last ``window_s`` (a whole week, so that a weekly
+    plan's quiet weekend and busy Monday both count; the count at the window's start is
+    interpolated between refits) are compared with the budget of that window, and the scale
+    moves by ``gain`` of the ratio's logarithm (a fraction of the correction per refit: the
+    measurement lags a week behind, and a full correction every day would oscillate), within
+    [``low``, ``high``]; errors within ``deadband`` are left alone.
     """
 
-    def __init__(self, window_s: float = 7 * 86400.0, low: float = 0.75,
-                 high: float = 1.25, deadband: float = 0.005) -> None:
+    def __init__(self, window_s: float = 7 * 86400.0, low: float = 0.75, high: float = 1.25,
+                 deadband: float = 0.003, gain: float = 0.25) -> None:
         self.window_s = window_s
-        self.deadband = deadband  # errors this small are noise: plans are left alone
         self.low, self.high = low, high
+        self.deadband = deadband
+        self.gain = gain
         self.scale = 1.0
         self.fetches = 0  # fetches handed out since start (the scheduler counts them)
         self.marks: deque[tuple[float, int, float]] = deque()  # (time, fetches, budget/day)
@@ -216,15 +219,21 @@ class SpendControl:
         """Note the state at a refit and return the scale for the plans made now."""
         marks = self.marks
         marks.append((now, self.fetches, budget_per_day))
-        while len(marks) > 1 and marks[1][0] <= now - self.window_s:
+        start = now - self.window_s
+        while len(marks) > 2 and marks[1][0] <= start:
             marks.popleft()
-        start, fetched, _ = marks[0]
-        if now - start >= self.window_s * 0.999:
-            spans = list(marks)
-            budget = sum((b[0] - a[0]) * a[2] for a, b in zip(spans, spans[1:])) / 86400.0
-            made = self.fetches - fetched
-            if budget > 0 and made > 0 and abs(budget / made - 1.0) > self.deadband:
-                self.scale = min(max(self.scale * (budget / made) ** 0.5, self.low), self.high)
+        if marks[0][0] > start:
+            return self.scale  # less than a whole window seen yet
+        (t0, f0, b0), (t1, f1, _) = marks[0], marks[1]
+        share = (start - t0) / (t1 - t0) if t1 > t0 else 1.0
+        made = self.fetches - (f0 + share * (f1 - f0))
+        spans = list(marks)
+        budget = b0 * (t1 - start) + sum((b[0] - a[0]) * a[2] for a, b in zip(spans[1:],
+                                                                             spans[2:]))
+        budget /= 86400.0
+        if budget > 0 and made > 0 and abs(budget / made - 1.0) > self.deadband:
+            scale = self.scale * (budget / made) ** self.gain
+            self.scale = min(max(scale, self.low), self.high)
         return self.scale
 
     def shift(self, delta: float) -> None:

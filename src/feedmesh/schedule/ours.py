@@ -10,15 +10,16 @@ What it changes against ``optimal`` (the paper's combined policy), and why:
 2. **Per-feed weekly profile.** lambda_i(t) over a week = rate x daily profile x weekday factor.
    The daily profile is the feed's own decayed hourly histogram plus its K-means cluster's
    centroid as pseudo-counts (sparse feeds borrow their cluster's shape, busy ones keep theirs);
-   the weekday factors likewise shrink to the population's weekly rhythm.
+   the weekday factors likewise shrink to the population's weekly rhythm, and that to flat.
 3. **Floors that bound the maximum delay.** Every feed gets at least ceil(week / max_delay_target)
-   fetches a week and placement never leaves a gap longer than ``max_delay_target_s``; the sqrt
-   rule (Theorem 1, water-filled with the floors) shares what is left.
+   fetches a week and placement never leaves a gap longer than ``max_delay_target_s``; the
+   allocation (water-filled with the floors) shares what is left.
 4. **Placement over the week** (Theorem 3 on 168 hourly bins, with the gap bound), so weekends
    and nights get fewer fetches, and fractional daily allocations become exact weekly counts.
 
-Plans are recomputed for a feed only when its weekly count changed or its rate shape moved
-(cheap refits for 100k feeds); the rest keep their plan.
+Plans change only when a feed's weekly count moves past a band around it, or its weekly shape
+moves (cheap refits for 100k feeds, and every change of plan can cost a fetch); the scheduler's
+spend control keeps the total at the budget.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 from .allocation import round_to_total, sqrt_allocation
 from .clusters import normalized_profiles
 from .placement import place_batch
-from .policies import Plan, Policy, RefitContext
+from .policies import PlanBatch, Policy, RefitContext
 from .settings import DAY_S, HOUR_S, WEEK_S, SchedulerSettings
 
 __all__ = ["FeedmeshPolicy", "gamma_prior"]
@@ -38,7 +39,9 @@ __all__ = ["FeedmeshPolicy", "gamma_prior"]
 _MONDAY_ORIGIN_S = 4 * DAY_S  # 1970-01-05 00:00 UTC was a Monday
 _PROFILE_PSEUDO_POSTS = 12.0
 _WEEKDAY_PSEUDO_POSTS = 14.0
+_POPULATION_WEEK_PSEUDO_POSTS = 70.0  # the population's weekly rhythm, itself shrunk to flat
 _SHAPE_CHANGE = 0.3  # L1 distance of the weekly shape that triggers a re-placement
+_COUNT_BAND = 0.75  # a weekly count changes once the allocation moves this far past it
 
 
 def gamma_prior(counts: np.ndarray, exposure_days: np.ndarray) -> tuple[float, float]:
@@ -83,17 +86,18 @@ class FeedmeshPolicy(Policy):
         centroids = centroids / np.maximum(centroids.sum(axis=1, keepdims=True), 1e-12)
         daily = learned.long_hourly + _PROFILE_PSEUDO_POSTS * centroids[context.labels]
         daily = normalized_profiles(daily)
-        population_week = learned.long_weekday.sum(axis=0) + 1.0
-        population_week = population_week / population_week.sum()
+        population = learned.long_weekday.sum(axis=0)
+        population = (population + _POPULATION_WEEK_PSEUDO_POSTS / 7.0) / \
+            (population.sum() + _POPULATION_WEEK_PSEUDO_POSTS)
         weekly = normalized_profiles(learned.long_weekday
-                                     + _WEEKDAY_PSEUDO_POSTS * population_week[None, :])
+                                     + _WEEKDAY_PSEUDO_POSTS * population[None, :])
         shape = (weekly[:, :, None] * daily[:, None, :]).reshape(len(counts), 168)
         return rates, shape
 
-    def refit(self, context: RefitContext) -> dict[int, Plan]:
+    def refit(self, context: RefitContext) -> list[PlanBatch]:
         n = len(context.slots)
         if n == 0:
-            return {}
+            return []
         settings = context.settings
         rates, shape = self.rates_and_shapes(context)
         max_gap = settings.max_delay_target_s
@@ -104,27 +108,31 @@ class FeedmeshPolicy(Policy):
                                    floors=float(floor_per_week),
                                    caps=WEEK_S / settings.min_interval_s)
         counts = round_to_total(per_week, int(round(min(budget_per_week, per_week.sum()))))
-        counts = np.maximum(counts, 1)
+        counts = np.maximum(counts, floor_per_week)
 
-        # Re-place only the feeds whose count changed or whose shape moved.
+        # Re-place only the feeds whose count moved past its band or whose shape moved.
         todo: dict[int, list[int]] = {}
-        for i, slot in enumerate(context.slots):
-            previous = self._placed.get(int(slot))
-            if previous is not None and previous[0] == counts[i] and \
-                    float(np.abs(previous[1] - shape[i]).sum()) < _SHAPE_CHANGE:
-                continue
+        placed = self._placed
+        for i, slot in enumerate(context.slots.tolist()):
+            previous = placed.get(slot)
+            if previous is not None:
+                old_count, old_shape = previous
+                if abs(per_week[i] - old_count) <= _COUNT_BAND and \
+                        float(np.abs(old_shape - shape[i]).sum()) < _SHAPE_CHANGE:
+                    continue
+                if abs(per_week[i] - old_count) <= _COUNT_BAND and old_count >= floor_per_week:
+                    counts[i] = old_count
             todo.setdefault(int(counts[i]), []).append(i)
-        plans: dict[int, Plan] = {}
+        batches = []
         for count, rows in todo.items():
             rows_arr = np.asarray(rows)
             gap = max_gap if count * max_gap >= WEEK_S else None
             offsets = place_batch(shape[rows_arr] * 168.0, HOUR_S, count, max_gap=gap)
-            for row, placed in zip(rows_arr, offsets):
-                slot = int(context.slots[row])
-                plans[slot] = Plan(WEEK_S, tuple(sorted(float(x) for x in placed)),
-                                   origin_s=_MONDAY_ORIGIN_S)
-                self._placed[slot] = (count, shape[row].copy())
-        return plans
+            batches.append(PlanBatch.of(context.slots[rows_arr], WEEK_S, offsets,
+                                        _MONDAY_ORIGIN_S))
+            for row in rows_arr:
+                placed[int(context.slots[row])] = (count, shape[row].copy())
+        return batches
 
     def on_removed(self, slot: int) -> None:
         super().on_removed(slot)

@@ -48,6 +48,7 @@ __all__ = [
     "CgmPolicy",
     "OptimalPolicy",
     "Plan",
+    "PlanBatch",
     "Policy",
     "RefitContext",
     "UniformPolicy",
@@ -81,6 +82,49 @@ class Plan(msgspec.Struct, frozen=True):
             if offset > x:
                 return base + offset
         return base + period + self.offsets_s[0]
+
+
+class PlanBatch(msgspec.Struct, frozen=True):
+    """Plans for many feeds with the same number of fetches per period, as arrays.
+
+    Row i: fetch ``slots[i]`` at ``origin_s[i] + k * period_s[i] + offsets_s[i, j]`` for every
+    integer k and every j (offsets sorted, in [0, period)). What :meth:`Policy.refit` returns:
+    the scheduler stores and applies a batch without a Python object per feed.
+    """
+
+    slots: np.ndarray  # int64[g]
+    period_s: np.ndarray  # float64[g]
+    offsets_s: np.ndarray  # float64[g, m]
+    origin_s: np.ndarray  # float64[g]
+
+    @classmethod
+    def of(cls, slots: np.ndarray, period_s: np.ndarray | float, offsets_s: np.ndarray,
+           origin_s: np.ndarray | float = 0.0) -> PlanBatch:
+        slots = np.asarray(slots, dtype=np.int64)
+        g = len(slots)
+        offsets = np.asarray(offsets_s, dtype=np.float64).reshape(g, -1)
+        return cls(slots=slots, period_s=np.broadcast_to(np.asarray(period_s, np.float64), (g,)),
+                   offsets_s=np.sort(offsets, axis=1),
+                   origin_s=np.broadcast_to(np.asarray(origin_s, np.float64), (g,)))
+
+    @classmethod
+    def from_plans(cls, plans: dict[int, Plan]) -> list[PlanBatch]:
+        """Batches for a dict of single plans (grouped by their number of offsets)."""
+        groups: dict[int, list[tuple[int, Plan]]] = {}
+        for slot, plan in plans.items():
+            groups.setdefault(len(plan.offsets_s), []).append((slot, plan))
+        return [cls.of(np.array([s for s, _ in rows]), np.array([p.period_s for _, p in rows]),
+                       np.array([p.offsets_s for _, p in rows]),
+                       np.array([p.origin_s for _, p in rows])) for rows in groups.values()]
+
+    def longest_gaps(self) -> np.ndarray:
+        """The longest time between consecutive planned instants, per row."""
+        offsets = self.offsets_s
+        wrap = offsets[:, :1] + self.period_s[:, None]
+        return np.diff(offsets, axis=1, append=wrap).max(axis=1)
+
+
+Refit = "dict[int, Plan] | list[PlanBatch]"
 
 
 class RefitContext:
@@ -203,8 +247,9 @@ class Policy:
         self.tracker = _ChangeTracker()
         self.table: FeedTable | None = None  # the scheduler's arrays (set by the scheduler)
 
-    def refit(self, context: RefitContext) -> dict[int, Plan]:
-        """New plans for (some of) ``context.slots``; slots left out keep their plan."""
+    def refit(self, context: RefitContext) -> dict[int, Plan] | list[PlanBatch]:
+        """New plans for (some of) ``context.slots``; slots left out keep their plan. Either a
+        dict of :class:`Plan` or (cheaper for many feeds) a list of :class:`PlanBatch`."""
         raise NotImplementedError
 
     def next_fetch(self, scheduler: Scheduler, slot: int, now: float) -> float:
@@ -242,7 +287,7 @@ def _floor_per_day(settings: SchedulerSettings) -> float:
 
 
 def _even_plans(policy: Policy, context: RefitContext, per_day: np.ndarray,
-                rtol: float = 0.0) -> dict[int, Plan]:
+                rtol: float = 0.0) -> list[PlanBatch]:
     """Evenly spaced plans at ``per_day`` fetches a day, each feed at its own phase; only feeds
     whose frequency moved by more than ``rtol`` get a new plan (no churn from noise)."""
     floor = _floor_per_day(context.settings)
@@ -251,7 +296,7 @@ def _even_plans(policy: Policy, context: RefitContext, per_day: np.ndarray,
     replanned = policy.tracker.known(context.slots)
     changed = policy.tracker.changed(context.slots, periods, rtol)
     if not changed.any():
-        return {}
+        return []
     slots, periods = context.slots[changed], periods[changed]
     # A changed frequency continues from the feed's last fetch: re-phasing it at every refit
     # would make the gaps irregular (a renewal process with random gaps waits longer on average,
@@ -260,8 +305,7 @@ def _even_plans(policy: Policy, context: RefitContext, per_day: np.ndarray,
     last = context.last_fetch_plan_times[changed]
     anchored = replanned[changed] & np.isfinite(last)
     origins = np.where(anchored, last, context.phases[changed] * periods)
-    return {int(slot): Plan(float(p), (0.0,), origin_s=float(o))
-            for slot, p, o in zip(slots, periods, origins)}
+    return [PlanBatch.of(slots, periods, np.zeros((len(slots), 1)), origins)]
 
 
 class UniformPolicy(Policy):
@@ -269,11 +313,11 @@ class UniformPolicy(Policy):
 
     name = "uniform"
 
-    def refit(self, context: RefitContext) -> dict[int, Plan]:
+    def refit(self, context: RefitContext) -> list[PlanBatch]:
         n = len(context.slots)
         if n == 0:
-            return {}
-        return _even_plans(self, context, np.full(n, context.budget_per_day / n))
+            return []
+        return _even_plans(self, context, np.full(n, context.budget_per_day / n), rtol=0.01)
 
 
 class CgmPolicy(Policy):
@@ -282,14 +326,15 @@ class CgmPolicy(Policy):
     def __init__(self, settings: SchedulerSettings, objective: str) -> None:
         super().__init__(settings)
         self.objective = objective
+        self._warm: dict[str, float] = {}  # the last multiplier: tomorrow's is near it
 
-    def refit(self, context: RefitContext) -> dict[int, Plan]:
+    def refit(self, context: RefitContext) -> list[PlanBatch]:
         if len(context.slots) == 0:
-            return {}
+            return []
         rates = context.learned.window_rate_per_day
         solver = cgm_age_allocation if self.objective == "age" else cgm_freshness_allocation
         per_day = solver(rates, context.weights, context.budget_per_day,
-                         floors=_floor_per_day(context.settings))
+                         floors=_floor_per_day(context.settings), warm=self._warm)
         return _even_plans(self, context, per_day, rtol=0.02)
 
 
@@ -333,10 +378,10 @@ class OptimalPolicy(Policy):
         return sqrt_allocation(context.weights * rates, context.budget_per_day,
                                floors=_floor_per_day(context.settings))
 
-    def refit(self, context: RefitContext) -> dict[int, Plan]:
+    def refit(self, context: RefitContext) -> list[PlanBatch]:
         n = len(context.slots)
         if n == 0:
-            return {}
+            return []
         settings = context.settings
         per_day = self.allocation(context)
         if not self.place:
@@ -356,7 +401,7 @@ class OptimalPolicy(Policy):
             counts[keep] = old[keep].astype(np.int64)
         changed = self.tracker.changed(context.slots, np.stack([counts, labels], axis=1))
         if not changed.any():
-            return {}
+            return []
         if self._centroids is None or not np.array_equal(self._centroids, centroids):
             self._placed.clear()  # placements depend on the centroids only
             self._centroids = centroids.copy()
@@ -370,15 +415,16 @@ class OptimalPolicy(Policy):
             week = np.tile(centroids[order], (1, 7))  # the daily profile, every day of the week
             for cluster, row in zip(order, place_batch(week, HOUR_S, count)):
                 placed[(count, cluster)] = row
-        plans: dict[int, Plan] = {}
-        for i in np.flatnonzero(changed):
-            count = int(counts[i])
-            offsets = placed[(count, int(labels[i]))]
+        batches = []
+        rows = np.flatnonzero(changed)
+        for count in np.unique(counts[rows]):
+            mine = rows[counts[rows] == count]
+            offsets = np.stack([placed[(int(count), int(label))] for label in labels[mine]])
             if count % 7:  # rotated by whole days so that feeds do not share their weekdays
-                shift = math.floor(float(context.phases[i]) * 7.0) * DAY_S
-                offsets = np.sort((offsets + shift) % WEEK_S)
-            plans[int(context.slots[i])] = Plan(WEEK_S, tuple(float(x) for x in offsets))
-        return plans
+                shift = np.floor(context.phases[mine] * 7.0) * DAY_S
+                offsets = (offsets + shift[:, None]) % WEEK_S
+            batches.append(PlanBatch.of(context.slots[mine], WEEK_S, offsets))
+        return batches
 
 
 class AdaptivePolicy(Policy):
@@ -406,14 +452,14 @@ class AdaptivePolicy(Policy):
         assert self.table is not None, "the scheduler attaches its table first"
         return self.table.F[:, F_INTERVAL]
 
-    def refit(self, context: RefitContext) -> dict[int, Plan]:
+    def refit(self, context: RefitContext) -> list[PlanBatch]:
         self.totals[1] = context.budget_per_day / DAY_S
         intervals = self._intervals()
         polled = np.zeros(len(intervals), dtype=bool)
         polled[context.slots] = True
         for slot in np.flatnonzero(np.isfinite(intervals) & ~polled):
             self.on_removed(int(slot))
-        return {}
+        return []
 
     def on_added(self, slot: int, base_interval_s: float) -> None:
         super().on_added(slot, base_interval_s)

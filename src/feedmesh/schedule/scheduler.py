@@ -45,7 +45,7 @@ from .errors import DuplicateFeedError, UnknownFeedError
 from .hints import FeedHints
 from .learning import LearnedState, LearnedSummary
 from .limits import SpendControl
-from .policies import Plan, RefitContext, make_policy
+from .policies import Plan, PlanBatch, RefitContext, make_policy
 from .records import FeedStatus, FetchReport, SchedulerSnapshot
 from .settings import DAY_S, SchedulerSettings
 from .table import FeedTable, HostTable
@@ -57,7 +57,6 @@ _CLOCK_SKEW_S = 300.0  # declared dates up to this far in the future are still b
 _BACKWARD_JUMP_S = 300.0  # now earlier than the latest now by more than this: a clock jump
 _FORWARD_JUMP_S = 3600.0  # no call for this long: overdue feeds are re-spread, not burst
 _OVERDUE_S = 60.0
-_START_TOKENS_S = 12 * 3600.0
 _LABEL_STICKINESS = 1.5  # a feed changes cluster when another centroid is clearly nearer
 _INF = math.inf
 _NAN = math.nan
@@ -88,7 +87,6 @@ class Scheduler:
         self._ids: list[str | None] = []
         self._host: list[str] = []
         self._hints: list[FeedHints | None] = []
-        self._plan: list[Plan | None] = []
         self._notes: list[dict[str, str] | None] = []
         self._centroids: np.ndarray | None = None
         self._labels = np.zeros(0, dtype=np.int64)  # each slot's cluster at the last refit (-1)
@@ -180,7 +178,6 @@ class Scheduler:
         self._table.remove_from_heap(slot)
         self._table.I[slot, I_FLAGS] = 0
         self._table.clear_plan(slot)
-        self._plan[slot] = None
         self._notes[slot] = None
         self._free.append(slot)
         self._plans_stale = True
@@ -467,10 +464,7 @@ class Scheduler:
         was_unset = bucket[1] <= 0
         bucket[1] = per_day / DAY_S
         bucket[2] = max(1.0, bucket[1] * self.settings.budget_burst_s)
-        # A new bucket holds half a day (what a start may spend at once); it banks up to the
-        # whole burst over quiet days (a weekly plan spends less on weekends, more on Monday).
-        start = max(1.0, bucket[1] * min(_START_TOKENS_S, self.settings.budget_burst_s))
-        bucket[0] = start if was_unset else min(bucket[0], bucket[2])
+        bucket[0] = bucket[2] if was_unset else min(bucket[0], bucket[2])  # a new one is full
 
     def _refit(self, now: float) -> None:
         s = self.settings
@@ -501,30 +495,24 @@ class Scheduler:
             self._awaiting_count = 0
             self._respread_overdue(now)
 
-    def _install(self, plans: dict[int, Plan], now: float) -> None:
+    def _install(self, plans: dict[int, Plan] | list[PlanBatch], now: float) -> None:
         """Store new plans and move each re-planned feed's next fetch onto its new plan."""
         table = self._table
-        F, I = table.F, table.I
-        max_gap = self._max_gap
-        for slot, plan in plans.items():
-            previous = self._plan[slot]
-            self._plan[slot] = plan
-            table.set_plan(slot, plan.period_s, plan.offsets_s, plan.origin_s)
-            if previous is None or plan == previous:
+        batches = plans if isinstance(plans, list) else PlanBatch.from_plans(plans)
+        for batch in batches:
+            if len(batch.slots) == 0:
                 continue
-            flags = I[slot, I_FLAGS]
-            if flags & (FLAG_IN_FLIGHT | FLAG_AWAITING | FLAG_GONE) or F[slot, F_BACKOFF] > now:
+            had, changed = table.set_plans(batch.slots, batch.period_s, batch.offsets_s,
+                                           batch.origin_s)
+            move = had & changed
+            if not move.any():
                 continue
-            # The new plan applies from now on, not after the fetch the old plan had scheduled
-            # (moving both ways keeps the spend at the budget); but a change of plan must not
-            # open a gap longer than the new plan's own longest one (a daily fetch moved from
-            # 14:00 to 11:00 at noon would otherwise wait 45 hours): then it is fetched now.
-            dither = float(F[slot, F_DITHER])
-            due = plan.next_after(now - dither) + dither
-            last = float(F[slot, F_LAST_FETCH])
-            if last == last:
-                due = max(min(due, last + min(plan.longest_gap_s(), max_gap)), now)
-            self._push(slot, due)
+            moved = batch.slots[move]
+            F, I = table.F, table.I
+            ready = ((I[moved, I_FLAGS] & (FLAG_IN_FLIGHT | FLAG_AWAITING | FLAG_GONE)) == 0) & \
+                (F[moved, F_BACKOFF] <= now)
+            core.replan(moved[ready], now, batch.longest_gaps()[move][ready], table.heap_keys,
+                        table.heap_slots, table.heap_n, F, I, self._K, table.pool)
 
     # -- what a RefitContext reads (computed only when a policy asks) --------------------------
     def column(self, name: str, slots: np.ndarray) -> np.ndarray:
@@ -622,7 +610,7 @@ class Scheduler:
             slot = self._free.pop()
         else:
             slot = len(self._ids)
-            for series in (self._ids, self._host, self._hints, self._plan, self._notes):
+            for series in (self._ids, self._host, self._hints, self._notes):
                 series.append(None)  # type: ignore[arg-type]
             self._table.grow(slot + 1)
             self._learner.ensure_capacity(slot + 1)
@@ -632,7 +620,6 @@ class Scheduler:
         self._ids[slot] = feed_id
         self._host[slot] = host
         self._slot_of[feed_id] = slot
-        self._plan[slot] = None
         self._hints[slot] = None
         self._notes[slot] = None
         if slot < len(self._labels):
@@ -652,7 +639,11 @@ class Scheduler:
 
     def plan_of(self, slot: int) -> Plan | None:
         """The current plan of a slot (policies call this)."""
-        return self._plan[slot]
+        period = float(self._table.F[slot, core.F_PLAN_PERIOD])
+        if not period > 0:
+            return None
+        return Plan(period, tuple(float(x) for x in self._table.plan_offsets(slot)),
+                    float(self._table.F[slot, core.F_PLAN_ORIGIN]))
 
     # ------------------------------------------------------------------ inspection
     def status(self, feed_id: str) -> FeedStatus:
@@ -667,7 +658,7 @@ class Scheduler:
             state = "waiting_plan"
         else:
             state = "scheduled"
-        plan = self._plan[slot]
+        plan = self.plan_of(slot)
         learned = self._learner.summary(np.array([slot]), max(self._clock_high, 0.0))
         due = float(F[slot, F_DUE])
         last, success = float(F[slot, F_LAST_FETCH]), float(F[slot, F_LAST_SUCCESS])

@@ -37,8 +37,8 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     budget_per_day: float | None = None
     """Total fetches per day for the whole deployment (alternative to the per-feed budget)."""
     budget_burst_s: float = 2 * DAY_S
-    """The global token bucket holds this many seconds' worth of budget (it starts with at most
-    half a day's). Plans already spend M a day on average; the bucket is the guard against what
+    """The global token bucket holds this many seconds' worth of budget (and starts full). Plans
+    already spend M a day on average; the bucket is the guard against what
     plans do not foresee (retries, a misbehaving policy). Two days, because a weekly plan spends
     less than M on quiet weekend days and more on weekdays (the real trace: weekend posts are a
     tenth of a weekday's), which a half-day bucket would throttle."""

@@ -86,23 +86,38 @@ class FeedTable:
         self.heap_keys[:n] += delta  # a uniform shift keeps the heap order
 
     # -- plans ----------------------------------------------------------------------------------
-    def set_plan(self, slot: int, period_s: float, offsets: np.ndarray | tuple[float, ...],
-                 origin_s: float) -> None:
-        """Store a plan's offsets (sorted, in [0, period)) for ``slot``."""
-        offsets = np.asarray(offsets, dtype=np.float64)
-        count = len(offsets)
-        I = self.I
-        if count > I[slot, I_PLAN_CAP]:
-            if self.pool_used + count > len(self.pool):
-                self._compact(extra=count)
-            I[slot, I_PLAN_START] = self.pool_used
-            I[slot, I_PLAN_CAP] = count
-            self.pool_used += count
-        start = I[slot, I_PLAN_START]
-        self.pool[start:start + count] = offsets
-        I[slot, I_PLAN_COUNT] = count
-        self.F[slot, core.F_PLAN_PERIOD] = period_s
-        self.F[slot, core.F_PLAN_ORIGIN] = origin_s
+    def set_plans(self, slots: np.ndarray, period_s: np.ndarray, offsets: np.ndarray,
+                  origin_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Store plans with ``m`` offsets each (``offsets[g, m]``, rows sorted, in [0, period)).
+
+        Returns (had a plan, the plan differs from it) per row."""
+        F, I = self.F, self.I
+        g, m = offsets.shape
+        had = np.isfinite(F[slots, core.F_PLAN_PERIOD])
+        same = had & (F[slots, core.F_PLAN_PERIOD] == period_s) & \
+            (F[slots, core.F_PLAN_ORIGIN] == origin_s) & (I[slots, I_PLAN_COUNT] == m)
+        if same.any():
+            rows = np.flatnonzero(same)
+            index = I[slots[rows], I_PLAN_START][:, None] + np.arange(m)[None, :]
+            same[rows] = (self.pool[index] == offsets[rows]).all(axis=1)
+        need = I[slots, I_PLAN_CAP] < m
+        fresh = int(need.sum())
+        if fresh:
+            if self.pool_used + fresh * m > len(self.pool):
+                self._compact(extra=fresh * m)
+            I[slots[need], I_PLAN_START] = self.pool_used + np.arange(fresh) * m
+            I[slots[need], I_PLAN_CAP] = m
+            self.pool_used += fresh * m
+        index = I[slots, I_PLAN_START][:, None] + np.arange(m)[None, :]
+        self.pool[index] = offsets
+        I[slots, I_PLAN_COUNT] = m
+        F[slots, core.F_PLAN_PERIOD] = period_s
+        F[slots, core.F_PLAN_ORIGIN] = origin_s
+        return had, ~same
+
+    def plan_offsets(self, slot: int) -> np.ndarray:
+        start, count = self.I[slot, I_PLAN_START], self.I[slot, I_PLAN_COUNT]
+        return self.pool[start:start + count]
 
     def clear_plan(self, slot: int) -> None:
         self.F[slot, core.F_PLAN_PERIOD] = _NAN
@@ -113,7 +128,7 @@ class FeedTable:
         I = self.I
         rooms = np.flatnonzero(I[:, I_PLAN_CAP] > 0)
         live = int(I[rooms, I_PLAN_CAP].sum())
-        pool = np.zeros(max(2 * (live + extra), 256))
+        pool = np.zeros(max(2 * (live + extra), 256))  # room to grow before the next rebuild
         at = 0
         for slot in rooms:
             start, cap = I[slot, I_PLAN_START], I[slot, I_PLAN_CAP]
