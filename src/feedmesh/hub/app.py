@@ -35,6 +35,7 @@ from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.reflector_store import ReflectorStore
 from feedmesh.match import SubscriptionIndex, parse_query
+from feedmesh.memory import release_memory
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import SQLiteStore
 
@@ -81,6 +82,8 @@ class Hub:
         self.db = HubDB(data / "hub.db")
         self.bus = bus or MemoryBus(s.bus_buffer_bytes)
         self.metrics.watch_queues(self.bus.depths)
+        self.metrics.reflector_memory.set_function(
+            lambda: sum(r.memory_bytes() for r in self.reflectors))
         self.fetcher = fetcher or Fetcher(s.fetch, clock=self.clock, resolver=resolver)
         self.filters = [FilterTier(n, s.filters, self.bus, self.clock, self.metrics,
                                    delivery=s.delivery) for n in range(s.filters)]
@@ -106,6 +109,8 @@ class Hub:
         for reflector in self.reflectors:
             reflector.load(columns, self.db.queries() if reflector.index is not None else ())
         count = len(columns["id"])
+        del columns
+        release_memory()  # start-up tables for a million subscriptions are gone: give it back
         self.metrics.subscriptions.set(count)
         await self.crawler.load()
         for tier in (*self.filters, *self.reflectors):

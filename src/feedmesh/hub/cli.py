@@ -26,6 +26,7 @@ from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.reflector import ReflectorSettings
 from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
+from feedmesh.memory import release_memory
 from feedmesh.schedule import POLICY_NAMES, SchedulerSettings
 
 __all__ = ["configure", "configure_stats", "run", "run_stats", "running_hub", "settings_from"]
@@ -116,6 +117,8 @@ async def _serve(args: argparse.Namespace) -> int:
         if args.opml:
             outlines = (await load_opml(args.opml, hub.settings.fetch)).outlines
             await hub.crawler.add_feeds([o.url for o in outlines])
+            del outlines
+            release_memory()
         print(f"feedmesh hub on {url}/ (API: {url}/api/openapi.json, metrics: {url}/metrics)",
               file=sys.stderr)
         stop = asyncio.Event()

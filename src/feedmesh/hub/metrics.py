@@ -63,6 +63,9 @@ class HubMetrics:
         self.memory = Gauge("feedmesh_process_memory_bytes", "Resident memory of this process",
                             registry=r)
         self.memory.set_function(process_rss_bytes)
+        self.reflector_memory = Gauge("feedmesh_reflector_memory_bytes",
+                                      "Memory the reflectors hold (newest-k rows, subscription "
+                                      "columns, re-match index, SQLite caches)", registry=r)
         self.degraded = Counter("feedmesh_reflector_degraded",
                                 "Entries degraded under memory pressure", ["action"], registry=r)
         self.feed_requests = Counter("feedmesh_feed_requests",

@@ -297,6 +297,12 @@ class Reflector:
     def version(self, sub_id: int) -> tuple[int, float]:
         return int(self.subs.version[sub_id]), float(self.subs.modified[sub_id])
 
+    def memory_bytes(self) -> int:
+        """What this reflector holds in memory: the newest-k rows, the per-subscription columns,
+        its re-match index (``article`` delivery) and its SQLite page caches (2 MB each)."""
+        index = self.index.stats().index_bytes if self.index is not None else 0
+        return self.topk.nbytes() + self.subs.nbytes() + index + 2 * 2 * 1024 * 1024
+
     def held(self, sub_id: int) -> int:
         return min(self.topk.count(sub_id), int(self.subs.keep[sub_id]))
 

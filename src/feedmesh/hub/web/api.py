@@ -22,6 +22,7 @@ from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
 from feedmesh.match import QueryError, article_from_entry, parse_query, tokenize_article
+from feedmesh.memory import release_memory
 
 __all__ = ["Api"]
 
@@ -303,6 +304,8 @@ class Api:
         except OpmlError as exc:
             raise ApiError(400, "invalid_opml", str(exc)) from exc
         added = await self._add_sources(account, list(result.outlines))
+        if len(result.outlines) > 1000:
+            release_memory()  # a big list's parse tree and records are garbage now
         return _json({"added": len(added), "sources": added, "skipped": list(result.skipped)})
 
     # -- preview and stats ------------------------------------------------------------------
