@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import html
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Union
@@ -135,7 +136,7 @@ def _plain_text(fragment: str) -> str:
     return html.unescape(_TAG.sub("", fragment)).strip()
 
 
-class FeedWriter:
+class FeedWriter(ABC):
     """Renders one format in three parts: ``head(feed, entries)``, ``item(...)`` per entry, ``tail``.
 
     A document is ``head + separator.join(items) + tail``, encoded as UTF-8. The head may depend on
@@ -147,14 +148,14 @@ class FeedWriter:
     content_type = ""
     separator = "\n"
 
-    def head(self, feed: FeedInfo, entries: Sequence[Entry]) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def head(self, feed: FeedInfo, entries: Sequence[Entry]) -> str: ...
 
-    def item(self, entry: Entry, feed: FeedInfo, source: SourceRef = None) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def item(self, entry: Entry, feed: FeedInfo, source: SourceRef = None) -> str: ...
 
-    def tail(self, feed: FeedInfo) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def tail(self, feed: FeedInfo) -> str: ...
 
     def render(self, feed: FeedInfo, entries: Sequence[Entry],
                sources: Sequence[SourceRef] | None = None) -> str:

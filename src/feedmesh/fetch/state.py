@@ -70,8 +70,11 @@ def backoff_delay(errors: int, policy: BackoffPolicy, jitter_u: float) -> float:
     return delay * (1.0 + policy.jitter * jitter_u)
 
 
+DEFAULT_POLICY = BackoffPolicy()
+
+
 def next_fetch_state(state: FeedFetchState, result: FetchResult, now: float, jitter_u: float,
-                     policy: BackoffPolicy = BackoffPolicy()) -> FeedFetchState:
+                     policy: BackoffPolicy = DEFAULT_POLICY) -> FeedFetchState:
     outcome = result.outcome
     changes: dict[str, object] = {"last_outcome": str(outcome), "last_fetched_at": now}
     changes.update(_redirect_changes(state, result, policy))
