@@ -36,7 +36,11 @@ __all__ = [
 
 try:  # pragma: no cover - exercised whichever way the environment is
     from numba import njit
+
+    HAVE_NUMBA = True
 except ImportError:  # pragma: no cover
+    HAVE_NUMBA = False
+
     def njit(*args, **kwargs):  # type: ignore[no-redef]
         def wrap(function):
             return function

@@ -70,7 +70,9 @@ class FeedmeshPolicy(Policy):
 
     def __init__(self, settings: SchedulerSettings) -> None:
         super().__init__(settings)
-        self._placed: dict[int, tuple[int, np.ndarray]] = {}  # slot -> (count, weekly shape)
+        # per slot: the weekly count and shape its plan was placed with (-1: no plan)
+        self._count = np.zeros(0, dtype=np.int64)
+        self._shape = np.zeros((0, 168))
 
     def rates_and_shapes(self, context: RefitContext) -> tuple[np.ndarray, np.ndarray]:
         """Posterior posts/day and the normalized weekly shape (168 bins) of every polled feed."""
@@ -111,36 +113,45 @@ class FeedmeshPolicy(Policy):
         counts = np.maximum(counts, floor_per_week)
 
         # Re-place only the feeds whose count moved past its band or whose shape moved.
-        todo: dict[int, list[int]] = {}
-        placed = self._placed
-        for i, slot in enumerate(context.slots.tolist()):
-            previous = placed.get(slot)
-            if previous is not None:
-                old_count, old_shape = previous
-                if abs(per_week[i] - old_count) <= _COUNT_BAND and \
-                        float(np.abs(old_shape - shape[i]).sum()) < _SHAPE_CHANGE:
-                    continue
-                if abs(per_week[i] - old_count) <= _COUNT_BAND and old_count >= floor_per_week:
-                    counts[i] = old_count
-            todo.setdefault(int(counts[i]), []).append(i)
+        slots = context.slots
+        self._grow(int(slots.max()) + 1)
+        old_counts = self._count[slots]
+        known = old_counts >= 0
+        within = known & (np.abs(per_week - old_counts) <= _COUNT_BAND) & \
+            (old_counts >= floor_per_week)
+        counts[within] = old_counts[within]
+        moved = np.abs(self._shape[slots] - shape).sum(axis=1) >= _SHAPE_CHANGE
+        todo = ~within | moved
         batches = []
-        for count, rows in todo.items():
-            rows_arr = np.asarray(rows)
+        for count in np.unique(counts[todo]):
+            rows = np.flatnonzero(todo & (counts == count))
             gap = max_gap if count * max_gap >= WEEK_S else None
-            offsets = place_batch(shape[rows_arr] * 168.0, HOUR_S, count, max_gap=gap)
-            batches.append(PlanBatch.of(context.slots[rows_arr], WEEK_S, offsets,
-                                        _MONDAY_ORIGIN_S))
-            for row in rows_arr:
-                placed[int(context.slots[row])] = (count, shape[row].copy())
+            offsets = place_batch(shape[rows] * 168.0, HOUR_S, int(count), max_gap=gap)
+            batches.append(PlanBatch.of(slots[rows], WEEK_S, offsets, _MONDAY_ORIGIN_S))
+        self._count[slots[todo]] = counts[todo]
+        self._shape[slots[todo]] = shape[todo]
         return batches
+
+    def _grow(self, size: int) -> None:
+        if size > len(self._count):
+            new = max(size, 2 * len(self._count), 64)
+            count = np.full(new, -1, dtype=np.int64)
+            count[: len(self._count)] = self._count
+            shape = np.zeros((new, 168))
+            shape[: len(self._shape)] = self._shape
+            self._count, self._shape = count, shape
+
+    def _forget(self, slot: int) -> None:
+        if slot < len(self._count):
+            self._count[slot] = -1
 
     def on_removed(self, slot: int) -> None:
         super().on_removed(slot)
-        self._placed.pop(slot, None)
+        self._forget(slot)
 
     def max_gap_s(self) -> float:
         return min(self.settings.max_delay_target_s, self.settings.max_interval_s)
 
     def on_added(self, slot: int, base_interval_s: float) -> None:
         super().on_added(slot, base_interval_s)
-        self._placed.pop(slot, None)
+        self._forget(slot)

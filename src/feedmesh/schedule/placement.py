@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core import HAVE_NUMBA
+from .placement_kernel import place_rows
+
 __all__ = ["RateGrid", "expected_delay", "place_batch"]
 
 
@@ -180,12 +183,22 @@ def _refine(grid: RateGrid, positions: np.ndarray, sweeps: int, max_gap: float |
 
 
 def place_batch(rates: np.ndarray, width: float, m: int, *, max_gap: float | None = None,
-                sweeps: int = 4, phases: int = 4) -> np.ndarray:
+                sweeps: int = 4, phases: int = 4, compiled: bool | None = None) -> np.ndarray:
     """Fetch offsets ``[g, m]`` in [0, period) for feeds sharing the fetch count ``m``.
 
     ``rates[g, B]`` are per-bin posting rates (any unit; only the shape matters). With ``max_gap``
     the result keeps every gap (wrap included) at most ``max_gap`` when ``m * max_gap`` >= period.
+    ``compiled`` (default: when numba is installed) runs the same steps per feed in compiled
+    loops (:mod:`.placement_kernel`); False runs the numpy version below.
     """
+    if compiled is None:
+        compiled = HAVE_NUMBA
+    if compiled and m > 0 and len(rates):
+        out = np.empty((len(rates), m))
+        place_rows(np.ascontiguousarray(np.maximum(rates, 0.0), dtype=np.float64), float(width),
+                   int(m), -1.0 if max_gap is None else float(max_gap), int(sweeps),
+                   int(phases), out)
+        return out
     grid = RateGrid(rates, width)
     g = len(grid.rates)
     if g == 0 or m <= 0:

@@ -282,6 +282,17 @@ class Policy:
 _COUNT_BAND = 0.75  # a planned count changes once the allocation moves this far past it
 
 
+def _window_rates(context: RefitContext) -> np.ndarray:
+    """The paper's rate estimate, posts in the window / days watched, with the settings'
+    pseudo-posts (Jeffreys: half a post) so that a feed without a post in the window is not 0;
+    a feed not watched at all counts as watched for a day."""
+    learned = context.learned
+    smoothing = context.settings.rate_smoothing_posts
+    if smoothing == 0:
+        return learned.window_rate_per_day
+    return (learned.window_count + smoothing) / np.maximum(learned.window_exposure_days, 1.0)
+
+
 def _floor_per_day(settings: SchedulerSettings) -> float:
     return DAY_S / settings.max_interval_s
 
@@ -331,7 +342,7 @@ class CgmPolicy(Policy):
     def refit(self, context: RefitContext) -> list[PlanBatch]:
         if len(context.slots) == 0:
             return []
-        rates = context.learned.window_rate_per_day
+        rates = _window_rates(context)
         solver = cgm_age_allocation if self.objective == "age" else cgm_freshness_allocation
         per_day = solver(rates, context.weights, context.budget_per_day,
                          floors=_floor_per_day(context.settings), warm=self._warm)
@@ -343,11 +354,11 @@ class OptimalPolicy(Policy):
 
     Rates come from the 14-day window, profiles from the feed's K-means cluster centroid. A feed
     allocated m fetches a day gets round(7m) a week (largest-remainder rounding keeps the budget
-    exact), placed by Theorem 3 on its centroid repeated over the week (for one fetch, Theorem 2's
-    time): 7k fetches a week are k a day at the times Theorem 3 gives for the day, as in the paper;
-    other counts are rotated by whole days by the feed's phase so that feeds do not all use the
-    same weekdays. (The paper rounds to whole fetches a day; counting per week is finer and no
-    worse.) The floor is one fetch per T_max (the paper's own maximum delay, 10,073 min, is
+    exact): 7k fetches a week are k a day at the times Theorem 3 gives for the centroid's day (for
+    one fetch, Theorem 2's time), as in the paper; other counts are placed by Theorem 3 on the
+    centroid repeated over the week, rotated by whole days by the feed's phase so that feeds do
+    not all use the same weekdays. (The paper rounds to whole fetches a day; counting per week
+    is finer and no worse.) The floor is one fetch per T_max (the paper's own maximum delay, 10,073 min, is
     about a week).
 
     ``allocate=False`` is the paper's strategy 2 ("retrieval scheduling only": every feed the same
@@ -374,7 +385,7 @@ class OptimalPolicy(Policy):
         n = len(context.slots)
         if not self.allocate:
             return np.full(n, context.budget_per_day / n)
-        rates = context.learned.window_rate_per_day
+        rates = _window_rates(context)
         return sqrt_allocation(context.weights * rates, context.budget_per_day,
                                floors=_floor_per_day(context.settings))
 
@@ -412,17 +423,23 @@ class OptimalPolicy(Policy):
                 groups.setdefault(int(count), set()).add(int(label))
         for count, clusters in groups.items():
             order = sorted(clusters)
-            week = np.tile(centroids[order], (1, 7))  # the daily profile, every day of the week
-            for cluster, row in zip(order, place_batch(week, HOUR_S, count)):
+            if count % 7 == 0:  # k a day: Theorem 3 on the day, as the paper does
+                rows = place_batch(centroids[order], HOUR_S, count // 7)
+            else:  # Theorem 3 on the daily profile repeated over the week
+                rows = place_batch(np.tile(centroids[order], (1, 7)), HOUR_S, count)
+            for cluster, row in zip(order, rows):
                 placed[(count, cluster)] = row
         batches = []
         rows = np.flatnonzero(changed)
         for count in np.unique(counts[rows]):
             mine = rows[counts[rows] == count]
             offsets = np.stack([placed[(int(count), int(label))] for label in labels[mine]])
-            if count % 7:  # rotated by whole days so that feeds do not share their weekdays
-                shift = np.floor(context.phases[mine] * 7.0) * DAY_S
-                offsets = (offsets + shift[:, None]) % WEEK_S
+            if count % 7 == 0:
+                batches.append(PlanBatch.of(context.slots[mine], DAY_S, offsets))
+                continue
+            # rotated by whole days so that feeds do not all use the same weekdays
+            shift = np.floor(context.phases[mine] * 7.0) * DAY_S
+            offsets = (offsets + shift[:, None]) % WEEK_S
             batches.append(PlanBatch.of(context.slots[mine], WEEK_S, offsets))
         return batches
 
