@@ -11,9 +11,12 @@ What it changes against ``optimal`` (the paper's combined policy), and why:
    The daily profile is the feed's own decayed hourly histogram plus its K-means cluster's
    centroid as pseudo-counts (sparse feeds borrow their cluster's shape, busy ones keep theirs);
    the weekday factors likewise shrink to the population's weekly rhythm, and that to flat.
-3. **Floors that bound the maximum delay.** Every feed gets at least ceil(week / max_delay_target)
-   fetches a week and placement never leaves a gap longer than ``max_delay_target_s``; the
-   allocation (water-filled with the floors) shares what is left.
+3. **Floors that bound the maximum delay.** Every feed gets at least ceil(week / gap) fetches a
+   week and placement never leaves a gap longer than ``gap`` = ``max_delay_target_s`` (46 h),
+   or 1.9 uniform intervals when the budget is too small for that (below one fetch per feed a
+   day), so the floors never take more than about half the budget and the maximum delay stays
+   within twice uniform's at any budget; the allocation (water-filled with the floors) shares
+   what is left.
 4. **Placement over the week** (Theorem 3 on 168 hourly bins, with the gap bound), so weekends
    and nights get fewer fetches, and fractional daily allocations become exact weekly counts.
 
@@ -42,6 +45,7 @@ _WEEKDAY_PSEUDO_POSTS = 14.0
 _POPULATION_WEEK_PSEUDO_POSTS = 70.0  # the population's weekly rhythm, itself shrunk to flat
 _SHAPE_CHANGE = 0.3  # L1 distance of the weekly shape that triggers a re-placement
 _COUNT_BAND = 0.75  # a weekly count changes once the allocation moves this far past it
+_UNIFORM_GAPS = 1.9  # the largest gap allowed is at least this many uniform intervals
 
 
 def gamma_prior(counts: np.ndarray, exposure_days: np.ndarray) -> tuple[float, float]:
@@ -70,6 +74,7 @@ class FeedmeshPolicy(Policy):
 
     def __init__(self, settings: SchedulerSettings) -> None:
         super().__init__(settings)
+        self._gap_s = min(settings.max_delay_target_s, settings.max_interval_s)
         # per slot: the weekly count and shape its plan was placed with (-1: no plan)
         self._count = np.zeros(0, dtype=np.int64)
         self._shape = np.zeros((0, 168))
@@ -102,7 +107,13 @@ class FeedmeshPolicy(Policy):
             return []
         settings = context.settings
         rates, shape = self.rates_and_shapes(context)
-        max_gap = settings.max_delay_target_s
+        # The delay bound follows the budget: never tighter than the setting, and at least
+        # _UNIFORM_GAPS of the uniform interval, so that the floors take at most about half the
+        # budget and the maximum stays within twice uniform's at any budget.
+        uniform_interval = DAY_S * n / max(context.nominal_budget_per_day, 1e-9)
+        self._gap_s = min(max(settings.max_delay_target_s, _UNIFORM_GAPS * uniform_interval),
+                          settings.max_interval_s)
+        max_gap = self._gap_s
         floor_per_week = max(1, math.ceil(WEEK_S / max_gap))
         floor_per_week = max(floor_per_week, math.ceil(WEEK_S / settings.max_interval_s))
         budget_per_week = context.budget_per_day * 7.0
@@ -150,7 +161,7 @@ class FeedmeshPolicy(Policy):
         self._forget(slot)
 
     def max_gap_s(self) -> float:
-        return min(self.settings.max_delay_target_s, self.settings.max_interval_s)
+        return self._gap_s
 
     def on_added(self, slot: int, base_interval_s: float) -> None:
         super().on_added(slot, base_interval_s)

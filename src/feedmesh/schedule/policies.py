@@ -134,11 +134,17 @@ class RefitContext:
     """
 
     def __init__(self, *, now: float, settings: SchedulerSettings, slots: np.ndarray,
-                 budget_per_day: float, source: RefitSource) -> None:
+                 budget_per_day: float, source: RefitSource,
+                 nominal_budget_per_day: float | None = None) -> None:
         self.now = now
         self.settings = settings
         self.slots = slots
         self.budget_per_day = budget_per_day
+        """What the plans made now may spend a day (M, less push-fed feeds' share, scaled by the
+        scheduler's spend control)."""
+        self.nominal_budget_per_day = budget_per_day if nominal_budget_per_day is None else \
+            nominal_budget_per_day
+        """The same before the spend control's scale (what the deployment was promised)."""
         self._source = source
 
     @cached_property

@@ -475,12 +475,15 @@ class Scheduler:
         held = self._held()
         flags = self._table.I[held, I_FLAGS]
         live = int((((flags & FLAG_WEBSUB) != 0) & ((flags & FLAG_GONE) == 0)).sum())
-        budget = max(total - live * DAY_S / s.websub_safety_interval_s, 0.0)
-        budget *= self._spend.update(now, total)
+        nominal = max(total - live * DAY_S / s.websub_safety_interval_s, 0.0)
+        budget = nominal * self._spend.update(now, total)
         self._set_budget_rate(total, now)
         context = RefitContext(now=now, settings=s, slots=slots, budget_per_day=budget,
-                               source=self)
-        self._install(self.policy.refit(context), now)
+                               source=self, nominal_budget_per_day=nominal)
+        plans = self.policy.refit(context)
+        self._max_gap = self.policy.max_gap_s()  # it may follow the budget
+        self._K[core.K_MAX_GAP] = self._max_gap
+        self._install(plans, now)
         self._plans_stale = False
         self._next_refit_at = now + s.refit_interval_s
         if self._awaiting_count:

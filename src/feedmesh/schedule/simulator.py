@@ -67,6 +67,9 @@ class PolicyResult(msgspec.Struct, frozen=True):
     lost_pct: float
     postings: int
     seconds: float
+    """Wall time of the replay."""
+    cpu_seconds: float = 0.0
+    """CPU time of the replay (this process; the kernels use one thread)."""
 
 
 def window_of(trace: Trace, *, days: float | None = 90.0, train_days: float = 14.0,
@@ -162,6 +165,7 @@ def simulate(window: SimWindow, settings: SchedulerSettings, *, feed_size: int =
     :meth:`~feedmesh.schedule.scheduler.Scheduler.record_batch` call.
     """
     began = time.perf_counter()
+    began_cpu = time.process_time()
     t0 = window.train_end
     scheduler = Scheduler(settings)
     n = len(window.feed_ids)
@@ -240,6 +244,7 @@ def simulate(window: SimWindow, settings: SchedulerSettings, *, feed_size: int =
         lost_pct=100.0 * lost / count if count else 0.0,
         postings=count,
         seconds=time.perf_counter() - began,
+        cpu_seconds=time.process_time() - began_cpu,
     )
 
 
