@@ -51,7 +51,7 @@ from feedmesh.hub.reflector_store import ReflectedItem
 from feedmesh.match.workload import Workload
 
 ORIGIN = 1_760_000_000.0
-CASES = {"a": (10_000, 100_000, 600.0, 20.0), "b": (100_000, 1_000_000, 60.0, 300.0)}
+CASES = {"a": (10_000, 100_000, 600.0, 20.0), "b": (100_000, 1_000_000, 80.0, 300.0)}
 """case -> (feeds, subscriptions, farm speed, crawl interval in seconds). The hub spreads each
 crawl over 80% of its interval; the speeds give >= 200 new articles/s."""
 
