@@ -222,3 +222,23 @@ def test_a_budget_below_the_floors_still_fetches_every_feed():
     assert len(fetched) == 100  # every feed, at the pace the budget allows
     burst = 10 * scheduler.settings.budget_burst_s / DAY  # what the full bucket holds at start
     assert sum(len(v) for v in fetched.values()) <= 10 * 20 + burst + 1
+
+
+def test_a_late_fetch_report_is_not_a_backward_clock_jump():
+    # A fetch made at t reports fetched_at = t even when other calls have seen a later now (a
+    # slow server, a queue); moving the whole schedule back each time made the live crawler
+    # fetch 50% more than its budget.
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=24))
+    for i in range(20):
+        scheduler.add_feed(f"f{i}", now=T0)
+    first = scheduler.next_due_at(T0)
+    fetching = scheduler.pop_due(first, limit=1)
+    later = first + 3600.0
+    others = {f: scheduler.status(f).next_due_at for f in scheduler.feed_ids()
+              if f not in fetching}
+    scheduler.next_due_at(later)  # the crawler's clock moved on
+    scheduler.record(FetchReport(feed_id=fetching[0], fetched_at=first + 1200.0,
+                                 outcome=FetchOutcome.OK))
+    assert not scheduler.clock_jumps
+    assert {f: scheduler.status(f).next_due_at for f in others} == others
+    assert scheduler.status(fetching[0]).next_due_at >= first + 1200.0 + 300.0

@@ -310,7 +310,7 @@ class Scheduler:
                               np.array([entries_in_document]),
                               np.array([_NAN if max_age_s is None else max_age_s]))
             return float(self._table.F[slot, F_DUE])
-        now = self._tick(fetched_at)
+        now = self._report_time(fetched_at)
         F, I = self._table.F, self._table.I
         I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
         F[slot, F_LAST_FETCH] = now
@@ -339,7 +339,7 @@ class Scheduler:
         no hint). Arrays are int64 / float64; ``published`` may be a larger array (e.g. a whole
         trace) that the slices index into.
         """
-        now = self._tick(fetched_at)
+        now = self._report_time(fetched_at)
         if len(slots) == 0:
             return
         self._learn(slots, now, new_entries, published, starts, ends)
@@ -567,6 +567,15 @@ class Scheduler:
             self._shift_time(now - high)
             self._clock_high = now
         return now
+
+    def _report_time(self, fetched_at: float) -> float:
+        """The time of a fetch report. Unlike the ``now`` of the other calls it is not a clock
+        reading: a fetch that took a while (a slow server, a queue) reports when it was made,
+        minutes before the latest ``now`` perhaps, and that is no backward clock jump (taking it
+        for one would move the whole schedule back). A later one moves the clock on."""
+        if not math.isfinite(fetched_at):
+            raise ValueError(f"fetched_at must be a finite epoch time, got {fetched_at}")
+        return self._tick(fetched_at) if fetched_at >= self._clock_high else fetched_at
 
     def _shift_time(self, delta: float) -> None:
         """The clock stepped by ``delta``: move every stored future instant with it."""
