@@ -64,12 +64,40 @@ def by_name(results: list[PolicyResult]) -> dict[str, PolicyResult]:
     return {r.policy: r for r in results}
 
 
+def ablation(synth, real, optimal_synth: PolicyResult, optimal_real: PolicyResult) -> None:
+    """feedmesh with one idea taken out at a time, on both traces (mean delay / optimal's)."""
+    from feedmesh.schedule.ours import FeedmeshPolicy
+
+    variants = [
+        ("feedmesh", {}, {}),
+        ("  without the max-delay floors", {}, {"max_delay_target_s": 7 * 86400.0}),
+        ("  paper's window rates", {"bayes_rates": False}, {}),
+        ("  cluster centroid as profile", {"own_profiles": False}, {}),
+        ("  same rhythm every weekday", {"weekly": False}, {}),
+    ]
+    print("\nfeedmesh ablation (mean delay, its ratio to optimal, max, fetches/feed/day):")
+    print(f"{'variant':<34}{'synthetic':>10}{'/opt':>7}{'max':>7}{'f/d':>7}"
+          f"{'real':>9}{'/opt':>7}{'max':>7}{'f/d':>7}")
+    for label, switches, overrides in variants:
+        row = f"{label:<34}"
+        for window, base in ((synth, optimal_synth), (real, optimal_real)):
+            settings = SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=1.0,
+                                         **overrides)  # type: ignore[arg-type]
+            result = simulate(window, settings,
+                              policy=lambda s, k=switches: FeedmeshPolicy(s, **k))
+            row += (f"{result.mean_delay_min:>10.1f}{result.mean_delay_min / base.mean_delay_min:>7.3f}"
+                    f"{result.max_delay_min:>7.0f}{result.fetches_per_feed_per_day:>7.3f}")
+        print(row, flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--feeds", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=2005)
     parser.add_argument("--repeat", type=int, default=3, help="timed runs (median reported)")
     parser.add_argument("--no-bound", action="store_true", help="skip the model bound")
+    parser.add_argument("--ablation", action="store_true",
+                        help="also run feedmesh with one idea taken out at a time")
     parser.add_argument("--real-trace", default=str(REAL_TRACE))
     args = parser.parse_args()
     policies = list(POLICY_NAMES)
@@ -147,6 +175,8 @@ def main() -> int:
           f"floor only): mean {literal.mean_delay_min:.1f}, max {literal.max_delay_min:.0f}")
 
     s, r = by_name(results_synth), by_name(results_real)
+    if args.ablation:
+        ablation(synth, real, s["optimal"], r["optimal"])
     figures = {
         "optimal_over_uniform_synth": s["optimal"].mean_delay_min / s["uniform"].mean_delay_min,
         "cgmage_over_optimal_synth": s["cgm-age"].mean_delay_min / s["optimal"].mean_delay_min,

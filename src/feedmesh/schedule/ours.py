@@ -68,12 +68,20 @@ def gamma_prior(counts: np.ndarray, exposure_days: np.ndarray) -> tuple[float, f
 
 
 class FeedmeshPolicy(Policy):
-    """Bayesian rates, per-feed weekly profiles, max-delay floors, weekly Theorem 3 placement."""
+    """Bayesian rates, per-feed weekly profiles, max-delay floors, weekly Theorem 3 placement.
+
+    The keyword switches take one idea out at a time (for the ablation in
+    ``benchmarks/schedule.py --ablation``): ``bayes_rates=False`` uses the paper's window rates
+    (with the settings' smoothing), ``own_profiles=False`` the cluster centroid alone,
+    ``weekly=False`` the same rhythm every day of the week.
+    """
 
     name = "feedmesh"
 
-    def __init__(self, settings: SchedulerSettings) -> None:
+    def __init__(self, settings: SchedulerSettings, *, bayes_rates: bool = True,
+                 own_profiles: bool = True, weekly: bool = True) -> None:
         super().__init__(settings)
+        self.bayes_rates, self.own_profiles, self.weekly = bayes_rates, own_profiles, weekly
         self._gap_s = min(settings.max_delay_target_s, settings.max_interval_s)
         # per slot: the weekly count and shape its plan was placed with (-1: no plan)
         self._count = np.zeros(0, dtype=np.int64)
@@ -88,16 +96,22 @@ class FeedmeshPolicy(Policy):
         declared = np.isfinite(context.prior_rates)
         prior_mean[declared] = np.sqrt(prior_mean[declared] * context.prior_rates[declared])
         rates = (prior_mean * beta + counts) / (beta + exposure)
+        if not self.bayes_rates:
+            smoothing = context.settings.rate_smoothing_posts
+            rates = (learned.window_count + smoothing) / \
+                np.maximum(learned.window_exposure_days, 1.0)
 
         centroids = np.maximum(context.centroids, 0.0)
         centroids = centroids / np.maximum(centroids.sum(axis=1, keepdims=True), 1e-12)
-        daily = learned.long_hourly + _PROFILE_PSEUDO_POSTS * centroids[context.labels]
-        daily = normalized_profiles(daily)
+        own = learned.long_hourly if self.own_profiles else 0.0
+        daily = normalized_profiles(own + _PROFILE_PSEUDO_POSTS * centroids[context.labels])
         population = learned.long_weekday.sum(axis=0)
         population = (population + _POPULATION_WEEK_PSEUDO_POSTS / 7.0) / \
             (population.sum() + _POPULATION_WEEK_PSEUDO_POSTS)
         weekly = normalized_profiles(learned.long_weekday
                                      + _WEEKDAY_PSEUDO_POSTS * population[None, :])
+        if not self.weekly:
+            weekly = np.full_like(weekly, 1.0 / 7.0)
         shape = (weekly[:, :, None] * daily[:, None, :]).reshape(len(counts), 168)
         return rates, shape
 

@@ -45,7 +45,7 @@ from .errors import DuplicateFeedError, UnknownFeedError
 from .hints import FeedHints
 from .learning import LearnedState, LearnedSummary
 from .limits import SpendControl
-from .policies import Plan, PlanBatch, RefitContext, make_policy
+from .policies import Plan, PlanBatch, Policy, RefitContext, make_policy
 from .records import FeedStatus, FetchReport, SchedulerSnapshot
 from .settings import DAY_S, SchedulerSettings
 from .table import FeedTable, HostTable
@@ -67,10 +67,13 @@ _EMPTY_I = np.zeros(0, dtype=np.int64)
 class Scheduler:
     """Which feeds are due, when; learns from every fetch. Pure: ``now`` is always passed in."""
 
-    def __init__(self, settings: SchedulerSettings | None = None) -> None:
+    def __init__(self, settings: SchedulerSettings | None = None, *,
+                 policy: Policy | None = None) -> None:
+        """``policy``: a policy object instead of the one ``settings.policy`` names (a policy
+        of your own, or one of ours with other switches); it must take these settings."""
         self.settings = (settings or SchedulerSettings()).validated()
         s = self.settings
-        self.policy = make_policy(s)
+        self.policy = policy if policy is not None else make_policy(s)
         self._rng = np.random.default_rng(s.seed)
         self._random = random.Random(s.seed)
         self._learner = LearnedState(window_days=s.rate_window_days,

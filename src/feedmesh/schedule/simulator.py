@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import msgspec
 import numpy as np
@@ -27,6 +28,7 @@ import numpy as np
 from .core import njit
 from .errors import TraceError
 from .oracle import oracle_mean_delay
+from .policies import Policy
 from .scheduler import Scheduler
 from .settings import DAY_S, SchedulerSettings
 from .trace import Trace
@@ -155,19 +157,21 @@ def _fetch_batch(slots, now, feed_of_slot, times, feed_end, seen, feed_size, new
 
 
 def simulate(window: SimWindow, settings: SchedulerSettings, *, feed_size: int = 10,
-             tick_s: float = 60.0) -> PolicyResult:
+             tick_s: float = 60.0,
+             policy: Callable[[SchedulerSettings], Policy] | None = None) -> PolicyResult:
     """Replay ``window`` against ``settings.policy``.
 
     ``tick_s``: the simulated crawler asks the scheduler for due feeds on a grid of this many
     seconds (a live crawler polls too); 0 means at every due instant exactly. A tick adds at most
     ``tick_s`` to a delay (on average half of it) and makes the replay several times faster.
     Each batch of fetches made at one instant is reported with one
-    :meth:`~feedmesh.schedule.scheduler.Scheduler.record_batch` call.
+    :meth:`~feedmesh.schedule.scheduler.Scheduler.record_batch` call. ``policy`` builds the
+    policy object from the settings instead of ``settings.policy`` (ablations, your own).
     """
     began = time.perf_counter()
     began_cpu = time.process_time()
     t0 = window.train_end
-    scheduler = Scheduler(settings)
+    scheduler = Scheduler(settings, policy=None if policy is None else policy(settings))
     n = len(window.feed_ids)
     sizes = np.array([len(t) for t in window.times], dtype=np.int64)
     times = np.concatenate([np.asarray(t, dtype=np.float64) for t in window.times]) if n else \
