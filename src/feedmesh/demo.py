@@ -62,7 +62,7 @@ async def _demo(args: argparse.Namespace, farm: FarmProcess, console: Console) -
         # learned schedule on real time would wait hours for feeds that post every minute.
         data_dir=args.data, crawl_interval_s=args.interval, schedule=None,
         fetch=FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=8),
-        crawl=CrawlSettings(batch_interval_s=0.02))
+        crawl=CrawlSettings())
     async with running_hub(settings, "127.0.0.1", args.port) as (hub, base):
         token, feeds = await _demo_account(hub, farm, base)
         console.print(f"\n[bold]feedmesh is running:[/bold] open {base}/ to sign up and "

@@ -60,7 +60,7 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Match the entries a source already held when it was first crawled. Off for big hubs:
     100,000 new sources would otherwise push a million old articles through the filters."""
     fetch: FetchSettings = FetchSettings()
-    crawl: CrawlSettings = CrawlSettings(batch_interval_s=0.02)
+    crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
 
     def __post_init__(self) -> None:

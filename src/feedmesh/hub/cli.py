@@ -73,7 +73,7 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog,
-        crawl=CrawlSettings(batch_interval_s=0.02),
+        crawl=CrawlSettings(),
         reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
                                     hard_memory_bytes=args.hard_memory_mb << 20))
 
