@@ -29,23 +29,29 @@ import os
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_name, "1")  # "on one core": before numpy and numba are imported
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
 
-from feedmesh.schedule.cli import compare, format_table, learn_once_settings  # noqa: E402
-from feedmesh.schedule.policies import POLICY_NAMES  # noqa: E402
-from feedmesh.schedule.settings import SchedulerSettings  # noqa: E402
-from feedmesh.schedule.simulator import (  # noqa: E402
-    PolicyResult, oracle_for, simulate, window_of,
+from feedmesh.schedule.cli import compare, format_table, learn_once_settings
+from feedmesh.schedule.policies import POLICY_NAMES
+from feedmesh.schedule.settings import SchedulerSettings
+from feedmesh.schedule.simulator import (
+    PolicyResult,
+    oracle_for,
+    simulate,
+    window_of,
 )
-from feedmesh.schedule.synthetic import (  # noqa: E402
-    DAILY_CONTRAST, model_bound, synthetic_model, synthetic_trace,
+from feedmesh.schedule.synthetic import (
+    DAILY_CONTRAST,
+    model_bound,
+    synthetic_model,
+    synthetic_trace,
 )
-from feedmesh.schedule.trace import load_trace  # noqa: E402
+from feedmesh.schedule.trace import load_trace
 
 REAL_TRACE = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / \
     "techblogs_pubdates.csv"
@@ -85,7 +91,8 @@ def ablation(synth, real, optimal_synth: PolicyResult, optimal_real: PolicyResul
                                          **overrides)  # type: ignore[arg-type]
             result = simulate(window, settings,
                               policy=lambda s, k=switches: FeedmeshPolicy(s, **k))
-            row += (f"{result.mean_delay_min:>10.1f}{result.mean_delay_min / base.mean_delay_min:>7.3f}"
+            ratio = result.mean_delay_min / base.mean_delay_min
+            row += (f"{result.mean_delay_min:>10.1f}{ratio:>7.3f}"
                     f"{result.max_delay_min:>7.0f}{result.fetches_per_feed_per_day:>7.3f}")
         print(row, flush=True)
 
@@ -207,7 +214,8 @@ def main() -> int:
          figures["optimal_over_uniform_synth"]),
         ("cgm-age / optimal mean delay (synthetic)", "> 1, paper 1.49",
          figures["cgmage_over_optimal_synth"]),
-        ("feedmesh / optimal mean delay (synthetic)", "<= 0.90", figures["ours_over_optimal_synth"]),
+        ("feedmesh / optimal mean delay (synthetic)", "<= 0.90",
+         figures["ours_over_optimal_synth"]),
         ("feedmesh / optimal mean delay (real)", "<= 0.90", figures["ours_over_optimal_real"]),
         ("feedmesh max / uniform max (synthetic)", "<= 2",
          figures["ours_max_over_uniform_max_synth"]),

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from feedmesh.model import FetchOutcome
-from feedmesh.schedule import FetchReport, Scheduler, SchedulerSettings
-from feedmesh.schedule import core
+from feedmesh.schedule import FetchReport, Scheduler, SchedulerSettings, core
 from feedmesh.schedule.limits import SpendControl
 from feedmesh.schedule.placement import RateGrid, expected_delay, place_batch
 from feedmesh.schedule.policies import Plan

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import pairwise
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_every_policy_spends_about_the_budget_and_stays_polite(policy):
         by_host[f"host{int(feed_id[1:]) % 4}"].extend(times)
     for times in by_host.values():
         times.sort()
-        assert min(b - a for a, b in zip(times, times[1:])) >= 5.0 - 1e-6
+        assert min(b - a for a, b in pairwise(times)) >= 5.0 - 1e-6
         assert all(times[i + 3] - times[i] >= 60.0 - 1e-6 for i in range(len(times) - 3))
 
 
@@ -122,7 +123,7 @@ def test_gone_feeds_are_no_longer_scheduled():
 
 
 def test_skip_hours_are_honoured_and_a_whole_day_of_them_is_ignored():
-    info = FeedInfo(skip_hours=tuple(range(0, 12)), skip_days=("Saturday",))
+    info = FeedInfo(skip_hours=tuple(range(12)), skip_days=("Saturday",))
     hints = FeedHints.from_feed_info(info)
     scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=48))
     scheduler.add_feed("f", now=T0, hints=hints)

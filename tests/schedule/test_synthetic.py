@@ -13,7 +13,10 @@ from feedmesh.schedule import SchedulerSettings
 from feedmesh.schedule.cli import learn_once_settings
 from feedmesh.schedule.simulator import simulate, window_of
 from feedmesh.schedule.synthetic import (
-    DAILY_CONTRAST, model_bound, synthetic_model, synthetic_trace,
+    DAILY_CONTRAST,
+    model_bound,
+    synthetic_model,
+    synthetic_trace,
 )
 
 

@@ -212,7 +212,7 @@ def round_to_total(values: np.ndarray, total: int | None = None) -> np.ndarray:
     """
     values = np.maximum(np.asarray(values, dtype=np.float64), 0.0)
     if total is None:
-        total = int(round(float(values.sum())))
+        total = round(float(values.sum()))
     base = np.floor(values).astype(np.int64)
     missing = total - int(base.sum())
     if missing > 0:

@@ -175,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
             from .trace import write_trace
 
             if args.trace != "synthetic":
-                raise ScheduleError("--write-trace writes the synthetic trace: use --trace synthetic")
+                raise ScheduleError(
+                    "--write-trace writes the synthetic trace: use --trace synthetic")
             write_trace(synthetic_trace(feeds=args.feeds, seed=args.seed), args.write_trace)
             return 0
         budgets = [float(b) for b in args.plot_budgets.split(",")] if args.plot else []

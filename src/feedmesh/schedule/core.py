@@ -201,16 +201,14 @@ def push(keys, slots, heap_n, F, I, K, slot, due):
     every safety interval, skipHours/skipDays, and error backoff."""
     flags = I[slot, I_FLAGS]
     last = F[slot, F_LAST_FETCH]
-    if flags & FLAG_WEBSUB and last == last:  # last is not NaN
-        if due < last + K[K_WEBSUB_S]:
-            due = last + K[K_WEBSUB_S]
+    if flags & FLAG_WEBSUB and not math.isnan(last):
+        due = max(due, last + K[K_WEBSUB_S])
     if K[K_HONOUR_SKIP] > 0 and not flags & FLAG_SKIP_ALL:
         hours = I[slot, I_SKIP_HOURS]
         days = I[slot, I_SKIP_DAYS]
         if hours or days:
             due = next_allowed(due, hours, days)
-    if F[slot, F_BACKOFF] > due:
-        due = F[slot, F_BACKOFF]
+    due = max(due, F[slot, F_BACKOFF])
     F[slot, F_DUE] = due
     heap_update(keys, slots, heap_n, I, slot, due)
 
@@ -227,12 +225,10 @@ def replan(moved, now, longest, keys, slots, heap_n, F, I, K, pool):
         dither = F[slot, F_DITHER]
         due = plan_next(F, I, pool, slot, now - dither) + dither
         last = F[slot, F_LAST_FETCH]
-        if last == last:
-            gap = longest[i] if longest[i] < K[K_MAX_GAP] else K[K_MAX_GAP]
-            if due > last + gap:
-                due = last + gap
-            if due < now:
-                due = now
+        if not math.isnan(last):
+            gap = min(K[K_MAX_GAP], longest[i])
+            due = min(due, last + gap)
+            due = max(due, now)
         push(keys, slots, heap_n, F, I, K, slot, due)
 
 
@@ -241,13 +237,13 @@ def replan(moved, now, longest, keys, slots, heap_n, F, I, K, pool):
 def bucket_refill(bucket, now):
     """Add the tokens earned since the last refill (never the same interval twice)."""
     updated = bucket[3]
-    if updated != updated:  # NaN: first call
+    if math.isnan(updated):  # the first call
         bucket[3] = now
         return
     if now <= updated:
         return
     tokens = bucket[0] + (now - updated) * bucket[1]
-    bucket[0] = tokens if tokens < bucket[2] else bucket[2]
+    bucket[0] = min(bucket[2], tokens)
     bucket[3] = now
 
 
@@ -269,17 +265,15 @@ def pop_due(now, limit, keys, slots, heap_n, F, I, K, HF, HI, ring, bucket, out)
         host = I[slot, I_HOST]
         spacing = HF[host, H_SPACING]
         ready = HF[host, H_LAST] + spacing
-        if HF[host, H_BLOCKED] > ready:
-            ready = HF[host, H_BLOCKED]
+        ready = max(ready, HF[host, H_BLOCKED])
         per_minute = HI[host, HI_PER_MINUTE]
         if HI[host, HI_COUNT] >= per_minute:
             oldest = ring[host, HI[host, HI_HEAD]] + 60.0
-            if oldest > ready:
-                ready = oldest
+            ready = max(ready, oldest)
         if ready > now:
-            when = ready if ready > HF[host, H_QUEUE] else HF[host, H_QUEUE]
+            when = max(HF[host, H_QUEUE], ready)
             step = 60.0 / per_minute
-            HF[host, H_QUEUE] = when + (spacing if spacing > step else step)
+            HF[host, H_QUEUE] = when + (max(step, spacing))
             push(keys, slots, heap_n, F, I, K, slot, when)
             continue
         heap_remove(keys, slots, heap_n, I, slot)
@@ -328,23 +322,22 @@ def learn_batch(fetched, now, F, K, published, starts, ends, new_counts, obs_slo
         dated = ends[i] - starts[i]
         if count <= 0 and dated <= 0:
             continue
-        if n_obs + (count if count > dated else dated) > capacity:
+        if n_obs + (max(dated, count)) > capacity:
             return -1, 0
         previous = F[slot, F_LAST_FETCH]
-        first = previous != previous
+        first = math.isnan(previous)
         lower = now - K[K_WINDOW_DAYS] * day if first else previous - day
         upper = now + K[K_SKEW]
         untrusted = 0
         oldest = np.inf
         for j in range(starts[i], ends[i]):
             t = published[j]
-            if t == t and lower <= t <= upper:
-                t = t if t <= now else now
+            if not math.isnan(t) and lower <= t <= upper:
+                t = min(t, now)
                 obs_slots[n_obs] = slot
                 obs_times[n_obs] = t
                 n_obs += 1
-                if t < oldest:
-                    oldest = t
+                oldest = min(oldest, t)
             else:
                 untrusted += 1
         if count > dated:
@@ -357,7 +350,7 @@ def learn_batch(fetched, now, F, K, published, starts, ends, new_counts, obs_slo
                 undated[i] = 1
                 events |= 2
             else:
-                begin = previous if previous > now - day else now - day
+                begin = max(now - day, previous)
                 guess = 0.5 * (begin + now)
                 for _ in range(untrusted):
                     obs_slots[n_obs] = slot
@@ -388,11 +381,11 @@ def record_success(fetched, now, new_counts, in_document, max_age, keys, slots, 
         dither = F[slot, F_DITHER]
         if mode == MODE_PLAN:
             due = plan_next(F, I, pool, slot, now - dither) + dither
-            if due != due:
+            if math.isnan(due):
                 due = now + K[K_BASE_INTERVAL]
         else:
             interval = F[slot, F_INTERVAL]
-            if interval == interval:
+            if not math.isnan(interval):
                 size = in_document[i]
                 share = new_counts[i] / size if size > 0 else 0.0
                 target = K[K_TARGET_SHARE]
@@ -409,14 +402,11 @@ def record_success(fetched, now, new_counts, in_document, max_age, keys, slots, 
                 due = now + K[K_BASE_INTERVAL]
         hint = max_age[i]
         ttl = F[slot, F_TTL]
-        if ttl == ttl:
-            hint = ttl if hint != hint or ttl > hint else hint
-        if hint == hint and hint > 0:
-            floor = now + (hint if hint < K[K_HINT_MAX] else K[K_HINT_MAX])
-            if due < floor:
-                due = floor
-        if due > now + K[K_MAX_GAP]:
-            due = now + K[K_MAX_GAP]
-        if due < now + K[K_MIN_INTERVAL]:
-            due = now + K[K_MIN_INTERVAL]
+        if not math.isnan(ttl):
+            hint = ttl if math.isnan(hint) or ttl > hint else hint
+        if not math.isnan(hint) and hint > 0:
+            floor = now + (min(K[K_HINT_MAX], hint))
+            due = max(due, floor)
+        due = min(due, now + K[K_MAX_GAP])
+        due = max(due, now + K[K_MIN_INTERVAL])
         push(keys, slots, heap_n, F, I, K, slot, due)

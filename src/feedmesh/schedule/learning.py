@@ -124,8 +124,7 @@ class LearnedState:
 
     def extend_exposure(self, slot: int, since: float) -> None:
         """The feed's record is complete from ``since`` (e.g. the oldest entry of its history)."""
-        if since < self.observed_since[slot]:
-            self.observed_since[slot] = since
+        self.observed_since[slot] = min(self.observed_since[slot], since)
 
     # -- observations -------------------------------------------------------------------------
     def observe(self, slot: int, times: Sequence[float]) -> None:

@@ -1,26 +1,26 @@
-"""Rate limits the scheduler reads before handing out a fetch: per host, and for the deployment.
+"""The budget's records and its feedback loop (the per-host and global limits themselves are
+arrays in :mod:`.table`, checked by the kernels of :mod:`.core`).
 
-* :class:`HostLimiter` keeps, per host, the time of the last fetch, the times of the last N
-  fetches (for "at most N per minute"), and a ``blocked_until`` set by 429/503 responses; it
-  answers "when may this host be fetched next?" in O(1).
-* :class:`BudgetBucket` is the global fetch budget as a token bucket: M tokens a day, holding at
-  most ``burst_s`` seconds' worth. Plans already spend M a day; the bucket stops what plans cannot
-  foresee (retries, a policy gone wrong) from exceeding it.
-* :class:`SpendControl` closes the loop: it compares the fetches actually made over the last
-  week with M and scales the budget the next plans are given, so that what plans do not count
-  (error retries, a fetch made at once when a new plan would otherwise leave a long gap) comes out
-  of the plans instead of piling up against the bucket.
+* :class:`HostRecord` is a host's politeness state in a snapshot: the time of its last fetch,
+  the times of its last N fetches (for "at most N per minute"), a ``blocked_until`` set by
+  429/503 responses, and any per-host limits.
+* :class:`SpendControl` closes the loop on the global budget: it compares the fetches actually
+  made over the last week with M and scales the budget the next plans are given, so that what
+  plans do not count (error retries, a fetch made at once when a new plan would otherwise leave
+  a long gap) comes out of the plans instead of piling up against the token bucket (M tokens a
+  day, holding ``budget_burst_s`` of them), which stays the guard against what nobody foresaw.
 
-Both are plain data with explicit ``now``; nothing here reads a clock.
+Plain data with explicit ``now``; nothing here reads a clock.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from itertools import pairwise
 
 import msgspec
 
-__all__ = ["BudgetBucket", "HostLimiter", "HostRecord", "SpendControl"]
+__all__ = ["HostRecord", "SpendControl"]
 
 
 class HostRecord(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -32,166 +32,6 @@ class HostRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     blocked_until: float = 0.0
     min_spacing_s: float | None = None
     max_per_minute: int | None = None
-
-
-class _Host:
-    __slots__ = ("last_fetch_at", "recent", "blocked_until", "min_spacing_s", "max_per_minute",
-                 "queue_until")
-
-    def __init__(self, min_spacing_s: float, max_per_minute: int) -> None:
-        self.queue_until = -1e18  # feeds held back are queued one spacing apart from here
-        self.last_fetch_at = -1e18
-        self.recent: deque[float] = deque(maxlen=max_per_minute)
-        self.blocked_until = 0.0
-        self.min_spacing_s = min_spacing_s
-        self.max_per_minute = max_per_minute
-
-
-class HostLimiter:
-    """Per-host minimum spacing, fetches-per-minute cap, and server-requested pauses."""
-
-    def __init__(self, min_spacing_s: float, max_per_minute: int) -> None:
-        self.default_spacing_s = min_spacing_s
-        self.default_per_minute = max_per_minute
-        self.states: dict[str, _Host] = {}
-        self._custom: set[str] = set()
-
-    def state(self, host: str) -> _Host:
-        """The mutable state of ``host`` (created with the defaults when new)."""
-        state = self.states.get(host)
-        if state is None:
-            state = self.states[host] = _Host(self.default_spacing_s, self.default_per_minute)
-        return state
-
-    def set_limits(self, host: str, *, min_spacing_s: float | None = None,
-                   max_per_minute: int | None = None) -> None:
-        """Override the defaults for one host (e.g. from robots.txt Crawl-delay)."""
-        state = self.state(host)
-        if min_spacing_s is not None:
-            state.min_spacing_s = max(0.0, float(min_spacing_s))
-        if max_per_minute is not None:
-            state.max_per_minute = max(1, int(max_per_minute))
-            state.recent = deque(state.recent, maxlen=state.max_per_minute)
-        self._custom.add(host)
-
-    def ready_at(self, host: str, now: float) -> float:
-        """The earliest instant >= now at which ``host`` may be fetched."""
-        state = self.states.get(host)
-        if state is None:
-            return now
-        ready = max(now, state.last_fetch_at + state.min_spacing_s, state.blocked_until)
-        if len(state.recent) == state.max_per_minute:
-            ready = max(ready, state.recent[0] + 60.0)
-        return ready
-
-    def defer(self, host: str, ready: float) -> float:
-        """When a feed held back until ``ready`` should be offered again: feeds queued behind a
-        busy host are spaced out, so they are not all retried (and re-queued) at one instant."""
-        state = self.state(host)
-        when = max(ready, state.queue_until)
-        state.queue_until = when + max(state.min_spacing_s, 60.0 / state.max_per_minute)
-        return when
-
-    def note_fetch(self, host: str, now: float) -> None:
-        state = self.state(host)
-        state.last_fetch_at = now
-        state.recent.append(now)
-
-    def block(self, host: str, until: float) -> None:
-        """The server asked us to stay away until ``until`` (429 / 503 Retry-After)."""
-        state = self.state(host)
-        state.blocked_until = max(state.blocked_until, until)
-
-    def shift(self, delta: float) -> None:
-        """Move every remembered instant by ``delta`` (after a clock jump)."""
-        for state in self.states.values():
-            state.last_fetch_at += delta
-            state.queue_until += delta
-            state.recent = deque((t + delta for t in state.recent), maxlen=state.max_per_minute)
-            if state.blocked_until:
-                state.blocked_until += delta
-
-    def records(self) -> list[HostRecord]:
-        out = []
-        for host, s in self.states.items():
-            custom = host in self._custom
-            out.append(HostRecord(
-                host=host,
-                last_fetch_at=s.last_fetch_at if s.last_fetch_at > -1e17 else None,
-                recent=tuple(s.recent), blocked_until=s.blocked_until,
-                min_spacing_s=s.min_spacing_s if custom else None,
-                max_per_minute=s.max_per_minute if custom else None))
-        return out
-
-    def load(self, records: list[HostRecord]) -> None:
-        for record in records:
-            if record.min_spacing_s is not None or record.max_per_minute is not None:
-                self.set_limits(record.host, min_spacing_s=record.min_spacing_s,
-                                max_per_minute=record.max_per_minute)
-            state = self.state(record.host)
-            if record.last_fetch_at is not None:
-                state.last_fetch_at = record.last_fetch_at
-            state.recent.extend(record.recent)
-            state.blocked_until = record.blocked_until
-
-
-class BudgetBucket:
-    """A token bucket refilled at ``per_day`` tokens a day, capped at ``burst_s`` of refill."""
-
-    def __init__(self, per_day: float, burst_s: float, now: float | None = None) -> None:
-        self.burst_s = burst_s
-        self.rate_per_s = per_day / 86400.0
-        self.capacity = max(1.0, self.rate_per_s * burst_s)
-        self.tokens = self.capacity
-        self.updated_at = now
-
-    def set_rate(self, per_day: float, now: float) -> None:
-        """Change the budget; a bucket that had no rate yet starts full."""
-        self._refill(now)
-        was_unset = self.rate_per_s <= 0
-        self.rate_per_s = per_day / 86400.0
-        self.capacity = max(1.0, self.rate_per_s * self.burst_s)
-        self.tokens = self.capacity if was_unset else min(self.tokens, self.capacity)
-
-    def refill(self, now: float) -> None:
-        """Add the tokens earned since the last call."""
-        self._refill(now)
-
-    def _refill(self, now: float) -> None:
-        if self.updated_at is None:
-            self.updated_at = now
-            return
-        if now <= self.updated_at:
-            return  # never earn the same interval twice (a clock jump resets updated_at instead)
-        self.tokens = min(self.capacity, self.tokens + (now - self.updated_at) * self.rate_per_s)
-        self.updated_at = now
-
-    def take(self, now: float) -> bool:
-        """Spend one token if there is one."""
-        self._refill(now)
-        if self.tokens >= 1.0 - 1e-9:
-            self.tokens = max(self.tokens - 1.0, 0.0)
-            return True
-        return False
-
-    def tokens_at(self, when: float) -> float:
-        """The tokens the bucket will hold at ``when`` if nothing is spent (no state change)."""
-        if self.updated_at is None or when <= self.updated_at:
-            return self.tokens
-        return min(self.capacity, self.tokens + (when - self.updated_at) * self.rate_per_s)
-
-    def next_token_at(self, now: float) -> float:
-        """The first instant at or after ``now`` at which a token is available (read only: asking
-        about a future instant must not book the refill up to it)."""
-        tokens = self.tokens_at(now)
-        if tokens >= 1.0 - 1e-9:
-            return now
-        if self.rate_per_s <= 0:
-            return float("inf")
-        # counted from the last refill when that is later than ``now`` (tokens are as of then);
-        # at least a millisecond on: epoch floats cannot represent smaller steps reliably
-        base = now if self.updated_at is None else max(now, self.updated_at)
-        return base + max((1.0 - tokens) / self.rate_per_s, 1e-3)
 
 
 class SpendControl:
@@ -227,9 +67,8 @@ class SpendControl:
         (t0, f0, b0), (t1, f1, _) = marks[0], marks[1]
         share = (start - t0) / (t1 - t0) if t1 > t0 else 1.0
         made = self.fetches - (f0 + share * (f1 - f0))
-        spans = list(marks)
-        budget = b0 * (t1 - start) + sum((b[0] - a[0]) * a[2] for a, b in zip(spans[1:],
-                                                                             spans[2:]))
+        later = list(marks)[1:]
+        budget = b0 * (t1 - start) + sum((b[0] - a[0]) * a[2] for a, b in pairwise(later))
         budget /= 86400.0
         if budget > 0 and made > 0 and abs(budget / made - 1.0) > self.deadband:
             scale = self.scale * (budget / made) ** self.gain

@@ -134,7 +134,7 @@ class FeedmeshPolicy(Policy):
         per_week = sqrt_allocation(context.weights * rates, budget_per_week,
                                    floors=float(floor_per_week),
                                    caps=WEEK_S / settings.min_interval_s)
-        counts = round_to_total(per_week, int(round(min(budget_per_week, per_week.sum()))))
+        counts = round_to_total(per_week, round(min(budget_per_week, float(per_week.sum()))))
         counts = np.maximum(counts, floor_per_week)
 
         # Re-place only the feeds whose count moved past its band or whose shape moved.

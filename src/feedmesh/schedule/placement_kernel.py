@@ -71,8 +71,7 @@ def _delay(lam, cum, mom, width, period, total, pos, m):
 def _largest_gap(pos, m, period):
     largest = pos[0] + period - pos[m - 1]
     for j in range(1, m):
-        if pos[j] - pos[j - 1] > largest:
-            largest = pos[j] - pos[j - 1]
+        largest = max(largest, pos[j] - pos[j - 1])
     return largest
 
 

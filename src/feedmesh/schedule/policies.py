@@ -25,12 +25,18 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
+from itertools import pairwise
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import msgspec
 import numpy as np
 
-from .allocation import cgm_age_allocation, cgm_freshness_allocation, round_to_total, sqrt_allocation
+from .allocation import (
+    cgm_age_allocation,
+    cgm_freshness_allocation,
+    round_to_total,
+    sqrt_allocation,
+)
 from .core import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL, MODE_PLAN
 from .learning import LearnedSummary
 from .placement import place_batch
@@ -67,7 +73,7 @@ class Plan(msgspec.Struct, frozen=True):
         """The longest time between two consecutive planned instants."""
         offsets = self.offsets_s
         wrap = offsets[0] + self.period_s - offsets[-1]
-        return max(wrap, *(b - a for a, b in zip(offsets, offsets[1:]))) if len(offsets) > 1 \
+        return max(wrap, *(b - a for a, b in pairwise(offsets))) if len(offsets) > 1 \
             else self.period_s
 
     def next_after(self, t: float) -> float:
@@ -364,8 +370,8 @@ class OptimalPolicy(Policy):
     one fetch, Theorem 2's time), as in the paper; other counts are placed by Theorem 3 on the
     centroid repeated over the week, rotated by whole days by the feed's phase so that feeds do
     not all use the same weekdays. (The paper rounds to whole fetches a day; counting per week
-    is finer and no worse.) The floor is one fetch per T_max (the paper's own maximum delay, 10,073 min, is
-    about a week).
+    is finer and no worse.) The floor is one fetch per T_max (the paper's own maximum delay,
+    10,073 min, is about a week).
 
     ``allocate=False`` is the paper's strategy 2 ("retrieval scheduling only": every feed the same
     count, placed by Theorem 3) and ``place=False`` its strategy 3 ("resource allocation only":

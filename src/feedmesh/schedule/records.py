@@ -22,7 +22,7 @@ from .hints import FeedHints
 from .limits import HostRecord
 from .settings import SchedulerSettings
 
-__all__ = ["FeedRecord", "FeedStatus", "FetchReport", "SNAPSHOT_FORMAT", "SchedulerSnapshot"]
+__all__ = ["SNAPSHOT_FORMAT", "FeedRecord", "FeedStatus", "FetchReport", "SchedulerSnapshot"]
 
 SNAPSHOT_FORMAT = 1
 

@@ -37,9 +37,26 @@ from feedmesh.model import FetchOutcome
 from . import core
 from .clusters import assign_clusters, fit_kmeans, normalized_profiles
 from .core import (
-    F_BACKOFF, F_DITHER, F_DUE, F_LAST_FETCH, F_LAST_SUCCESS, F_PHASE, F_TTL, F_WEIGHT,
-    FLAG_AWAITING, FLAG_GONE, FLAG_IN_FLIGHT, FLAG_SKIP_ALL, FLAG_WEBSUB, I_ERRORS, I_FLAGS,
-    I_HOST, I_RATE_LIMITED, I_SKIP_DAYS, I_SKIP_HOURS, K_FIELDS,
+    F_BACKOFF,
+    F_DITHER,
+    F_DUE,
+    F_LAST_FETCH,
+    F_LAST_SUCCESS,
+    F_PHASE,
+    F_TTL,
+    F_WEIGHT,
+    FLAG_AWAITING,
+    FLAG_GONE,
+    FLAG_IN_FLIGHT,
+    FLAG_SKIP_ALL,
+    FLAG_WEBSUB,
+    I_ERRORS,
+    I_FLAGS,
+    I_HOST,
+    I_RATE_LIMITED,
+    I_SKIP_DAYS,
+    I_SKIP_HOURS,
+    K_FIELDS,
 )
 from .errors import DuplicateFeedError, UnknownFeedError
 from .hints import FeedHints
@@ -224,7 +241,8 @@ class Scheduler:
         """Per-host politeness overrides (e.g. robots.txt Crawl-delay)."""
         self._hosts.set_limits(host, min_spacing_s=min_spacing_s, max_per_minute=max_per_minute)
 
-    def note_push(self, feed_id: str, *, now: float, published: Sequence[float | None] = ()) -> None:
+    def note_push(self, feed_id: str, *, now: float,
+                  published: Sequence[float | None] = ()) -> None:
         """Entries arrived by WebSub push: learn from them like from a fetch."""
         slot = self._slot(feed_id)
         now = self._tick(now)
@@ -245,13 +263,13 @@ class Scheduler:
         due = float(table.heap_keys[0])
         bucket = self._bucket_state
         tokens, rate, capacity, updated = bucket
-        if updated == updated and due > updated:  # tokens as of ``due`` if nothing is spent
+        if not math.isnan(updated) and due > updated:  # tokens as of ``due`` if nothing is spent
             tokens = min(capacity, tokens + (due - updated) * rate)
         if tokens >= 1.0 - 1e-9:
             return due
         if rate <= 0:
             return _INF
-        base = due if updated != updated else max(due, updated)
+        base = due if math.isnan(updated) else max(due, updated)
         return base + max((1.0 - tokens) / rate, 1e-3)
 
     def pop_due(self, now: float, limit: int | None = None) -> list[str]:
@@ -405,7 +423,7 @@ class Scheduler:
         for i in range(n):
             slot = int(slots[i])
             oldest = float(self._first_min[i])
-            if oldest == oldest:  # a first fetch shows history: the record is complete from it
+            if not math.isnan(oldest):  # a first fetch shows history: complete from there on
                 self._learner.extend_exposure(slot, oldest)
             if self._undated[i] == 1:
                 self._note(slot, "dates", "entries without believable dates on the first fetch "
@@ -680,8 +698,8 @@ class Scheduler:
         return FeedStatus(
             feed_id=feed_id, host=self._host[slot], weight=float(F[slot, F_WEIGHT]), state=state,
             next_due_at=due if due < _INF else None,
-            last_fetch_at=last if last == last else None,
-            last_success_at=success if success == success else None,
+            last_fetch_at=last if not math.isnan(last) else None,
+            last_success_at=success if not math.isnan(success) else None,
             error_streak=int(I[slot, I_ERRORS]),
             planned_per_day=(len(plan.offsets_s) * DAY_S / plan.period_s) if plan else None,
             window_rate_per_day=float(learned.window_rate_per_day[0]),

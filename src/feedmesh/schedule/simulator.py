@@ -134,9 +134,9 @@ def _fetch_batch(slots, now, feed_of_slot, times, feed_end, seen, feed_size, new
         j = lo
         first = feed_end[feed - 1] if feed > 0 else 0
         listed = j - first
-        in_document[i] = listed if listed < feed_size else feed_size
+        in_document[i] = min(feed_size, listed)
         if j > k:
-            visible = j - feed_size if j - feed_size > k else k
+            visible = max(k, j - feed_size)
             lost += visible - k
             taken += j - k
             seen[feed] = j

@@ -9,14 +9,26 @@ the process was down are spread out instead of all being fetched at the restart 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
 from .core import (
-    F_BACKOFF, F_DITHER, F_DUE, F_LAST_FETCH, F_LAST_SUCCESS, F_PHASE, F_WEIGHT, FLAG_AWAITING,
-    FLAG_GONE, FLAG_IN_FLIGHT, I_ERRORS, I_FLAGS, I_RATE_LIMITED,
+    F_BACKOFF,
+    F_DITHER,
+    F_DUE,
+    F_LAST_FETCH,
+    F_LAST_SUCCESS,
+    F_PHASE,
+    F_WEIGHT,
+    FLAG_AWAITING,
+    FLAG_GONE,
+    FLAG_IN_FLIGHT,
+    I_ERRORS,
+    I_FLAGS,
+    I_RATE_LIMITED,
 )
 from .errors import SnapshotError
 from .limits import HostRecord
@@ -32,7 +44,7 @@ _OVERDUE_S = 60.0
 
 
 def _or_none(value: float) -> float | None:
-    return value if value == value and value != float("inf") else None
+    return value if not math.isnan(value) and value != float("inf") else None
 
 
 def take_snapshot(scheduler: Scheduler, now: float) -> SchedulerSnapshot:

@@ -36,7 +36,7 @@ seed names a trace.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import msgspec
 import numpy as np
@@ -49,7 +49,7 @@ __all__ = ["CLUSTER_SHAPES", "DAILY_CONTRAST", "PAPER_FEEDS", "SyntheticModel", 
 PAPER_FEEDS = 9634
 _POSTS_PER_WEEK = 180_000.0  # all 9,634 feeds together (Figure 3(a))
 _EXPONENT = -0.78
-_START = datetime(2004, 9, 6, tzinfo=timezone.utc).timestamp()  # a Monday, as in the paper's crawl
+_START = datetime(2004, 9, 6, tzinfo=UTC).timestamp()  # a Monday, as in the paper's crawl
 _DAY_S = 86400.0
 
 DAILY_CONTRAST = 0.4

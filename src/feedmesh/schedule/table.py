@@ -13,8 +13,22 @@ import numpy as np
 
 from . import core
 from .core import (
-    F_FIELDS, FLAG_HELD, H_BLOCKED, H_FIELDS, H_LAST, H_QUEUE, H_SPACING, HI_COUNT, HI_FIELDS,
-    HI_HEAD, HI_PER_MINUTE, I_FIELDS, I_HEAP_POS, I_PLAN_CAP, I_PLAN_COUNT, I_PLAN_START,
+    F_FIELDS,
+    FLAG_HELD,
+    H_BLOCKED,
+    H_FIELDS,
+    H_LAST,
+    H_QUEUE,
+    H_SPACING,
+    HI_COUNT,
+    HI_FIELDS,
+    HI_HEAD,
+    HI_PER_MINUTE,
+    I_FIELDS,
+    I_HEAP_POS,
+    I_PLAN_CAP,
+    I_PLAN_COUNT,
+    I_PLAN_START,
 )
 
 __all__ = ["FeedTable", "HostTable"]
@@ -92,7 +106,7 @@ class FeedTable:
 
         Returns (had a plan, the plan differs from it) per row."""
         F, I = self.F, self.I
-        g, m = offsets.shape
+        m = offsets.shape[1]
         had = np.isfinite(F[slots, core.F_PLAN_PERIOD])
         same = had & (F[slots, core.F_PLAN_PERIOD] == period_s) & \
             (F[slots, core.F_PLAN_ORIGIN] == origin_s) & (I[slots, I_PLAN_COUNT] == m)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -63,7 +63,7 @@ def _parse_time(text: str, path: str, line: int, column: str) -> float:
         raise TraceError(f"{column} {value!r} is not an ISO 8601 time ({error})",
                          path=path, line=line) from error
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     stamp = parsed.timestamp()
     if not math.isfinite(stamp):
         raise TraceError(f"{column} {value!r} is out of range", path=path, line=line)
@@ -82,7 +82,7 @@ def load_trace(path: str | Path, *, sort_rows: bool = False,
     """Read and check a trace CSV. Raises :class:`TraceError` naming the file and line."""
     name = str(path)
     try:
-        handle = open(path, newline="", encoding="utf-8")
+        handle = open(path, newline="", encoding="utf-8")  # noqa: SIM115 (with below)
     except OSError as error:
         raise TraceError(f"cannot open trace: {error.strerror or error}", path=name) from error
     with handle:
