@@ -13,9 +13,10 @@ The front door. The live crawler and the simulator use the same object::
 The package is pure: no clock reads, no I/O (``now`` is always an argument). Modules:
 ``settings`` (the validated knobs), ``hints`` (publisher hints), ``learning`` (rates and
 profiles), ``clusters`` (K-means), ``allocation`` (Theorem 1, Cho & Garcia-Molina),
-``placement`` and ``placement_kernel`` (Theorems 2-3), ``policies`` and ``ours`` (the policies),
-``table`` and ``core`` (the per-feed arrays and the compiled hot path: heap, politeness, budget),
-``limits`` (spend control), ``scheduler`` (the object above) and ``snapshot`` (its persistence),
+``placement`` and ``placement_kernel`` (Theorems 2-3), ``policies``, ``adaptive`` and ``ours``
+(the policies), ``table`` and ``core`` (the per-feed arrays and the compiled hot path: heap,
+politeness, budget), ``limits`` (spend control), ``scheduler`` (the object above), ``upkeep``
+(its refits and clock) and ``snapshot`` (its persistence),
 ``trace``/``synthetic``/``simulator``/``oracle`` (``feedmesh sim``). See docs/scheduling.md.
 """
 

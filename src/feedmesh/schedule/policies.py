@@ -7,7 +7,8 @@ after each fetch in O(log m). The adaptive policies instead react to each fetch 
 
 ======================  ===============================================================
 ``uniform``             every feed every T, T set by the budget (Miniflux, FreshRSS default)
-``adaptive``            FeedEx 3.3, stable reading: more new entries than f_t -> halve T
+``adaptive``            FeedEx 3.3 (:mod:`.adaptive`), stable reading: more new entries than f_t
+                        -> halve T
 ``adaptive-literal``    FeedEx 3.3 as printed (fewer new entries -> halve T): a ratchet
 ``cgm-age``             Cho & Garcia-Molina optimal-age frequencies, evenly spaced
 ``cgm-freshness``       Cho & Garcia-Molina optimal-freshness frequencies, evenly spaced
@@ -37,7 +38,7 @@ from .allocation import (
     round_to_total,
     sqrt_allocation,
 )
-from .core import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL, MODE_PLAN
+from .core import MODE_PLAN
 from .learning import LearnedSummary
 from .placement import place_batch
 from .settings import DAY_S, HOUR_S, WEEK_S, SchedulerSettings
@@ -50,7 +51,6 @@ __all__ = [
     "ABLATION_POLICY_NAMES",
     "KNOWN_POLICY_NAMES",
     "POLICY_NAMES",
-    "AdaptivePolicy",
     "CgmPolicy",
     "OptimalPolicy",
     "Plan",
@@ -456,84 +456,10 @@ class OptimalPolicy(Policy):
         return batches
 
 
-class AdaptivePolicy(Policy):
-    """FeedEx 3.3: halve or double each feed's interval from the share f of new entries per fetch.
-
-    ``stable`` (ours, the default): f > f_t means we polled too slowly, so halve; f < f_t double.
-    ``literal`` (as printed): f < f_t halves, f > f_t doubles; fewer new entries then make the
-    interval shorter still, so every feed ratchets to T_min or T_max.
-    Intervals live in [T_min, T_max]; to spend the same global budget as every other policy, all
-    intervals are multiplied by one factor s with sum(1 / (s T_i)) = M (kept up to date in O(1)).
-    The per-fetch update runs in :func:`feedmesh.schedule.core.record_success`; the intervals
-    are the column ``F_INTERVAL`` of the scheduler's table, ``totals`` = [sum 1/T_i, M per s].
-    """
-
-    plan_based = False
-
-    def __init__(self, settings: SchedulerSettings, *, literal: bool) -> None:
-        super().__init__(settings)
-        self.literal = literal
-        self.name = "adaptive-literal" if literal else "adaptive"  # type: ignore[misc]
-        self.mode = MODE_ADAPTIVE_LITERAL if literal else MODE_ADAPTIVE
-        self.totals = np.zeros(2)
-
-    def _intervals(self) -> np.ndarray:
-        assert self.table is not None, "the scheduler attaches its table first"
-        return self.table.F[:, F_INTERVAL]
-
-    def refit(self, context: RefitContext) -> list[PlanBatch]:
-        self.totals[1] = context.budget_per_day / DAY_S
-        intervals = self._intervals()
-        polled = np.zeros(len(intervals), dtype=bool)
-        polled[context.slots] = True
-        for slot in np.flatnonzero(np.isfinite(intervals) & ~polled):
-            self.on_removed(int(slot))
-        return []
-
-    def on_added(self, slot: int, base_interval_s: float) -> None:
-        super().on_added(slot, base_interval_s)
-        interval = min(max(base_interval_s, self.settings.min_interval_s),
-                       self.settings.max_interval_s)
-        self.on_removed(slot)
-        self._intervals()[slot] = interval
-        self.totals[0] += 1.0 / interval
-
-    def on_removed(self, slot: int) -> None:
-        intervals = self._intervals()
-        old = intervals[slot]
-        if np.isfinite(old):
-            self.totals[0] -= 1.0 / old
-            intervals[slot] = np.nan
-
-    def next_fetch(self, scheduler: Scheduler, slot: int, now: float) -> float:
-        interval = self._intervals()[slot]
-        if not np.isfinite(interval):
-            return now + scheduler.base_interval_s()
-        rate_sum, budget_per_s = self.totals
-        scale = rate_sum / budget_per_s if budget_per_s > 0 else 1.0
-        effective = min(max(interval * scale, self.settings.min_interval_s),
-                        self.settings.max_interval_s)
-        return now + effective
-
-    def state(self) -> dict[str, object]:
-        intervals = self._intervals()
-        return {"intervals": {str(int(k)): float(intervals[k])
-                              for k in np.flatnonzero(np.isfinite(intervals))}}
-
-    def load_state(self, state: dict[str, object], slot_map: dict[int, int]) -> None:
-        intervals = state.get("intervals", {})
-        assert isinstance(intervals, dict)
-        for old, value in intervals.items():
-            new = slot_map.get(int(old))
-            if new is not None:
-                self.on_removed(new)
-                self._intervals()[new] = float(value)
-                self.totals[0] += 1.0 / float(value)
-
-
 def make_policy(settings: SchedulerSettings) -> Policy:
     """The policy named by ``settings.policy``."""
-    from .ours import FeedmeshPolicy  # late import: ours builds on this module
+    from .adaptive import AdaptivePolicy  # late imports: both build on this module
+    from .ours import FeedmeshPolicy
 
     name = settings.policy
     if name == "uniform":

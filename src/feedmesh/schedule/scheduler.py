@@ -35,7 +35,6 @@ import numpy as np
 from feedmesh.model import FetchOutcome
 
 from . import core
-from .clusters import assign_clusters, fit_kmeans, normalized_profiles
 from .core import (
     F_BACKOFF,
     F_DITHER,
@@ -60,28 +59,24 @@ from .core import (
 )
 from .errors import DuplicateFeedError, UnknownFeedError
 from .hints import FeedHints
-from .learning import LearnedState, LearnedSummary
+from .learning import LearnedState
 from .limits import SpendControl
-from .policies import Plan, PlanBatch, Policy, RefitContext, make_policy
+from .policies import Plan, Policy, make_policy
 from .records import FeedStatus, FetchReport, SchedulerSnapshot
 from .settings import DAY_S, SchedulerSettings
 from .table import FeedTable, HostTable
+from .upkeep import CLOCK_SKEW_S, SchedulerUpkeep
 
 __all__ = ["Scheduler"]
 
 _SUCCESS = frozenset({FetchOutcome.OK, FetchOutcome.DELTA, FetchOutcome.NOT_MODIFIED})
-_CLOCK_SKEW_S = 300.0  # declared dates up to this far in the future are still believed
-_BACKWARD_JUMP_S = 300.0  # now earlier than the latest now by more than this: a clock jump
-_FORWARD_JUMP_S = 3600.0  # no call for this long: overdue feeds are re-spread, not burst
-_OVERDUE_S = 60.0
-_LABEL_STICKINESS = 1.5  # a feed changes cluster when another centroid is clearly nearer
 _INF = math.inf
 _NAN = math.nan
 _EMPTY_F = np.zeros(0)
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
-class Scheduler:
+class Scheduler(SchedulerUpkeep):
     """Which feeds are due, when; learns from every fetch. Pure: ``now`` is always passed in."""
 
     def __init__(self, settings: SchedulerSettings | None = None, *,
@@ -166,7 +161,7 @@ class Scheduler:
         self._set_hints(slot, hints)
         self._learner.reset_slot(slot, observed_since=now, reused=reused)
         self._active_count += 1
-        trusted = [t for t in history if math.isfinite(t) and t <= now + _CLOCK_SKEW_S]
+        trusted = [t for t in history if math.isfinite(t) and t <= now + CLOCK_SKEW_S]
         if trusted:
             self._learner.observe(slot, [min(t, now) for t in trusted])
             self._learner.extend_exposure(slot, min(trusted))
@@ -431,205 +426,6 @@ class Scheduler:
             elif self._undated[i] == 2:
                 self._note(slot, "dates", "entries with missing, future or absurd dates were "
                            "placed between the two fetches")
-
-    # ------------------------------------------------------------------ refit
-    def refit(self, now: float) -> None:
-        """Recompute rates, clusters (when due) and every plan now."""
-        now = self._tick(now)
-        self._refit(now)
-
-    def _maintain(self, now: float) -> None:
-        if now >= self._next_refit_at or self._awaiting_count or (
-                self._plans_stale and now >= self._next_refit_at - self.settings.refit_interval_s
-                + 60.0):
-            self._refit(now)
-
-    def _held(self) -> np.ndarray:
-        """Slots that hold a feed, in order."""
-        return np.asarray(sorted(self._slot_of.values()), dtype=np.int64)
-
-    def _polled_slots(self) -> np.ndarray:
-        slots = self._held()
-        flags = self._table.I[slots, I_FLAGS]
-        return slots[(flags & (FLAG_GONE | FLAG_WEBSUB)) == 0]
-
-    def budget_per_day(self) -> float:
-        """M: the deployment's total fetches per day for the feeds held now."""
-        return self.settings.total_budget_per_day(self._active_count)
-
-    def base_interval_s(self) -> float:
-        """The uniform interval the budget allows (used before a feed has a plan)."""
-        active = max(1, self._active_count)
-        per_day = self.budget_per_day() / active
-        interval = DAY_S / per_day if per_day > 0 else self.settings.max_interval_s
-        return min(max(interval, self.settings.min_interval_s), self.settings.max_interval_s)
-
-    def _update_kernel_settings(self) -> None:
-        s, K = self.settings, self._K
-        K[core.K_MIN_INTERVAL] = s.min_interval_s
-        K[core.K_MAX_GAP] = self._max_gap
-        K[core.K_HINT_MAX] = s.hint_max_s
-        K[core.K_WEBSUB_S] = s.websub_safety_interval_s
-        K[core.K_HONOUR_SKIP] = 1.0 if s.honour_skip_hours else 0.0
-        K[core.K_BASE_INTERVAL] = self.base_interval_s()
-        K[core.K_TARGET_SHARE] = s.adaptive_target_new_share
-        K[core.K_T_MIN] = s.min_interval_s
-        K[core.K_T_MAX] = s.max_interval_s
-        K[core.K_SKEW] = _CLOCK_SKEW_S
-        K[core.K_DAY] = DAY_S
-        K[core.K_WINDOW_DAYS] = s.rate_window_days
-
-    def _set_budget_rate(self, per_day: float, now: float) -> None:
-        bucket = self._bucket_state
-        core.bucket_refill(bucket, now)
-        was_unset = bucket[1] <= 0
-        bucket[1] = per_day / DAY_S
-        bucket[2] = max(1.0, bucket[1] * self.settings.budget_burst_s)
-        bucket[0] = bucket[2] if was_unset else min(bucket[0], bucket[2])  # a new one is full
-
-    def _refit(self, now: float) -> None:
-        s = self.settings
-        self._update_kernel_settings()
-        slots = self._polled_slots()
-        self._learner.ensure_capacity(len(self._ids))
-        total = self.budget_per_day()
-        held = self._held()
-        flags = self._table.I[held, I_FLAGS]
-        live = int((((flags & FLAG_WEBSUB) != 0) & ((flags & FLAG_GONE) == 0)).sum())
-        nominal = max(total - live * DAY_S / s.websub_safety_interval_s, 0.0)
-        budget = nominal * self._spend.update(now, total)
-        self._set_budget_rate(total, now)
-        context = RefitContext(now=now, settings=s, slots=slots, budget_per_day=budget,
-                               source=self, nominal_budget_per_day=nominal)
-        plans = self.policy.refit(context)
-        self._max_gap = self.policy.max_gap_s()  # it may follow the budget
-        self._K[core.K_MAX_GAP] = self._max_gap
-        self._install(plans, now)
-        self._plans_stale = False
-        self._next_refit_at = now + s.refit_interval_s
-        if self._awaiting_count:
-            I, F = self._table.I, self._table.F
-            waiting = held[(I[held, I_FLAGS] & FLAG_AWAITING) != 0]
-            for slot in waiting:
-                slot = int(slot)
-                I[slot, I_FLAGS] &= ~FLAG_AWAITING
-                last = float(F[slot, F_LAST_FETCH])
-                due = self._next_planned(slot, last)
-                self._push(slot, min(due, last + self._max_gap))
-            self._awaiting_count = 0
-            self._respread_overdue(now)
-
-    def _install(self, plans: dict[int, Plan] | list[PlanBatch], now: float) -> None:
-        """Store new plans and move each re-planned feed's next fetch onto its new plan."""
-        table = self._table
-        batches = plans if isinstance(plans, list) else PlanBatch.from_plans(plans)
-        for batch in batches:
-            if len(batch.slots) == 0:
-                continue
-            had, changed = table.set_plans(batch.slots, batch.period_s, batch.offsets_s,
-                                           batch.origin_s)
-            move = had & changed
-            if not move.any():
-                continue
-            moved = batch.slots[move]
-            F, I = table.F, table.I
-            ready = ((I[moved, I_FLAGS] & (FLAG_IN_FLIGHT | FLAG_AWAITING | FLAG_GONE)) == 0) & \
-                (F[moved, F_BACKOFF] <= now)
-            core.replan(moved[ready], now, batch.longest_gaps()[move][ready], table.heap_keys,
-                        table.heap_slots, table.heap_n, F, I, self._K, table.pool)
-
-    # -- what a RefitContext reads (computed only when a policy asks) --------------------------
-    def column(self, name: str, slots: np.ndarray) -> np.ndarray:
-        F = self._table.F
-        if name == "weight":
-            return F[slots, F_WEIGHT].copy()
-        if name == "phase":
-            return F[slots, F_PHASE].copy()
-        if name == "last_fetch_plan_time":
-            return F[slots, F_LAST_FETCH] - F[slots, F_DITHER]
-        if name == "prior_rate":
-            return np.array([(h.prior_rate_per_day() if (h := self._hints[i]) else None) or np.nan
-                             for i in slots], dtype=np.float64)
-        raise KeyError(name)
-
-    def learned(self, slots: np.ndarray, now: float) -> LearnedSummary:
-        return self._learner.summary(slots, now)
-
-    def clusters(self, learned: LearnedSummary, now: float) -> tuple[np.ndarray, np.ndarray]:
-        s = self.settings
-        profiles = normalized_profiles(learned.window_hourly)
-        if self._centroids is None or now >= self._next_cluster_refit_at:
-            enough = learned.window_count >= s.cluster_min_posts
-            self._centroids = fit_kmeans(profiles[enough], s.clusters, self._rng,
-                                         init=self._centroids)
-            self._next_cluster_refit_at = now + s.cluster_refit_interval_s
-        slots = learned.slots
-        if len(self._labels) < len(self._ids):
-            self._labels = np.concatenate(
-                [self._labels, np.full(len(self._ids) - len(self._labels), -1, dtype=np.int64)])
-        labels = assign_clusters(profiles, self._centroids, previous=self._labels[slots],
-                                 stickiness=_LABEL_STICKINESS)
-        self._labels[slots] = labels
-        return self._centroids, labels
-
-    # ------------------------------------------------------------------ clock
-    def _tick(self, now: float) -> float:
-        if not math.isfinite(now):
-            raise ValueError(f"now must be a finite epoch time, got {now}")
-        high = self._clock_high
-        if now >= high:
-            if now - high > _FORWARD_JUMP_S and high > -_INF:
-                self._clock_high = now
-                self._respread_overdue(now)
-            self._clock_high = now
-            return now
-        if high - now > _BACKWARD_JUMP_S:
-            self.clock_jumps.append((high, now))
-            self._shift_time(now - high)
-            self._clock_high = now
-        return now
-
-    def _report_time(self, fetched_at: float) -> float:
-        """The time of a fetch report. Unlike the ``now`` of the other calls it is not a clock
-        reading: a fetch that took a while (a slow server, a queue) reports when it was made,
-        minutes before the latest ``now`` perhaps, and that is no backward clock jump (taking it
-        for one would move the whole schedule back). A later one moves the clock on."""
-        if not math.isfinite(fetched_at):
-            raise ValueError(f"fetched_at must be a finite epoch time, got {fetched_at}")
-        return self._tick(fetched_at) if fetched_at >= self._clock_high else fetched_at
-
-    def _shift_time(self, delta: float) -> None:
-        """The clock stepped by ``delta``: move every stored future instant with it."""
-        slots = self._held()
-        F = self._table.F
-        for field in (F_DUE, F_LAST_FETCH, F_LAST_SUCCESS):
-            F[slots, field] += delta  # inf and NaN stay what they are
-        backoff = F[slots, F_BACKOFF]
-        F[slots, F_BACKOFF] = np.where(backoff != 0.0, backoff + delta, 0.0)
-        self._table.shift_heap(delta)
-        self._hosts.shift(delta)
-        self._spend.shift(delta)
-        self._next_refit_at += delta
-        self._next_cluster_refit_at += delta
-        self._bucket_state[3] = _NAN
-
-    def _respread_overdue(self, now: float) -> None:
-        """Feeds due long ago (restart, suspend) are spread over a window instead of all at once."""
-        slots = self._held()
-        if len(slots) == 0:
-            return
-        F, I = self._table.F, self._table.I
-        due = F[slots, F_DUE]
-        overdue = slots[(due < now - _OVERDUE_S) & ((I[slots, I_FLAGS] & FLAG_IN_FLIGHT) == 0)]
-        if len(overdue) == 0:
-            return
-        rate_per_s = self.budget_per_day() / DAY_S
-        count = len(overdue)
-        window = max(self.settings.restart_spread_s, count / rate_per_s if rate_per_s > 0 else 0.0)
-        overdue = overdue[np.argsort(F[overdue, F_DUE], kind="stable")]  # most overdue first
-        for rank, slot in enumerate(overdue):
-            jitter = self._random.random() / count
-            self._push(int(slot), now + window * (rank / count + jitter))
 
     # ------------------------------------------------------------------ helpers
     def _slot(self, feed_id: str) -> int:
