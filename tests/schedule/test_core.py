@@ -153,3 +153,25 @@ def test_spend_control_measures_a_whole_week_between_uneven_refits():
         control.fetches += round(spent(t, t + step))
         t += step
     assert control.scale == pytest.approx(1.0, abs=0.02)  # M a week: nothing to correct
+
+
+def test_without_numba_the_same_functions_give_the_same_replay(monkeypatch):
+    # numba is an optional extra: the kernels must be right as plain Python too
+    from feedmesh.schedule import learning, placement, simulator
+    from feedmesh.schedule.simulator import simulate, window_of
+    from feedmesh.schedule.synthetic import synthetic_trace
+
+    window = window_of(synthetic_trace(feeds=40, days=24, seed=8), days=24, train_days=10)
+    settings = SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=3)
+    compiled = simulate(window, settings)
+    if not core.HAVE_NUMBA:
+        pytest.skip("numba is not installed: everything already ran as plain Python")
+    for module in (core, learning, simulator):
+        for name, value in list(vars(module).items()):
+            if hasattr(value, "py_func"):
+                monkeypatch.setattr(module, name, value.py_func)
+    monkeypatch.setattr(placement, "HAVE_NUMBA", False)
+    plain = simulate(window, settings)
+    assert plain.postings == compiled.postings
+    assert plain.fetches == compiled.fetches
+    assert plain.mean_delay_min == pytest.approx(compiled.mean_delay_min, rel=1e-9)
