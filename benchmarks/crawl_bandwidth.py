@@ -30,7 +30,7 @@ from pathlib import Path
 import msgspec
 
 from feedmesh.clock import SystemClock
-from feedmesh.crawl import CrawlSettings, CrawlStats, Crawler
+from feedmesh.crawl import Crawler, CrawlSettings, CrawlStats
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.store import SQLiteStore

@@ -28,7 +28,7 @@ import tracemalloc
 from pathlib import Path
 
 from feedmesh.clock import SystemClock
-from feedmesh.crawl import CrawlSettings, Crawler
+from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.store import SQLiteStore

@@ -231,7 +231,7 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             figures["matches_per_s"] = round(rate("feedmesh_matches_total"), 1)
             both = latencies(data, t0, t1)
             lat, to_filter = both[:, 0], both[:, 1]
-            figures["latency_samples"] = int(len(lat))
+            figures["latency_samples"] = len(lat)
             for q in (50, 99):
                 figures[f"latency_p{q}_ms"] = (round(float(np.percentile(lat, q)), 1)
                                                if len(lat) else None)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from feedmesh.clock import SystemClock
-from feedmesh.crawl import CrawlSettings, Crawler
+from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.farm import FarmConfig, FarmProcess, Fault
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.store import SQLiteStore

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from feedmesh.clock import AcceleratedClock
-from feedmesh.crawl import CrawlSettings, Crawler
+from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.crawl.scheduled import ScheduledCrawler
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import Fetcher, FetchSettings

@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 
 from feedmesh.clock import ManualClock
-from feedmesh.crawl import CrawlSettings, Crawler
+from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.store import IngestedEntry, SQLiteStore
 

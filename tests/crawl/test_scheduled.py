@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from feedmesh.clock import AcceleratedClock
-from feedmesh.crawl import CrawlSettings, Crawler
+from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.crawl.scheduled import ScheduledCrawler
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import Fetcher, FetchSettings

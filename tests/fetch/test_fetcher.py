@@ -10,7 +10,7 @@ import time
 import pytest
 
 from feedmesh import PROJECT_URL
-from feedmesh.fetch import FetchRequest, Fetcher, FetchSettings, StaticResolver
+from feedmesh.fetch import Fetcher, FetchRequest, FetchSettings, StaticResolver
 from feedmesh.model import FetchOutcome
 
 from .conftest import ETAG, FEED, LAST_MODIFIED, LOOPBACK

@@ -239,8 +239,9 @@ async def test_a_flooding_source_neither_floods_feeds_nor_blocks_readers(tmp_pat
         await hub.start()
         account, _ = hub.db.create_account("ann", hub.clock.now())
         sub = await hub.add_subscription(account.id, name="", query=QUERY, keep=10)
-        from feedmesh.hub.web import build_app
         from aiohttp import web
+
+        from feedmesh.hub.web import build_app
         runner = web.AppRunner(build_app(hub, base_url="http://127.0.0.1"))
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)

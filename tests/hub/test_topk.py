@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import feedmesh.hub.topk as topk_module
 from feedmesh.hub.idcodec import decode_ids, encode_ids
 from feedmesh.hub.reflector_store import ReflectedItem, ReflectorStore
-import feedmesh.hub.topk as topk_module
 from feedmesh.hub.topk import WIDTH, TopK
 from feedmesh.model import Entry
 

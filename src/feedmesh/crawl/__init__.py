@@ -1,6 +1,6 @@
 """Ingestion: fetch -> parse -> dedup -> store for many feeds (:mod:`.pipeline`) and the
 ``feedmesh crawl`` command (:mod:`.cli`). The hub's crawler tier runs this pipeline."""
 
-from feedmesh.crawl.pipeline import CrawlSettings, CrawlStats, Crawler
+from feedmesh.crawl.pipeline import Crawler, CrawlSettings, CrawlStats
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler"]

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from feedmesh.clock import SystemClock
-from feedmesh.crawl.pipeline import CrawlSettings, CrawlStats, Crawler
+from feedmesh.crawl.pipeline import Crawler, CrawlSettings, CrawlStats
 from feedmesh.feeds.opml import OpmlError, OpmlResult, parse_opml
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.logs import setup_logging

@@ -26,7 +26,7 @@ import msgspec
 
 from feedmesh.clock import Clock
 from feedmesh.feeds import parse_feed
-from feedmesh.fetch import BackoffPolicy, FeedFetchState, FetchRequest, Fetcher, next_fetch_state
+from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest, next_fetch_state
 from feedmesh.fetch.state import backoff_delay
 from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult
 from feedmesh.store import FeedUpdate, IngestedEntry, Store, StoreThread, document_hash

@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from feedmesh.clock import Clock
-from feedmesh.crawl.pipeline import CrawlStats, Crawler, FeedOutcome
+from feedmesh.crawl.pipeline import Crawler, CrawlStats, FeedOutcome
 from feedmesh.schedule import FeedHints, FetchReport, Scheduler, SchedulerSettings
 from feedmesh.schedule.errors import ScheduleError
 from feedmesh.store import Store

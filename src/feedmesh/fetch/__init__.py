@@ -12,7 +12,7 @@ Exceptions drawn from this package::
 None of them escapes :meth:`Fetcher.fetch`: every failure becomes a typed :class:`FetchResult`.
 """
 
-from feedmesh.fetch.client import FetchRequest, Fetcher, fetch_url
+from feedmesh.fetch.client import Fetcher, FetchRequest, fetch_url
 from feedmesh.fetch.guard import AddressGuard, BlockedAddressError, StaticResolver
 from feedmesh.fetch.settings import FetchSettings, user_agent
 from feedmesh.fetch.state import BackoffPolicy, FeedFetchState, backoff_delay, next_fetch_state

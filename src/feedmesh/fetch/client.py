@@ -203,7 +203,7 @@ class Fetcher:
                     timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
         try:
             return await session.get(url, headers=headers, allow_redirects=False, timeout=timeout)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise _Failure(FetchOutcome.TIMEOUT,
                            f"{url}: no response within {timeout.total:.3g} s") from exc
         except aiohttp.ClientConnectorDNSError as exc:

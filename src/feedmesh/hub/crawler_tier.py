@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from feedmesh.clock import Clock
-from feedmesh.crawl import CrawlSettings, CrawlStats, Crawler
+from feedmesh.crawl import Crawler, CrawlSettings, CrawlStats
 from feedmesh.crawl.scheduled import ScheduledCrawler
 from feedmesh.fetch import Fetcher
 from feedmesh.hub.bus import Bus

@@ -27,11 +27,11 @@ import numpy as np
 
 from feedmesh.clock import Clock
 from feedmesh.hub.bus import Bus
+from feedmesh.hub.db import HubDB
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.subtable import SubTable
-from feedmesh.hub.db import HubDB
 from feedmesh.match import SnapshotError, SubscriptionIndex, article_from_entry, parse_query
 
 __all__ = ["FilterTier", "match_article"]

@@ -29,10 +29,10 @@ import numpy as np
 from feedmesh.clock import Clock
 from feedmesh.hub.bus import Bus, Delivery
 from feedmesh.hub.filter import match_article
+from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
 from feedmesh.hub.metrics import HubMetrics, process_rss_bytes
 from feedmesh.hub.reflector_store import ReflectedItem, ReflectorStore
-from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.subtable import SubTable
 from feedmesh.hub.topk import WIDTH, TopK
 

@@ -58,5 +58,5 @@ def bump_versions(version: np.ndarray, modified: np.ndarray, ids: np.ndarray, en
     for k in range(ids.shape[0]):
         i = ids[k]
         bumped = version[i] + 1
-        version[i] = bumped if bumped > entry_id else entry_id
+        version[i] = max(entry_id, bumped)
         modified[i] = now

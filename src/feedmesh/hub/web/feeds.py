@@ -157,7 +157,7 @@ def _not_modified(request: web.Request, etag: str, last_modified: datetime) -> b
     if_none_match = request.headers.get("If-None-Match")
     if if_none_match is not None:
         candidates = {tag.strip() for tag in if_none_match.split(",")}
-        weak = {tag[2:] if tag.startswith("W/") else tag for tag in candidates}
+        weak = {tag.removeprefix("W/") for tag in candidates}
         return "*" in candidates or etag in candidates or etag[2:] in weak
     since = request.headers.get("If-Modified-Since")
     if since:
