@@ -264,3 +264,37 @@ async def test_a_flooding_source_neither_floods_feeds_nor_blocks_readers(tmp_pat
         assert len(await hub.reflectors[0].items(sub.id)) == 10
         await runner.cleanup()
         await hub.stop()
+
+
+async def test_fetch_metrics_follow_a_cycle_spread_over_minutes(tmp_path):
+    """A cycle paced over its interval is metered while it runs, not only when it ends: with a
+    five-minute interval, `/metrics` would otherwise show no fetch for minutes at a time."""
+    # no Cache-Control or ttl hints: every feed is due again in the next cycle
+    config = FarmConfig(feeds=30, seed=5, faults="none", speed=60.0, origin=ORIGIN,
+                        max_age_share=0.0, ttl_share=0.0)
+    async with FarmServer(config) as farm:
+        hub = Hub(hub_settings(str(tmp_path), crawl_interval_s=6.0))
+        await hub.start()
+        tier = hub.crawler
+        await tier.add_feeds([farm.feed_url(i) for i in range(30)])  # the first cycle, at once
+
+        def fetched() -> float:
+            return sum(s.value for m in hub.metrics.registry.collect()
+                       if m.name == "feedmesh_fetches" for s in m.samples
+                       if s.name == "feedmesh_fetches_total")
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while (tier.last_cycle is None or tier.last_cycle.fetched < 30) and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        cycles = tier.cycles
+        assert fetched() == 30
+        # The next cycle paces 30 fetches over 4.8 s: a reading in its middle counts some.
+        await asyncio.sleep(3.0)
+        assert tier.cycles == cycles, "the paced cycle ended early"
+        assert 30 < fetched() < 60
+        while tier.cycles == cycles and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        # each fetch counted once, none lost at the cycle's end
+        assert fetched() == 30 + tier.last_cycle.fetched == 60
+        await hub.stop()

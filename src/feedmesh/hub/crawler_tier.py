@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -104,13 +105,15 @@ class CrawlerTier:
             if self._wake.is_set():  # new sources: crawl them now, at full speed
                 self._wake.clear()
                 fresh, self._new_feeds = self._new_feeds, []
-                self._account(await self.crawler.crawl(fresh, stop=stop))
+                meter = _Meter(self._meter, clock)
+                self._cycle_done(await self.crawler.crawl(fresh, progress=meter, stop=stop))
                 continue
             # Spread each cycle over most of the interval: a steady trickle of fetches leaves the
             # filters and reflectors room on a shared core, and is kinder to publishers.
+            meter = _Meter(self._meter, clock)
             stats = await self.crawler.crawl(spread_s=0.8 * interval_s if self.pace else 0.0,
-                                             stop=stop)
-            self._account(stats)
+                                             progress=meter, stop=stop)
+            self._cycle_done(stats)
             wait = max(0.0, began + interval_s - clock.now())
             waiters = [asyncio.create_task(clock.sleep(wait)), asyncio.create_task(stop.wait()),
                        asyncio.create_task(self._wake.wait())]
@@ -127,13 +130,21 @@ class CrawlerTier:
             await asyncio.wait({runner}, timeout=5.0)
             total = msgspec.structs.replace(self.scheduled.stats,
                                             errors=dict(self.scheduled.stats.errors))
-            self._account(_difference(total, seen))
+            tick = _difference(total, seen)
+            self._meter(tick)
+            self._cycle_done(tick)
             seen = total
         await runner
 
-    def _account(self, stats: CrawlStats) -> None:
+    def _cycle_done(self, stats: CrawlStats) -> None:
         self.last_cycle = stats
         self.cycles += 1
+        log.info("crawl_cycle fetched=%d not_modified=%d new=%d updated=%d errors=%d "
+                 "elapsed_s=%.2f", stats.fetched, stats.not_modified, stats.new_entries,
+                 stats.updated_entries, sum(stats.errors.values()), stats.elapsed_s)
+
+    def _meter(self, stats: CrawlStats) -> None:
+        """Add what was fetched since the last reading to the fetch metrics."""
         m = self.metrics
         m.bytes_in.labels("crawler").inc(stats.wire_bytes)
         for outcome, count in (("ok", stats.ok), ("not_modified", stats.not_modified),
@@ -142,14 +153,34 @@ class CrawlerTier:
                 m.fetches.labels(outcome).inc(count)
         for kind, count in stats.errors.items():
             m.fetches.labels(kind).inc(count)
-        log.info("crawl_cycle fetched=%d not_modified=%d new=%d updated=%d errors=%d "
-                 "elapsed_s=%.2f", stats.fetched, stats.not_modified, stats.new_entries,
-                 stats.updated_entries, sum(stats.errors.values()), stats.elapsed_s)
 
     async def aclose(self) -> None:
         if self.scheduled is not None:
             self.scheduled.save()
         await self.crawler.aclose()
+
+
+class _Meter:
+    """A crawl's progress callback: hands the fetch metrics what a running cycle has done, at
+    most once a second and at its end, so that `/metrics` follows a cycle that is spread over
+    minutes instead of jumping when it ends."""
+
+    def __init__(self, sink: Callable[[CrawlStats], None], clock: Clock,
+                 every_s: float = 1.0) -> None:
+        self.sink = sink
+        self.clock = clock
+        self.every_s = every_s
+        self.seen = CrawlStats()
+        self.last = clock.now()
+
+    def __call__(self, stats: CrawlStats) -> None:
+        now = self.clock.now()
+        # the final call comes with elapsed_s set: always account it
+        if now - self.last < self.every_s and not stats.elapsed_s:
+            return
+        self.last = now
+        self.sink(_difference(stats, self.seen))
+        self.seen = msgspec.structs.replace(stats, errors=dict(stats.errors))
 
 
 def _difference(now: CrawlStats, before: CrawlStats) -> CrawlStats:
