@@ -104,7 +104,7 @@ async def test_keep_k_and_one_copy_per_entry(hub_env):
     assert small[0][1] == small[1][1]
     await reflector.checkpoint()  # empties the match log, so only held entries stay stored
     live = reflector.topk.live_entries()
-    await reflector._writer.call(reflector.store.collect_garbage, live)
+    assert await reflector.collect_garbage() > 0
     items, log_rows = reflector.store.counts()
     held = sum(reflector.held(s["id"]) for s in subs)
     # Three subscriptions hold the same entries; each entry is stored once.
@@ -171,7 +171,7 @@ async def test_backpressure_stalls_the_crawler_instead_of_growing_queues(tmp_pat
         await hub.stop()
 
 
-async def _lone_reflector(tmp_path, probe) -> tuple[Reflector, object]:
+async def _lone_reflector(tmp_path, probe, **settings) -> tuple[Reflector, object]:
     from feedmesh.clock import ManualClock
     from feedmesh.hub.bus import MemoryBus
     from feedmesh.hub.metrics import HubMetrics
@@ -179,28 +179,32 @@ async def _lone_reflector(tmp_path, probe) -> tuple[Reflector, object]:
     bus = MemoryBus()
     metrics = HubMetrics()
     reflector = Reflector(0, ReflectorStore(tmp_path / "r.db"), bus, ManualClock(100.0), metrics,
-                          ReflectorSettings(soft_memory_bytes=1000, hard_memory_bytes=2000,
-                                            batch_interval_s=0.001),
+                          ReflectorSettings(**{"soft_memory_bytes": 1000,
+                                               "hard_memory_bytes": 2000,
+                                               "batch_interval_s": 0.001, **settings}),
                           memory_probe=probe)
     reflector.register(7, keep=10, generation=0)
     return reflector, bus
 
 
-async def test_memory_pressure_degrades_without_crashing(tmp_path, caplog):
+async def _send_match(bus, n: int) -> None:
     from feedmesh.hub.messages import Article, Matched
     from feedmesh.model import Entry
 
+    article = Article(entry_id=n, feed_id=1, feed_url="http://x/f", feed_title="X",
+                      entry=Entry(key=str(n), title=f"t{n}", link=f"http://x/{n}",
+                                  summary="<p>body</p>"), first_seen_at=99.0)
+    await bus.publish("matches.0", Matched(article=article, sub_ids=encode_ids(np.array([7]))))
+
+
+async def test_memory_pressure_degrades_without_crashing(tmp_path, caplog):
     level = {"rss": 0}
     reflector, bus = await _lone_reflector(tmp_path, lambda: level["rss"])
     task = asyncio.create_task(reflector.run())
     await asyncio.sleep(0.01)
 
     async def send(n: int) -> None:
-        article = Article(entry_id=n, feed_id=1, feed_url="http://x/f", feed_title="X",
-                          entry=Entry(key=str(n), title=f"t{n}", link=f"http://x/{n}",
-                                      summary="<p>body</p>"), first_seen_at=99.0)
-        await bus.publish("matches.0", Matched(article=article,
-                                               sub_ids=encode_ids(np.array([7]))))
+        await _send_match(bus, n)
         await asyncio.sleep(0.05)
 
     caplog.set_level(logging.WARNING, logger="feedmesh.hub.reflector")
@@ -221,6 +225,57 @@ async def test_memory_pressure_degrades_without_crashing(tmp_path, caplog):
     assert "reflector_dropping_bodies" in messages and "reflector_dropping_entries" in messages
     task.cancel()
     reflector.close()
+
+
+async def test_checkpoints_run_beside_the_stream_and_survive_a_failure(tmp_path, caplog):
+    import threading
+
+    reflector, bus = await _lone_reflector(tmp_path, lambda: 0, checkpoint_interval_s=0.0)
+    write, calls, gate = reflector.store.write_checkpoint, [], threading.Event()
+
+    def write_checkpoint(topk, upto):  # the first is held up, the second finds the disk full
+        calls.append(upto)
+        if len(calls) == 1:
+            assert gate.wait(10)
+        elif len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        write(topk, upto)
+
+    reflector.store.write_checkpoint = write_checkpoint
+    caplog.set_level(logging.ERROR, logger="feedmesh.hub.reflector")
+    task = asyncio.create_task(reflector.run())
+
+    async def until(condition) -> None:
+        for _ in range(500):
+            if condition():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("timed out")
+
+    await asyncio.sleep(0.01)  # the consumer registers
+    await _send_match(bus, 1)
+    await until(lambda: calls)  # the first checkpoint has begun, and hangs
+    for n in range(2, 6):
+        await _send_match(bus, n)
+    await until(lambda: reflector.held(7) == 5)  # ...while the stream goes on
+    assert reflector.store.counts()[1] == 5 and len(calls) == 1
+    gate.set()
+    # the rows it covers are gone, and it is over
+    await until(lambda: reflector.store.counts()[1] == 4
+                and not reflector._maintenance.locked())
+    await _send_match(bus, 6)
+    await until(lambda: "reflector_maintenance_failed" in caplog.text)
+    assert "No space left on device" in caplog.text
+    await _send_match(bus, 7)
+    await until(lambda: len(calls) >= 3 and reflector.store.counts()[1] == 0)
+    assert [i.entry_id for i in await reflector.items(7)] == [7, 6, 5, 4, 3, 2, 1]
+    task.cancel()
+    reflector.close()
+
+    again, _ = await _lone_reflector(tmp_path, lambda: 0)  # from the checkpoint alone
+    again.restore()
+    assert [i.entry_id for i in await again.items(7)] == [7, 6, 5, 4, 3, 2, 1]
+    again.close()
 
 
 @pytest.fixture

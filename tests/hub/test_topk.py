@@ -1,5 +1,5 @@
-"""Held entries: top-k sets that are idempotent and order-independent, compact id lists, and the
-reflector's log + checkpoint recovery."""
+"""Held entries: top-k sets that are idempotent and order-independent, and the reflector's log +
+checkpoint recovery."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import feedmesh.hub.topk as topk_module
-from feedmesh.hub.idcodec import decode_ids, encode_ids
 from feedmesh.hub.reflector_store import ReflectedItem, ReflectorStore
 from feedmesh.hub.topk import WIDTH, TopK
 from feedmesh.model import Entry
@@ -48,18 +47,6 @@ def test_topk_is_the_newest_k_whatever_the_order_and_repeats(compiled, sequence,
         topk_module._insert_rows = kernel
     for sub in KEEPS:
         assert topk.newest_ids(sub, KEEPS[sub]) == expected(sequence, sub)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 2**31 - 1), unique=True, max_size=3000))
-def test_id_lists_round_trip(ids):
-    array = np.array(sorted(ids), dtype=np.int64)
-    assert decode_ids(encode_ids(array)).tolist() == array.tolist()
-
-
-def test_dense_id_lists_cost_about_a_byte_per_id():
-    ids = np.unique(np.random.default_rng(1).integers(1, 100_000, 1400))
-    assert len(encode_ids(ids)) < 1.2 * len(ids)  # Cobra's 32-bit ids: 4 bytes each
 
 
 def _item(entry_id: int) -> ReflectedItem:

@@ -16,6 +16,7 @@ through filters and reflectors, then close the stores.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -113,6 +114,9 @@ class Hub:
         release_memory()  # start-up tables for a million subscriptions are gone: give it back
         self.metrics.subscriptions.set(count)
         await self.crawler.load()
+        # What start-up loaded lives as long as the hub: keep it out of the full collections
+        # that stop everything else while they run.
+        gc.freeze()
         for tier in (*self.filters, *self.reflectors):
             name = f"{type(tier).__name__}-{getattr(tier, 'shard', getattr(tier, 'number', 0))}"
             self._tasks.append(asyncio.create_task(self._supervise(f"{name}.control",

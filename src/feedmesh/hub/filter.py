@@ -6,7 +6,7 @@ shard sees every article (its own group on the ``articles`` subject).
 
 What goes to the reflector is Cobra's trade-off (section 3.3), a setting here:
 
-* ``ids`` (default): the article and the matching subscription ids, delta-encoded and compressed
+* ``ids`` (default): the article and the matching subscription ids as varint gaps
   (:mod:`.idcodec`: about a byte per id, not Cobra's four). The reflector does no matching.
 * ``article``: the article alone; each reflector re-matches it against its own subscriptions
   (Cobra's final design, chosen when id lists of 100,000 subscriptions cost 400 KB per article).
@@ -166,10 +166,15 @@ class FilterTier:
             return
         self.metrics.matches.inc(len(ids))
         ids = ids[self.routes.active[ids]]  # removed while matching: never delivered
+        if not len(ids):
+            return
         targets = self.routes.reflector[ids]
         now = self.clock.now()
-        for reflector in np.unique(targets):
-            mine = ids[targets == reflector]
+        if targets.min() == targets.max():  # one reflector (the usual case): no grouping
+            groups = [(targets[0], ids)]
+        else:
+            groups = [(r, ids[targets == r]) for r in np.unique(targets)]
+        for reflector, mine in groups:
             if self.delivery == "ids":
                 message = Matched(article=article, sub_ids=encode_ids(mine),
                                   shard=self.shard, matched_at=now)

@@ -1,10 +1,18 @@
-"""Compact lists of subscription ids: sorted ids as gaps, byte planes apart, then zlib.
+"""Compact lists of subscription ids: sorted ids as gaps, each gap a LEB128 varint.
 
 Cobra's worry about sending matching ids (section 3.3) was 4 bytes per id: 400 KB for an article
-that matches 100,000 subscriptions. Sorted ids have small gaps; storing the gaps' low bytes, then
-their second bytes, and so on (the "shuffle" of HDF5/Blosc) puts the zeros together, and zlib then
-gets about one byte per id (1,391 random ids among 100,000: 1,480 bytes; plain 32-bit gaps: 2,271).
-The filter sends these, and the reflector logs them.
+that matches 100,000 subscriptions. Sorted ids have small gaps: among a million subscriptions, an
+article matching 14,000 leaves gaps of ~70 on average, and a varint stores a gap below 128 in one
+byte. 14,000 random ids among 1,000,000 take 16,345 bytes (1.17 per id).
+
+This is on the hub's hot path (the filter encodes every article's ids, the reflector decodes them
+and logs the same bytes), so it is measured against the alternative we shipped first, gaps split
+into byte planes and deflated (kind 1, still read): 14,768 bytes for those ids, 10% smaller, but
+0.39 ms to encode and 0.34 ms to decode against 0.02 and 0.02 ms here with the compiled loops
+(numba, the ``fast`` extra; the numpy fallback writes the same bytes in ~0.6 ms).
+
+Encoding: one kind byte, then the body. Kind 2 (written): varint gaps, the first gap from 0. Kind 1
+(read only): 32-bit gaps as four byte planes, deflated. Kind 0 (read only): raw 32-bit gaps.
 """
 
 from __future__ import annotations
@@ -13,36 +21,92 @@ import zlib
 
 import numpy as np
 
+try:
+    from feedmesh.hub.idcodec_kernel import count_ends as _count_ends
+    from feedmesh.hub.idcodec_kernel import decode_varints as _decode_varints
+    from feedmesh.hub.idcodec_kernel import encode_varints as _encode_varints
+except ImportError:  # numba is not installed: the numpy versions below
+    _encode_varints = _decode_varints = _count_ends = None
+
 __all__ = ["decode_ids", "encode_ids"]
 
 _RAW = b"\x00"
 _DEFLATED = b"\x01"
+_VARINT = 2
 
 
 def encode_ids(ids: np.ndarray) -> bytes:
-    """``ids``: sorted, unique, non-negative integers below 2**32."""
-    if not len(ids):
-        return _RAW
-    gaps = np.empty(len(ids), dtype="<u4")
-    gaps[0] = ids[0]
-    np.subtract(ids[1:], ids[:-1], out=gaps[1:], casting="unsafe")
-    if len(gaps) < 16:
-        return _RAW + gaps.tobytes()
-    planes = gaps.view(np.uint8).reshape(-1, 4).T.tobytes()
-    return _DEFLATED + zlib.compress(planes, 1)  # level 6 saves 4% for twice the time
+    """``ids``: sorted, unique integers in [0, 2**63)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    out = np.empty(1 + 9 * len(ids), dtype=np.uint8)  # 9 bytes hold any gap below 2**63
+    out[0] = _VARINT
+    if _encode_varints is not None:
+        n = _encode_varints(ids, out[1:])
+    else:
+        n = _encode_numpy(ids, out[1:])
+    return out[:1 + n].tobytes()
 
 
 def decode_ids(data: bytes) -> np.ndarray:
-    kind, body = data[:1], data[1:]
-    if kind == _DEFLATED:
+    """The sorted ids that :func:`encode_ids` encoded; ValueError when ``data`` is not such a
+    list."""
+    if not data:
+        raise ValueError("corrupt id list: empty")
+    kind, body = data[0], data[1:]
+    if kind == _VARINT:
+        return _decode_varint(np.frombuffer(body, dtype=np.uint8))
+    if kind == _DEFLATED[0]:
         planes = np.frombuffer(zlib.decompress(body), dtype=np.uint8)
         if len(planes) % 4:
             raise ValueError("corrupt id list: byte planes of unequal length")
         gaps = planes.reshape(4, -1).T.copy().view("<u4").ravel()
-    elif kind == _RAW:
+    elif kind == _RAW[0]:
         if len(body) % 4:
             raise ValueError("corrupt id list: not whole 32-bit gaps")
         gaps = np.frombuffer(body, dtype="<u4")
     else:
-        raise ValueError(f"unknown id list encoding {kind!r}")
+        raise ValueError(f"corrupt id list: unknown encoding {kind}")
     return np.cumsum(gaps, dtype=np.int64)
+
+
+def _decode_varint(body: np.ndarray) -> np.ndarray:
+    if len(body) and body[-1] & 0x80:
+        raise ValueError("corrupt id list: the last varint is cut off")
+    if _decode_varints is not None:
+        ids = np.empty(_count_ends(body), dtype=np.int64)
+        if _decode_varints(body, ids) < 0:
+            raise ValueError("corrupt id list: a varint longer than 9 bytes")
+        return ids
+    return _decode_numpy(body)
+
+
+def _encode_numpy(ids: np.ndarray, out: np.ndarray) -> int:
+    """The varint gaps of ``ids`` into ``out``; returns the bytes written."""
+    if not len(ids):
+        return 0
+    gaps = np.diff(ids, prepend=0).astype(np.uint64)
+    sizes = np.ones(len(gaps), dtype=np.int64)
+    for bits in range(7, 64, 7):
+        sizes += gaps >= np.uint64(1 << bits)
+    total = int(sizes.sum())
+    owner = np.repeat(np.arange(len(gaps)), sizes)  # the gap each output byte belongs to
+    place = np.arange(total) - (np.cumsum(sizes) - sizes)[owner]  # its place within that gap
+    chunk = (gaps[owner] >> (np.uint64(7) * place.astype(np.uint64))) & np.uint64(0x7F)
+    out[:total] = chunk.astype(np.uint8) | np.where(place < sizes[owner] - 1, 0x80, 0).astype(
+        np.uint8)
+    return total
+
+
+def _decode_numpy(body: np.ndarray) -> np.ndarray:
+    if not len(body):
+        return np.zeros(0, dtype=np.int64)
+    last = body < 0x80
+    ends = np.flatnonzero(last)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    if int((ends - starts).max()) > 8:
+        raise ValueError("corrupt id list: a varint longer than 9 bytes")
+    owner = np.cumsum(last) - last
+    place = np.arange(len(body)) - starts[owner]
+    values = (body & 0x7F).astype(np.uint64) << (np.uint64(7) * place.astype(np.uint64))
+    gaps = np.add.reduceat(values, starts)
+    return np.cumsum(gaps.astype(np.int64), dtype=np.int64)

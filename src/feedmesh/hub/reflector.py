@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 import zlib
 from collections.abc import Callable, Iterable
@@ -84,6 +85,7 @@ class Reflector:
         self._reader = StoreThread()
         self._last_warning: dict[str, float] = {}
         self._checkpointed_seq = 0
+        self._maintenance = asyncio.Lock()
         self._restored = False
 
     def restore(self) -> None:
@@ -177,6 +179,7 @@ class Reflector:
         loop = asyncio.get_running_loop()
         next_checkpoint = loop.time() + self.settings.checkpoint_interval_s
         next_gc = loop.time() + self.settings.gc_interval_s
+        maintenance: asyncio.Task[None] | None = None
         while True:
             first = await consumer.get()
             if first is None:
@@ -189,25 +192,63 @@ class Reflector:
                     break
                 pending.append(delivery)
             await self._store_batch(pending)
-            if loop.time() > next_checkpoint:
+            # Checkpoints and garbage collection run beside the stream, not in its way: the
+            # next batches are stored while they work.
+            if maintenance is not None and not maintenance.done():
+                continue
+            checkpoint, collect = loop.time() > next_checkpoint, loop.time() > next_gc
+            if checkpoint:
                 next_checkpoint = loop.time() + self.settings.checkpoint_interval_s
-                await self.checkpoint()
-            if loop.time() > next_gc:
+            if collect:
                 next_gc = loop.time() + self.settings.gc_interval_s
-                live = self.topk.live_entries()
-                await self._writer.call(self.store.collect_garbage, live)
+            if checkpoint or collect:
+                maintenance = asyncio.create_task(self._maintain(checkpoint, collect))
+        if maintenance is not None:
+            await maintenance
+
+    async def _maintain(self, checkpoint: bool, collect: bool) -> None:
+        try:
+            if checkpoint:
+                await self.checkpoint()
+            if collect:
+                await self.collect_garbage()
+        except (OSError, sqlite3.Error) as exc:  # e.g. a full disk: the stream goes on
+            log.error("reflector_maintenance_failed reflector=%d error=%r", self.number, exc)
 
     async def checkpoint(self) -> None:
         """Persist the held entries and truncate the match log up to what they include."""
-        if self.applied_seq > self._checkpointed_seq:
-            upto = self.applied_seq
-            await self._writer.call(self.store.checkpoint, self.topk, upto)
+        async with self._maintenance:
+            if self.applied_seq <= self._checkpointed_seq:
+                return
+            # A copy taken between batches holds exactly the log rows up to applied_seq.
+            upto, snapshot = self.applied_seq, self.topk.copy()
+            await asyncio.to_thread(self.store.write_checkpoint, snapshot, upto)
+            while await self._writer.call(self.store.truncate_log, upto):
+                pass
             self._checkpointed_seq = upto
+
+    async def collect_garbage(self) -> int:
+        """Delete the stored items no subscription holds any more; returns how many. Never at
+        the same time as a checkpoint: an item stored again meanwhile is protected by its log
+        row until the next one."""
+        async with self._maintenance:
+            snapshot = self.topk.copy()
+            dead = await asyncio.to_thread(
+                lambda: self.store.unheld_items(snapshot.live_entries()))
+            removed = 0
+            for start in range(0, len(dead), 2000):
+                removed += await self._writer.call(self.store.delete_items,
+                                                   dead[start:start + 2000])
+            if removed:
+                log.info("reflector_garbage_collected reflector=%d items=%d", self.number,
+                         removed)
+            return removed
 
     async def _store_batch(self, deliveries: list[Delivery]) -> None:
         now = self.clock.now()
         memory = self.memory_probe()
         batch: list[tuple[ReflectedItem, np.ndarray, int]] = []
+        log_rows: list[tuple[ReflectedItem, np.ndarray | bytes, int]] = []
         watermarks: dict[int, int] = {}
         for delivery in deliveries:
             matched = delivery.message
@@ -227,6 +268,7 @@ class Reflector:
                 log.error("reflector_bad_message reflector=%d entry=%d error=%r", self.number,
                           article.entry_id, exc)
                 continue
+            received = len(ids)
             ids = self.subs.active_ids(ids)
             if not len(ids):
                 continue
@@ -234,8 +276,11 @@ class Reflector:
             if item is None:
                 continue
             batch.append((item, ids, matched.shard))
+            # The log keeps the filter's bytes unless some ids were dropped here.
+            log_rows.append((item, matched.sub_ids if matched.sub_ids is not None
+                             and len(ids) == received else ids, matched.shard))
         if batch or watermarks:
-            seq = await self._writer.call(self.store.store, batch, watermarks)
+            seq = await self._writer.call(self.store.store, log_rows, watermarks)
             self._apply(batch, now)
             self.applied_seq = max(self.applied_seq, seq)
         for delivery in deliveries:

@@ -149,6 +149,14 @@ class TopK:
             self.head[sub_id] = 0
             self.newest[sub_id] = 0
 
+    def copy(self) -> TopK:
+        """A copy to read in another thread (a checkpoint, garbage collection) while this one
+        goes on changing: ~5 ms for a million rows."""
+        other = TopK(capacity=0)
+        other.rows, other.head, other.newest = self.rows.copy(), self.head.copy(), self.newest.copy()
+        other.extra = {sub_id: values.copy() for sub_id, values in self.extra.items()}
+        return other
+
     def live_entries(self) -> np.ndarray:
         """Every entry id some subscription holds (for garbage collection)."""
         parts = [np.unique(self.rows).astype(np.int64)] + list(self.extra.values())
