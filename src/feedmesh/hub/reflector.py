@@ -194,8 +194,10 @@ class Reflector:
             await self._store_batch(pending)
             # Checkpoints and garbage collection run beside the stream, not in its way: the
             # next batches are stored while they work.
-            if maintenance is not None and not maintenance.done():
-                continue
+            if maintenance is not None:
+                if not maintenance.done():
+                    continue
+                maintenance.result()  # a bug, not a full disk: let the supervisor see it
             checkpoint, collect = loop.time() > next_checkpoint, loop.time() > next_gc
             if checkpoint:
                 next_checkpoint = loop.time() + self.settings.checkpoint_interval_s
