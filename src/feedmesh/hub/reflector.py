@@ -33,7 +33,7 @@ from feedmesh.hub.filter import match_article
 from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
 from feedmesh.hub.metrics import HubMetrics, process_rss_bytes
-from feedmesh.hub.reflector_store import ReflectedItem, ReflectorStore
+from feedmesh.hub.reflector_store import DELETE_CHUNK, ReflectedItem, ReflectorStore
 from feedmesh.hub.subtable import SubTable
 from feedmesh.hub.topk import WIDTH, TopK
 
@@ -238,9 +238,9 @@ class Reflector:
             dead = await asyncio.to_thread(
                 lambda: self.store.unheld_items(snapshot.live_entries()))
             removed = 0
-            for start in range(0, len(dead), 2000):
+            for start in range(0, len(dead), DELETE_CHUNK):
                 removed += await self._writer.call(self.store.delete_items,
-                                                   dead[start:start + 2000])
+                                                   dead[start:start + DELETE_CHUNK])
             if removed:
                 log.info("reflector_garbage_collected reflector=%d items=%d", self.number,
                          removed)

@@ -32,7 +32,10 @@ from feedmesh.hub.idcodec import decode_ids, encode_ids
 from feedmesh.hub.topk import WIDTH, TopK
 from feedmesh.model import Entry
 
-__all__ = ["ReflectedItem", "ReflectorStore"]
+__all__ = ["DELETE_CHUNK", "ReflectedItem", "ReflectorStore"]
+
+DELETE_CHUNK = 2000
+"""Items deleted per transaction by garbage collection, so the stream's writes interleave."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -156,7 +159,8 @@ class ReflectorStore:
     def collect_garbage(self, live: np.ndarray) -> int:
         """Delete the items whose ids are not in ``live``; returns how many."""
         dead = self.unheld_items(live)
-        return sum(self.delete_items(dead[i:i + 2000]) for i in range(0, len(dead), 2000))
+        return sum(self.delete_items(dead[i:i + DELETE_CHUNK])
+                   for i in range(0, len(dead), DELETE_CHUNK))
 
     def unheld_items(self, live: np.ndarray) -> np.ndarray:
         """The ids of stored items that are not in ``live`` (sorted)."""
