@@ -13,8 +13,9 @@ from feedmesh.hub.app import Hub
 from feedmesh.hub.db import HubDB
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
-from feedmesh.hub.reflector_store import ReflectorStore
+from feedmesh.hub.reflector_store import ReflectedItem, ReflectorStore
 from feedmesh.match import article_from_entry, parse_query
+from feedmesh.model import Entry
 from feedmesh.store import SQLiteStore
 
 from .conftest import ORIGIN, hub_settings
@@ -276,6 +277,56 @@ async def test_checkpoints_run_beside_the_stream_and_survive_a_failure(tmp_path,
     again.restore()
     assert [i.entry_id for i in await again.items(7)] == [7, 6, 5, 4, 3, 2, 1]
     again.close()
+
+
+def _held_item(n: int) -> ReflectedItem:
+    return ReflectedItem(entry_id=n, feed_id=1, feed_url="http://x/f", feed_title="X",
+                         first_seen_at=99.0, stored_at=100.0,
+                         entry=Entry(key=str(n), title=f"t{n}", link=f"http://x/{n}"))
+
+
+async def test_log_truncation_is_spread_out_between_the_streams_writes(tmp_path):
+    """After a checkpoint, the covered log rows are deleted in small transactions spaced out in
+    time, so the stream's writes go on between them instead of waiting behind all of them."""
+    from feedmesh.hub.reflector import TRUNCATE_CHUNK
+
+    reflector, bus = await _lone_reflector(tmp_path, lambda: 0, checkpoint_interval_s=3600.0,
+                                           gc_interval_s=3600.0)
+    rows = 5 * TRUNCATE_CHUNK
+    reflector.store.store([(_held_item(n), np.array([7]), 0) for n in range(1, rows + 1)],
+                          {0: rows})
+    reflector.restore()
+    assert reflector.store.counts()[1] == rows
+    writes: list[str] = []
+    truncate, store = reflector.store.truncate_log, reflector.store.store
+
+    def logged_truncate(upto, limit=500):
+        writes.append(f"truncate {limit}")
+        return truncate(upto, limit)
+
+    def logged_store(batch, marks):
+        writes.append("store")
+        return store(batch, marks)
+
+    reflector.store.truncate_log, reflector.store.store = logged_truncate, logged_store
+    task = asyncio.create_task(reflector.run())
+    await asyncio.sleep(0.01)
+    checkpoint = asyncio.create_task(reflector.checkpoint())
+    for n in range(rows + 1, rows + 40):
+        await _send_match(bus, n)
+        await asyncio.sleep(0.01)
+    await checkpoint
+    truncations = [w for w in writes if w.startswith("truncate")]
+    assert set(truncations) == {f"truncate {TRUNCATE_CHUNK}"} and len(truncations) == 6
+    first, last = writes.index(truncations[0]), len(writes) - 1 - writes[::-1].index(truncations[-1])
+    assert writes[first:last].count("store") >= 3  # the stream wrote in between
+    assert reflector.store.counts()[1] <= 39  # what the checkpoint covered is gone
+    assert [i.entry_id for i in await reflector.items(7)] == list(range(rows + 39, rows + 29, -1))
+    task.cancel()
+    await reflector.close_async()  # at shutdown: checkpointed, the whole log truncated at once
+    reopened = ReflectorStore(tmp_path / "r.db")
+    assert reopened.counts()[1] == 0
+    reopened.close()
 
 
 @pytest.fixture

@@ -49,6 +49,38 @@ def test_topk_is_the_newest_k_whatever_the_order_and_repeats(compiled, sequence,
         assert topk.newest_ids(sub, KEEPS[sub]) == expected(sequence, sub)
 
 
+@settings(max_examples=150, deadline=None)
+@given(sequence=events, split=st.integers(0, 200), slice_rows=st.integers(1, 3),
+       between=st.integers(0, 4), grow_at=st.integers(0, 6))
+def test_a_copy_taken_in_slices_while_inserting_recovers_exactly(sequence, split, slice_rows,
+                                                                 between, grow_at):
+    """The reflector copies its rows a slice at a time while the stream goes on inserting; the
+    copy plus the log after where it began must give the live state (checkpoint recovery)."""
+    split = min(split, len(sequence))
+    before, after = sequence[:split], list(sequence[split:])
+    live = TopK(capacity=2)
+    apply(live, before)
+    live.ensure(4)
+    spare, start, slices = TopK(capacity=0), 0, 0
+    while start < live.capacity:  # the copy begins after ``before``: the checkpoint's position
+        start = live.copy_slice(spare, start, start + slice_rows)
+        slices += 1
+        if slices == grow_at:
+            live.ensure(2 * live.capacity)  # a new subscription beyond the capacity meanwhile
+        apply(live, after[:between])  # the stream's batches between two slices
+        del after[:between]
+    live.copy_extra(spare)
+    apply(live, after)
+    assert spare.capacity == live.capacity or grow_at > slices
+    recovered = TopK(capacity=0)
+    recovered.load_rows(spare.rows)
+    recovered.extra = dict(spare.extra)
+    apply(recovered, sequence[split:])  # the log after the checkpoint's position, replayed
+    for sub in KEEPS:
+        assert recovered.newest_ids(sub, KEEPS[sub]) == live.newest_ids(sub, KEEPS[sub])
+        assert live.newest_ids(sub, KEEPS[sub]) == expected(sequence, sub)
+
+
 def _item(entry_id: int) -> ReflectedItem:
     return ReflectedItem(entry_id=entry_id, feed_id=1, feed_url="http://x/f", feed_title="X",
                          first_seen_at=1.0, stored_at=2.0, entry=Entry(key=str(entry_id)))

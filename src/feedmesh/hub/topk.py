@@ -47,15 +47,18 @@ class TopK:
     def ensure(self, sub_id: int) -> None:
         if sub_id < len(self.rows):
             return
-        capacity = len(self.rows)
+        capacity = max(1, len(self.rows))
         while capacity <= sub_id:
             capacity *= 2
-        old = len(self.rows)
+        self._resize(capacity)
+
+    def _resize(self, capacity: int) -> None:
+        keep = min(capacity, len(self.rows))
         for name in ("rows", "head", "newest"):
             array = getattr(self, name)
-            grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
-            grown[:old] = array
-            setattr(self, name, grown)
+            resized = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+            resized[:keep] = array[:keep]
+            setattr(self, name, resized)
 
     def load_rows(self, rows: np.ndarray) -> None:
         """Adopt saved rows (any slot order): sort each ascending, so head is 0 everywhere."""
@@ -150,12 +153,34 @@ class TopK:
             self.newest[sub_id] = 0
 
     def copy(self) -> TopK:
-        """A copy to read in another thread (a checkpoint, garbage collection) while this one
-        goes on changing: ~5 ms for a million rows."""
+        """A copy to read in another thread while this one goes on changing (tests and small
+        tables; the reflector copies a slice at a time into a kept spare, see
+        :meth:`copy_slice`)."""
         other = TopK(capacity=0)
         other.rows, other.head, other.newest = self.rows.copy(), self.head.copy(), self.newest.copy()
         other.extra = {sub_id: values.copy() for sub_id, values in self.extra.items()}
         return other
+
+    def copy_slice(self, into: TopK, start: int, stop: int) -> int:
+        """Copy rows ``start`` to ``stop`` (clipped to the capacity) into ``into``, resized to
+        this capacity first; returns where the copy stopped. With :meth:`copy_extra` after the
+        last slice, it builds a copy between other work: for two million rows, fresh arrays cost
+        ~170 ms of page faults and a copy into kept ones ~7 ms, 0.2 ms a slice of 65,536.
+
+        Rows changed between two slices are copied in whichever state they had when their slice
+        was taken. Insertion being a set operation, that is still a state from which replaying the
+        log after the position where the copy began rebuilds exactly the present one."""
+        if into.capacity != self.capacity:
+            into._resize(self.capacity)
+        stop = min(stop, self.capacity)
+        into.rows[start:stop] = self.rows[start:stop]
+        into.head[start:stop] = self.head[start:stop]
+        into.newest[start:stop] = self.newest[start:stop]
+        return stop
+
+    def copy_extra(self, into: TopK) -> None:
+        """Copy the wide subscriptions' side table (small) into ``into``."""
+        into.extra = {sub_id: values.copy() for sub_id, values in self.extra.items()}
 
     def live_entries(self) -> np.ndarray:
         """Every entry id some subscription holds (for garbage collection)."""
