@@ -317,9 +317,10 @@ async def test_log_truncation_is_spread_out_between_the_streams_writes(tmp_path)
         await asyncio.sleep(0.01)
     await checkpoint
     truncations = [w for w in writes if w.startswith("truncate")]
-    assert set(truncations) == {f"truncate {TRUNCATE_CHUNK}"} and len(truncations) == 6
-    first, last = writes.index(truncations[0]), len(writes) - 1 - writes[::-1].index(truncations[-1])
-    assert writes[first:last].count("store") >= 3  # the stream wrote in between
+    assert set(truncations) == {f"truncate {TRUNCATE_CHUNK}"}
+    assert len(truncations) >= rows // TRUNCATE_CHUNK + 1  # chunks, then one that finds none
+    at = [i for i, w in enumerate(writes) if w.startswith("truncate")]
+    assert writes[at[0]:at[-1]].count("store") >= 3  # the stream wrote in between
     assert reflector.store.counts()[1] <= 39  # what the checkpoint covered is gone
     assert [i.entry_id for i in await reflector.items(7)] == list(range(rows + 39, rows + 29, -1))
     task.cancel()

@@ -374,7 +374,8 @@ class Reflector:
 
     def memory_bytes(self) -> int:
         """What this reflector holds in memory: the newest-k rows and the spare copy that
-        checkpoints read, the per-subscription columns, its re-match index (``article`` delivery) and its SQLite page caches (2 MB each)."""
+        checkpoints read, the per-subscription columns, its re-match index (``article``
+        delivery) and its SQLite page caches (2 MB each)."""
         index = self.index.stats().index_bytes if self.index is not None else 0
         spare = self._spare.nbytes() if self._spare is not None else 0
         return self.topk.nbytes() + spare + self.subs.nbytes() + index + 2 * 2 * 1024 * 1024
