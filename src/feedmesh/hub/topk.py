@@ -152,15 +152,6 @@ class TopK:
             self.head[sub_id] = 0
             self.newest[sub_id] = 0
 
-    def copy(self) -> TopK:
-        """A copy to read in another thread while this one goes on changing (tests and small
-        tables; the reflector copies a slice at a time into a kept spare, see
-        :meth:`copy_slice`)."""
-        other = TopK(capacity=0)
-        other.rows, other.head, other.newest = self.rows.copy(), self.head.copy(), self.newest.copy()
-        other.extra = {sub_id: values.copy() for sub_id, values in self.extra.items()}
-        return other
-
     def copy_slice(self, into: TopK, start: int, stop: int) -> int:
         """Copy rows ``start`` to ``stop`` (clipped to the capacity) into ``into``, resized to
         this capacity first; returns where the copy stopped. With :meth:`copy_extra` after the
