@@ -27,7 +27,7 @@ import msgspec
 from feedmesh.clock import Clock
 from feedmesh.feeds import parse_feed
 from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest, next_fetch_state
-from feedmesh.fetch.state import backoff_delay
+from feedmesh.fetch.state import not_a_feed
 from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult
 from feedmesh.store import FeedUpdate, IngestedEntry, Store, StoreThread, document_hash
 
@@ -115,6 +115,10 @@ class FeedOutcome(msgspec.Struct, frozen=True, kw_only=True):
     feed_id: int
     result: FetchResult
     """The fetch (its body dropped)."""
+    state: FeedFetchState
+    """The feed's fetch state after it, as committed (or the state before it, when the commit
+    failed): its ``not_before`` is the one decision on backoff and Retry-After
+    (:mod:`feedmesh.fetch.state`), which the scheduler follows."""
     ingested: tuple[IngestedEntry, ...] = ()
     """The entries the store kept as new or updated."""
     entries_in_document: int = 0
@@ -253,6 +257,7 @@ class Crawler:
                                                               last_error=error.message))
         ingested = await self._submit(update, previous, stats)
         return FeedOutcome(feed_id=feed_id, result=msgspec.structs.replace(result, body=b""),
+                           state=self.states.get(feed_id, update.state),
                            ingested=tuple(ingested), entries_in_document=len(update.entries),
                            info=update.info)
 
@@ -306,14 +311,9 @@ class Crawler:
         stats.parsed += 1
         if not parsed.is_feed or (parsed.error is not None and parsed.error.kind == "forbidden"
                                   and not parsed.entries):
-            # An HTML page or garbage: a failure like any other, backed off; validators dropped
-            # so that the next fetch gets a whole document rather than a 304 for this one.
             stats.add_error(f"parse:{parsed.error.kind}")
-            errors = old.errors + 1
-            state = msgspec.structs.replace(
-                state, etag="", last_modified="", doc_hash=0, errors=errors,
-                last_outcome="not_a_feed", last_error=f"{old.url}: {parsed.error.message}",
-                not_before=now + backoff_delay(errors, self.settings.backoff, self._rng.random()))
+            state = not_a_feed(state, old, now, f"{old.url}: {parsed.error.message}",
+                               self._rng.random(), self.settings.backoff)
             return FeedUpdate(feed_id=feed_id, state=state, seen_at=now)
         if parsed.error is not None:
             stats.add_error(f"parse:{parsed.error.kind}")  # recovered: entries still count

@@ -15,7 +15,13 @@ None of them escapes :meth:`Fetcher.fetch`: every failure becomes a typed :class
 from feedmesh.fetch.client import Fetcher, FetchRequest, fetch_url
 from feedmesh.fetch.guard import AddressGuard, BlockedAddressError, StaticResolver
 from feedmesh.fetch.settings import FetchSettings, user_agent
-from feedmesh.fetch.state import BackoffPolicy, FeedFetchState, backoff_delay, next_fetch_state
+from feedmesh.fetch.state import (
+    BackoffPolicy,
+    FeedFetchState,
+    backoff_delay,
+    next_fetch_state,
+    not_a_feed,
+)
 
 __all__ = [
     "AddressGuard",
@@ -29,5 +35,6 @@ __all__ = [
     "backoff_delay",
     "fetch_url",
     "next_fetch_state",
+    "not_a_feed",
     "user_agent",
 ]

@@ -9,7 +9,8 @@ random number (for jitter; the caller owns the seeded RNG) and returns the new s
   ``confirm_redirects`` times in a row (a one-off misconfiguration must not lose the feed);
   302/307 never change it;
 * 404, 5xx, timeouts and network errors back off exponentially with jitter, from ``base_s`` up to
-  ``cap_s``; 429/503 with Retry-After wait exactly as asked (either form), capped at
+  ``cap_s``, and so does a document that is not a feed (:func:`not_a_feed`: an HTML page or
+  garbage, found only once the body is parsed); 429/503 with Retry-After wait exactly as asked (either form), capped at
   ``retry_after_cap_s``, since a week-long Retry-After is far more often a misconfiguration than a
   wish to be forgotten; Cache-Control max-age only lower-bounds the next fetch (``min_refresh_at``).
 """
@@ -20,7 +21,7 @@ import msgspec
 
 from feedmesh.model import FetchOutcome, FetchResult
 
-__all__ = ["BackoffPolicy", "FeedFetchState", "backoff_delay", "next_fetch_state"]
+__all__ = ["BackoffPolicy", "FeedFetchState", "backoff_delay", "next_fetch_state", "not_a_feed"]
 
 
 class BackoffPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -117,3 +118,16 @@ def _redirect_changes(state: FeedFetchState, result: FetchResult,
     if seen >= policy.confirm_redirects:
         return {"url": target, "redirect_to": "", "redirect_seen": 0}
     return {"redirect_to": target, "redirect_seen": seen}
+
+
+def not_a_feed(state: FeedFetchState, previous: FeedFetchState, now: float, message: str,
+               jitter_u: float, policy: BackoffPolicy = DEFAULT_POLICY) -> FeedFetchState:
+    """The state after a fetch that succeeded at the HTTP level but brought no feed (an HTML
+    page, garbage): a failure like any other, counted and backed off from ``previous`` (the
+    state before the fetch), with the validators dropped so that the next fetch gets a whole
+    document rather than a 304 for this one. ``state`` is :func:`next_fetch_state`'s answer for
+    the HTTP result, whose other changes (redirects, last fetch time) stand."""
+    errors = previous.errors + 1
+    return msgspec.structs.replace(
+        state, etag="", last_modified="", doc_hash=0, errors=errors, last_outcome="not_a_feed",
+        last_error=message, not_before=now + backoff_delay(errors, policy, jitter_u))
