@@ -1,0 +1,157 @@
+"""What every Bus implementation must do (the port's docstring, :mod:`feedmesh.bus.ports`).
+
+Parametrized by the ``bus`` fixture (tests/bus/conftest.py): a new implementation adds a
+fixture parameter, not tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from feedmesh.bus import BusClosedError
+from tests.eventually import eventually
+
+
+async def drain(consumer, count: int, timeout: float = 5.0) -> list:
+    got = []
+    for _ in range(count):
+        delivery = await consumer.get(timeout)
+        assert delivery is not None, f"only {len(got)} of {count} deliveries arrived"
+        got.append(delivery)
+    return got
+
+
+async def test_every_group_gets_every_message_and_members_share(bus):
+    a = await bus.consumer("articles", "filter-0")
+    b = await bus.consumer("articles", "filter-1")
+    b2 = await bus.consumer("articles", "filter-1")
+    for n in range(4):
+        await bus.publish("articles", b"m%d" % n)
+    got_a = [d.data for d in await drain(a, 4)]
+    assert got_a == [b"m0", b"m1", b"m2", b"m3"]  # one member sees them in publish order
+    shared = []
+    for member in (b, b2):
+        while (delivery := await member.get(0.05)) is not None:
+            shared.append(delivery.data)
+            await delivery.ack()
+        if len(shared) == 4:
+            break
+    assert sorted(shared) == [b"m0", b"m1", b"m2", b"m3"]  # each went to one member only
+    assert b.group == b2.group == "filter-1" and a.subject == "articles"
+
+
+async def test_seq_numbers_each_subject_in_publish_order(bus):
+    consumer = await bus.consumer("s", "g")
+    seqs = [await bus.publish("s", b"x%d" % n) for n in range(5)]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 5
+    assert await bus.last_seq("s") == seqs[-1]
+    assert await bus.last_seq("never-used") == 0
+    assert [d.seq for d in await drain(consumer, 5)] == seqs
+
+
+async def test_a_timed_out_get_loses_nothing(bus):
+    consumer = await bus.consumer("s", "g")
+    assert await consumer.get(0.01) is None
+    await bus.publish("s", b"late")
+    delivery = await consumer.get(5.0)
+    assert delivery is not None and delivery.data == b"late"
+
+
+async def test_bytes_arrive_as_sent(bus):
+    consumer = await bus.consumer("s", "g")
+    payload = bytes(range(256)) * 40
+    await bus.publish("s", payload)
+    delivery = (await drain(consumer, 1))[0]
+    assert delivery.data == payload and delivery.size == len(payload)
+
+
+async def test_a_nak_redelivers_and_counts(bus):
+    consumer = await bus.consumer("s", "g")
+    await bus.publish("s", b"work")
+    first = (await drain(consumer, 1))[0]
+    assert first.redeliveries == 0
+    await first.nak()
+    second = (await drain(consumer, 1))[0]
+    assert (second.data, second.seq, second.redeliveries) == (b"work", first.seq, 1)
+    await second.nak(delay_s=0.05)
+    third = (await drain(consumer, 1))[0]
+    assert third.redeliveries == 2
+    await third.ack()
+    assert await consumer.get(0.05) is None  # acknowledged: never again
+
+
+async def test_an_acknowledged_message_is_settled_once(bus):
+    consumer = await bus.consumer("s", "g")
+    seq = await bus.publish("s", b"once")
+    delivery = (await drain(consumer, 1))[0]
+    await delivery.ack()
+    await delivery.ack()  # a second ack is harmless
+    await delivery.nak()  # and a nak after an ack changes nothing
+    assert await consumer.get(0.05) is None
+    assert await bus.wait_acked("s", seq, timeout=1.0)
+
+
+async def test_a_repeated_msg_id_is_delivered_once(bus):
+    consumer = await bus.consumer("s", "g")
+    first = await bus.publish("s", b"entry 7", msg_id="entry-7")
+    again = await bus.publish("s", b"entry 7", msg_id="entry-7")
+    other = await bus.publish("s", b"entry 8", msg_id="entry-8")
+    assert again == first and other > first
+    got = await drain(consumer, 2)
+    assert [d.data for d in got] == [b"entry 7", b"entry 8"]
+    assert got[0].msg_id == "entry-7"
+    assert await consumer.get(0.05) is None
+
+
+async def test_wait_acked_waits_for_every_group(bus):
+    fast = await bus.consumer("control", "filter-0")
+    slow = await bus.consumer("control", "reflector-0")
+    seq = await bus.publish("control", b"add 1")
+    assert not await bus.wait_acked("control", seq, timeout=0.05)  # nobody acked yet
+    await (await drain(fast, 1))[0].ack()
+    assert not await bus.wait_acked("control", seq, timeout=0.05)  # one group still has it
+    waiter = asyncio.create_task(bus.wait_acked("control", seq, timeout=5.0))
+    await (await drain(slow, 1))[0].ack()
+    assert await waiter
+
+
+async def test_wait_acked_needs_every_earlier_message_too(bus):
+    consumer = await bus.consumer("s", "g")
+    first = await bus.publish("s", b"1")
+    second = await bus.publish("s", b"2")
+    d1, d2 = await drain(consumer, 2)
+    await d2.ack()  # out of order: message 1 is still open
+    assert not await bus.wait_acked("s", second, timeout=0.05)
+    await d1.ack()
+    assert await bus.wait_acked("s", second, timeout=1.0)
+    assert await bus.wait_acked("s", first, timeout=1.0)
+
+
+async def test_close_ends_iteration_and_refuses_publishing(bus):
+    consumer = await bus.consumer("s", "g")
+    received = []
+
+    async def read() -> None:
+        async for delivery in consumer:
+            received.append(delivery.data)
+            await delivery.ack()
+
+    reader = asyncio.create_task(read())
+    await bus.publish("s", b"before")
+    await eventually(lambda: received == [b"before"])
+    await bus.close()
+    await asyncio.wait_for(reader, 5.0)  # the iteration ended
+    with pytest.raises(BusClosedError):
+        await bus.publish("s", b"after")
+
+
+async def test_depths_show_what_is_not_yet_acknowledged(bus):
+    consumer = await bus.consumer("s", "g")
+    await bus.publish("s", b"12345")
+    assert bus.depths()["s/g"] == (1, 5)
+    delivery = (await drain(consumer, 1))[0]
+    assert bus.depths()["s/g"] == (1, 5)  # delivered, not yet acknowledged
+    await delivery.ack()
+    assert bus.depths()["s/g"] == (0, 0)
