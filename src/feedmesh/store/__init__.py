@@ -1,21 +1,44 @@
-"""Persistence: the storage port (:mod:`.base`), Cobra's dedup decisions (:mod:`.dedup`), and the
-embedded SQLite implementation (:mod:`.sqlite`). A PostgreSQL implementation of the same port is
-the next step for the distributed deployment."""
+"""Persistence: the storage ports (:mod:`.ports`: what each kind of state guarantees), Cobra's
+dedup decisions (:mod:`.dedup`), and the embedded SQLite implementations of the ports
+(:mod:`.sqlite`, :mod:`.sqlite_hub`, :mod:`.sqlite_reflector`, sharing :mod:`.sqlite_file`).
+Which implementation a program uses is chosen in its composition root (:mod:`feedmesh.compose`),
+nowhere else. A PostgreSQL implementation of the same ports is the distributed deployment's.
 
-from feedmesh.store.base import FeedRow, FeedUpdate, IngestedEntry, Posting, Store, StoreError
+Exceptions drawn from this package::
+
+    Exception
+     └── StoreError    a storage operation failed (names the store, the operation, the cause)
+"""
+
 from feedmesh.store.dedup import classify_entries, document_hash
+from feedmesh.store.ports import (
+    Account,
+    FeedRow,
+    FeedUpdate,
+    HubState,
+    IngestedEntry,
+    IngestStore,
+    Posting,
+    ReflectedItem,
+    ReflectorLog,
+    StoreError,
+    Subscription,
+)
 from feedmesh.store.runner import StoreThread
-from feedmesh.store.sqlite import SQLiteStore
 
 __all__ = [
+    "Account",
     "FeedRow",
     "FeedUpdate",
+    "HubState",
+    "IngestStore",
     "IngestedEntry",
     "Posting",
-    "SQLiteStore",
-    "Store",
+    "ReflectedItem",
+    "ReflectorLog",
     "StoreError",
     "StoreThread",
+    "Subscription",
     "classify_entries",
     "document_hash",
 ]

@@ -1,26 +1,22 @@
-"""The embedded default store: one SQLite file in WAL mode.
-
-WAL with ``synchronous=NORMAL`` keeps every committed transaction through a process crash
-(``kill -9``); only a power cut can lose the last few, and none can corrupt the file. One
-connection serves one thread at a time (a lock guards it); async callers hop through
-:class:`feedmesh.store.runner.StoreThread` so the event loop never waits on the disk.
-"""
+"""The embedded default :class:`~.ports.IngestStore`: one SQLite file in WAL mode
+(:class:`~.sqlite_file.SQLiteFile`: what survives a crash, how reads and writes share the file).
+Async callers hop through :class:`feedmesh.store.runner.StoreThread` so the event loop never waits
+on the disk. One writer: entry ids (AUTOINCREMENT) are in commit order, as the port requires."""
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import msgspec
 
 from feedmesh.fetch.state import FeedFetchState
 from feedmesh.model import Entry, FeedInfo
-from feedmesh.store.base import FeedRow, FeedUpdate, IngestedEntry, Posting, StoreError
 from feedmesh.store.dedup import classify_entries
+from feedmesh.store.ports import FeedRow, FeedUpdate, IngestedEntry, Posting, StoreError
+from feedmesh.store.sqlite_file import SQLiteFile
 
 __all__ = ["SQLiteStore"]
 
@@ -67,59 +63,31 @@ _info_decoder = msgspec.msgpack.Decoder(FeedInfo)
 
 
 class SQLiteStore:
-    """:class:`feedmesh.store.base.Store` on SQLite. ``path=":memory:"`` for throw-away stores."""
+    """:class:`feedmesh.store.ports.IngestStore` on SQLite. ``path=":memory:"`` for throw-away
+    stores."""
 
     def __init__(self, path: str | Path, *, max_entries_per_feed: int = 200) -> None:
-        self.path = str(path)
         self.max_entries_per_feed = max_entries_per_feed
-        self._lock = threading.RLock()
-        try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.executescript(SCHEMA)
-            self._check_version()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+        self._file = SQLiteFile(path, SCHEMA, what="SQLite store", foreign_keys=True)
+        self.path = self._file.path
+        self._check_version()
 
     def _check_version(self) -> None:
-        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: schema version {row[0]}, this feedmesh reads "
+        rows = self._file.read("SELECT value FROM meta WHERE key='schema_version'")
+        if not rows:
+            with self._file.write("recording the schema version") as db:
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                           (SCHEMA_VERSION,))
+        elif int(rows[0][0]) != SCHEMA_VERSION:
+            self._file.close()
+            raise StoreError(f"{self.path}: schema version {rows[0][0]}, this feedmesh reads "
                              f"{SCHEMA_VERSION}")
-
-    @contextmanager
-    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise StoreError(f"{what} failed in {self.path}: {exc}") from exc
-
-    def _read(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
-        with self._lock:
-            try:
-                return self._db.execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise StoreError(f"query failed in {self.path}: {exc}") from exc
 
     # -- feeds ------------------------------------------------------------------------------
 
     def add_feeds(self, urls: Iterable[str], now: float) -> list[FeedRow]:
         urls = list(dict.fromkeys(u.strip() for u in urls if u.strip()))
-        with self._transaction("adding feeds") as db:
+        with self._file.write("adding feeds") as db:
             db.executemany(
                 "INSERT OR IGNORE INTO feeds (source_url, url, state, added_at, changed_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -135,8 +103,8 @@ class SQLiteStore:
         return rows
 
     def _feed_rows(self, where: str, params: Sequence[object] = ()) -> list[FeedRow]:
-        rows = self._read("SELECT id, source_url, title, state, info, added_at FROM feeds "
-                          f"{where} ORDER BY id", params)
+        rows = self._file.read("SELECT id, source_url, title, state, info, added_at FROM feeds "
+                               f"{where} ORDER BY id", params)
         return [FeedRow(id=r[0], source_url=r[1], title=r[2], state=_state_decoder.decode(r[3]),
                         info=_info_decoder.decode(r[4]) if r[4] else None, added_at=r[5])
                 for r in rows]
@@ -149,7 +117,7 @@ class SQLiteStore:
         return rows[0] if rows else None
 
     def remove_feed(self, feed_id: int) -> None:
-        with self._transaction(f"removing feed {feed_id}") as db:
+        with self._file.write(f"removing feed {feed_id}") as db:
             db.execute("DELETE FROM feeds WHERE id = ?", (feed_id,))
 
     def set_active(self, feed_id: int, active: bool, reason: str = "") -> None:
@@ -158,7 +126,7 @@ class SQLiteStore:
             raise StoreError(f"no feed with id {feed_id}")
         state = msgspec.structs.replace(row.state, active=active, inactive_reason=reason,
                                         errors=0 if active else row.state.errors, not_before=0.0)
-        with self._transaction(f"(de)activating feed {feed_id}") as db:
+        with self._file.write(f"(de)activating feed {feed_id}") as db:
             db.execute("UPDATE feeds SET active = ?, state = ? WHERE id = ?",
                        (int(active), msgspec.msgpack.encode(state), feed_id))
 
@@ -168,7 +136,7 @@ class SQLiteStore:
         """Commit a batch of fetch intents atomically; return the entries that were new or
         updated (in the order met), with their ids."""
         ingested: list[IngestedEntry] = []
-        with self._transaction(f"applying {len(updates)} feed updates") as db:
+        with self._file.write(f"applying {len(updates)} feed updates") as db:
             for update in updates:
                 self._apply_one(db, update, ingested)
         return ingested
@@ -232,8 +200,8 @@ class SQLiteStore:
     # -- reads ------------------------------------------------------------------------------
 
     def _entries(self, where: str, params: Sequence[object]) -> list[IngestedEntry]:
-        rows = self._read("SELECT id, feed_id, first_seen_at, data, changed_at > first_seen_at "
-                          f"FROM entries {where}", params)
+        rows = self._file.read("SELECT id, feed_id, first_seen_at, data, changed_at > first_seen_at "
+                               f"FROM entries {where}", params)
         return [IngestedEntry(id=r[0], feed_id=r[1], first_seen_at=r[2],
                               entry=_entry_decoder.decode(r[3]), updated=bool(r[4]))
                 for r in rows]
@@ -256,32 +224,31 @@ class SQLiteStore:
         return self._entries("WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit))
 
     def max_entry_id(self) -> int:
-        return int(self._read("SELECT coalesce(max(id), 0) FROM entries")[0][0])
+        return int(self._file.read("SELECT coalesce(max(id), 0) FROM entries")[0][0])
 
     def entry_count(self) -> int:
-        return int(self._read("SELECT count(*) FROM entries")[0][0])
+        return int(self._file.read("SELECT count(*) FROM entries")[0][0])
 
     def postings(self, feed_id: int, since: float = 0.0) -> list[Posting]:
-        rows = self._read("SELECT first_seen_at, published, backlog FROM postings "
-                          "WHERE feed_id = ? AND first_seen_at >= ? ORDER BY first_seen_at",
-                          (feed_id, since))
+        rows = self._file.read("SELECT first_seen_at, published, backlog FROM postings "
+                               "WHERE feed_id = ? AND first_seen_at >= ? ORDER BY first_seen_at",
+                               (feed_id, since))
         return [Posting(r[0], r[1], bool(r[2])) for r in rows]
 
     def all_postings(self, since: float = 0.0) -> dict[int, list[Posting]]:
         out: dict[int, list[Posting]] = defaultdict(list)
-        for feed_id, seen, published, backlog in self._read(
-                "SELECT feed_id, first_seen_at, published, backlog FROM postings "
-                "WHERE first_seen_at >= ? ORDER BY feed_id, first_seen_at", (since,)):
+        for feed_id, seen, published, backlog in self._file.read(
+                                                                 "SELECT feed_id, first_seen_at, published, backlog FROM postings "
+                                                                 "WHERE first_seen_at >= ? ORDER BY feed_id, first_seen_at", (since,)):
             out[feed_id].append(Posting(seen, published, bool(backlog)))
         return dict(out)
 
     def prune_postings(self, before: float) -> int:
-        with self._transaction("pruning postings") as db:
+        with self._file.write("pruning postings") as db:
             return db.execute("DELETE FROM postings WHERE first_seen_at < ?", (before,)).rowcount
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._file.close()
 
 
 def _epoch(entry: Entry) -> float | None:

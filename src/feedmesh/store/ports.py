@@ -1,0 +1,314 @@
+"""The storage ports: one per kind of state, each with what it guarantees. The embedded default
+implements them on SQLite (:mod:`.sqlite`, :mod:`.sqlite_hub`, :mod:`.sqlite_reflector`); a
+distributed deployment implements the same ports on PostgreSQL. Every implementation passes the
+same contract suite (``tests/store/``).
+
+:class:`IngestStore`: feeds, their fetch state, their entries (the crawler's state).
+    Writes are *intents* (:class:`FeedUpdate`: "this fetch happened, with this outcome, and these
+    entries were in the document"), applied atomically: a feed's new fetch state (validators,
+    document hash) and the entries it brought are committed in the same transaction, so a crash
+    can never leave validators that claim "seen" for entries that were not stored (which would
+    lose them behind 304s), nor store entries twice. Deduplication runs inside that transaction
+    against the stored truth.
+
+    **Entry ids are in commit order**: an entry committed after another has a larger id, so
+    :meth:`IngestStore.entries_after` from a watermark returns exactly what was committed since
+    (the hub replays from it what the reflectors had not stored before a crash). SQLite gives this
+    for free (one writer, AUTOINCREMENT). A store whose ids come from a sequence shared by
+    concurrent writers (PostgreSQL) does not: a transaction that took id 10 may commit after one
+    that took id 11, and a reader between the two commits would move its watermark past 10. Such
+    an implementation must serialize id assignment with the commit (e.g. take ids under a lock
+    held to commit) or provide ``entries_after`` by a commit-ordered position.
+
+:class:`HubState`: accounts, subscriptions, who follows which source, and the subscription
+    change log. Every change to a subscription is appended to the change log *in the same
+    transaction*, and the log's sequence numbers only grow, so a filter shard that built its index
+    at change ``seq`` catches up with :meth:`HubState.changed_since`. A subscription's ``reflector``
+    is its owner (the reflector that serves its feed); it changes only when its owner moves.
+
+:class:`ReflectorLog`: one reflector's durable state: one copy of each entry it holds, the log of
+    matches not yet in a checkpoint, the checkpoint, and per filter shard the last entry stored
+    (its *watermark*). :meth:`ReflectorLog.store` commits items, log rows and watermarks
+    together and is idempotent per (entry, shard), so a replayed article is never logged twice;
+    the checkpoint is replaced atomically (a crash leaves the old one or the new one).
+
+Exceptions: every port raises :class:`StoreError` (a message naming the store, the operation and
+the cause; the cause chained), never the driver's own exceptions. A full disk is a StoreError too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Protocol
+
+import msgspec
+import numpy as np
+
+from feedmesh.fetch.state import FeedFetchState
+from feedmesh.model import Entry, FeedInfo
+
+__all__ = [
+    "Account",
+    "FeedRow",
+    "FeedUpdate",
+    "HubState",
+    "IngestStore",
+    "IngestedEntry",
+    "Posting",
+    "ReflectedItem",
+    "ReflectorLog",
+    "StoreError",
+    "Subscription",
+]
+
+
+class StoreError(Exception):
+    """A storage operation failed (the message names the operation and the cause)."""
+
+
+class FeedRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    source_url: str
+    """The URL as first added (the fetch state's ``url`` follows confirmed permanent redirects)."""
+    state: FeedFetchState
+    title: str = ""
+    info: FeedInfo | None = None
+    added_at: float = 0.0
+
+
+class FeedUpdate(msgspec.Struct, frozen=True, kw_only=True):
+    """The intent of one fetch, applied atomically by :meth:`Store.apply`."""
+
+    feed_id: int
+    state: FeedFetchState
+    seen_at: float
+    info: FeedInfo | None = None
+    entries: tuple[Entry, ...] = ()
+    """Every entry of the document (or delta); the store keeps the new and updated ones."""
+    backlog: bool = False
+    """The feed's first document: its entries were not *posted* at ``seen_at``, so the scheduler
+    must not learn posting times from them."""
+
+
+class IngestedEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """An entry the store found new or updated; what the filter tier receives."""
+
+    id: int
+    feed_id: int
+    entry: Entry
+    first_seen_at: float
+    updated: bool = False
+    backlog: bool = False
+    """Found in the feed's first document: already published before we followed the feed."""
+
+
+class Posting(msgspec.Struct, frozen=True, array_like=True):
+    """One observed posting: when we first saw it, and when the publisher says it was posted."""
+
+    first_seen_at: float
+    published: float | None
+    backlog: bool
+
+
+class IngestStore(Protocol):
+    """The crawler's state. See the module docstring for the guarantees."""
+
+    def add_feeds(self, urls: Iterable[str], now: float) -> list[FeedRow]:
+        """Add the URLs not yet known (as given, trimmed); return the rows of all of them, new
+        and old, in the order given."""
+        ...
+
+    def feeds(self, *, active_only: bool = False) -> list[FeedRow]: ...
+    def feed(self, feed_id: int) -> FeedRow | None: ...
+    def remove_feed(self, feed_id: int) -> None: ...
+    def set_active(self, feed_id: int, active: bool, reason: str = "") -> None: ...
+
+    def apply(self, updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
+        """Commit a batch of fetch intents atomically; return the entries that were new or
+        updated (in the order met), with their ids."""
+        ...
+
+    def entries(self, feed_id: int, limit: int = 50) -> list[IngestedEntry]:
+        """A feed's newest entries, newest first."""
+        ...
+
+    def recent_entries(self, limit: int = 100) -> list[IngestedEntry]:
+        """The newest entries of every feed, newest first."""
+        ...
+
+    def entries_by_id(self, ids: Sequence[int]) -> list[IngestedEntry]: ...
+
+    def entries_after(self, after_id: int, limit: int = 500) -> list[IngestedEntry]:
+        """Entries committed after entry ``after_id``, oldest first."""
+        ...
+
+    def max_entry_id(self) -> int: ...
+    def entry_count(self) -> int: ...
+
+    def postings(self, feed_id: int, since: float = 0.0) -> list[Posting]:
+        """When a feed's entries were first seen (and dated), oldest first: what the scheduler
+        learns a feed's rhythm from."""
+        ...
+
+    def all_postings(self, since: float = 0.0) -> dict[int, list[Posting]]: ...
+    def prune_postings(self, before: float) -> int: ...
+    def close(self) -> None: ...
+
+
+class Account(msgspec.Struct, frozen=True):
+    id: int
+    name: str
+    created_at: float
+
+
+class Subscription(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    account_id: int
+    name: str
+    query: str
+    keep: int
+    reflector: int
+    """The reflector that owns it (serves its feed)."""
+    generation: int
+    """Bumped when its owner asks for a new private URL (the old one stops working)."""
+    created_at: float
+    changed_at: float
+
+
+class HubState(Protocol):
+    """Accounts, subscriptions, follows and the subscription change log. See the module
+    docstring for the guarantees."""
+
+    def feed_secret(self) -> bytes:
+        """The key private feed URLs are signed with (made once, at least 32 bytes)."""
+        ...
+
+    # accounts
+    def create_account(self, name: str, now: float) -> tuple[Account, str]:
+        """The new account and its API token (``fm_<id>_<secret>``; only a hash is kept)."""
+        ...
+
+    def rotate_token(self, account_id: int) -> str: ...
+
+    def authenticate(self, token: str) -> Account | None:
+        """The token's account, or None (unknown, revoked or malformed), in constant time."""
+        ...
+
+    # subscriptions
+    def add_subscription(self, account_id: int, *, name: str, query: str, keep: int,
+                         reflector: int, now: float) -> Subscription: ...
+
+    def add_subscriptions(self, rows: Iterable[tuple[int, str, str, int, int]],
+                          now: float) -> None:
+        """Bulk insert ``(account_id, name, query, keep, reflector)`` rows (provisioning and
+        benchmarks); queries must already be valid."""
+        ...
+
+    def subscription(self, sub_id: int) -> Subscription | None: ...
+    def subscriptions(self, account_id: int | None = None) -> list[Subscription]: ...
+    def count_subscriptions(self, account_id: int) -> int: ...
+
+    def subscription_columns(self) -> dict[str, np.ndarray]:
+        """Every subscription's ``id, keep, reflector, generation, created_at`` as numpy
+        columns, by id: what start-up needs, without a Python object per subscription."""
+        ...
+
+    def queries(self, ids: Iterable[int] | None = None) -> Iterator[tuple[int, str]]:
+        """``(id, query)`` of the given subscriptions (all when None), streamed by id."""
+        ...
+
+    def change_subscription(self, sub_id: int, *, now: float, name: str | None = None,
+                            query: str | None = None, keep: int | None = None,
+                            new_url: bool = False) -> Subscription | None: ...
+
+    def delete_subscription(self, sub_id: int) -> bool: ...
+
+    # the change log
+    def change_seq(self) -> int:
+        """The sequence number of the last change to any subscription (0: none yet)."""
+        ...
+
+    def changed_since(self, seq: int) -> list[int]:
+        """Ids of the subscriptions added, changed or deleted after change ``seq``."""
+        ...
+
+    # who follows which source feed
+    def follow_source(self, account_id: int, feed_id: int, title: str, now: float) -> bool:
+        """Record the follow; False when the account already followed the feed."""
+        ...
+
+    def unfollow_source(self, account_id: int, feed_id: int) -> bool: ...
+    def sources(self, account_id: int) -> list[tuple[int, str, float]]: ...
+
+    def followers(self) -> dict[int, int]:
+        """Feed id -> number of accounts following it."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ReflectedItem(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """One entry as a reflector keeps it (one copy, however many subscriptions hold it)."""
+
+    entry_id: int
+    feed_id: int
+    feed_url: str
+    feed_title: str
+    first_seen_at: float
+    stored_at: float
+    entry: Entry
+    matched_at: float = 0.0
+    """When the filter matched it: splits the intra-hub latency into its two legs."""
+    degraded: bool = False
+    """The body was dropped under memory pressure (title and link kept)."""
+
+
+class ReflectorLog(Protocol):
+    """One reflector's durable state. See the module docstring for the guarantees."""
+
+    def store(self, rows: Sequence[tuple[ReflectedItem, bytes, int]],
+              watermarks: Mapping[int, int]) -> int:
+        """Commit ``(item, matching subscription ids encoded, filter shard)`` rows and the
+        shards' watermarks (each only ever rises) together; a row of an (entry, shard) already
+        logged is not logged again. Returns the log sequence number of the last row (0: none)."""
+        ...
+
+    def log_after(self, seq: int) -> Iterator[tuple[int, int, bytes]]:
+        """``(seq, entry_id, encoded ids)`` of the log rows after ``seq``, in order."""
+        ...
+
+    def write_checkpoint(self, arrays: Mapping[str, np.ndarray], upto_seq: int) -> None:
+        """Replace the checkpoint, atomically, with ``arrays`` (which include every log row up
+        to ``upto_seq``). Uses no database connection: any thread may run it."""
+        ...
+
+    def read_checkpoint(self) -> tuple[dict[str, np.ndarray], int] | None:
+        """The checkpoint's arrays and the log position they include; None when there is
+        none yet."""
+        ...
+
+    def truncate_log(self, upto_seq: int, limit: int = 500) -> int:
+        """Delete up to ``limit`` log rows up to ``upto_seq`` (in one short transaction);
+        returns how many."""
+        ...
+
+    def unheld_items(self, live: np.ndarray) -> np.ndarray:
+        """The ids of stored items that are not in ``live`` (sorted)."""
+        ...
+
+    def delete_items(self, entry_ids: np.ndarray) -> int:
+        """Delete these items, except those the log still refers to; returns how many."""
+        ...
+
+    def items(self, entry_ids: Sequence[int]) -> list[ReflectedItem]:
+        """The stored items of ``entry_ids``, in that order (missing ones skipped)."""
+        ...
+
+    def watermarks(self) -> dict[int, int]: ...
+    def set_watermarks(self, marks: Mapping[int, int]) -> None: ...
+
+    def counts(self) -> tuple[int, int]:
+        """(items stored, log rows not yet checkpointed)."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,248 @@
+"""The embedded :class:`~.ports.HubState`: accounts, subscriptions, follows and the
+subscription change log in one SQLite file (``hub.db``), beside the ingest store: it changes when
+people act, not when feeds post, so it never competes with the ingest path for the write lock.
+
+Secrets: an account's API token is ``fm_<account id>_<secret>``; only ``sha256(secret)`` is stored
+and it is compared with :func:`hmac.compare_digest` (constant time); rotating it revokes the old
+one. The change log is filled by triggers, in the transaction of the change: nothing can forget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from feedmesh.store.ports import Account, Subscription
+from feedmesh.store.sqlite_file import SQLiteFile
+
+__all__ = ["SQLiteHubState"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS accounts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL DEFAULT '',
+    token_hash BLOB NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS subscriptions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    name TEXT NOT NULL DEFAULT '',
+    query TEXT NOT NULL,
+    keep INTEGER NOT NULL DEFAULT 10,
+    reflector INTEGER NOT NULL DEFAULT 0,
+    generation INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    changed_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS subscriptions_by_account ON subscriptions (account_id);
+CREATE TABLE IF NOT EXISTS account_sources (
+    account_id INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    feed_id INTEGER NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    added_at REAL NOT NULL,
+    PRIMARY KEY (account_id, feed_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS account_sources_by_feed ON account_sources (feed_id);
+-- Every change to a subscription, in order: lets a filter shard restore its index from a
+-- snapshot taken at some seq and apply only the changes since (triggers: nothing can forget).
+CREATE TABLE IF NOT EXISTS subscription_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    sub_id INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS subscription_added AFTER INSERT ON subscriptions
+    BEGIN INSERT INTO subscription_log (sub_id) VALUES (NEW.id); END;
+CREATE TRIGGER IF NOT EXISTS subscription_changed AFTER UPDATE ON subscriptions
+    BEGIN INSERT INTO subscription_log (sub_id) VALUES (NEW.id); END;
+CREATE TRIGGER IF NOT EXISTS subscription_deleted AFTER DELETE ON subscriptions
+    BEGIN INSERT INTO subscription_log (sub_id) VALUES (OLD.id); END;
+"""
+
+
+
+_SUB_COLUMNS = "id, account_id, name, query, keep, reflector, generation, created_at, changed_at"
+
+
+def _sub(row: Sequence) -> Subscription:
+    return Subscription(id=row[0], account_id=row[1], name=row[2], query=row[3], keep=row[4],
+                        reflector=row[5], generation=row[6], created_at=row[7], changed_at=row[8])
+
+
+class SQLiteHubState:
+    """:class:`feedmesh.store.ports.HubState` on SQLite."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._file = SQLiteFile(path, SCHEMA, what="hub database", foreign_keys=True)
+        self.path = self._file.path
+        self._secret = self._load_secret()
+
+    def _load_secret(self) -> bytes:
+        with self._file.write("reading the feed secret") as db:
+            row = db.execute("SELECT value FROM meta WHERE key = 'feed_secret'").fetchone()
+            if row is not None:
+                return bytes(row[0])
+            secret = secrets.token_bytes(32)
+            db.execute("INSERT INTO meta VALUES ('feed_secret', ?)", (secret,))
+            return secret
+
+    def feed_secret(self) -> bytes:
+        return self._secret
+
+    # -- accounts ---------------------------------------------------------------------------
+
+    def create_account(self, name: str, now: float) -> tuple[Account, str]:
+        secret = secrets.token_urlsafe(32)
+        with self._file.write("creating an account") as db:
+            cursor = db.execute("INSERT INTO accounts (name, token_hash, created_at) "
+                                "VALUES (?, ?, ?)", (name, _digest(secret), now))
+            account_id = cursor.lastrowid
+        return Account(account_id, name, now), f"fm_{account_id}_{secret}"
+
+    def rotate_token(self, account_id: int) -> str:
+        secret = secrets.token_urlsafe(32)
+        with self._file.write(f"rotating the token of account {account_id}") as db:
+            db.execute("UPDATE accounts SET token_hash = ? WHERE id = ?",
+                       (_digest(secret), account_id))
+        return f"fm_{account_id}_{secret}"
+
+    def authenticate(self, token: str) -> Account | None:
+        prefix, _, rest = token.partition("_")
+        account_part, _, secret = rest.partition("_")
+        if (prefix != "fm" or not secret or len(token) > 200 or not account_part.isascii()
+                or not account_part.isdigit() or len(account_part) > 18):
+            return None
+        rows = self._file.read("SELECT id, name, created_at, token_hash FROM accounts WHERE id = ?",
+                               (int(account_part),))
+        if not rows:
+            hmac.compare_digest(_digest(secret), bytes(32))  # same work either way
+            return None
+        row = rows[0]
+        if not hmac.compare_digest(_digest(secret), bytes(row[3])):
+            return None
+        return Account(row[0], row[1], row[2])
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def add_subscription(self, account_id: int, *, name: str, query: str, keep: int,
+                         reflector: int, now: float) -> Subscription:
+        with self._file.write("adding a subscription") as db:
+            cursor = db.execute(
+                "INSERT INTO subscriptions (account_id, name, query, keep, reflector, created_at, "
+                "changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (account_id, name, query, keep, reflector, now, now))
+            sub_id = cursor.lastrowid
+        return Subscription(id=sub_id, account_id=account_id, name=name, query=query, keep=keep,
+                            reflector=reflector, generation=0, created_at=now, changed_at=now)
+
+    def subscription(self, sub_id: int) -> Subscription | None:
+        rows = self._file.read(f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE id = ?", (sub_id,))
+        return _sub(rows[0]) if rows else None
+
+    def subscriptions(self, account_id: int | None = None) -> list[Subscription]:
+        if account_id is None:
+            rows = self._file.read(f"SELECT {_SUB_COLUMNS} FROM subscriptions ORDER BY id")
+        else:
+            rows = self._file.read(f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE account_id = ? "
+                                   "ORDER BY id", (account_id,))
+        return [_sub(r) for r in rows]
+
+    def subscription_columns(self) -> dict[str, np.ndarray]:
+        """Every subscription's ``id, keep, reflector, generation, created_at`` as numpy columns:
+        what start-up needs, without a Python object per subscription (there may be millions)."""
+        names = ("id", "keep", "reflector", "generation", "created_at")
+        parts: list[np.ndarray] = []
+        rows = self._file.stream(f"SELECT {', '.join(names)} FROM subscriptions ORDER BY id")
+        while chunk := list(itertools.islice(rows, 100_000)):
+            parts.append(np.array(chunk, dtype=np.float64))
+        table = np.concatenate(parts) if parts else np.zeros((0, len(names)))
+        return {name: (table[:, i] if name == "created_at" else table[:, i].astype(np.int64))
+                for i, name in enumerate(names)}
+
+    def queries(self, ids: Iterable[int] | None = None) -> Iterator[tuple[int, str]]:
+        """``(id, query)`` of the given subscriptions (all when None), streamed by id."""
+        if ids is None:
+            yield from self._file.stream("SELECT id, query FROM subscriptions ORDER BY id")
+            return
+        wanted = sorted(set(ids))
+        for start in range(0, len(wanted), 500):
+            part = wanted[start:start + 500]
+            yield from self._file.read(f"SELECT id, query FROM subscriptions WHERE id IN "
+                                       f"({','.join('?' * len(part))}) ORDER BY id", part)
+
+    def change_seq(self) -> int:
+        """The sequence number of the last change to any subscription (0: none yet)."""
+        return int(self._file.read("SELECT coalesce(max(seq), 0) FROM subscription_log")[0][0])
+
+    def changed_since(self, seq: int) -> list[int]:
+        """Ids of the subscriptions added, changed or deleted after change ``seq``."""
+        return [r[0] for r in self._file.read("SELECT DISTINCT sub_id FROM subscription_log "
+                                              "WHERE seq > ?", (seq,))]
+
+    def add_subscriptions(self, rows: Iterable[tuple[int, str, str, int, int]],
+                          now: float) -> None:
+        """Bulk insert ``(account_id, name, query, keep, reflector)`` rows (provisioning and
+        benchmarks); queries must already be valid."""
+        with self._file.write("adding subscriptions") as db:
+            db.executemany(
+                "INSERT INTO subscriptions (account_id, name, query, keep, reflector, created_at, "
+                "changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                ((a, n, q, k, r, now, now) for a, n, q, k, r in rows))
+
+    def count_subscriptions(self, account_id: int) -> int:
+        return int(self._file.read("SELECT count(*) FROM subscriptions WHERE account_id = ?",
+                                   (account_id,))[0][0])
+
+    def change_subscription(self, sub_id: int, *, now: float, name: str | None = None,
+                            query: str | None = None, keep: int | None = None,
+                            new_url: bool = False) -> Subscription | None:
+        sets, params = ["changed_at = ?"], [now]
+        for column, value in (("name", name), ("query", query), ("keep", keep)):
+            if value is not None:
+                sets.append(f"{column} = ?")
+                params.append(value)
+        if new_url:
+            sets.append("generation = generation + 1")
+        with self._file.write(f"changing subscription {sub_id}") as db:
+            db.execute(f"UPDATE subscriptions SET {', '.join(sets)} WHERE id = ?",
+                       (*params, sub_id))
+        return self.subscription(sub_id)
+
+    def delete_subscription(self, sub_id: int) -> bool:
+        with self._file.write(f"deleting subscription {sub_id}") as db:
+            return db.execute("DELETE FROM subscriptions WHERE id = ?", (sub_id,)).rowcount > 0
+
+    # -- sources ----------------------------------------------------------------------------
+
+    def follow_source(self, account_id: int, feed_id: int, title: str, now: float) -> bool:
+        with self._file.write(f"following feed {feed_id}") as db:
+            return db.execute("INSERT OR IGNORE INTO account_sources VALUES (?, ?, ?, ?)",
+                              (account_id, feed_id, title, now)).rowcount > 0
+
+    def unfollow_source(self, account_id: int, feed_id: int) -> bool:
+        with self._file.write(f"unfollowing feed {feed_id}") as db:
+            return db.execute("DELETE FROM account_sources WHERE account_id = ? AND feed_id = ?",
+                              (account_id, feed_id)).rowcount > 0
+
+    def sources(self, account_id: int) -> list[tuple[int, str, float]]:
+        return [(r[0], r[1], r[2]) for r in self._file.read(
+                                                            "SELECT feed_id, title, added_at FROM account_sources WHERE account_id = ? "
+                                                            "ORDER BY added_at, feed_id", (account_id,))]
+
+    def followers(self) -> dict[int, int]:
+        """Feed id -> number of accounts following it (the User-Agent's subscriber count)."""
+        return {r[0]: r[1] for r in self._file.read(
+                                                    "SELECT feed_id, count(*) FROM account_sources GROUP BY feed_id")}
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()

@@ -1,0 +1,105 @@
+"""What every HubState must do (:mod:`feedmesh.store.ports`): accounts and their tokens,
+subscriptions, follows, and a change log that forgets nothing. Run against each implementation
+(tests/store/conftest.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def test_api_tokens_authenticate_rotate_and_refuse_garbage(hub_state):
+    account, token = hub_state.create_account("ann", 1.0)
+    assert token.startswith(f"fm_{account.id}_")
+    assert hub_state.authenticate(token) == account
+    rotated = hub_state.rotate_token(account.id)
+    assert hub_state.authenticate(token) is None
+    assert hub_state.authenticate(rotated).id == account.id
+    for bad in ("", "fm_", "fm_1_", "xx_1_abc", "fm_²_abc", "fm_1" + "0" * 30 + "_abc",
+                f"fm_{account.id}_{'a' * 300}", f"fm_{account.id + 1}_{rotated.split('_', 2)[2]}"):
+        assert hub_state.authenticate(bad) is None, bad
+
+
+def test_the_feed_secret_is_made_once_and_kept(hub_state_opener):
+    state = hub_state_opener()
+    secret = state.feed_secret()
+    state.close()
+    again = hub_state_opener()
+    assert again.feed_secret() == secret and len(secret) >= 32
+    again.close()
+
+
+def test_subscriptions_belong_to_their_account(hub_state):
+    ann, _ = hub_state.create_account("ann", 1.0)
+    bob, _ = hub_state.create_account("bob", 1.0)
+    a = hub_state.add_subscription(ann.id, name="law", query="law", keep=5, reflector=1, now=2.0)
+    b = hub_state.add_subscription(bob.id, name="", query="music", keep=10, reflector=0, now=3.0)
+    assert hub_state.subscription(a.id) == a and a.generation == 0 and a.reflector == 1
+    assert hub_state.subscriptions(ann.id) == [a]
+    assert hub_state.subscriptions() == [a, b]
+    assert hub_state.count_subscriptions(bob.id) == 1
+    assert hub_state.subscription(10**9) is None
+
+
+def test_changes_keep_what_was_not_changed_and_new_urls_bump_the_generation(hub_state):
+    ann, _ = hub_state.create_account("ann", 1.0)
+    sub = hub_state.add_subscription(ann.id, name="n", query="law", keep=5, reflector=0, now=2.0)
+    changed = hub_state.change_subscription(sub.id, now=3.0, keep=7, new_url=True)
+    assert (changed.name, changed.query, changed.keep, changed.generation) == ("n", "law", 7, 1)
+    assert changed.created_at == 2.0 and changed.changed_at == 3.0
+    assert hub_state.delete_subscription(sub.id)
+    assert not hub_state.delete_subscription(sub.id)
+    assert hub_state.change_subscription(sub.id, now=4.0, name="x") is None
+
+
+def test_the_change_log_names_every_subscription_changed_since(hub_state):
+    ann, _ = hub_state.create_account("ann", 1.0)
+    assert hub_state.change_seq() == 0
+    a = hub_state.add_subscription(ann.id, name="", query="a", keep=5, reflector=0, now=1.0)
+    b = hub_state.add_subscription(ann.id, name="", query="b", keep=5, reflector=0, now=1.0)
+    mark = hub_state.change_seq()
+    assert mark > 0 and hub_state.changed_since(mark) == []
+    hub_state.change_subscription(a.id, now=2.0, query="aa")
+    c = hub_state.add_subscription(ann.id, name="", query="c", keep=5, reflector=0, now=2.0)
+    hub_state.delete_subscription(b.id)
+    assert sorted(hub_state.changed_since(mark)) == sorted([a.id, b.id, c.id])
+    assert hub_state.change_seq() > mark
+    assert dict(hub_state.queries()) == {a.id: "aa", c.id: "c"}
+    assert list(hub_state.queries([c.id, 10**9])) == [(c.id, "c")]
+
+
+def test_columns_for_start_up(hub_state):
+    ann, _ = hub_state.create_account("ann", 1.0)
+    hub_state.add_subscriptions([(ann.id, "", f"q{n}", 3 + n, n % 2) for n in range(5)], 9.0)
+    columns = hub_state.subscription_columns()
+    assert columns["id"].dtype == np.int64 and len(columns["id"]) == 5
+    assert columns["keep"].tolist() == [3, 4, 5, 6, 7]
+    assert columns["reflector"].tolist() == [0, 1, 0, 1, 0]
+    assert columns["generation"].tolist() == [0] * 5
+    assert columns["created_at"].tolist() == [9.0] * 5
+
+
+def test_follows_are_counted_per_feed(hub_state):
+    ann, _ = hub_state.create_account("ann", 1.0)
+    bob, _ = hub_state.create_account("bob", 1.0)
+    assert hub_state.follow_source(ann.id, 7, "Seven", 2.0)
+    assert not hub_state.follow_source(ann.id, 7, "Seven again", 3.0)  # already followed
+    assert hub_state.follow_source(bob.id, 7, "7", 2.0)
+    assert hub_state.follow_source(bob.id, 8, "8", 2.5)
+    assert hub_state.followers() == {7: 2, 8: 1}
+    assert hub_state.sources(bob.id) == [(7, "7", 2.0), (8, "8", 2.5)]
+    assert hub_state.unfollow_source(bob.id, 7) and not hub_state.unfollow_source(bob.id, 7)
+    assert hub_state.followers() == {7: 1, 8: 1}
+
+
+def test_everything_survives_a_restart(hub_state_opener):
+    state = hub_state_opener()
+    ann, token = state.create_account("ann", 1.0)
+    sub = state.add_subscription(ann.id, name="", query="law", keep=5, reflector=0, now=2.0)
+    state.follow_source(ann.id, 3, "Three", 2.0)
+    seq = state.change_seq()
+    state.close()
+    state = hub_state_opener()
+    assert state.authenticate(token) == ann
+    assert state.subscription(sub.id) == sub
+    assert state.followers() == {3: 1} and state.change_seq() == seq
+    state.close()
