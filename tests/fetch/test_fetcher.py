@@ -236,22 +236,14 @@ async def test_invalid_urls(fetcher, url):
     assert result.error.message
 
 
-async def test_per_host_concurrency_and_spacing(server):
+async def test_per_host_connections_are_capped(server):
     base, rec = server
     settings = FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=2)
     async with Fetcher(settings) as fetcher:
         results = await asyncio.gather(*(fetcher.fetch(f"{base}/counted") for _ in range(8)))
+        assert fetcher.hosts.in_flight() == 0  # every slot given back
     assert all(r.outcome == FetchOutcome.OK for r in results)
     assert rec.max_in_flight == 2
-
-    rec.starts.clear()
-    rec.max_in_flight = 0
-    spaced = FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=4,
-                           per_host_interval_s=0.1)
-    async with Fetcher(spaced) as fetcher:
-        await asyncio.gather(*(fetcher.fetch(f"{base}/counted") for _ in range(5)))
-    gaps = [b - a for a, b in zip(sorted(rec.starts), sorted(rec.starts)[1:])]
-    assert len(gaps) == 4 and min(gaps) >= 0.09
 
 
 def test_settings_are_validated():

@@ -6,7 +6,8 @@ people's servers owes them and itself.
 * Bounded: connect and total deadlines, a cap on wire bytes (endless bodies) and on inflated bytes
   (bombs), a redirect limit with loop detection.
 * Guarded: every hop's destination address passes :class:`AddressGuard` first.
-* Polite: per-host concurrency and spacing (:class:`HostLimiter`), an honest User-Agent.
+* Polite: a cap on connections per host (:class:`HostConnections`; *when* to fetch from a host
+  is the scheduler's decision), an honest User-Agent.
 * Typed: every call returns a :class:`FetchResult`; failures carry a :class:`FetchError` whose
   message says what, where and why. Nothing raises out of :meth:`Fetcher.fetch` but cancellation.
 
@@ -30,7 +31,7 @@ from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch.decode import DecodedTooLarge, DecodeError, make_decoder
 from feedmesh.fetch.guard import AddressGuard, BlockedAddressError, GuardedResolver
 from feedmesh.fetch.hints import max_age_seconds, retry_after_seconds
-from feedmesh.fetch.hosts import HostLimiter
+from feedmesh.fetch.hosts import HostConnections
 from feedmesh.fetch.settings import FetchSettings, user_agent
 from feedmesh.model import FetchError, FetchOutcome, FetchResult
 
@@ -67,8 +68,7 @@ class Fetcher:
         self.clock = clock or SystemClock()
         self.guard = AddressGuard(allow_all=self.settings.allow_private,
                                   allow_networks=self.settings.allow_networks)
-        self.hosts = HostLimiter(self.clock, self.settings.per_host_connections,
-                                 self.settings.per_host_interval_s)
+        self.hosts = HostConnections(self.settings.per_host_connections)
         self._resolver = resolver
         self._session: aiohttp.ClientSession | None = None
 
@@ -176,7 +176,7 @@ class Fetcher:
         for hop in range(settings.max_redirects + 1):
             host = self._check_url(url)
             async with self.hosts.slot(host):
-                if deadline is None:  # politeness waits do not eat the fetch's time budget
+                if deadline is None:  # waiting for a connection does not eat the time budget
                     deadline = time.perf_counter() + settings.total_timeout_s
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0:

@@ -1,5 +1,11 @@
-"""Per-host politeness: at most N requests in flight to one host, and a minimum spacing between
-the starts of two requests to it (measured on the injected clock)."""
+"""How many requests may be in flight to one host at once: a connection cap, as a browser keeps
+six per host, so that many feeds on one server never open many connections to it at once.
+
+When a request to a host may *start* (minimum spacing, at most N a minute, a pause the server
+asked for with 429/503 and Retry-After) is per-host politeness, and that is decided in one place:
+the scheduler's host table (:mod:`feedmesh.schedule`), which the live crawler asks before it
+fetches. Nothing here sleeps to be polite.
+"""
 
 from __future__ import annotations
 
@@ -7,48 +13,44 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from feedmesh.clock import Clock
-
-__all__ = ["HostLimiter"]
+__all__ = ["HostConnections"]
 
 
-class _HostSlot:
-    __slots__ = ("next_start", "semaphore", "users")
+class _Host:
+    __slots__ = ("in_flight", "semaphore", "users")
 
-    def __init__(self, concurrency: int) -> None:
-        self.semaphore = asyncio.Semaphore(concurrency)
-        self.next_start = 0.0
-        self.users = 0
+    def __init__(self, limit: int) -> None:
+        self.semaphore = asyncio.Semaphore(limit)
+        self.users = 0  # holding a slot or waiting for one
+        self.in_flight = 0  # holding a slot
 
 
-class HostLimiter:
-    def __init__(self, clock: Clock, concurrency: int, interval_s: float) -> None:
-        self.clock = clock
-        self.concurrency = concurrency
-        self.interval_s = interval_s
-        self._slots: dict[str, _HostSlot] = {}
+class HostConnections:
+    def __init__(self, per_host: int) -> None:
+        if per_host < 1:
+            raise ValueError(f"at least one connection per host is needed, not {per_host}")
+        self.per_host = per_host
+        self._hosts: dict[str, _Host] = {}
 
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[None]:
-        slot = self._slots.get(host)
-        if slot is None:
-            slot = self._slots[host] = _HostSlot(self.concurrency)
-        slot.users += 1
+        """Hold one of ``host``'s connections for the duration of the block."""
+        state = self._hosts.get(host)
+        if state is None:
+            state = self._hosts[host] = _Host(self.per_host)
+        state.users += 1
         try:
-            async with slot.semaphore:
-                if self.interval_s > 0:
-                    # Reserve a start time before sleeping so concurrent waiters queue up in order.
-                    now = self.clock.now()
-                    start = max(now, slot.next_start)
-                    slot.next_start = start + self.interval_s
-                    if start > now:
-                        await self.clock.sleep(start - now)
-                yield
+            async with state.semaphore:
+                state.in_flight += 1
+                try:
+                    yield
+                finally:
+                    state.in_flight -= 1
         finally:
-            slot.users -= 1
-            if slot.users == 0 and slot.next_start <= self.clock.now():
-                # Idle host with no pending spacing: forget it so 100k hosts do not pile up.
-                del self._slots[host]
+            state.users -= 1
+            if state.users == 0:  # idle: forget it, so that 100k hosts do not pile up
+                del self._hosts[host]
 
     def in_flight(self) -> int:
-        return sum(self.concurrency - s.semaphore._value for s in self._slots.values())
+        """Requests holding a connection now, over every host."""
+        return sum(state.in_flight for state in self._hosts.values())

@@ -31,8 +31,8 @@ class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_redirects: int = 5
     max_connections: int = 256
     per_host_connections: int = 2
-    per_host_interval_s: float = 0.0
-    """Minimum spacing between the starts of two requests to the same host."""
+    """Requests in flight to one host at once. When to start one (spacing, per-minute caps,
+    Retry-After pauses) is the scheduler's decision, not the fetcher's."""
     accept_delta: bool = True
     """Send ``A-IM: feed`` (RFC 3229) so servers may answer 226 with only the new entries."""
     allow_private: bool = False
@@ -56,8 +56,6 @@ class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"FetchSettings.max_redirects must be in 0..20, got {self.max_redirects}")
         if self.per_host_connections < 1 or self.max_connections < 1:
             raise ValueError("FetchSettings: connection limits must be >= 1")
-        if self.per_host_interval_s < 0:
-            raise ValueError("FetchSettings.per_host_interval_s must be >= 0")
         for block in self.allow_networks:
             try:
                 ipaddress.ip_network(block, strict=False)
