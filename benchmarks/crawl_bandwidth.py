@@ -33,7 +33,7 @@ from feedmesh.clock import SystemClock
 from feedmesh.crawl import Crawler, CrawlSettings, CrawlStats
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.fetch import Fetcher, FetchSettings
-from feedmesh.store import SQLiteStore
+from feedmesh.store.sqlite import SQLiteStore
 
 ORIGIN = 1_760_000_000.0
 CYCLE_FARM_S = 900.0

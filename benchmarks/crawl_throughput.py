@@ -31,7 +31,7 @@ from feedmesh.clock import SystemClock
 from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.fetch import Fetcher, FetchSettings
-from feedmesh.store import SQLiteStore
+from feedmesh.store.sqlite import SQLiteStore
 
 CYCLE_FARM_SECONDS = 900.0
 

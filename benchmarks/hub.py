@@ -47,9 +47,10 @@ import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
 from feedmesh.farm import FarmConfig, FarmProcess
-from feedmesh.hub.db import HubDB
-from feedmesh.hub.reflector_store import ReflectedItem
+from feedmesh.hub.tokens import FeedTokens
 from feedmesh.match.workload import Workload
+from feedmesh.store import ReflectedItem
+from feedmesh.store.sqlite_hub import SQLiteHubState
 
 ORIGIN = 1_760_000_000.0
 CASES = {"a": (10_000, 100_000, 600.0, 20.0), "b": (100_000, 1_000_000, 65.0, 300.0)}
@@ -89,7 +90,7 @@ def _rss_mb(pid: int) -> float:
 def provision(data: Path, subscriptions: int) -> float:
     """Cobra-style conjunctive subscriptions, written straight into the hub's database."""
     started = time.perf_counter()
-    db = HubDB(data / "hub.db")
+    db = SQLiteHubState(data / "hub.db")
     account, _ = db.create_account("bench", time.time())
     queries = Workload(seed=1).subscriptions(subscriptions)
     db.add_subscriptions(((account.id, "", q, 10, 0) for q in queries), time.time())
@@ -264,10 +265,11 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             figures["hub_rss_max_mb"] = round(max(rss), 1)
             farm.stop()  # feeds now measured alone, once what was crawled has been reflected
             wait_quiet(base)
-            db = HubDB(data / "hub.db")
-            step = max(1, subs // 500)
-            urls = [f"{base}/f/{db.tokens.make(sub_id, 0)}.rss" for sub_id in range(1, subs, step)]
+            db = SQLiteHubState(data / "hub.db")
+            tokens = FeedTokens(db.feed_secret())
             db.close()
+            step = max(1, subs // 500)
+            urls = [f"{base}/f/{tokens.make(sub_id, 0)}.rss" for sub_id in range(1, subs, step)]
             figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
             figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
         finally:

@@ -1,4 +1,5 @@
-"""The one ``feedmesh`` program. Each role is a subcommand whose code lives in its own package.
+"""The one ``feedmesh`` program. Each role is a subcommand: a stage's own command lives in that
+stage's package, a program that wires stages together in :mod:`feedmesh.commands`.
 
 A command is registered here by name only; its module is imported when the command runs, so
 ``feedmesh --help`` stays fast and one package's dependencies never slow another's command.
@@ -15,14 +16,14 @@ __all__ = ["main"]
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("feedmesh.demo", "start a synthetic farm and run feedmesh on it (the main job)"),
+    "demo": ("feedmesh.commands.demo", "start a synthetic farm and run feedmesh on it (the main job)"),
     "farm": ("feedmesh.farm.cli", "serve synthetic feeds on loopback (the testbed)"),
     "parse": ("feedmesh.feeds.cli", "parse a feed file or URL and print it as normalized JSON"),
-    "crawl": ("feedmesh.crawl.cli", "crawl every feed of an OPML list into the store"),
+    "crawl": ("feedmesh.commands.crawl", "crawl every feed of an OPML list into the store"),
     "query": ("feedmesh.match.cli", "check subscription queries"),
     "sim": ("feedmesh.schedule.cli", "replay a posting trace against fetch policies"),
-    "serve": ("feedmesh.hub.cli", "run the hub: crawler, filters, reflectors and web, on SQLite"),
-    "stats": ("feedmesh.hub.stats_cli", "print a running hub's figures"),
+    "serve": ("feedmesh.commands.serve", "run the hub: crawler, filters, reflectors and web, on SQLite"),
+    "stats": ("feedmesh.commands.stats", "print a running hub's figures"),
 }
 
 

@@ -12,7 +12,7 @@ from feedmesh.clock import SystemClock
 from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.farm import FarmConfig, FarmProcess, Fault
 from feedmesh.fetch import Fetcher, FetchSettings
-from feedmesh.store import SQLiteStore
+from feedmesh.store.sqlite import SQLiteStore
 
 ORIGIN = 1_760_000_000.0
 

@@ -22,7 +22,7 @@ from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.schedule.simulator import SimWindow, simulate
-from feedmesh.store import SQLiteStore
+from feedmesh.store.sqlite import SQLiteStore
 
 ORIGIN = 1_760_000_400.0
 SPEED = 3600.0

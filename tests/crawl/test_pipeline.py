@@ -11,7 +11,8 @@ from aiohttp import web
 from feedmesh.clock import ManualClock
 from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.fetch import Fetcher, FetchSettings
-from feedmesh.store import IngestedEntry, SQLiteStore
+from feedmesh.store import IngestedEntry
+from feedmesh.store.sqlite import SQLiteStore
 
 
 def rss(items: list[tuple[str, str]]) -> bytes:

@@ -15,7 +15,7 @@ from feedmesh.crawl.scheduled import ScheduledCrawler, host_of
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.schedule import SchedulerSettings
-from feedmesh.store import SQLiteStore
+from feedmesh.store.sqlite import SQLiteStore
 
 ORIGIN = 1_760_000_000.0
 SPEED = 1800.0  # half an hour of farm time per real second

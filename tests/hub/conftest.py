@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -12,8 +11,8 @@ import pytest
 from feedmesh.crawl import CrawlSettings
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import FetchSettings, StaticResolver
+from feedmesh.commands.serve import running_hub
 from feedmesh.hub.app import Hub, HubSettings
-from feedmesh.hub.cli import running_hub
 from feedmesh.hub.web import WebLimits
 
 ORIGIN = 1_760_000_000.0
@@ -62,18 +61,6 @@ class HubEnv:
                                          headers={"Content-Type": "text/xml"})
         assert status == 200, body
         return body["added"]
-
-    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 30.0) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            result = predicate()
-            if asyncio.iscoroutine(result):
-                result = await result
-            if result:
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError(f"condition not met within {timeout} s")
 
 
 def hub_settings(data_dir: str, **overrides: Any) -> HubSettings:

@@ -9,12 +9,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
 from feedmesh.farm import FarmConfig, FarmProcess
+from tests.eventually import eventually
 
 from .conftest import ORIGIN
 from .test_hub import expected_newest, held_newest
@@ -48,15 +48,15 @@ def _serve(data_dir: str, port: int) -> subprocess.Popen:
 
 
 def _wait_up(base: str, proc: subprocess.Popen, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answering() -> dict | None:
         if proc.poll() is not None:
-            raise AssertionError(f"hub exited early: {proc.stderr.read()}")
+            raise RuntimeError(f"hub exited early: {proc.stderr.read()}")
         try:
             return _call(base, "GET", "/api/stats")
         except OSError:
-            time.sleep(0.2)
-    raise AssertionError("hub did not come up")
+            return None
+
+    return eventually.blocking(answering, timeout=timeout, interval=0.2, what="the hub answers")
 
 
 @pytest.mark.slow
@@ -76,14 +76,14 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing(tmp_path):
                 opml = answer.read()
             _call(base, "POST", "/api/opml", raw=opml, token=token, content_type="text/xml")
             # Kill while entries are flowing: after the first crawl, during a later one.
-            deadline = time.monotonic() + 60
-            stored = 0
-            while time.monotonic() < deadline:
-                stats = _call(base, "GET", "/api/stats")
-                if stored and stats["entries_stored"] > stored > 500:
-                    break
-                stored = stats["entries_stored"]
-                time.sleep(0.1)
+            readings = [0]
+
+            def flowing() -> bool:
+                readings.append(_call(base, "GET", "/api/stats")["entries_stored"])
+                return readings[-1] > readings[-2] > 500
+
+            eventually.blocking(flowing, timeout=60.0, interval=0.1,
+                                what="entries still being stored after the first 500")
             os.kill(hub.pid, signal.SIGKILL)
             hub.wait(10)
         finally:
@@ -92,8 +92,10 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing(tmp_path):
 
         hub = _serve(data, port)
         try:
-            _wait_up(base, hub)
-            time.sleep(3.0)  # replay, then a few more crawl cycles
+            first = _wait_up(base, hub)  # the replay is done before the hub answers
+            eventually.blocking(  # a few more crawl cycles after it
+                lambda: _call(base, "GET", "/api/stats")["crawl_cycles"]
+                >= first["crawl_cycles"] + 3, timeout=60.0, interval=0.2)
             hub.send_signal(signal.SIGTERM)  # clean shutdown drains the queues
             assert hub.wait(60) == 0
         finally:

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
+from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import ManualClock
-from feedmesh.hub.bus import MemoryBus
-from feedmesh.hub.db import HubDB
-from feedmesh.hub.filter import FilterTier, match_article
-from feedmesh.hub.messages import Article
+from feedmesh.hub.filter import FilterTier
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.model import Entry
+from feedmesh.store.sqlite_hub import SQLiteHubState
 
-ARTICLE = Article(entry_id=1, feed_id=1, feed_url="http://news.example/feed", feed_title="N",
-                  entry=Entry(key="1", title="Privacy law and the internet"), first_seen_at=0.0)
+ENTRY = Entry(key="1", title="Privacy law and the internet")
+FEED_URL = "http://news.example/feed"
+
+
+def opener(tmp_path):
+    """How the shard's build process opens the state (as the composition root makes it)."""
+    return functools.partial(SQLiteHubState, tmp_path / "hub.db")
 
 
 def tier(shard: int = 0, shards: int = 1) -> FilterTier:
@@ -21,15 +26,16 @@ def tier(shard: int = 0, shards: int = 1) -> FilterTier:
 
 
 def test_snapshot_then_changes_since(tmp_path, caplog):
-    db = HubDB(tmp_path / "hub.db")
+    db = SQLiteHubState(tmp_path / "hub.db")
     account, _ = db.create_account("ann", 0.0)
     a = db.add_subscription(account.id, name="", query="privacy", keep=10, reflector=0, now=0.0)
     b = db.add_subscription(account.id, name="", query="law internet", keep=10, reflector=0,
                             now=0.0)
     first = tier()
-    first.load(db, db.subscription_columns(), tmp_path)  # no snapshot yet: built, then saved
+    # no snapshot yet: built (in a child process that opens the state itself), then saved
+    first.load(db, db.subscription_columns(), tmp_path, opener(tmp_path))
     assert (tmp_path / "filter-0-of-1.index").exists()
-    assert match_article(first.index, ARTICLE).tolist() == [a.id, b.id]
+    assert first.index.match_entry(ENTRY, FEED_URL).tolist() == [a.id, b.id]
 
     # While the hub is down: one removed, one changed, one added.
     db.delete_subscription(a.id)
@@ -37,35 +43,35 @@ def test_snapshot_then_changes_since(tmp_path, caplog):
     c = db.add_subscription(account.id, name="", query="internet", keep=10, reflector=0, now=2.0)
     caplog.set_level(logging.INFO, logger="feedmesh.hub.filter")
     second = tier()
-    second.load(db, db.subscription_columns(), tmp_path)
+    second.load(db, db.subscription_columns(), tmp_path, opener(tmp_path))
     assert "filter_restored" in caplog.text and "changed_since_snapshot=3" in caplog.text
-    assert match_article(second.index, ARTICLE).tolist() == [c.id]
+    assert second.index.match_entry(ENTRY, FEED_URL).tolist() == [c.id]
     db.close()
 
 
 def test_a_damaged_snapshot_is_rebuilt(tmp_path, caplog):
-    db = HubDB(tmp_path / "hub.db")
+    db = SQLiteHubState(tmp_path / "hub.db")
     account, _ = db.create_account("ann", 0.0)
     sub = db.add_subscription(account.id, name="", query="privacy", keep=10, reflector=0, now=0.0)
-    tier().load(db, db.subscription_columns(), tmp_path)
+    tier().load(db, db.subscription_columns(), tmp_path, opener(tmp_path))
     path = tmp_path / "filter-0-of-1.index"
     path.write_bytes(path.read_bytes()[:100])
     caplog.set_level(logging.WARNING, logger="feedmesh.hub.filter")
     again = tier()
-    again.load(db, db.subscription_columns(), tmp_path)
+    again.load(db, db.subscription_columns(), tmp_path, opener(tmp_path))
     assert "filter_snapshot_unusable" in caplog.text
-    assert match_article(again.index, ARTICLE).tolist() == [sub.id]
+    assert again.index.match_entry(ENTRY, FEED_URL).tolist() == [sub.id]
     db.close()
 
 
 def test_shards_hold_disjoint_parts(tmp_path):
-    db = HubDB(tmp_path / "hub.db")
+    db = SQLiteHubState(tmp_path / "hub.db")
     account, _ = db.create_account("ann", 0.0)
     ids = [db.add_subscription(account.id, name="", query="internet", keep=10, reflector=0,
                                now=0.0).id for _ in range(6)]
     shards = [tier(n, 3) for n in range(3)]
     for shard in shards:
-        shard.load(db, db.subscription_columns(), tmp_path)
-    parts = [match_article(s.index, ARTICLE).tolist() for s in shards]
+        shard.load(db, db.subscription_columns(), tmp_path, opener(tmp_path))
+    parts = [s.index.match_entry(ENTRY, FEED_URL).tolist() for s in shards]
     assert sorted(sum(parts, [])) == ids and all(len(p) == 2 for p in parts)
     db.close()

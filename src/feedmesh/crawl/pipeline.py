@@ -29,7 +29,7 @@ from feedmesh.feeds import parse_feed
 from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest, next_fetch_state
 from feedmesh.fetch.state import not_a_feed
 from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult
-from feedmesh.store import FeedUpdate, IngestedEntry, Store, StoreThread, document_hash
+from feedmesh.store import FeedUpdate, IngestedEntry, IngestStore, StoreThread, document_hash
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "FeedOutcome"]
 
@@ -144,7 +144,7 @@ class Crawler:
     a fetch's outcome is returned once its update is committed.
     """
 
-    def __init__(self, store: Store, fetcher: Fetcher, clock: Clock, *,
+    def __init__(self, store: IngestStore, fetcher: Fetcher, clock: Clock, *,
                  settings: CrawlSettings | None = None, on_ingested: OnIngested | None = None,
                  subscribers: Callable[[int], int | None] | None = None,
                  on_feed_info: Callable[[int, FeedInfo], None] | None = None) -> None:

@@ -26,7 +26,7 @@ from feedmesh.clock import Clock
 from feedmesh.crawl.pipeline import Crawler, CrawlStats, FeedOutcome
 from feedmesh.schedule import FeedHints, FetchReport, Scheduler, SchedulerSettings
 from feedmesh.schedule.errors import ScheduleError
-from feedmesh.store import Store
+from feedmesh.store import IngestStore
 
 __all__ = ["ScheduledCrawler"]
 
@@ -43,7 +43,7 @@ def host_of(url: str) -> str:
 
 
 class ScheduledCrawler:
-    def __init__(self, crawler: Crawler, store: Store, clock: Clock,
+    def __init__(self, crawler: Crawler, store: IngestStore, clock: Clock,
                  settings: SchedulerSettings, *, snapshot_path: Path | None = None,
                  weight: Callable[[int], float] | None = None, concurrency: int = 64,
                  snapshot_interval_s: float = 300.0) -> None:

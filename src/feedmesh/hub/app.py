@@ -1,16 +1,19 @@
-"""The hub on one machine: crawler -> filter shards -> reflectors, joined by a bus, plus the
-operations the web layer offers people (:mod:`feedmesh.hub.web`).
+"""The hub on one machine: crawler -> filter shards -> reflectors, joined by a bus, and the
+operations the web layer offers people (:class:`~.facade.HubFacade`).
+
+The hub is handed its ports (ingest store, hub state, reflector logs, bus, fetcher, clock) by a
+composition root (:func:`feedmesh.compose.embedded_hub`); it constructs none of them.
 
 Start-up order matters for "nothing lost, nothing twice":
 
-1. open the stores; load every subscription into its filter shard and its reflector;
+1. load every subscription into its filter shard and its reflector;
 2. *replay*: entries the crawler committed after the oldest reflector watermark (a crash between
-   the crawler's commit and the reflector's) go through the filters again; the reflector's stores
+   the crawler's commit and the reflector's) go through the filters again; the reflectors' logs
    are idempotent, so what was already stored is not stored twice;
 3. start the tiers, then the crawler.
 
-Shutdown (SIGTERM) runs it backwards: stop the crawler between batches, let the queues drain
-through filters and reflectors, then close the stores.
+Shutdown (SIGTERM) runs it backwards: stop the crawler between batches and commit what it
+fetched, wait until every tier has acknowledged everything published, then close.
 """
 
 from __future__ import annotations
@@ -18,31 +21,43 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import msgspec
-from aiohttp.abc import AbstractResolver
+import numpy as np
 
-from feedmesh.clock import Clock, SystemClock
+from feedmesh.bus import Bus
+from feedmesh.clock import Clock
 from feedmesh.crawl import CrawlSettings
+from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.fetch import Fetcher, FetchSettings
-from feedmesh.hub.bus import Bus, MemoryBus
 from feedmesh.hub.crawler_tier import CrawlerTier
-from feedmesh.hub.db import HubDB, Subscription
-from feedmesh.hub.filter import FilterTier
-from feedmesh.hub.messages import Article, SubscriptionAdded, SubscriptionRemoved
+from feedmesh.hub.facade import FeedVersion, RecentArticle, SourceView
+from feedmesh.hub.filter import FilterTier, StateOpener
+from feedmesh.hub.messages import SubscriptionAdded, SubscriptionRemoved, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
-from feedmesh.hub.reflector_store import ReflectorStore
+from feedmesh.hub.tokens import FeedTokens
 from feedmesh.match import SubscriptionIndex, parse_query
 from feedmesh.memory import release_memory
 from feedmesh.schedule import SchedulerSettings
-from feedmesh.store import SQLiteStore
+from feedmesh.store import (
+    Account,
+    HubState,
+    IngestStore,
+    ReflectedItem,
+    ReflectorLog,
+    StoreThread,
+    Subscription,
+)
 
 __all__ = ["Hub", "HubSettings"]
 
 log = logging.getLogger("feedmesh.hub")
+
+APPLY_TIMEOUT_S = 5.0
+"""How long a person's change waits for every tier to apply it before the answer goes anyway."""
 
 
 class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,44 +86,73 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("HubSettings.crawl_interval_s must be > 0")
 
 
+class _Owners:
+    """Which reflector serves each subscription (-1: none), one byte-pair per subscription id,
+    so a feed request finds its reflector without a lookup in storage."""
+
+    def __init__(self) -> None:
+        self._of = np.full(1024, -1, dtype=np.int16)
+
+    def set(self, sub_ids: np.ndarray | int, reflector: np.ndarray | int) -> None:
+        top = int(np.max(sub_ids)) if np.size(sub_ids) else -1
+        if top >= len(self._of):
+            grown = np.full(max(top + 1, 2 * len(self._of)), -1, dtype=np.int16)
+            grown[: len(self._of)] = self._of
+            self._of = grown
+        self._of[sub_ids] = reflector
+
+    def get(self, sub_id: int) -> int:
+        return int(self._of[sub_id]) if 0 <= sub_id < len(self._of) else -1
+
+
 class Hub:
-    def __init__(self, settings: HubSettings | None = None, *, clock: Clock | None = None,
-                 bus: Bus | None = None, fetcher: Fetcher | None = None,
-                 resolver: AbstractResolver | None = None) -> None:
-        self.settings = s = settings or HubSettings()
-        self.clock = clock or SystemClock()
+    """The embedded hub. Implements :class:`~.facade.HubFacade` for the web layer."""
+
+    def __init__(self, settings: HubSettings, *, ingest: IngestStore, state: HubState,
+                 reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
+                 clock: Clock, open_state: StateOpener, data_dir: Path) -> None:
+        if len(reflector_logs) != settings.reflectors:
+            raise ValueError(f"{settings.reflectors} reflectors need as many logs, "
+                             f"got {len(reflector_logs)}")
+        self.settings = s = settings
+        self.clock = clock
         self.metrics = HubMetrics()
-        data = self._data = Path(s.data_dir)
-        self.store = SQLiteStore(data / "feedmesh.db")
-        self.db = HubDB(data / "hub.db")
-        self.bus = bus or MemoryBus(s.bus_buffer_bytes)
+        self.store = ingest
+        self.state = state
+        self.bus = bus
+        self.fetcher = fetcher
+        self.tokens = FeedTokens(state.feed_secret())
+        self._data = data_dir
+        self._open_state = open_state
+        self._io = StoreThread()  # the web layer's reads and writes, off the event loop
+        self._owners = _Owners()
         self.metrics.watch_queues(self.bus.depths)
         self.metrics.reflector_memory.set_function(
             lambda: sum(r.memory_bytes() for r in self.reflectors))
-        self.fetcher = fetcher or Fetcher(s.fetch, clock=self.clock, resolver=resolver)
         self.filters = [FilterTier(n, s.filters, self.bus, self.clock, self.metrics,
                                    delivery=s.delivery) for n in range(s.filters)]
         self.reflectors = [
-            Reflector(n, ReflectorStore(data / f"reflector-{n}.db"), self.bus, self.clock,
-                      self.metrics, s.reflector,
+            Reflector(n, reflector_log, self.bus, self.clock, self.metrics, s.reflector,
                       index=SubscriptionIndex() if s.delivery == "article" else None)
-            for n in range(s.reflectors)]
+            for n, reflector_log in enumerate(reflector_logs)]
         self.crawler = CrawlerTier(self.store, self.fetcher, self.bus, self.clock, self.metrics,
-                                   s.crawl, followers=self.db.followers(),
+                                   s.crawl, followers=state.followers(),
                                    forward_backlog=s.forward_backlog, schedule=s.schedule,
-                                   schedule_path=data / "schedule.bin")
+                                   schedule_path=data_dir / "schedule.bin")
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
+        self._crawl_task: asyncio.Task[None] | None = None
         self.started = False
 
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        columns = self.db.subscription_columns()
+        columns = self.state.subscription_columns()
         for tier in self.filters:
-            tier.load(self.db, columns, self._data)
+            tier.load(self.state, columns, self._data, self._open_state)
         for reflector in self.reflectors:
-            reflector.load(columns, self.db.queries() if reflector.index is not None else ())
+            reflector.load(columns, self.state.queries() if reflector.index is not None else ())
+        self._owners.set(columns["id"], columns["reflector"])
         count = len(columns["id"])
         del columns
         release_memory()  # start-up tables for a million subscriptions are gone: give it back
@@ -128,8 +172,7 @@ class Hub:
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
         log.info("hub_started feeds=%d subscriptions=%d filters=%d reflectors=%d",
-                 len(self.crawler.crawler.states), count,
-                 len(self.filters), len(self.reflectors))
+                 self.crawler.feed_count(), count, len(self.filters), len(self.reflectors))
 
     async def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         """Run a tier loop for the hub's lifetime: a crash is logged and the loop restarted, so
@@ -153,24 +196,23 @@ class Hub:
         newest = self.store.max_entry_id()
         start = newest
         for reflector in self.reflectors:
-            marks = reflector.store.watermarks()
+            marks = reflector.log.watermarks()
             for shard in range(len(self.filters)):
                 if shard not in marks:  # a fresh reflector starts from now, not from history
-                    reflector.store.set_watermarks({shard: newest})
+                    reflector.log.set_watermarks({shard: newest})
                     marks[shard] = newest
             start = min(start, *marks.values())
         replayed = 0
-        titles = {row.id: (row.state.url, row.title, row.info.language if row.info else "")
-                  for row in self.store.feeds()} if start < newest else {}
+        meta = self.crawler.feed_meta
         while start < newest:
             chunk = self.store.entries_after(start, 500)
             if not chunk:
                 break
             for item in chunk:
-                url, title, language = titles.get(item.feed_id, ("", "", ""))
-                await self.bus.publish("articles", Article(
-                    entry_id=item.id, feed_id=item.feed_id, feed_url=url, feed_title=title,
-                    feed_language=language, entry=item.entry, first_seen_at=item.first_seen_at))
+                source = meta.get(item.feed_id)
+                article = (article_of(item, source.url, source.title, source.language)
+                           if source is not None else article_of(item, "", ""))
+                await self.bus.publish("articles", encode(article))
             replayed += len(chunk)
             start = chunk[-1].id
         if replayed:
@@ -178,12 +220,15 @@ class Hub:
                         "before the last stop", replayed)
 
     async def stop(self) -> None:
-        """Finish in-flight work, drain the queues, close everything."""
+        """Finish in-flight work, let every tier process what was published, close everything."""
         self._stop.set()
-        if getattr(self, "_crawl_task", None) is not None:
+        if self._crawl_task is not None:
             await self._crawl_task
-        await self.drain()
-        seq = self.db.change_seq()  # every change up to here reached the filters (drained)
+        await self.crawler.aclose()  # commits what was fetched, publishes its entries
+        if not await self.drain():
+            log.warning("hub_stop_undrained reason=tiers did not process everything in time; "
+                        "the next start replays it")
+        seq = self.state.change_seq()  # every change up to here reached the filters (drained)
         for tier in self.filters:
             tier.save(self._data / f"filter-{tier.shard}-of-{tier.shards}.index", seq)
         for task in self._tasks:
@@ -191,48 +236,75 @@ class Hub:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.bus.close()
         await self.fetcher.close()
-        await self.crawler.aclose()
         for reflector in self.reflectors:
             await reflector.close_async()
+        self._io.close()
         self.store.close()
-        self.db.close()
+        self.state.close()
 
     async def drain(self, timeout: float = 30.0) -> bool:
-        """Wait until every bus queue is empty (True) or ``timeout`` passes (False)."""
+        """Wait until every tier has acknowledged every message published so far (True), or
+        ``timeout`` seconds pass (False). Articles first: a filter acknowledges an article once
+        it has published its matches, so the matches are waited for after."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            if all(held == 0 for _, held in self.bus.depths().values()):
-                return True
-            await asyncio.sleep(0.01)
-        return False
+        subjects = ["control", "articles", *(f"matches.{r.number}" for r in self.reflectors)]
+        for subject in subjects:
+            seq = await self.bus.last_seq(subject)
+            if not await self.bus.wait_acked(subject, seq,
+                                             timeout=max(0.0, deadline - loop.time())):
+                return False
+        return True
 
-    # -- operations for the web layer -------------------------------------------------------
-    # The web layer changes subscriptions only through the bus (control messages), then waits
-    # until every tier has applied the change, so the answer it gives a person is already true.
+    async def add_feeds(self, urls: Sequence[str]) -> list[int]:
+        """Crawl these feeds (an operator's list, followed by no account); their ids."""
+        return await self.crawler.add_feeds(list(urls))
+
+    # -- HubFacade: accounts ----------------------------------------------------------------
+
+    async def create_account(self, name: str) -> tuple[Account, str]:
+        return await self._io.call(self.state.create_account, name, self.clock.now())
+
+    async def authenticate(self, token: str) -> Account | None:
+        return await self._io.call(self.state.authenticate, token)
+
+    async def rotate_token(self, account_id: int) -> str:
+        return await self._io.call(self.state.rotate_token, account_id)
+
+    # -- HubFacade: subscriptions -----------------------------------------------------------
+    # Changes go to the tiers as control messages; the answer waits until every tier has
+    # acknowledged (applied) them, so what the web layer tells a person is already true.
 
     def reflector_for(self, account_id: int) -> int:
         return account_id % len(self.reflectors)
 
     async def _announce(self, message: SubscriptionAdded | SubscriptionRemoved) -> None:
-        await self.bus.publish("control", message)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 5.0
-        while loop.time() < deadline and any(
-                held for name, (_, held) in self.bus.depths().items()
-                if name.startswith("control/")):
-            await asyncio.sleep(0.002)
+        seq = await self.bus.publish("control", encode(message))
+        if not await self.bus.wait_acked("control", seq, timeout=APPLY_TIMEOUT_S):
+            log.warning("control_not_applied seq=%d sub=%d timeout_s=%.0f", seq,
+                        message.sub_id, APPLY_TIMEOUT_S)
 
     def _added(self, sub: Subscription) -> SubscriptionAdded:
         return SubscriptionAdded(sub_id=sub.id, query=sub.query, reflector=sub.reflector,
                                  keep=sub.keep, generation=sub.generation)
 
+    async def subscriptions(self, account_id: int) -> list[Subscription]:
+        return await self._io.call(self.state.subscriptions, account_id)
+
+    async def subscription(self, sub_id: int) -> Subscription | None:
+        return await self._io.call(self.state.subscription, sub_id)
+
+    async def count_subscriptions(self, account_id: int) -> int:
+        return await self._io.call(self.state.count_subscriptions, account_id)
+
     async def add_subscription(self, account_id: int, *, name: str, query: str,
                                keep: int) -> Subscription:
         parsed = parse_query(query)  # raises QueryError with a position and a hint
-        sub = self.db.add_subscription(account_id, name=name, query=parsed.text, keep=keep,
-                                       reflector=self.reflector_for(account_id),
-                                       now=self.clock.now())
+        sub = await self._io.call(
+            lambda: self.state.add_subscription(account_id, name=name, query=parsed.text,
+                                                keep=keep, now=self.clock.now(),
+                                                reflector=self.reflector_for(account_id)))
+        self._owners.set(sub.id, sub.reflector)
         await self._announce(self._added(sub))
         self.metrics.subscriptions.inc()
         return sub
@@ -242,19 +314,95 @@ class Hub:
                                   new_url: bool) -> Subscription:
         if query is not None:
             parse_query(query)
-        changed = self.db.change_subscription(sub.id, now=self.clock.now(), name=name,
-                                              query=query, keep=keep, new_url=new_url)
-        assert changed is not None
+        changed = await self._io.call(
+            lambda: self.state.change_subscription(sub.id, now=self.clock.now(), name=name,
+                                                   query=query, keep=keep, new_url=new_url))
+        if changed is None:  # deleted meanwhile (another request of the same account)
+            return sub
         await self._announce(self._added(changed))
         return changed
 
     async def remove_subscription(self, sub: Subscription) -> None:
-        self.db.delete_subscription(sub.id)
+        await self._io.call(self.state.delete_subscription, sub.id)
         await self._announce(SubscriptionRemoved(sub_id=sub.id, reflector=sub.reflector))
+        self._owners.set(sub.id, -1)
         self.metrics.subscriptions.dec()
 
-    def stats(self) -> dict[str, object]:
-        """The figures ``/api/stats`` and ``feedmesh stats`` show, from the metrics registry."""
+    # -- HubFacade: private feeds -----------------------------------------------------------
+
+    def feed_token(self, sub: Subscription) -> str:
+        return self.tokens.make(sub.id, sub.generation)
+
+    def read_feed_token(self, token: str) -> tuple[int, int] | None:
+        return self.tokens.read(token)
+
+    def _serving(self, sub_id: int, generation: int | None = None) -> Reflector | None:
+        owner = self._owners.get(sub_id)
+        if owner < 0:
+            return None
+        reflector = self.reflectors[owner]
+        if generation is None:
+            return reflector if reflector.subs.is_active(sub_id) else None
+        return reflector if reflector.serves(sub_id, generation) else None
+
+    def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
+        reflector = self._serving(sub_id, generation)
+        if reflector is None:
+            return None
+        return FeedVersion(*reflector.version(sub_id))
+
+    async def feed_items(self, sub_id: int) -> list[ReflectedItem]:
+        reflector = self._serving(sub_id)
+        return await reflector.items(sub_id) if reflector is not None else []
+
+    # -- HubFacade: source feeds ------------------------------------------------------------
+
+    def _source_view(self, feed_id: int, title: str, added_at: float) -> SourceView:
+        state = self.crawler.fetch_state(feed_id)
+        meta = self.crawler.feed_meta.get(feed_id)
+        return SourceView(id=feed_id, url=state.url if state else "",
+                          title=(meta.title if meta else "") or title, added_at=added_at,
+                          active=bool(state and state.active),
+                          last_outcome=state.last_outcome if state else "",
+                          last_error=state.last_error if state else "")
+
+    async def sources(self, account_id: int) -> list[SourceView]:
+        rows = await self._io.call(self.state.sources, account_id)
+        return [self._source_view(*row) for row in rows]
+
+    async def follow_sources(self, account_id: int,
+                             outlines: Sequence[OpmlOutline]) -> list[int]:
+        ids = await self.crawler.add_feeds([o.url for o in outlines])
+        now = self.clock.now()
+
+        def follow() -> list[bool]:
+            return [self.state.follow_source(account_id, feed_id, outline.title, now)
+                    for feed_id, outline in zip(ids, outlines, strict=True)]
+
+        for feed_id, new in zip(ids, await self._io.call(follow), strict=True):
+            if new:
+                self.crawler.follow(feed_id, +1)
+        return ids
+
+    async def unfollow_source(self, account_id: int, feed_id: int) -> bool:
+        if not await self._io.call(self.state.unfollow_source, account_id, feed_id):
+            return False
+        self.crawler.follow(feed_id, -1)
+        return True
+
+    # -- HubFacade: the rest ----------------------------------------------------------------
+
+    async def recent_articles(self, limit: int) -> list[RecentArticle]:
+        rows = await self._io.call(self.store.recent_entries, limit)
+        meta = self.crawler.feed_meta
+        out = []
+        for row in rows:
+            source = meta.get(row.feed_id)
+            out.append(RecentArticle(row, source.url, source.title, source.language)
+                       if source is not None else RecentArticle(row, "", "", ""))
+        return out
+
+    async def stats(self) -> dict[str, object]:
         registry = self.metrics.registry
         figures: dict[str, object] = {}
         for family in registry.collect():
@@ -264,13 +412,10 @@ class Hub:
                 label = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
                 figures[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
         cycle = self.crawler.last_cycle
-        return {"feeds": len(self.crawler.crawler.states),
+        return {"feeds": self.crawler.feed_count(),
                 "subscriptions": sum(r.subs.count() for r in self.reflectors),
-                "entries_stored": self.store.entry_count(),
+                "entries_stored": await self._io.call(self.store.entry_count),
                 "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
                 "crawl_cycles": self.crawler.cycles,
                 "queues": {k: {"messages": m, "bytes": b} for k, (m, b) in self.bus.depths().items()},
                 "metrics": figures}
-
-    def feed_token(self, sub: Subscription) -> str:
-        return self.db.tokens.make(sub.id, sub.generation)

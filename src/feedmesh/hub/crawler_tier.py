@@ -16,24 +16,32 @@ from pathlib import Path
 
 import msgspec
 
+from feedmesh.bus import Bus
 from feedmesh.clock import Clock
 from feedmesh.crawl import Crawler, CrawlSettings, CrawlStats
 from feedmesh.crawl.scheduled import ScheduledCrawler
-from feedmesh.fetch import Fetcher
-from feedmesh.hub.bus import Bus
-from feedmesh.hub.messages import Article
+from feedmesh.fetch import FeedFetchState, Fetcher
+from feedmesh.hub.messages import article_id, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.model import FeedInfo
 from feedmesh.schedule import SchedulerSettings
-from feedmesh.store import IngestedEntry, SQLiteStore
+from feedmesh.store import IngestedEntry, IngestStore
 
-__all__ = ["CrawlerTier"]
+__all__ = ["CrawlerTier", "FeedMeta"]
 
 log = logging.getLogger("feedmesh.hub.crawler")
 
 
+class FeedMeta(msgspec.Struct, frozen=True):
+    """What the tiers downstream need to know of a source feed besides its entries."""
+
+    url: str
+    title: str = ""
+    language: str = ""
+
+
 class CrawlerTier:
-    def __init__(self, store: SQLiteStore, fetcher: Fetcher, bus: Bus, clock: Clock,
+    def __init__(self, store: IngestStore, fetcher: Fetcher, bus: Bus, clock: Clock,
                  metrics: HubMetrics, settings: CrawlSettings | None = None,
                  followers: dict[int, int] | None = None, forward_backlog: bool = True,
                  pace: bool = True, schedule: SchedulerSettings | None = None,
@@ -41,18 +49,18 @@ class CrawlerTier:
         self.store = store
         self.bus = bus
         self.metrics = metrics
-        self.followers = followers if followers is not None else {}
+        self._followers = followers if followers is not None else {}
         self.forward_backlog = forward_backlog
         self.pace = pace
-        self.feed_meta: dict[int, tuple[str, str, str]] = {}
+        self.feed_meta: dict[int, FeedMeta] = {}
         self.crawler = Crawler(store, fetcher, clock, settings=settings,
-                               on_ingested=self.publish, subscribers=self.followers.get,
+                               on_ingested=self.publish, subscribers=self._followers.get,
                                on_feed_info=self._feed_info)
         self.last_cycle: CrawlStats | None = None
         self.cycles = 0
         self.scheduled = (ScheduledCrawler(self.crawler, store, clock, schedule,
                                            snapshot_path=schedule_path,
-                                           weight=lambda fid: 1.0 + self.followers.get(fid, 0))
+                                           weight=lambda fid: 1.0 + self._followers.get(fid, 0))
                           if schedule is not None else None)
         self._wake = asyncio.Event()
         self._new_feeds: list[int] = []
@@ -64,18 +72,31 @@ class CrawlerTier:
             self.scheduled.start()
 
     def _refresh_meta(self) -> None:
-        self.feed_meta = {row.id: (row.state.url, row.title,
-                                   row.info.language if row.info else "")
+        self.feed_meta = {row.id: FeedMeta(row.state.url, row.title,
+                                           row.info.language if row.info else "")
                           for row in self.store.feeds()}
         self.metrics.feeds.set(len(self.feed_meta))
 
     def _feed_info(self, feed_id: int, info: FeedInfo) -> None:
-        self.feed_meta[feed_id] = (self.crawler.states[feed_id].url, info.title, info.language)
+        self.feed_meta[feed_id] = FeedMeta(self.crawler.states[feed_id].url, info.title,
+                                           info.language)
+
+    def feed_count(self) -> int:
+        return len(self.crawler.states)
+
+    def fetch_state(self, feed_id: int) -> FeedFetchState | None:
+        """The feed's fetch state as the crawler holds it (None: no such feed)."""
+        return self.crawler.states.get(feed_id)
+
+    def follow(self, feed_id: int, change: int) -> None:
+        """One more (+1) or one fewer (-1) account follows the feed: what the User-Agent tells
+        its publisher and what weighs the feed in the fetch budget."""
+        self._followers[feed_id] = max(0, self._followers.get(feed_id, 0) + change)
 
     async def add_feeds(self, urls: list[str]) -> list[int]:
         ids = await self.crawler.add_feeds(urls)
         for fid in ids:
-            self.feed_meta.setdefault(fid, (self.crawler.states[fid].url, "", ""))
+            self.feed_meta.setdefault(fid, FeedMeta(self.crawler.states[fid].url))
         self.metrics.feeds.set(len(self.crawler.states))
         if self.scheduled is not None:
             self.scheduled.add_feeds(ids)
@@ -87,11 +108,11 @@ class CrawlerTier:
         for item in ingested:
             if item.backlog and not self.forward_backlog:
                 continue
-            url, title, language = self.feed_meta.get(item.feed_id, ("", "", ""))
-            article = Article(entry_id=item.id, feed_id=item.feed_id, feed_url=url,
-                              feed_title=title, feed_language=language, entry=item.entry,
-                              first_seen_at=item.first_seen_at, updated=item.updated)
-            size = await self.bus.publish("articles", article)
+            meta = self.feed_meta.get(item.feed_id, _NO_META)
+            article = article_of(item, meta.url, meta.title, meta.language)
+            data = encode(article)
+            await self.bus.publish("articles", data, msg_id=article_id(article))
+            size = len(data)
             self.metrics.articles_out.labels("crawler").inc()
             self.metrics.bytes_out.labels("crawler").inc(size)
 
@@ -158,6 +179,9 @@ class CrawlerTier:
         if self.scheduled is not None:
             self.scheduled.save()
         await self.crawler.aclose()
+
+
+_NO_META = FeedMeta("")
 
 
 class _Meter:

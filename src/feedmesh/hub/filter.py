@@ -20,29 +20,35 @@ import mmap
 import multiprocessing
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from feedmesh.bus import Bus
 from feedmesh.clock import Clock
-from feedmesh.hub.bus import Bus
-from feedmesh.hub.db import HubDB
+from feedmesh.hub.deliveries import decoded
 from feedmesh.hub.idcodec import encode_ids
-from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
+from feedmesh.hub.messages import (
+    Article,
+    Matched,
+    SubscriptionAdded,
+    SubscriptionRemoved,
+    article_id,
+    encode,
+)
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.subtable import SubTable
-from feedmesh.match import SnapshotError, SubscriptionIndex, article_from_entry, parse_query
+from feedmesh.match import SnapshotError, SubscriptionIndex, parse_query
+from feedmesh.store import HubState
 
-__all__ = ["FilterTier", "match_article"]
+__all__ = ["FilterTier"]
 
 log = logging.getLogger("feedmesh.hub.filter")
 
-
-def match_article(index: SubscriptionIndex, article: Article) -> np.ndarray:
-    """The ids in ``index`` whose query ``article`` satisfies."""
-    view = article_from_entry(article.entry, article.feed_url, article.feed_language)
-    return np.asarray(index.match(view), dtype=np.int64)
+StateOpener = Callable[[], HubState]
+"""Opens the hub's state in another process (picklable: the composition root makes it)."""
 
 
 class FilterTier:
@@ -64,10 +70,12 @@ class FilterTier:
     def owns(self, sub_id: int) -> bool:
         return sub_id % self.shards == self.shard
 
-    def load(self, db: HubDB, columns: dict[str, np.ndarray], snapshot_dir: Path) -> int:
+    def load(self, state: HubState, columns: dict[str, np.ndarray], snapshot_dir: Path,
+             open_state: StateOpener) -> int:
         """Build the shard's index at start-up: from its snapshot plus the subscriptions changed
-        since (milliseconds for a million), else from the stored queries (seconds), after which
-        a snapshot is written. Returns how many subscriptions the shard holds."""
+        since (milliseconds for a million), else from the stored queries (seconds), in a child
+        process that opens the state with ``open_state``, after which a snapshot is written.
+        Returns how many subscriptions the shard holds."""
         ids = columns["id"]
         mine = ids[ids % self.shards == self.shard]
         if len(mine):
@@ -76,18 +84,19 @@ class FilterTier:
             self.routes.reflector[mine] = columns["reflector"][ids % self.shards == self.shard]
             self.reflectors.update(int(r) for r in np.unique(self.routes.reflector[mine]))
         path = snapshot_dir / f"filter-{self.shard}-of-{self.shards}.index"
-        if not self._restore(db, path):
+        if not self._restore(state, path):
             # Building from query text peaks at GBs for millions of subscriptions, memory a
             # process never gives back: build in a short-lived child, then map its snapshot.
             context = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-                pool.submit(build_snapshot, db.path, self.shard, self.shards, str(path)).result()
-            if not self._restore(db, path):
+                pool.submit(build_snapshot, open_state, self.shard, self.shards,
+                            str(path)).result()
+            if not self._restore(state, path):
                 raise RuntimeError(f"filter shard {self.shard}: the snapshot just built at "
                                    f"{path} cannot be read")
         return len(mine)
 
-    def _restore(self, db: HubDB, path: Path) -> bool:
+    def _restore(self, state: HubState, path: Path) -> bool:
         try:
             with open(f"{path}.json") as f:
                 seq = int(json.load(f)["seq"])
@@ -100,10 +109,10 @@ class FilterTier:
             log.warning("filter_snapshot_unusable shard=%d path=%s error=%r; rebuilding",
                         self.shard, path, exc)
             return False
-        changed = [s for s in db.changed_since(seq) if self.owns(s)]
+        changed = [s for s in state.changed_since(seq) if self.owns(s)]
         for sub_id in changed:
             index.remove(sub_id)
-        for sub_id, query in db.queries(changed):
+        for sub_id, query in state.queries(changed):
             index.add(sub_id, query)
         self.index = index
         log.info("filter_restored shard=%d subscriptions=%d changed_since_snapshot=%d",
@@ -113,7 +122,6 @@ class FilterTier:
     def save(self, path: Path, seq: int) -> None:
         """Write the shard's index snapshot (compacting first) and the change seq it covers."""
         write_snapshot(self.index, path, seq)
-
 
     async def maintain(self) -> None:
         """Fold added and removed subscriptions into the main index when it pays off; the build
@@ -140,7 +148,7 @@ class FilterTier:
     async def run_control(self) -> None:
         consumer = await self.bus.consumer("control", f"filter-{self.shard}")
         async for delivery in consumer:
-            message = delivery.message
+            message = await decoded(delivery, "filter")
             if isinstance(message, SubscriptionAdded):
                 self.add(message.sub_id, message.query, message.reflector)
             elif isinstance(message, SubscriptionRemoved):
@@ -151,7 +159,7 @@ class FilterTier:
     async def run(self) -> None:
         consumer = await self.bus.consumer("articles", f"filter-{self.shard}")
         async for delivery in consumer:
-            article = delivery.message
+            article = await decoded(delivery, "filter")
             if isinstance(article, Article):
                 self.metrics.articles_in.labels("filter").inc()
                 self.metrics.bytes_in.labels("filter").inc(delivery.size)
@@ -160,7 +168,7 @@ class FilterTier:
 
     async def process(self, article: Article) -> None:
         started = time.perf_counter()
-        ids = match_article(self.index, article)
+        ids = self.index.match_entry(article.entry, article.feed_url, article.feed_language)
         self.metrics.match_seconds.observe(time.perf_counter() - started)
         if not len(ids):
             return
@@ -181,7 +189,11 @@ class FilterTier:
             else:
                 message = Matched(article=article, sub_ids=None, shard=self.shard,
                                   matched_at=now)
-            size = await self.bus.publish(f"matches.{int(reflector)}", message)
+            data = encode(message)
+            # A redelivered article is matched again: its id makes the bus drop the copy.
+            await self.bus.publish(f"matches.{int(reflector)}", data,
+                                   msg_id=f"{article_id(article)}.{self.shard}")
+            size = len(data)
             self.metrics.articles_out.labels("filter").inc()
             self.metrics.bytes_out.labels("filter").inc(size)
 
@@ -201,14 +213,14 @@ def write_snapshot(index: SubscriptionIndex, path: Path | str, seq: int) -> None
     os.replace(f"{path}.json.tmp", f"{path}.json")
 
 
-def build_snapshot(db_path: str, shard: int, shards: int, path: str) -> None:
+def build_snapshot(open_state: StateOpener, shard: int, shards: int, path: str) -> None:
     """Build one shard's index from the stored queries and write its snapshot (run in a child
     process by :meth:`FilterTier.load`)."""
-    db = HubDB(db_path)
+    state = open_state()
     try:
-        seq = db.change_seq()  # before reading: later changes are applied again on restore
+        seq = state.change_seq()  # before reading: later changes are applied again on restore
         index = SubscriptionIndex.build(
-            (sub_id, query) for sub_id, query in db.queries() if sub_id % shards == shard)
+            (sub_id, query) for sub_id, query in state.queries() if sub_id % shards == shard)
         write_snapshot(index, path, seq)
     finally:
-        db.close()
+        state.close()

@@ -1,10 +1,9 @@
-"""The typed messages the hub's tiers exchange over the :class:`~feedmesh.hub.bus.Bus`.
+"""The typed messages the hub's tiers exchange over the :class:`~feedmesh.bus.Bus`.
 
-Every message is a frozen msgspec Struct tagged with its kind, so one decoder reads any of them
-from JSON or MessagePack (the in-process bus passes the objects themselves; a NATS bus sends the
-MessagePack bytes).
+Every message is a frozen msgspec Struct tagged with its kind, so one decoder reads any of them;
+every bus carries them as MessagePack bytes (:func:`encode`, :func:`decode`).
 
-Subjects (see :mod:`feedmesh.hub.bus`):
+Subjects:
 
 * ``articles``            crawler -> every filter shard: :class:`Article`
 * ``matches.<reflector>`` filter -> one reflector: :class:`Matched`
@@ -17,6 +16,7 @@ from __future__ import annotations
 import msgspec
 
 from feedmesh.model import Entry
+from feedmesh.store import IngestedEntry
 
 __all__ = [
     "Article",
@@ -24,6 +24,8 @@ __all__ = [
     "Matched",
     "SubscriptionAdded",
     "SubscriptionRemoved",
+    "article_id",
+    "article_of",
     "decode",
     "encode",
 ]
@@ -40,6 +42,19 @@ class Article(msgspec.Struct, frozen=True, tag="article", kw_only=True):
     entry: Entry
     first_seen_at: float
     updated: bool = False
+
+
+def article_of(item: IngestedEntry, feed_url: str, feed_title: str,
+               feed_language: str = "") -> Article:
+    """The article the crawler publishes for an entry it committed (and the hub replays)."""
+    return Article(entry_id=item.id, feed_id=item.feed_id, feed_url=feed_url,
+                   feed_title=feed_title, feed_language=feed_language, entry=item.entry,
+                   first_seen_at=item.first_seen_at, updated=item.updated)
+
+
+def article_id(article: Article) -> str:
+    """The article's de-duplication id on the bus: the same entry in the same version."""
+    return f"{article.entry_id}.{article.entry.content_hash}"
 
 
 class Matched(msgspec.Struct, frozen=True, tag="matched", kw_only=True):
@@ -85,4 +100,5 @@ def encode(message: HubMessage) -> bytes:
 
 
 def decode(data: bytes) -> HubMessage:
+    """Raises :class:`msgspec.DecodeError` (a ValueError) on bytes that are not a message."""
     return _decoder.decode(data)

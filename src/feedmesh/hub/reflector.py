@@ -4,9 +4,11 @@ serves them back as a feed.
 It consumes ``matches.<n>`` (articles and the ids of this reflector's subscriptions they matched,
 or the article alone, which it re-matches against its own index) and the ``control`` subject
 (subscriptions added and removed). Matches are committed in small batches to a log
-(:class:`ReflectorStore`), and only then applied to the held entries in memory (:class:`TopK`),
+(:class:`feedmesh.store.ReflectorLog`), and only then applied to the held entries in memory (:class:`TopK`),
 acknowledged and the feeds' versions bumped: a feed never shows an entry a crash could take back.
-The held entries are checkpointed every minute and at shutdown, which truncates the log.
+The held entries are checkpointed every minute and at shutdown, which truncates the log
+(:mod:`.held`). When the log cannot be written (a full disk), the batch is handed back to the
+bus to be tried again (:mod:`.deliveries`), and nothing of it is shown.
 
 Memory pressure degrades service as Cobra describes, never by crashing: above
 ``soft_memory_bytes`` new entries are stored without their bodies (title and link kept); above
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 import zlib
 from collections.abc import Callable, Iterable
@@ -27,13 +28,13 @@ import msgspec
 import nh3
 import numpy as np
 
+from feedmesh.bus import Bus, Delivery
 from feedmesh.clock import Clock
-from feedmesh.hub.bus import Bus, Delivery
-from feedmesh.hub.filter import match_article
-from feedmesh.hub.idcodec import decode_ids
+from feedmesh.hub.deliveries import decoded, retry_later
+from feedmesh.hub.held import checkpoint_arrays, restore_held
+from feedmesh.hub.idcodec import decode_ids, encode_ids
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
 from feedmesh.hub.metrics import HubMetrics, process_rss_bytes
-from feedmesh.hub.reflector_store import DELETE_CHUNK, ReflectedItem, ReflectorStore
 from feedmesh.hub.subtable import SubTable
 from feedmesh.hub.topk import WIDTH, TopK
 
@@ -42,7 +43,7 @@ try:  # numba is the optional ``fast`` extra
 except ImportError:
     bump_versions = None
 from feedmesh.match import SubscriptionIndex, parse_query
-from feedmesh.store import StoreThread
+from feedmesh.store import ReflectedItem, ReflectorLog, StoreError, StoreThread
 
 __all__ = ["Reflector", "ReflectorSettings"]
 
@@ -52,6 +53,8 @@ COPY_SLICE = 65_536
 """Rows of the held entries copied at a time for a checkpoint (~0.2 ms), between batches."""
 TRUNCATE_CHUNK = 100
 """Match log rows deleted per transaction after a checkpoint (~5 ms)."""
+DELETE_CHUNK = 2000
+"""Items deleted per transaction by garbage collection, so the stream's writes interleave."""
 
 
 class ReflectorSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -69,12 +72,12 @@ class ReflectorSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Reflector:
-    def __init__(self, number: int, store: ReflectorStore, bus: Bus, clock: Clock,
+    def __init__(self, number: int, log: ReflectorLog, bus: Bus, clock: Clock,
                  metrics: HubMetrics, settings: ReflectorSettings | None = None, *,
                  index: SubscriptionIndex | None = None,
                  memory_probe: Callable[[], int] = process_rss_bytes) -> None:
         self.number = number
-        self.store = store
+        self.log = log
         self.bus = bus
         self.clock = clock
         self.metrics = metrics
@@ -98,7 +101,7 @@ class Reflector:
     def restore(self) -> None:
         """Load the held entries (checkpoint + log) once the subscriptions are registered, so
         that each one's keep is known; rows of subscriptions that no longer exist are dropped."""
-        self.topk, self.applied_seq = self.store.load(self.subs.keep)
+        self.topk, self.applied_seq = restore_held(self.log, self.subs.keep)
         self._checkpointed_seq = 0  # the log after the checkpoint is folded in at the next one
         subs = self.subs
         self.topk.ensure(subs.capacity - 1)
@@ -171,7 +174,7 @@ class Reflector:
     async def run_control(self) -> None:
         consumer = await self.bus.consumer("control", f"reflector-{self.number}")
         async for delivery in consumer:
-            message = delivery.message
+            message = await decoded(delivery, "reflector")
             if isinstance(message, SubscriptionAdded) and message.reflector == self.number:
                 self.register(message.sub_id, message.keep, message.generation,
                               self.clock.now(), query=message.query)
@@ -221,7 +224,7 @@ class Reflector:
                 await self.checkpoint()
             if collect:
                 await self.collect_garbage()
-        except (OSError, sqlite3.Error) as exc:  # e.g. a full disk: the stream goes on
+        except StoreError as exc:  # e.g. a full disk: the stream goes on
             log.error("reflector_maintenance_failed reflector=%d error=%r", self.number, exc)
 
     async def checkpoint(self, *, paced: bool = True) -> None:
@@ -232,14 +235,14 @@ class Reflector:
                 return
             upto = self.applied_seq  # the copy begins here: it holds every log row up to upto
             snapshot = await self._copy_held()
-            await asyncio.to_thread(self.store.write_checkpoint, snapshot, upto)
+            await asyncio.to_thread(self.log.write_checkpoint, checkpoint_arrays(snapshot), upto)
             # A minute of log at 200 articles/s is ~13,000 rows of ~16 KB: deleted back to back
             # they hold the writer (and so the stream) for most of a second. Small deletions,
             # spread over half the interval, each delay one of the stream's writes by a few ms.
             rows = max(1, upto - self._checkpointed_seq)
             pause = min(0.1, 0.5 * self.settings.checkpoint_interval_s * TRUNCATE_CHUNK / rows)
             chunk = TRUNCATE_CHUNK if paced else 10 * TRUNCATE_CHUNK
-            while await self._writer.call(self.store.truncate_log, upto, chunk):
+            while await self._writer.call(self.log.truncate_log, upto, chunk):
                 if paced:
                     await asyncio.sleep(pause)
             self._checkpointed_seq = upto
@@ -264,10 +267,10 @@ class Reflector:
         async with self._maintenance:
             snapshot = await self._copy_held()
             dead = await asyncio.to_thread(
-                lambda: self.store.unheld_items(snapshot.live_entries()))
+                lambda: self.log.unheld_items(snapshot.live_entries()))
             removed = 0
             for start in range(0, len(dead), DELETE_CHUNK):
-                removed += await self._writer.call(self.store.delete_items,
+                removed += await self._writer.call(self.log.delete_items,
                                                    dead[start:start + DELETE_CHUNK])
             if removed:
                 log.info("reflector_garbage_collected reflector=%d items=%d", self.number,
@@ -278,10 +281,14 @@ class Reflector:
         now = self.clock.now()
         memory = self.memory_probe()
         batch: list[tuple[ReflectedItem, np.ndarray, int]] = []
-        log_rows: list[tuple[ReflectedItem, np.ndarray | bytes, int]] = []
+        log_rows: list[tuple[ReflectedItem, bytes, int]] = []
         watermarks: dict[int, int] = {}
+        settled: list[Delivery] = []
         for delivery in deliveries:
-            matched = delivery.message
+            matched = await decoded(delivery, "reflector")
+            if matched is None:
+                continue  # acknowledged as undecodable
+            settled.append(delivery)
             if not isinstance(matched, Matched):
                 continue
             article = matched.article
@@ -290,8 +297,9 @@ class Reflector:
             watermarks[matched.shard] = max(watermarks.get(matched.shard, 0), article.entry_id)
             try:
                 if matched.sub_ids is None:
-                    ids = (match_article(self.index, article) if self.index is not None
-                           else np.zeros(0, np.int64))
+                    ids = (self.index.match_entry(article.entry, article.feed_url,
+                                                  article.feed_language)
+                           if self.index is not None else np.zeros(0, np.int64))
                 else:
                     ids = decode_ids(matched.sub_ids)
             except (ValueError, zlib.error) as exc:  # one bad message must not stall the tier
@@ -308,12 +316,17 @@ class Reflector:
             batch.append((item, ids, matched.shard))
             # The log keeps the filter's bytes unless some ids were dropped here.
             log_rows.append((item, matched.sub_ids if matched.sub_ids is not None
-                             and len(ids) == received else ids, matched.shard))
+                             and len(ids) == received else encode_ids(ids), matched.shard))
         if batch or watermarks:
-            seq = await self._writer.call(self.store.store, log_rows, watermarks)
+            try:
+                seq = await self._writer.call(self.log.store, log_rows, watermarks)
+            except StoreError as exc:  # nothing of the batch is stored, nor shown: try again
+                for delivery in settled:
+                    await retry_later(delivery, f"reflector-{self.number}", exc)
+                return
             self._apply(batch, now)
             self.applied_seq = max(self.applied_seq, seq)
-        for delivery in deliveries:
+        for delivery in settled:
             await delivery.ack()
 
     def _item(self, article: Article, now: float, memory: int,
@@ -369,7 +382,13 @@ class Reflector:
 
     # -- serving ----------------------------------------------------------------------------
 
+    def serves(self, sub_id: int, generation: int) -> bool:
+        """Whether this reflector holds ``sub_id`` at URL generation ``generation``."""
+        return (self.subs.is_active(sub_id)
+                and int(self.subs.generation[sub_id]) == generation)
+
     def version(self, sub_id: int) -> tuple[int, float]:
+        """The feed's content version and when it last changed (what its validators carry)."""
         return int(self.subs.version[sub_id]), float(self.subs.modified[sub_id])
 
     def memory_bytes(self) -> int:
@@ -385,7 +404,7 @@ class Reflector:
 
     async def items(self, sub_id: int) -> list[ReflectedItem]:
         keep = int(self.subs.keep[sub_id]) or WIDTH
-        return await self._reader.call(self.store.items, self.topk.newest_ids(sub_id, keep))
+        return await self._reader.call(self.log.items, self.topk.newest_ids(sub_id, keep))
 
     async def close_async(self) -> None:
         """Checkpoint, so the next start-up replays as little as possible, then close."""
@@ -395,7 +414,7 @@ class Reflector:
     def close(self) -> None:
         self._writer.close()
         self._reader.close()
-        self.store.close()
+        self.log.close()
 
 
 def _trim_html(fragment: str, limit: int) -> str:

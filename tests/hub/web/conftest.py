@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import pytest
 
 from feedmesh.hub.web import WebLimits
+from tests.eventually import eventually
 from tests.hub.conftest import Client, HubEnv
 
 T = TypeVar("T")
@@ -43,9 +44,7 @@ async def subscribe(client: Client, query: str, **fields: Any) -> dict:
 
 
 async def feed_entry_count(env: HubEnv, sub_id: int) -> int:
-    sub = env.hub.db.subscription(sub_id)
-    assert sub is not None
-    return len(await env.hub.reflectors[sub.reflector].items(sub_id))
+    return len(await env.hub.feed_items(sub_id))
 
 
 @pytest.fixture
@@ -67,7 +66,7 @@ three formats of one version)."""
 async def filled_subscription(env: HubEnv, client: Client, entries: int = 3,
                               query: str = FARM_QUERY, **fields: Any) -> dict:
     """A subscription over the farm's feeds whose private feed holds at least ``entries``."""
-    if not env.hub.db.sources(int(client.token.split("_")[1])):
+    if not await env.hub.sources(int(client.token.split("_")[1])):
         await env.add_farm_sources(client)
     sub = await subscribe(client, query, **fields)
     await settle(env)
@@ -75,7 +74,7 @@ async def filled_subscription(env: HubEnv, client: Client, entries: int = 3,
     async def enough() -> bool:
         return await feed_entry_count(env, sub["id"]) >= entries
 
-    await env.wait_for(enough, timeout=90.0)
+    await eventually(enough, timeout=90.0)
     return sub
 
 
@@ -83,16 +82,17 @@ async def settle(env: HubEnv) -> None:
     """Wait until the first crawl's backlog (every entry already in the farm's feeds, all new
     to the hub) has gone through the tiers: from then on feeds change only as the farm posts."""
     states = env.hub.crawler.crawler.states
-    await env.wait_for(lambda: states and all(s.last_fetched_at for s in states.values()), 90.0)
+    await eventually(lambda: states and all(s.last_fetched_at for s in states.values()),
+                     timeout=90.0)
     for _ in range(2):  # the cycle that fetched the last one may still be committing
         cycle = env.hub.crawler.last_cycle
-        await env.wait_for(lambda: env.hub.crawler.last_cycle is not cycle, 90.0)
+        await eventually(lambda: env.hub.crawler.last_cycle is not cycle, timeout=90.0)
     assert await env.hub.drain(timeout=60.0)
 
 
 async def feed_version(env: HubEnv, sub_id: int) -> tuple:
     """What entries the feed holds (not its validators: a rename changes those on purpose)."""
-    sub = env.hub.db.subscription(sub_id)
+    sub = await env.hub.subscription(sub_id)
     assert sub is not None
     return tuple(env.hub.reflectors[sub.reflector].topk.newest_ids(sub_id, 1000))
 

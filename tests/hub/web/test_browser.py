@@ -24,6 +24,7 @@ import pytest
 from playwright.async_api import Page, async_playwright, expect
 
 from feedmesh.feeds.opml import OpmlOutline, render_opml
+from tests.eventually import eventually
 from tests.hub.web.conftest import FARM_QUERY, settle, unchanged
 
 CHROMIUM = os.environ.get("FEEDMESH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -66,7 +67,7 @@ async def test_sign_up_subscribe_import_and_read_the_feed(hub_env, tmp_path):
     status, _ = await operator.call("POST", "/api/opml", data=render_opml(
         "half", [OpmlOutline(url=u) for u in half]), headers={"Content-Type": "text/xml"})
     assert status == 200
-    await env.wait_for(lambda: env.hub.store.entry_count() >= 100, timeout=60.0)
+    await eventually(lambda: env.hub.store.entry_count() >= 100, timeout=60.0)
     # The OPML file the person will upload: the other half.
     opml_file = tmp_path / "my-feeds.opml"
     opml_file.write_bytes(render_opml("mine", [OpmlOutline(url=env.farm.feed_url(n),
@@ -156,7 +157,7 @@ async def _walk_the_path(env, page: Page, opml_file: Path) -> None:
         listed[:] = await _matches_listed(page, sub_id)
         return len(listed) > 0
 
-    await env.wait_for(listed_some, timeout=90.0)
+    await eventually(listed_some, timeout=90.0)
     crawled = {state.url for state in env.hub.crawler.crawler.states.values()
                if state.last_fetched_at}
     assert {env.farm.feed_url(n) for n in range(20, 40)} <= crawled  # the import took effect

@@ -28,9 +28,10 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from feedmesh.fetch import Fetcher, FetchSettings
+from feedmesh.compose import embedded_hub
+from feedmesh.fetch import FetchSettings
 from feedmesh.fetch.guard import StaticResolver
-from feedmesh.hub.app import Hub, HubSettings
+from feedmesh.hub.app import HubSettings
 from feedmesh.hub.web import build_app
 from tests.hub.web.conftest import ROOMY_LIMITS
 
@@ -50,7 +51,7 @@ async def isolated_hub(data_dir: Path) -> AsyncIterator[str]:
     """A hub with its web server on loopback whose crawler cannot reach any address."""
     settings = HubSettings(data_dir=str(data_dir), crawl_interval_s=3600.0,
                            fetch=FetchSettings(total_timeout_s=2.0))
-    hub = Hub(settings, fetcher=Fetcher(settings.fetch, resolver=StaticResolver({})))
+    hub = embedded_hub(settings, resolver=StaticResolver({}))
     await hub.start()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

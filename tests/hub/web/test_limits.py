@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from feedmesh.hub.web import WebLimits
+from tests.eventually import eventually
 from tests.hub.web.conftest import ROOMY_LIMITS, assert_error, subscribe
 
 LIMITS = WebLimits(**{**{f: getattr(ROOMY_LIMITS, f) for f in ROOMY_LIMITS.__struct_fields__},
@@ -139,7 +140,7 @@ async def test_outlines_that_are_not_feeds_are_skipped_and_reported(hub_env, ann
         page = next(s for s in body["sources"] if s["url"] == html_page)
         return bool(page["last_error"])
 
-    await hub_env.wait_for(page_reported, timeout=60.0)
+    await eventually(page_reported, timeout=60.0)
     status, body = await ann.call("GET", "/api/sources")
     by_url = {s["url"]: s for s in body["sources"]}
     assert by_url[html_page]["last_outcome"] == "not_a_feed"

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from feedmesh.hub.web import WebLimits
+from tests.eventually import eventually
 from tests.hub.web.conftest import ROOMY_LIMITS, assert_error, subscribe
 
 TIGHT = WebLimits(**{**{f: getattr(ROOMY_LIMITS, f) for f in ROOMY_LIMITS.__struct_fields__},
@@ -48,7 +49,7 @@ async def test_api_rate_limit_per_token(hub_env, ann, bob):
     async def allowed_again() -> bool:
         return (await ann.call("GET", "/api/accounts/me"))[0] == 200
 
-    await hub_env.wait_for(allowed_again, timeout=10.0)
+    await eventually(allowed_again, timeout=10.0)
 
 
 async def test_sign_up_rate_limit_per_address(hub_env, ann, bob):

@@ -16,20 +16,20 @@ from typing import Any
 from aiohttp import web
 
 from feedmesh.feeds.opml import OpmlError, OpmlOutline, parse_opml, render_opml
-from feedmesh.hub.app import Hub
-from feedmesh.hub.db import Account, Subscription
+from feedmesh.hub.facade import HubFacade, SourceView
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
 from feedmesh.match import QueryError, article_from_entry, parse_query, tokenize_article
 from feedmesh.memory import release_memory
+from feedmesh.store import Account, Subscription
 
 __all__ = ["Api"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _TOKEN_SYNTAX = re.compile(r"fm_[0-9]{1,18}_[A-Za-z0-9_-]{1,100}")
-"""What :meth:`HubDB.create_account` hands out: ``fm_<account id>_<token_urlsafe secret>``."""
+"""What :meth:`feedmesh.store.HubState.create_account` hands out: ``fm_<account id>_<token_urlsafe secret>``."""
 
 
 def _path_id(raw: str) -> int | None:
@@ -45,7 +45,7 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 
 class Api:
-    def __init__(self, hub: Hub, feeds: FeedServer, limits: WebLimits) -> None:
+    def __init__(self, hub: HubFacade, feeds: FeedServer, limits: WebLimits) -> None:
         self.hub = hub
         self.feeds = feeds
         self.limits = limits
@@ -87,11 +87,11 @@ class Api:
                                "Bearer <token>' header with the token given at sign-up")
             token = token.strip()
             if not _TOKEN_SYNTAX.fullmatch(token):
-                # Checked here, before the database sees it: HubDB.authenticate passes
-                # str.isdigit() ids ('²', 10**23) to int() and SQLite, which raise.
+                # Checked here, before storage sees it: every malformed token gets the same
+                # answer without a lookup ('²' and 10**23 are digits to str.isdigit).
                 raise ApiError(401, "unauthorized", "malformed token: API tokens look like "
                                "fm_<account>_<secret>, as given at sign-up")
-            account = self.hub.db.authenticate(token)
+            account = await self.hub.authenticate(token)
             if account is None:
                 raise ApiError(401, "unauthorized", "unknown or revoked token")
             wait = self.api_limiter.allow(f"account:{account.id}")
@@ -126,10 +126,10 @@ class Api:
                            f"{type(data).__name__}")
         return data
 
-    def _owned(self, request: web.Request, account: Account) -> Subscription:
+    async def _owned(self, request: web.Request, account: Account) -> Subscription:
         raw = request.match_info["id"]
         sub_id = _path_id(raw)
-        sub = self.hub.db.subscription(sub_id) if sub_id is not None else None
+        sub = await self.hub.subscription(sub_id) if sub_id is not None else None
         if sub is None or sub.account_id != account.id:
             raise ApiError(404, "not_found", f"you have no subscription {raw}")
         return sub
@@ -153,18 +153,18 @@ class Api:
         name = body.get("name", "")
         if not isinstance(name, str) or len(name) > 100:
             raise ApiError(400, "invalid_name", "name must be text of at most 100 characters")
-        account, token = self.hub.db.create_account(name.strip(), self.hub.clock.now())
+        account, token = await self.hub.create_account(name.strip())
         return _json({"account": {"id": account.id, "name": account.name,
                                   "created_at": account.created_at}, "token": token}, 201)
 
     async def me(self, request: web.Request, account: Account) -> web.Response:
         return _json({"account": {"id": account.id, "name": account.name,
                                   "created_at": account.created_at},
-                      "subscriptions": self.hub.db.count_subscriptions(account.id),
-                      "sources": len(self.hub.db.sources(account.id))})
+                      "subscriptions": await self.hub.count_subscriptions(account.id),
+                      "sources": len(await self.hub.sources(account.id))})
 
     async def rotate_token(self, request: web.Request, account: Account) -> web.Response:
-        return _json({"token": self.hub.db.rotate_token(account.id)})
+        return _json({"token": await self.hub.rotate_token(account.id)})
 
     # -- subscriptions ----------------------------------------------------------------------
 
@@ -197,11 +197,12 @@ class Api:
 
     async def list_subscriptions(self, request: web.Request, account: Account) -> web.Response:
         return _json({"subscriptions": [self._subscription_json(s)
-                                        for s in self.hub.db.subscriptions(account.id)]})
+                                        for s in await self.hub.subscriptions(account.id)]})
 
     async def create_subscription(self, request: web.Request, account: Account) -> web.Response:
         fields = self._query_fields(await self._body(request), required=True)
-        if self.hub.db.count_subscriptions(account.id) >= self.limits.max_subscriptions_per_account:
+        if await self.hub.count_subscriptions(account.id) >= \
+                self.limits.max_subscriptions_per_account:
             raise ApiError(403, "limit_reached", f"an account may hold at most "
                            f"{self.limits.max_subscriptions_per_account} subscriptions")
         sub = await self.hub.add_subscription(account.id, name=fields.get("name", ""),
@@ -209,10 +210,11 @@ class Api:
         return _json({"subscription": self._subscription_json(sub)}, 201)
 
     async def get_subscription(self, request: web.Request, account: Account) -> web.Response:
-        return _json({"subscription": self._subscription_json(self._owned(request, account))})
+        return _json({"subscription": self._subscription_json(
+            await self._owned(request, account))})
 
     async def change_subscription(self, request: web.Request, account: Account) -> web.Response:
-        sub = self._owned(request, account)
+        sub = await self._owned(request, account)
         body = await self._body(request)
         fields = self._query_fields(body, required=False)
         new_url = body.get("new_url", False)
@@ -224,12 +226,12 @@ class Api:
         return _json({"subscription": self._subscription_json(changed)})
 
     async def delete_subscription(self, request: web.Request, account: Account) -> web.Response:
-        await self.hub.remove_subscription(self._owned(request, account))
+        await self.hub.remove_subscription(await self._owned(request, account))
         return web.Response(status=204)
 
     async def subscription_entries(self, request: web.Request, account: Account) -> web.Response:
-        sub = self._owned(request, account)
-        items = await self.hub.reflectors[sub.reflector].items(sub.id)
+        sub = await self._owned(request, account)
+        items = await self.hub.feed_items(sub.id)
         return _json({"entries": [{"id": i.entry_id, "title": i.entry.title,
                                    "link": i.entry.link, "feed_title": i.feed_title,
                                    "first_seen_at": i.first_seen_at} for i in items]})
@@ -237,30 +239,22 @@ class Api:
     # -- sources ----------------------------------------------------------------------------
 
     async def _add_sources(self, account: Account, outlines: list[OpmlOutline]) -> list[dict]:
-        have = len(self.hub.db.sources(account.id))
+        have = len(await self.hub.sources(account.id))
         if have + len(outlines) > self.limits.max_sources_per_account:
             raise ApiError(403, "limit_reached", f"an account may follow at most "
                            f"{self.limits.max_sources_per_account} source feeds (you follow "
                            f"{have}, this adds {len(outlines)})")
-        ids = await self.hub.crawler.add_feeds([o.url for o in outlines])
-        now = self.hub.clock.now()
-        for feed_id, outline in zip(ids, outlines, strict=True):
-            self.hub.db.follow_source(account.id, feed_id, outline.title, now)
-            self.hub.crawler.followers[feed_id] = self.hub.crawler.followers.get(feed_id, 0) + 1
+        ids = await self.hub.follow_sources(account.id, outlines)
         return [{"id": fid, "url": o.url, "title": o.title} for fid, o in zip(ids, outlines)]
 
-    def _source_json(self, feed_id: int, title: str, added_at: float) -> dict[str, Any]:
-        state = self.hub.crawler.crawler.states.get(feed_id)
-        meta = self.hub.crawler.feed_meta.get(feed_id, ("", "", ""))
-        return {"id": feed_id, "url": state.url if state else "",
-                "title": meta[1] or title, "added_at": added_at,
-                "active": bool(state and state.active),
-                "last_outcome": state.last_outcome if state else "",
-                "last_error": state.last_error if state else ""}
+    def _source_json(self, source: SourceView) -> dict[str, Any]:
+        return {"id": source.id, "url": source.url, "title": source.title,
+                "added_at": source.added_at, "active": source.active,
+                "last_outcome": source.last_outcome, "last_error": source.last_error}
 
     async def list_sources(self, request: web.Request, account: Account) -> web.Response:
-        return _json({"sources": [self._source_json(*s)
-                                  for s in self.hub.db.sources(account.id)]})
+        return _json({"sources": [self._source_json(s)
+                                  for s in await self.hub.sources(account.id)]})
 
     async def add_source(self, request: web.Request, account: Account) -> web.Response:
         body = await self._body(request)
@@ -279,16 +273,13 @@ class Api:
     async def remove_source(self, request: web.Request, account: Account) -> web.Response:
         raw = request.match_info["id"]
         feed_id = _path_id(raw)
-        if feed_id is None or not self.hub.db.unfollow_source(account.id, feed_id):
+        if feed_id is None or not await self.hub.unfollow_source(account.id, feed_id):
             raise ApiError(404, "not_found", f"you follow no source {raw}")
-        followers = self.hub.crawler.followers
-        followers[feed_id] = max(0, followers.get(feed_id, 1) - 1)
         return web.Response(status=204)
 
     async def export_opml(self, request: web.Request, account: Account) -> web.Response:
-        outlines = [OpmlOutline(url=s["url"], title=s["title"])
-                    for s in (self._source_json(*row) for row in self.hub.db.sources(account.id))
-                    if s["url"]]
+        outlines = [OpmlOutline(url=s.url, title=s.title)
+                    for s in await self.hub.sources(account.id) if s.url]
         body = render_opml(f"feedmesh sources of {account.name or f'account {account.id}'}",
                            outlines)
         return web.Response(body=body, content_type="text/x-opml", charset="utf-8")
@@ -314,13 +305,11 @@ class Api:
         stamp, cached = self._recent
         if self.hub.clock.now() - stamp < 5.0 and cached:
             return cached
-        rows = self.hub.store.recent_entries(self.limits.preview_entries)
-        meta = self.hub.crawler.feed_meta
         articles = []
-        for row in rows:
-            url, title, language = meta.get(row.feed_id, ("", "", ""))
-            tokenized = tokenize_article(article_from_entry(row.entry, url, language))
-            articles.append((row, title, tokenized))
+        for recent in await self.hub.recent_articles(self.limits.preview_entries):
+            tokenized = tokenize_article(article_from_entry(recent.item.entry, recent.feed_url,
+                                                            recent.feed_language))
+            articles.append((recent.item, recent.feed_title, tokenized))
         self._recent = (self.hub.clock.now(), articles)
         return articles
 
@@ -335,4 +324,4 @@ class Api:
                       "matched": len(matches), "matches": matches[:50]})
 
     async def stats(self, request: web.Request) -> web.Response:
-        return _json(self.hub.stats())
+        return _json(await self.hub.stats())

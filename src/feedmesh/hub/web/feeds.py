@@ -20,12 +20,11 @@ from email.utils import format_datetime, parsedate_to_datetime
 from aiohttp import web
 
 from feedmesh.feeds.render import CONTENT_TYPES, render_feed
-from feedmesh.hub.app import Hub
-from feedmesh.hub.reflector import Reflector
-from feedmesh.hub.reflector_store import ReflectedItem
+from feedmesh.hub.facade import HubFacade
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
 from feedmesh.model import Entry, FeedInfo
+from feedmesh.store import ReflectedItem
 
 __all__ = ["FeedServer"]
 
@@ -48,7 +47,7 @@ def choose_format(extension: str, accept: str) -> str:
 
 
 class FeedServer:
-    def __init__(self, hub: Hub, limits: WebLimits, base_url: str) -> None:
+    def __init__(self, hub: HubFacade, limits: WebLimits, base_url: str) -> None:
         self.hub = hub
         self.base_url = base_url.rstrip("/")
         self.limiter = RateLimiter(hub.clock, limits.feed_rate_per_s, limits.feed_burst)
@@ -58,27 +57,17 @@ class FeedServer:
     def urls(self, token: str) -> dict[str, str]:
         return {ext: f"{self.base_url}/f/{token}.{ext}" for ext in EXTENSIONS}
 
-    def _reflector(self, sub_id: int, generation: int) -> Reflector:
-        for reflector in self.hub.reflectors:
-            if reflector.subs.is_active(sub_id):
-                if int(reflector.subs.generation[sub_id]) != generation:
-                    break
-                return reflector
-        self.hub.metrics.feed_requests.labels("404").inc()
-        raise ApiError(404, "not_found", "no feed at this address (the link may have been "
-                       "replaced or the subscription deleted)")
-
     async def handle(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["token"]
         token, _, extension = name.partition(".")
         fmt = choose_format(extension, request.headers.get("Accept", ""))
-        identity = self.hub.db.tokens.read(token)  # only the exact spelling we issued
-        if identity is None:
+        identity = self.hub.read_feed_token(token)  # only the exact spelling we issued
+        found = self.hub.feed_version(*identity) if identity is not None else None
+        if identity is None or found is None:
             self.hub.metrics.feed_requests.labels("404").inc()
             raise ApiError(404, "not_found", "no feed at this address (the link may have been "
                            "replaced or the subscription deleted)")
         sub_id, generation = identity
-        reflector = self._reflector(sub_id, generation)
         # Per feed *and* client: someone hammering a leaked URL does not lock out its reader.
         wait = self.limiter.allow(f"{sub_id}:{request.remote}")
         if wait:
@@ -87,7 +76,7 @@ class FeedServer:
                              f"{wait:.0f} s", retry_after_s=round(wait, 1))
             error.headers["Retry-After"] = self.limiter.retry_after(wait)
             raise error
-        version, modified = reflector.version(sub_id)
+        version, modified = found.version, found.modified
         etag = f'W/"{sub_id}-{generation}-{version}-{fmt}-{self.boot}"'
         last_modified = datetime.fromtimestamp(modified or self.hub.clock.now(), UTC)
         headers = {"ETag": etag, "Last-Modified": format_datetime(last_modified, usegmt=True),
@@ -95,7 +84,7 @@ class FeedServer:
         if _not_modified(request, etag, last_modified):
             self.hub.metrics.feed_requests.labels("304").inc()
             return web.Response(status=304, headers=headers)
-        body = await self._render(reflector, sub_id, token, fmt)
+        body = await self._render(sub_id, token, fmt)
         self.hub.metrics.feed_requests.labels("200").inc()
         response = web.Response(body=body, headers=headers)
         response.content_type = CONTENT_TYPES[fmt].split(";")[0]
@@ -106,9 +95,9 @@ class FeedServer:
             response.enable_compression(web.ContentCoding.gzip)
         return response
 
-    async def _render(self, reflector: Reflector, sub_id: int, token: str, fmt: str) -> bytes:
-        sub = self.hub.db.subscription(sub_id)
-        items = await reflector.items(sub_id)
+    async def _render(self, sub_id: int, token: str, fmt: str) -> bytes:
+        sub = await self.hub.subscription(sub_id)
+        items = await self.hub.feed_items(sub_id)
         title = sub.name if sub and sub.name else (sub.query if sub else "feedmesh")
         info = FeedInfo(title=f"feedmesh: {title}", link=f"{self.base_url}/",
                         description=f"Articles matching {sub.query if sub else ''!s}",

@@ -9,7 +9,7 @@ from importlib.resources import files
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from feedmesh.hub.app import Hub
+from feedmesh.hub.facade import HubFacade
 from feedmesh.hub.web.api import Api
 from feedmesh.hub.web.errors import MAX_REQUEST_BYTES, error_middleware
 from feedmesh.hub.web.feeds import FeedServer
@@ -34,7 +34,7 @@ async def security_headers(request: web.Request, handler):  # type: ignore[no-un
     return response
 
 
-def build_app(hub: Hub, *, base_url: str, limits: WebLimits | None = None) -> web.Application:
+def build_app(hub: HubFacade, *, base_url: str, limits: WebLimits | None = None) -> web.Application:
     limits = limits or WebLimits()
     max_request_bytes = max(limits.max_body_bytes, limits.max_opml_bytes)
     # security_headers outermost, so the error answers error_middleware makes get them too.

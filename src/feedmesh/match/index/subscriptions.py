@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from feedmesh.match.article import Article, TokenizedArticle, tokenize_article
+from feedmesh.match.article import Article, TokenizedArticle, article_from_entry, tokenize_article
 from feedmesh.match.index.bulk import bulk_table
 from feedmesh.match.index.compiled import (
     CompiledIndex,
@@ -39,6 +39,7 @@ from feedmesh.match.index.settings import IndexSettings, IndexStats, check_sub_i
 from feedmesh.match.index.statistics import TermStatistics
 from feedmesh.match.index.vocabulary import Vocabulary
 from feedmesh.match.query import Query, parse_query
+from feedmesh.model import Entry
 
 __all__ = ["SubscriptionIndex"]
 
@@ -127,6 +128,12 @@ class SubscriptionIndex:
         return self._main.subscription_count - len(self._removed) + len(self._delta)
 
     # --- matching ------------------------------------------------------------------------------
+
+    def match_entry(self, entry: Entry, feed_url: str, feed_language: str = "") -> np.ndarray:
+        """Sorted unique ids (int64) of the subscriptions a feed's entry matches: the one way
+        the hub's tiers match what the crawler stored."""
+        return np.asarray(self.match(article_from_entry(entry, feed_url, feed_language)),
+                          dtype=np.int64)
 
     def match(self, article: Article | TokenizedArticle, *, observe: bool = True) -> np.ndarray:
         """Sorted unique ids (int32) of the subscriptions ``article`` matches.

@@ -15,11 +15,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from feedmesh.clock import SystemClock
+from feedmesh.compose import open_ingest_store
 from feedmesh.crawl.pipeline import Crawler, CrawlSettings, CrawlStats
 from feedmesh.feeds.opml import OpmlError, OpmlResult, parse_opml
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.logs import setup_logging
-from feedmesh.store import SQLiteStore, StoreError
+from feedmesh.store import StoreError
 
 __all__ = ["configure", "run"]
 
@@ -93,7 +94,7 @@ async def load_opml(source: str, settings: FetchSettings) -> OpmlResult:
 
 async def _main(args: argparse.Namespace, console: Console) -> int:
     clock = SystemClock()
-    store = SQLiteStore(args.db)
+    store = open_ingest_store(args.db)
     async with Fetcher(fetch_settings(args), clock=clock) as fetcher:
         opml = await load_opml(args.opml, fetch_settings(args))
         for reason in opml.skipped:

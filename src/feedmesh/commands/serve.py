@@ -1,26 +1,22 @@
-"""``feedmesh serve`` (every hub tier and the web server in one process, on SQLite) and
-``feedmesh stats`` (the hub's figures for a person)."""
+"""``feedmesh serve``: every hub tier and the web server in one process, on SQLite."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import socket
 import sys
-import urllib.request
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 from aiohttp.abc import AbstractResolver
-from rich.console import Console
-from rich.table import Table
 
+from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
+from feedmesh.compose import embedded_hub
 from feedmesh.crawl import CrawlSettings
-from feedmesh.crawl.cli import add_fetch_arguments, fetch_settings, load_opml
 from feedmesh.feeds.opml import OpmlError
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.reflector import ReflectorSettings
@@ -29,7 +25,7 @@ from feedmesh.logs import setup_logging
 from feedmesh.memory import release_memory
 from feedmesh.schedule import POLICY_NAMES, SchedulerSettings
 
-__all__ = ["configure", "configure_stats", "run", "run_stats", "running_hub", "settings_from"]
+__all__ = ["configure", "run", "running_hub", "settings_from"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +79,7 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
                       limits: WebLimits | None = None,
                       resolver: AbstractResolver | None = None) -> AsyncIterator[tuple[Hub, str]]:
     """A started hub with its web server listening; stopped cleanly on exit."""
-    hub = Hub(settings, resolver=resolver)
+    hub = embedded_hub(settings, resolver=resolver)
     await hub.start()
     if port == 0:  # let the OS choose, then build the URLs from the port it chose
         with socket.socket() as probe:
@@ -116,7 +112,7 @@ async def _serve(args: argparse.Namespace) -> int:
                            limits) as (hub, url):
         if args.opml:
             outlines = (await load_opml(args.opml, hub.settings.fetch)).outlines
-            await hub.crawler.add_feeds([o.url for o in outlines])
+            await hub.add_feeds([o.url for o in outlines])
             del outlines
             release_memory()
         print(f"feedmesh hub on {url}/ (API: {url}/api/openapi.json, metrics: {url}/metrics)",
@@ -128,54 +124,3 @@ async def _serve(args: argparse.Namespace) -> int:
         await stop.wait()
         print("stopping: finishing in-flight work", file=sys.stderr)
     return 0
-
-
-# -- stats ------------------------------------------------------------------------------------
-
-def configure_stats(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default="http://127.0.0.1:8080", help="the hub's base URL")
-    parser.add_argument("--json", action="store_true", help="print the raw JSON")
-
-
-def run_stats(args: argparse.Namespace) -> int:
-    try:
-        with urllib.request.urlopen(f"{args.url.rstrip('/')}/api/stats", timeout=10) as answer:
-            stats = json.load(answer)
-    except OSError as exc:
-        print(f"feedmesh stats: cannot read {args.url}/api/stats: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(stats, indent=2))
-        return 0
-    Console().print(stats_table(stats))
-    return 0
-
-
-def stats_table(stats: dict) -> Table:
-    table = Table(title="feedmesh hub", show_header=False)
-    table.add_row("source feeds", str(stats["feeds"]))
-    table.add_row("subscriptions", str(stats["subscriptions"]))
-    table.add_row("entries stored", str(stats["entries_stored"]))
-    cycle = stats.get("last_crawl")
-    if cycle:
-        table.add_row("last crawl", f"{cycle['fetched']} fetched, {cycle['not_modified']} 304, "
-                      f"{cycle['new_entries']} new in {cycle['elapsed_s']:.1f} s")
-    metrics = stats["metrics"]
-    for tier in ("crawler", "filter", "reflector"):
-        table.add_row(f"{tier} articles in/out",
-                      f"{metrics.get(f'feedmesh_tier_articles_in_total{{tier={tier}}}', 0):.0f} / "
-                      f"{metrics.get(f'feedmesh_tier_articles_out_total{{tier={tier}}}', 0):.0f}")
-        table.add_row(f"{tier} bytes in/out",
-                      f"{metrics.get(f'feedmesh_tier_bytes_in_total{{tier={tier}}}', 0):,.0f} / "
-                      f"{metrics.get(f'feedmesh_tier_bytes_out_total{{tier={tier}}}', 0):,.0f}")
-    count = metrics.get("feedmesh_hub_latency_seconds_count", 0)
-    if count:
-        mean = metrics.get("feedmesh_hub_latency_seconds_sum", 0) / count
-        table.add_row("intra-hub latency", f"mean {mean * 1000:.1f} ms over {count:.0f} entries")
-    for name, depth in stats["queues"].items():
-        table.add_row(f"queue {name}", f"{depth['messages']} messages, {depth['bytes']:,} bytes")
-    table.add_row("memory", f"{metrics.get('feedmesh_process_memory_bytes', 0) / 2**20:.0f} MB")
-    for key, value in sorted(metrics.items()):
-        if key.startswith("feedmesh_fetches_total{"):
-            table.add_row("fetches " + key.split("=", 1)[1].rstrip("}"), f"{value:.0f}")
-    return table

@@ -20,13 +20,15 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from feedmesh.commands.serve import running_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.feeds.opml import parse_opml
 from feedmesh.fetch import FetchSettings
-from feedmesh.hub.app import Hub, HubSettings
-from feedmesh.hub.cli import running_hub
+from feedmesh.hub.app import HubSettings
+from feedmesh.hub.facade import HubFacade
 from feedmesh.logs import setup_logging
+from feedmesh.store import Subscription
 
 __all__ = ["configure", "run"]
 
@@ -64,7 +66,8 @@ async def _demo(args: argparse.Namespace, farm: FarmProcess, console: Console) -
         fetch=FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=8),
         crawl=CrawlSettings())
     async with running_hub(settings, "127.0.0.1", args.port) as (hub, base):
-        token, feeds = await _demo_account(hub, farm, base)
+        token, subs = await _demo_account(hub, farm)
+        feeds = [(sub.query, f"{base}/f/{hub.feed_token(sub)}.rss") for sub in subs]
         console.print(f"\n[bold]feedmesh is running:[/bold] open {base}/ to sign up and "
                       "subscribe (Ctrl-C stops)")
         console.print(f"demo account token: {token}")
@@ -75,11 +78,11 @@ async def _demo(args: argparse.Namespace, farm: FarmProcess, console: Console) -
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         started = time.monotonic()
-        with Live(_view(hub, feeds), console=console, refresh_per_second=2) as live:
+        with Live(await _view(hub, subs), console=console, refresh_per_second=2) as live:
             while not stop.is_set():
                 if args.seconds and time.monotonic() - started > args.seconds:
                     break
-                live.update(_view(hub, feeds))
+                live.update(await _view(hub, subs))
                 try:
                     await asyncio.wait_for(stop.wait(), 1.0)
                 except TimeoutError:
@@ -88,20 +91,14 @@ async def _demo(args: argparse.Namespace, farm: FarmProcess, console: Console) -
     return 0
 
 
-async def _demo_account(hub: Hub, farm: FarmProcess,
-                        base: str) -> tuple[str, list[tuple[str, str]]]:
+async def _demo_account(hub: HubFacade, farm: FarmProcess) -> tuple[str, list[Subscription]]:
     """A demo account following every farm feed, with example subscriptions."""
-    account, token = hub.db.create_account("demo", hub.clock.now())
+    account, token = await hub.create_account("demo")
     opml = parse_opml(await asyncio.to_thread(_read, farm.opml_url))
-    ids = await hub.crawler.add_feeds([o.url for o in opml.outlines])
-    now = hub.clock.now()
-    for feed_id, outline in zip(ids, opml.outlines, strict=True):
-        hub.db.follow_source(account.id, feed_id, outline.title, now)
-    feeds = []
-    for query in EXAMPLE_QUERIES:
-        sub = await hub.add_subscription(account.id, name="", query=query, keep=10)
-        feeds.append((query, f"{base}/f/{hub.feed_token(sub)}.rss"))
-    return token, feeds
+    await hub.follow_sources(account.id, opml.outlines)
+    subs = [await hub.add_subscription(account.id, name="", query=query, keep=10)
+            for query in EXAMPLE_QUERIES]
+    return token, subs
 
 
 def _read(url: str) -> bytes:
@@ -109,8 +106,8 @@ def _read(url: str) -> bytes:
         return answer.read()
 
 
-def _view(hub: Hub, feeds: list[tuple[str, str]]) -> Group:
-    stats = hub.stats()
+async def _view(hub: HubFacade, demo_subs: list[Subscription]) -> Group:
+    stats = await hub.stats()
     metrics = stats["metrics"]
     table = Table(title="feedmesh demo (live)", show_header=False, min_width=70)
     cycle = stats["last_crawl"]
@@ -133,8 +130,6 @@ def _view(hub: Hub, feeds: list[tuple[str, str]]) -> Group:
     subs = Table(title="demo subscriptions", show_header=True)
     subs.add_column("query")
     subs.add_column("entries in its feed", justify="right")
-    reflector = hub.reflectors[0]
-    for sub in hub.db.subscriptions(1):
-        held = reflector.held(sub.id) if reflector.subs.is_active(sub.id) else 0
-        subs.add_row(sub.query, str(held))
+    for sub in demo_subs:
+        subs.add_row(sub.query, str(len(await hub.feed_items(sub.id))))
     return Group(table, subs)

@@ -1,0 +1,70 @@
+"""The composition root: the one module that chooses and constructs concrete stores and buses.
+
+Everything below takes ports (:mod:`feedmesh.store.ports`, :mod:`feedmesh.bus.ports`) and
+constructs no implementation of them; a test (tests/test_architecture.py) checks that no other
+module of ``src/`` imports one. A new engine (NATS JetStream, PostgreSQL) is added here, chosen by
+settings, and nowhere else.
+
+* :func:`embedded_hub`: the hub on one machine, on SQLite files in ``settings.data_dir`` and the
+  in-process bus (``feedmesh serve``, ``feedmesh demo``);
+* :func:`open_ingest_store`: the crawler's store alone (``feedmesh crawl``).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from aiohttp.abc import AbstractResolver
+
+from feedmesh.bus.memory import MemoryBus
+from feedmesh.clock import Clock, SystemClock
+from feedmesh.fetch import Fetcher
+from feedmesh.hub.app import Hub, HubSettings
+from feedmesh.store import IngestStore
+from feedmesh.store.sqlite import SQLiteStore
+from feedmesh.store.sqlite_hub import SQLiteHubState
+from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
+
+__all__ = ["embedded_hub", "open_ingest_store"]
+
+
+def open_ingest_store(path: str | Path) -> IngestStore:
+    """The ingest store in the SQLite file at ``path`` (created when missing)."""
+    return SQLiteStore(path)
+
+
+def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = None,
+                 fetcher: Fetcher | None = None,
+                 resolver: AbstractResolver | None = None) -> Hub:
+    """Every tier in this process on SQLite and the in-process bus.
+
+    Files in ``settings.data_dir``: ``feedmesh.db`` (the ingest store), ``hub.db`` (accounts,
+    subscriptions), ``reflector-<n>.db`` and their checkpoints, the filters' index snapshots and
+    the scheduler's snapshot. ``fetcher`` replaces the polite fetcher built from
+    ``settings.fetch`` (tests give one with a fixed resolver); ``resolver`` is the DNS resolver
+    of the one built here.
+    """
+    settings = settings or HubSettings()
+    clock = clock or SystemClock()
+    data = Path(settings.data_dir)
+    state_path = data / "hub.db"
+    opened: list = []
+    try:
+        ingest = SQLiteStore(data / "feedmesh.db")
+        opened.append(ingest)
+        state = SQLiteHubState(state_path)
+        opened.append(state)
+        logs = []
+        for n in range(settings.reflectors):
+            logs.append(SQLiteReflectorLog(data / f"reflector-{n}.db"))
+            opened.append(logs[-1])
+    except BaseException:
+        for store in opened:  # a later file failed to open: close the earlier ones
+            store.close()
+        raise
+    return Hub(settings, ingest=ingest, state=state, reflector_logs=logs,
+               bus=MemoryBus(settings.bus_buffer_bytes),
+               fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
+               clock=clock, open_state=functools.partial(SQLiteHubState, state_path),
+               data_dir=data)

@@ -1,0 +1,110 @@
+"""What the web layer may ask of the hub: the one door between them.
+
+The web layer (:mod:`feedmesh.hub.web`) holds a :class:`HubFacade` and nothing else of the hub:
+no tier, no store, no bus. Every call that reads or writes storage is a coroutine that keeps the
+disk off the event loop. The embedded hub (:class:`feedmesh.hub.app.Hub`) is one implementation; a
+web process of a distributed deployment is another (the same calls over the shared state and the
+bus), so the web layer runs unchanged on either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import msgspec
+
+from feedmesh.clock import Clock
+from feedmesh.feeds.opml import OpmlOutline
+from feedmesh.hub.metrics import HubMetrics
+from feedmesh.store import Account, IngestedEntry, ReflectedItem, Subscription
+
+__all__ = ["FeedVersion", "HubFacade", "RecentArticle", "SourceView"]
+
+
+class SourceView(msgspec.Struct, frozen=True, kw_only=True):
+    """A source feed as an account follows it, with how its fetching goes."""
+
+    id: int
+    url: str
+    title: str
+    added_at: float
+    active: bool
+    last_outcome: str = ""
+    last_error: str = ""
+
+
+class FeedVersion(msgspec.Struct, frozen=True):
+    """What a private feed's validators are made of: its content version and when it changed."""
+
+    version: int
+    modified: float
+
+
+class RecentArticle(msgspec.Struct, frozen=True):
+    """A recently stored entry with its source's title and language, for the query preview."""
+
+    item: IngestedEntry
+    feed_url: str
+    feed_title: str
+    feed_language: str
+
+
+class HubFacade(Protocol):
+    clock: Clock
+    metrics: HubMetrics
+
+    # accounts
+    async def create_account(self, name: str) -> tuple[Account, str]: ...
+    async def authenticate(self, token: str) -> Account | None: ...
+    async def rotate_token(self, account_id: int) -> str: ...
+
+    # subscriptions: changes are applied by every tier before these return
+    async def subscriptions(self, account_id: int) -> list[Subscription]: ...
+    async def subscription(self, sub_id: int) -> Subscription | None: ...
+    async def count_subscriptions(self, account_id: int) -> int: ...
+
+    async def add_subscription(self, account_id: int, *, name: str, query: str,
+                               keep: int) -> Subscription: ...
+
+    async def change_subscription(self, sub: Subscription, *, name: str | None,
+                                  query: str | None, keep: int | None,
+                                  new_url: bool) -> Subscription: ...
+
+    async def remove_subscription(self, sub: Subscription) -> None: ...
+
+    # private feeds
+    def feed_token(self, sub: Subscription) -> str: ...
+
+    def read_feed_token(self, token: str) -> tuple[int, int] | None:
+        """``(sub_id, generation)`` of an authentic token spelled exactly as issued."""
+        ...
+
+    def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
+        """The feed's version, from memory (no disk: a reader's 304 costs nothing); None when
+        no feed is served at that subscription and generation."""
+        ...
+
+    async def feed_items(self, sub_id: int) -> list[ReflectedItem]:
+        """The entries a subscription's feed shows, newest first."""
+        ...
+
+    # source feeds
+    async def sources(self, account_id: int) -> list[SourceView]: ...
+
+    async def follow_sources(self, account_id: int,
+                             outlines: Sequence[OpmlOutline]) -> list[int]:
+        """Follow these feeds (added to the crawl when new, fetched soon); their feed ids, in
+        the order given."""
+        ...
+
+    async def unfollow_source(self, account_id: int, feed_id: int) -> bool: ...
+
+    # the rest
+    async def recent_articles(self, limit: int) -> list[RecentArticle]:
+        """The newest stored entries of every source, newest first."""
+        ...
+
+    async def stats(self) -> dict[str, object]:
+        """The figures ``/api/stats`` and ``feedmesh stats`` show."""
+        ...
