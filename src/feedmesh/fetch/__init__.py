@@ -1,8 +1,12 @@
-"""Polite HTTP for feeds: conditional GET, RFC 3229 deltas, bounded decoding, an address guard and
-per-host limits (:mod:`.client`), and the pure decisions a result implies for a feed (:mod:`.state`).
+"""Polite HTTP for feeds: conditional GET, RFC 3229 deltas, bounded decoding, an address guard
+and a cap on connections per host (:mod:`.client`), over a transport port (:mod:`.transport`:
+real sockets, or a function answering in-process), and the pure decisions a result implies for a
+feed (:mod:`.state`).
 
 Exceptions drawn from this package::
 
+    Exception
+     └── FetchFailure             a fetch failed (its outcome and a message naming the URL)
     OSError
      └── BlockedAddressError      the guard refused a destination (surfaces as FetchOutcome.BLOCKED)
     ValueError
@@ -22,16 +26,30 @@ from feedmesh.fetch.state import (
     next_fetch_state,
     not_a_feed,
 )
+from feedmesh.fetch.transport import (
+    AiohttpTransport,
+    FetchFailure,
+    HandlerResponse,
+    HandlerTransport,
+    Transport,
+    TransportRequest,
+)
 
 __all__ = [
     "AddressGuard",
+    "AiohttpTransport",
     "BackoffPolicy",
     "BlockedAddressError",
     "FeedFetchState",
+    "FetchFailure",
     "FetchRequest",
     "FetchSettings",
     "Fetcher",
+    "HandlerResponse",
+    "HandlerTransport",
     "StaticResolver",
+    "Transport",
+    "TransportRequest",
     "backoff_delay",
     "fetch_url",
     "next_fetch_state",

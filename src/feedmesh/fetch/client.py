@@ -10,6 +10,9 @@ people's servers owes them and itself.
   is the scheduler's decision), an honest User-Agent.
 * Typed: every call returns a :class:`FetchResult`; failures carry a :class:`FetchError` whose
   message says what, where and why. Nothing raises out of :meth:`Fetcher.fetch` but cancellation.
+* Transport-free: each hop goes through a :class:`~.transport.Transport` (real sockets by
+  default; a function answering in-process for tests and peers), so all of the above holds
+  whatever carries the bytes.
 
 What to *do* about a result (back off, deactivate, adopt a permanent redirect) is decided by the
 pure functions of :mod:`feedmesh.fetch.state`, not here.
@@ -22,17 +25,24 @@ import ipaddress
 import time
 from types import TracebackType
 
-import aiohttp
 import msgspec
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch.decode import DecodedTooLarge, DecodeError, make_decoder
-from feedmesh.fetch.guard import AddressGuard, BlockedAddressError, GuardedResolver
+from feedmesh.fetch.guard import AddressGuard, BlockedAddressError
 from feedmesh.fetch.hints import max_age_seconds, retry_after_seconds
 from feedmesh.fetch.hosts import HostConnections
 from feedmesh.fetch.settings import FetchSettings, user_agent
+from feedmesh.fetch.transport import (
+    AiohttpTransport,
+    FetchFailure,
+    Timeouts,
+    Transport,
+    TransportRequest,
+    TransportResponse,
+)
 from feedmesh.model import FetchError, FetchOutcome, FetchResult
 
 __all__ = ["FetchRequest", "Fetcher", "fetch_url"]
@@ -51,52 +61,32 @@ class FetchRequest(msgspec.Struct, frozen=True, omit_defaults=True):
     subscribers: int | None = None
 
 
-class _Failure(Exception):
-    def __init__(self, outcome: FetchOutcome, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.message = message
-        self.status = status
-
-
 class Fetcher:
-    """Fetches feeds politely. Use as ``async with Fetcher(settings) as fetcher``."""
+    """Fetches feeds politely. Use as ``async with Fetcher(settings) as fetcher``.
+
+    ``transport`` carries each hop (default: :class:`~.transport.AiohttpTransport` on real
+    sockets, whose DNS answers go through ``resolver`` when given, then the address guard)."""
 
     def __init__(self, settings: FetchSettings | None = None, *, clock: Clock | None = None,
-                 resolver: AbstractResolver | None = None) -> None:
+                 resolver: AbstractResolver | None = None,
+                 transport: Transport | None = None) -> None:
         self.settings = settings or FetchSettings()
         self.clock = clock or SystemClock()
         self.guard = AddressGuard(allow_all=self.settings.allow_private,
                                   allow_networks=self.settings.allow_networks)
         self.hosts = HostConnections(self.settings.per_host_connections)
-        self._resolver = resolver
-        self._session: aiohttp.ClientSession | None = None
+        self.transport = transport or AiohttpTransport(
+            self.guard, max_connections=self.settings.max_connections, resolver=resolver)
 
     async def __aenter__(self) -> Fetcher:
-        self._open()
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.close()
 
-    def _open(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            inner = self._resolver or aiohttp.ThreadedResolver()
-            connector = aiohttp.TCPConnector(
-                limit=self.settings.max_connections, limit_per_host=0,
-                resolver=GuardedResolver(inner, self.guard), ttl_dns_cache=300,
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
-                skip_auto_headers=("Accept-Encoding",),
-            )
-        return self._session
-
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.transport.close()
 
     async def fetch(self, request: FetchRequest | str) -> FetchResult:
         if isinstance(request, str):
@@ -106,7 +96,7 @@ class Fetcher:
         progress = _Progress()
         try:
             return await self._fetch(request, fetched_at, started, progress)
-        except _Failure as failure:
+        except FetchFailure as failure:
             return self._failed(request, fetched_at, started, progress, failure.outcome,
                                 failure.message, failure.status)
         except asyncio.CancelledError:
@@ -145,11 +135,11 @@ class Fetcher:
 
     def _check_url(self, url: URL) -> str:
         if url.scheme not in ("http", "https"):
-            raise _Failure(FetchOutcome.INVALID_URL,
-                           f"{url}: scheme {url.scheme or '(none)'!r} is not http or https")
+            raise FetchFailure(FetchOutcome.INVALID_URL,
+                               f"{url}: scheme {url.scheme or '(none)'!r} is not http or https")
         host = url.raw_host
         if not host:
-            raise _Failure(FetchOutcome.INVALID_URL, f"{url}: no host name")
+            raise FetchFailure(FetchOutcome.INVALID_URL, f"{url}: no host name")
         try:
             ipaddress.ip_address(host.strip("[]"))
         except ValueError:
@@ -158,18 +148,18 @@ class Fetcher:
         try:
             self.guard.check(host, host.strip("[]"))
         except BlockedAddressError as exc:
-            raise _Failure(FetchOutcome.BLOCKED, f"{url}: {exc}") from exc
+            raise FetchFailure(FetchOutcome.BLOCKED, f"{url}: {exc}") from exc
         return host
 
     async def _fetch(self, request: FetchRequest, fetched_at: float, started: float,
                      progress: _Progress) -> FetchResult:
-        session = self._open()
         settings = self.settings
         headers = self._headers(request)
         try:
             url = URL(request.url, encoded=False)
         except (ValueError, TypeError) as exc:
-            raise _Failure(FetchOutcome.INVALID_URL, f"{request.url!r} is not a URL: {exc}") from exc
+            raise FetchFailure(FetchOutcome.INVALID_URL,
+                               f"{request.url!r} is not a URL: {exc}") from exc
         visited = {str(url)}
         permanent = True
         deadline: float | None = None
@@ -180,11 +170,12 @@ class Fetcher:
                     deadline = time.perf_counter() + settings.total_timeout_s
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0:
-                    raise _Failure(FetchOutcome.TIMEOUT, f"{url}: total deadline of "
-                                   f"{settings.total_timeout_s:g} s passed during redirects")
-                timeout = aiohttp.ClientTimeout(total=remaining,
-                                                connect=min(settings.connect_timeout_s, remaining))
-                async with await self._send(session, url, headers, timeout) as response:
+                    raise FetchFailure(FetchOutcome.TIMEOUT, f"{url}: total deadline of "
+                                       f"{settings.total_timeout_s:g} s passed during redirects")
+                timeouts = Timeouts(total_s=remaining,
+                                    connect_s=min(settings.connect_timeout_s, remaining))
+                response = await self.transport.send(TransportRequest(url, headers), timeouts)
+                try:
                     status = response.status
                     if status in _REDIRECTS:
                         target = self._redirect_target(url, response, hop, visited)
@@ -196,64 +187,36 @@ class Fetcher:
                         continue
                     return await self._finish(request, response, url, fetched_at, started,
                                               progress, deadline)
-        raise _Failure(FetchOutcome.REDIRECT_ERROR,  # unreachable: _redirect_target raises first
-                       f"{request.url}: more than {settings.max_redirects} redirects")
+                finally:
+                    await response.release()
+        raise FetchFailure(FetchOutcome.REDIRECT_ERROR,  # unreachable: _redirect_target raises
+                           f"{request.url}: more than {settings.max_redirects} redirects")
 
-    async def _send(self, session: aiohttp.ClientSession, url: URL, headers: dict[str, str],
-                    timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
-        try:
-            return await session.get(url, headers=headers, allow_redirects=False, timeout=timeout)
-        except TimeoutError as exc:
-            raise _Failure(FetchOutcome.TIMEOUT,
-                           f"{url}: no response within {timeout.total:.3g} s") from exc
-        except aiohttp.ClientConnectorDNSError as exc:
-            cause = exc.os_error
-            if isinstance(cause, BlockedAddressError):
-                raise _Failure(FetchOutcome.BLOCKED, f"{url}: {cause}") from exc
-            raise _Failure(FetchOutcome.DNS_ERROR,
-                           f"{url}: cannot resolve host {url.host!r}: {cause.strerror or cause}"
-                           ) from exc
-        except aiohttp.ClientConnectorError as exc:
-            raise _Failure(FetchOutcome.CONNECTION_ERROR,
-                           f"{url}: cannot connect to {exc.host}:{exc.port}: "
-                           f"{exc.os_error.strerror or exc.os_error}") from exc
-        except aiohttp.InvalidURL as exc:
-            raise _Failure(FetchOutcome.INVALID_URL, f"{url}: invalid URL: {exc}") from exc
-        except aiohttp.ServerDisconnectedError as exc:
-            raise _Failure(FetchOutcome.PROTOCOL_ERROR,
-                           f"{url}: server closed the connection before answering") from exc
-        except aiohttp.ClientResponseError as exc:
-            raise _Failure(FetchOutcome.PROTOCOL_ERROR,
-                           f"{url}: malformed HTTP response: {exc.message}") from exc
-        except aiohttp.ClientError as exc:
-            raise _Failure(FetchOutcome.CONNECTION_ERROR,
-                           f"{url}: {type(exc).__name__}: {exc}") from exc
-
-    def _redirect_target(self, url: URL, response: aiohttp.ClientResponse, hop: int,
+    def _redirect_target(self, url: URL, response: TransportResponse, hop: int,
                          visited: set[str]) -> URL:
         location = response.headers.get("Location", "").strip()
         if not location:
-            raise _Failure(FetchOutcome.PROTOCOL_ERROR,
-                           f"{url}: {response.status} redirect without a Location header",
-                           response.status)
+            raise FetchFailure(FetchOutcome.PROTOCOL_ERROR,
+                               f"{url}: {response.status} redirect without a Location header",
+                               response.status)
         try:
             target = url.join(URL(location, encoded=False))
         except (ValueError, TypeError) as exc:
-            raise _Failure(FetchOutcome.REDIRECT_ERROR,
-                           f"{url}: redirect to an invalid URL {location!r}",
-                           response.status) from exc
+            raise FetchFailure(FetchOutcome.REDIRECT_ERROR,
+                               f"{url}: redirect to an invalid URL {location!r}",
+                               response.status) from exc
         if str(target) in visited:
-            raise _Failure(FetchOutcome.REDIRECT_ERROR,
-                           f"{url}: redirect loop back to {target} after {hop + 1} hop(s)",
-                           response.status)
+            raise FetchFailure(FetchOutcome.REDIRECT_ERROR,
+                               f"{url}: redirect loop back to {target} after {hop + 1} hop(s)",
+                               response.status)
         if hop + 1 > self.settings.max_redirects:
-            raise _Failure(FetchOutcome.REDIRECT_ERROR,
-                           f"{url}: more than {self.settings.max_redirects} redirects "
-                           f"(next: {target})", response.status)
+            raise FetchFailure(FetchOutcome.REDIRECT_ERROR,
+                               f"{url}: more than {self.settings.max_redirects} redirects "
+                               f"(next: {target})", response.status)
         visited.add(str(target))
         return target
 
-    async def _finish(self, request: FetchRequest, response: aiohttp.ClientResponse, url: URL,
+    async def _finish(self, request: FetchRequest, response: TransportResponse, url: URL,
                       fetched_at: float, started: float, progress: _Progress,
                       deadline: float) -> FetchResult:
         status = response.status
@@ -285,60 +248,56 @@ class Fetcher:
             retry_after_s=retry_after, max_age_s=max_age_seconds(headers, now), error=error,
         )
 
-    async def _read_body(self, response: aiohttp.ClientResponse, url: URL, progress: _Progress,
+    async def _read_body(self, response: TransportResponse, url: URL, progress: _Progress,
                          deadline: float) -> bytes:
         settings = self.settings
         declared = response.content_length
         if declared is not None and declared > settings.max_body_bytes:
-            raise _Failure(FetchOutcome.TOO_LARGE,
-                           f"{url}: Content-Length {declared} exceeds the {settings.max_body_bytes}"
-                           "-byte limit", response.status)
+            raise FetchFailure(FetchOutcome.TOO_LARGE,
+                               f"{url}: Content-Length {declared} exceeds the "
+                               f"{settings.max_body_bytes}-byte limit", response.status)
         try:
             decoder = make_decoder(response.headers.get("Content-Encoding", ""),
                                    settings.max_decoded_bytes)
         except DecodeError as exc:
-            raise _Failure(FetchOutcome.PROTOCOL_ERROR, f"{url}: {exc}", response.status) from exc
+            raise FetchFailure(FetchOutcome.PROTOCOL_ERROR, f"{url}: {exc}",
+                               response.status) from exc
         parts: list[bytes] = []
         try:
             async with asyncio.timeout(max(0.0, deadline - time.perf_counter())):
-                async for chunk in response.content.iter_chunked(64 * 1024):
+                async for chunk in response.chunks(64 * 1024):
                     progress.wire_bytes += len(chunk)
                     if progress.wire_bytes > settings.max_body_bytes:
-                        raise _Failure(FetchOutcome.TOO_LARGE,
-                                       f"{url}: body exceeds the {settings.max_body_bytes}-byte "
-                                       "limit (stopped reading)", response.status)
+                        raise FetchFailure(FetchOutcome.TOO_LARGE,
+                                           f"{url}: body exceeds the "
+                                           f"{settings.max_body_bytes}-byte limit (stopped "
+                                           "reading)", response.status)
                     parts.append(decoder.feed(chunk))
                 parts.append(decoder.finish())
         except TimeoutError as exc:
-            raise _Failure(FetchOutcome.TIMEOUT,
-                           f"{url}: body not complete within {settings.total_timeout_s:g} s "
-                           f"({progress.wire_bytes} bytes received)", response.status) from exc
+            raise FetchFailure(FetchOutcome.TIMEOUT,
+                               f"{url}: body not complete within {settings.total_timeout_s:g} s "
+                               f"({progress.wire_bytes} bytes received)", response.status) from exc
         except DecodedTooLarge as exc:
-            raise _Failure(FetchOutcome.TOO_LARGE,
-                           f"{url}: {exc} after inflating {progress.wire_bytes} compressed bytes "
-                           "(compression bomb?)", response.status) from exc
+            raise FetchFailure(FetchOutcome.TOO_LARGE,
+                               f"{url}: {exc} after inflating {progress.wire_bytes} compressed "
+                               "bytes (compression bomb?)", response.status) from exc
         except DecodeError as exc:
-            raise _Failure(FetchOutcome.PROTOCOL_ERROR, f"{url}: {exc}", response.status) from exc
-        except aiohttp.ClientPayloadError as exc:
-            raise _Failure(FetchOutcome.PROTOCOL_ERROR,
-                           f"{url}: body cut short or malformed: {exc}", response.status) from exc
-        except aiohttp.ClientError as exc:
-            raise _Failure(FetchOutcome.CONNECTION_ERROR,
-                           f"{url}: connection failed while reading the body: {exc}",
-                           response.status) from exc
+            raise FetchFailure(FetchOutcome.PROTOCOL_ERROR, f"{url}: {exc}",
+                               response.status) from exc
         return b"".join(parts)
 
-    async def _drain_small(self, response: aiohttp.ClientResponse, progress: _Progress) -> None:
+    async def _drain_small(self, response: TransportResponse, progress: _Progress) -> None:
         """Read a short error body so the connection can be reused; give up on long ones."""
         if response.content_length is not None and response.content_length <= 64 * 1024:
             try:
                 async with asyncio.timeout(1.0):
-                    data = await response.content.read(64 * 1024)
-                progress.wire_bytes += len(data)
+                    async for chunk in response.chunks(64 * 1024):
+                        progress.wire_bytes += len(chunk)
                 return
-            except (TimeoutError, aiohttp.ClientError):
+            except (TimeoutError, FetchFailure):
                 pass
-        response.close()
+        response.abort()
 
 
 class _Progress:
