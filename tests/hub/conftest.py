@@ -8,10 +8,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from feedmesh.commands.serve import running_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import FetchSettings, StaticResolver
-from feedmesh.commands.serve import running_hub
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.web import WebLimits
 

@@ -8,11 +8,10 @@ import threading
 from datetime import UTC, datetime
 
 import msgspec
-import pytest
 
 from feedmesh.fetch import FeedFetchState
 from feedmesh.model import Entry, FeedInfo
-from feedmesh.store import FeedUpdate, StoreError
+from feedmesh.store import FeedUpdate
 
 
 def entry(n: int, content: str = "") -> Entry:
@@ -56,7 +55,7 @@ def test_entries_round_trip(ingest):
     got = ingest.entries(feed.id)
     assert [g.entry for g in got] == [entry(2), entry(1)]
     assert ingest.recent_entries(1)[0].entry == entry(2)
-    assert [g.entry.key for g in ingest.entries_by_id([got[1].id])] == ["guid-1"]
+    assert [g.entry.key for g in ingest.entries_after(got[1].id - 1, 1)] == ["guid-1"]
 
 
 def test_pruning_keeps_what_the_document_still_holds(ingest_opener):
@@ -80,15 +79,6 @@ def test_removed_feed_update_is_ignored(ingest):
     assert ingest.apply([FeedUpdate(feed_id=feed.id, state=feed.state, seen_at=1.0,
                                    entries=(entry(1),))]) == []
     assert ingest.feeds() == []
-
-
-def test_set_active(ingest):
-    (feed,) = ingest.add_feeds(["http://a/1"], now=0.0)
-    ingest.set_active(feed.id, False, "410 Gone")
-    assert ingest.feeds(active_only=True) == []
-    assert ingest.feed(feed.id).state.inactive_reason == "410 Gone"
-    with pytest.raises(StoreError, match="no feed with id 999"):
-        ingest.set_active(999, True)
 
 
 def test_state_survives_restart(ingest_opener):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import msgspec
@@ -85,16 +84,6 @@ class CrawlStats(msgspec.Struct, kw_only=True):
 
     def add_error(self, kind: str) -> None:
         self.errors[kind] = self.errors.get(kind, 0) + 1
-
-    def merge(self, other: CrawlStats) -> None:
-        for field in self.__struct_fields__:
-            value = getattr(other, field)
-            if field == "errors":
-                merged = Counter(self.errors)
-                merged.update(value)
-                self.errors = dict(merged)
-            else:
-                setattr(self, field, getattr(self, field) + value)
 
 
 async def _pause(clock: Clock, seconds: float, stop: asyncio.Event | None) -> None:

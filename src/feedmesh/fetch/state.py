@@ -12,7 +12,8 @@ random number (for jitter; the caller owns the seeded RNG) and returns the new s
   ``cap_s``, and so does a document that is not a feed (:func:`not_a_feed`: an HTML page or
   garbage, found only once the body is parsed); 429/503 with Retry-After wait exactly as asked
   (either form), capped at ``retry_after_cap_s``, since a week-long Retry-After is far more often
-  a misconfiguration than a wish to be forgotten; Cache-Control max-age only lower-bounds the next fetch (``min_refresh_at``).
+  a misconfiguration than a wish to be forgotten; Cache-Control max-age only lower-bounds the
+  next fetch (``min_refresh_at``).
 """
 
 from __future__ import annotations

@@ -417,5 +417,6 @@ class Hub:
                 "entries_stored": await self._io.call(self.store.entry_count),
                 "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
                 "crawl_cycles": self.crawler.cycles,
-                "queues": {k: {"messages": m, "bytes": b} for k, (m, b) in self.bus.depths().items()},
+                "queues": {k: {"messages": m, "bytes": b}
+                           for k, (m, b) in self.bus.depths().items()},
                 "metrics": figures}

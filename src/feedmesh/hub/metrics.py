@@ -56,8 +56,6 @@ class HubMetrics:
             "Intra-hub latency: first seen by the crawler -> stored by the reflector",
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
             registry=r)
-        self.entries_held = Gauge("feedmesh_reflector_entries_held",
-                                  "Entries stored by the reflectors (one copy each)", registry=r)
         self.rows_held = Gauge("feedmesh_reflector_rows_held",
                                "(subscription, entry) pairs held by the reflectors", registry=r)
         self.memory = Gauge("feedmesh_process_memory_bytes", "Resident memory of this process",

@@ -120,16 +120,6 @@ class SQLiteStore:
         with self._file.write(f"removing feed {feed_id}") as db:
             db.execute("DELETE FROM feeds WHERE id = ?", (feed_id,))
 
-    def set_active(self, feed_id: int, active: bool, reason: str = "") -> None:
-        row = self.feed(feed_id)
-        if row is None:
-            raise StoreError(f"no feed with id {feed_id}")
-        state = msgspec.structs.replace(row.state, active=active, inactive_reason=reason,
-                                        errors=0 if active else row.state.errors, not_before=0.0)
-        with self._file.write(f"(de)activating feed {feed_id}") as db:
-            db.execute("UPDATE feeds SET active = ?, state = ? WHERE id = ?",
-                       (int(active), msgspec.msgpack.encode(state), feed_id))
-
     # -- ingest -----------------------------------------------------------------------------
 
     def apply(self, updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
@@ -200,8 +190,8 @@ class SQLiteStore:
     # -- reads ------------------------------------------------------------------------------
 
     def _entries(self, where: str, params: Sequence[object]) -> list[IngestedEntry]:
-        rows = self._file.read("SELECT id, feed_id, first_seen_at, data, changed_at > first_seen_at "
-                               f"FROM entries {where}", params)
+        rows = self._file.read("SELECT id, feed_id, first_seen_at, data, "
+                               f"changed_at > first_seen_at FROM entries {where}", params)
         return [IngestedEntry(id=r[0], feed_id=r[1], first_seen_at=r[2],
                               entry=_entry_decoder.decode(r[3]), updated=bool(r[4]))
                 for r in rows]
@@ -211,13 +201,6 @@ class SQLiteStore:
 
     def recent_entries(self, limit: int = 100) -> list[IngestedEntry]:
         return self._entries("ORDER BY id DESC LIMIT ?", (limit,))
-
-    def entries_by_id(self, ids: Sequence[int]) -> list[IngestedEntry]:
-        out: list[IngestedEntry] = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            out += self._entries(f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        return out
 
     def entries_after(self, after_id: int, limit: int = 500) -> list[IngestedEntry]:
         """Entries with ids above ``after_id``, oldest first (to replay what downstream missed)."""
@@ -238,8 +221,8 @@ class SQLiteStore:
     def all_postings(self, since: float = 0.0) -> dict[int, list[Posting]]:
         out: dict[int, list[Posting]] = defaultdict(list)
         for feed_id, seen, published, backlog in self._file.read(
-                                                                 "SELECT feed_id, first_seen_at, published, backlog FROM postings "
-                                                                 "WHERE first_seen_at >= ? ORDER BY feed_id, first_seen_at", (since,)):
+                "SELECT feed_id, first_seen_at, published, backlog FROM postings "
+                "WHERE first_seen_at >= ? ORDER BY feed_id, first_seen_at", (since,)):
             out[feed_id].append(Posting(seen, published, bool(backlog)))
         return dict(out)
 

@@ -142,7 +142,8 @@ class SQLiteHubState:
                             reflector=reflector, generation=0, created_at=now, changed_at=now)
 
     def subscription(self, sub_id: int) -> Subscription | None:
-        rows = self._file.read(f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE id = ?", (sub_id,))
+        rows = self._file.read(f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE id = ?",
+                               (sub_id,))
         return _sub(rows[0]) if rows else None
 
     def subscriptions(self, account_id: int | None = None) -> list[Subscription]:
@@ -232,13 +233,13 @@ class SQLiteHubState:
 
     def sources(self, account_id: int) -> list[tuple[int, str, float]]:
         return [(r[0], r[1], r[2]) for r in self._file.read(
-                                                            "SELECT feed_id, title, added_at FROM account_sources WHERE account_id = ? "
-                                                            "ORDER BY added_at, feed_id", (account_id,))]
+            "SELECT feed_id, title, added_at FROM account_sources WHERE account_id = ? "
+            "ORDER BY added_at, feed_id", (account_id,))]
 
     def followers(self) -> dict[int, int]:
         """Feed id -> number of accounts following it (the User-Agent's subscriber count)."""
         return {r[0]: r[1] for r in self._file.read(
-                                                    "SELECT feed_id, count(*) FROM account_sources GROUP BY feed_id")}
+            "SELECT feed_id, count(*) FROM account_sources GROUP BY feed_id")}
 
     def close(self) -> None:
         self._file.close()

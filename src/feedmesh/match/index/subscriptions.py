@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from feedmesh.match.article import Article, TokenizedArticle, article_from_entry, tokenize_article
+from feedmesh.match.index import snapshot
 from feedmesh.match.index.bulk import bulk_table
 from feedmesh.match.index.compiled import (
     CompiledIndex,
@@ -30,7 +31,6 @@ from feedmesh.match.index.compiled import (
     concat_tables,
     sorted_unique,
 )
-from feedmesh.match.index import snapshot
 from feedmesh.match.index.compiler import compile_query, sync_statistics
 from feedmesh.match.index.delta import DeltaIndex
 from feedmesh.match.index.kernels import BACKENDS, MatchScratch, default_backend, phrase_holds
