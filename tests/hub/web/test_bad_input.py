@@ -27,6 +27,26 @@ async def test_json_that_is_not_an_object(hub_env, ann, raw, kind):
     assert kind in error["message"]
 
 
+@pytest.mark.parametrize("raw, why", [
+    (b"[" * 20_000 + b"]" * 20_000, "nested too deeply"),
+    (b'{"query": "law", "keep": NaN}', "NaN is not a JSON number"),
+    (b'{"query": "law", "keep": -Infinity}', "-Infinity is not a JSON number"),
+    (b'{"query": "law", "query": "privacy"}', "the key 'query' appears twice"),
+])
+async def test_json_a_parser_could_read_two_ways_is_refused(hub_env, ann, raw, why):
+    status, body = await ann.call("POST", "/api/subscriptions", data=raw,
+                                  headers={"Content-Type": "application/json"})
+    assert why in assert_error(status, body, 400, "malformed_json")["message"]
+
+
+async def test_a_deeply_nested_sign_up_is_a_400_not_a_500(hub_env):
+    """Unauthenticated: the first request an attacker can send."""
+    status, body = await hub_env.anonymous.call(
+        "POST", "/api/accounts", data=b'{"name": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+        headers={"Content-Type": "application/json"})
+    assert "nested too deeply" in assert_error(status, body, 400, "malformed_json")["message"]
+
+
 async def test_body_that_is_not_utf8(hub_env, ann):
     status, body = await ann.call("POST", "/api/preview", data=b'{"query": "\xff\xfe"}',
                                   headers={"Content-Type": "application/json"})

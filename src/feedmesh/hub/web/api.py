@@ -40,6 +40,35 @@ def _path_id(raw: str) -> int | None:
     return None
 
 
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number (RFC 8259 has no NaN or Infinity)")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        found[key] = value
+    return found
+
+
+def decode_json_body(raw: bytes) -> Any:
+    """A request body as JSON, strictly: no NaN or Infinity, no key twice in an object (which
+    one would win differs between parsers), nesting only as deep as the parser's stack allows;
+    anything else is a 400 ``malformed_json`` saying why."""
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    except RecursionError as exc:
+        raise ApiError(400, "malformed_json", "request body is not valid JSON: it is nested "
+                       "too deeply") from exc
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}",
+                       position=exc.pos) from exc
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from exc
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, text=json.dumps(data), content_type="application/json")
 
@@ -115,12 +144,7 @@ class Api:
             raise ApiError(413, "body_too_large", f"request body is {len(raw)} bytes, over the "
                            f"{self.limits.max_body_bytes}-byte limit",
                            limit=self.limits.max_body_bytes)
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            position = getattr(exc, "pos", None)
-            raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}",
-                           position=position) from exc
+        data = decode_json_body(raw)
         if not isinstance(data, dict):
             raise ApiError(400, "malformed_json", "request body must be a JSON object, not "
                            f"{type(data).__name__}")
