@@ -3,7 +3,8 @@ network.
 
 By default every destination that is not a public unicast address is refused: loopback, private
 (RFC 1918, ULA), link-local (including the 169.254.169.254 cloud metadata service), CGNAT, multicast,
-reserved, unspecified, and IPv4-mapped forms of these. The check runs on the *resolved* addresses of
+reserved, unspecified, and the IPv6 forms that carry such an IPv4 address (IPv4-mapped, NAT64,
+6to4, Teredo). The check runs on the *resolved* addresses of
 every hop (the resolver below wraps aiohttp's), so neither a DNS name pointing at 10.0.0.1 nor a
 redirect to one gets through. Tests and the farm allow loopback explicitly with ``allow_networks``.
 """
@@ -36,6 +37,24 @@ class BlockedAddressError(OSError):
         self.reason = reason
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _wrapped_ipv4(ip: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+    """The IPv4 address an IPv6 one carries, and how: an IPv4-mapped address, NAT64's
+    well-known prefix, 6to4 (2002::/16) or Teredo (2001::/32, the client's address). A packet to
+    any of them can end up at that IPv4 address, so it is judged as that address."""
+    if ip.ipv4_mapped is not None:
+        return "mapped", ip.ipv4_mapped
+    if ip in _NAT64:
+        return "NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return "6to4", ip.sixtofour
+    if ip.teredo is not None:
+        return "Teredo", ip.teredo[1]
+    return None
+
+
 class AddressGuard:
     def __init__(self, *, allow_all: bool = False, allow_networks: Iterable[str] = ()) -> None:
         self.allow_all = allow_all
@@ -58,8 +77,17 @@ class AddressGuard:
 
     def _judge(self, address: str) -> str | None:
         ip: IPAddress = ipaddress.ip_address(address.split("%", 1)[0])
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
+        if isinstance(ip, ipaddress.IPv6Address):
+            wrapped = _wrapped_ipv4(ip)
+            if wrapped is not None:
+                form, inner = wrapped
+                reason = self._judge(str(inner))
+                if form == "mapped":
+                    return reason
+                if reason is not None:
+                    return f"{reason} ({form} {inner})"
+                if form == "NAT64":  # a public IPv4 address through a NAT64 gateway
+                    return None
         if any(ip.version == net.version and ip in net for net in self.allowed):
             return None
         if ip in _METADATA:
