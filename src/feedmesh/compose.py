@@ -13,6 +13,7 @@ settings, and nowhere else.
 from __future__ import annotations
 
 import functools
+import secrets
 from pathlib import Path
 
 from aiohttp.abc import AbstractResolver
@@ -22,11 +23,15 @@ from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch import Fetcher
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.store import IngestStore
+from feedmesh.store.key_file import read_or_create_key
 from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
-__all__ = ["embedded_hub", "open_ingest_store"]
+__all__ = ["FEED_SECRET_FILE", "embedded_hub", "open_ingest_store"]
+
+FEED_SECRET_FILE = "feed-secret.key"
+"""The key that signs private feed URLs, in the data folder, readable by its owner only."""
 
 
 def open_ingest_store(path: str | Path) -> IngestStore:
@@ -39,15 +44,17 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
                  resolver: AbstractResolver | None = None) -> Hub:
     """Every tier in this process on SQLite and the in-process bus.
 
-    Files in ``settings.data_dir``: ``feedmesh.db`` (the ingest store), ``hub.db`` (accounts,
-    subscriptions), ``reflector-<n>.db`` and their checkpoints, the filters' index snapshots and
-    the scheduler's snapshot. ``fetcher`` replaces the polite fetcher built from
+    Files in ``settings.data_dir`` (created 0700 when missing; the databases and the key are
+    created 0600): ``feedmesh.db`` (the ingest store), ``hub.db`` (accounts, subscriptions),
+    ``feed-secret.key`` (signs private feed URLs), ``reflector-<n>.db`` and their checkpoints,
+    the filters' index snapshots and the scheduler's snapshot. ``fetcher`` replaces the polite fetcher built from
     ``settings.fetch`` (tests give one with a fixed resolver); ``resolver`` is the DNS resolver
     of the one built here.
     """
     settings = settings or HubSettings()
     clock = clock or SystemClock()
     data = Path(settings.data_dir)
+    data.mkdir(mode=0o700, parents=True, exist_ok=True)
     state_path = data / "hub.db"
     opened: list = []
     try:
@@ -55,6 +62,9 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
         opened.append(ingest)
         state = SQLiteHubState(state_path)
         opened.append(state)
+        feed_secret = read_or_create_key(
+            data / FEED_SECRET_FILE, lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
+        state.forget_legacy_feed_secret()
         logs = []
         for n in range(settings.reflectors):
             logs.append(SQLiteReflectorLog(data / f"reflector-{n}.db"))
@@ -67,4 +77,4 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
                bus=MemoryBus(settings.bus_buffer_bytes),
                fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
                clock=clock, open_state=functools.partial(SQLiteHubState, state_path),
-               data_dir=data)
+               data_dir=data, feed_secret=feed_secret)

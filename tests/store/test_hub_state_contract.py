@@ -19,15 +19,6 @@ def test_api_tokens_authenticate_rotate_and_refuse_garbage(hub_state):
         assert hub_state.authenticate(bad) is None, bad
 
 
-def test_the_feed_secret_is_made_once_and_kept(hub_state_opener):
-    state = hub_state_opener()
-    secret = state.feed_secret()
-    state.close()
-    again = hub_state_opener()
-    assert again.feed_secret() == secret and len(secret) >= 32
-    again.close()
-
-
 def test_subscriptions_belong_to_their_account(hub_state):
     ann, _ = hub_state.create_account("ann", 1.0)
     bob, _ = hub_state.create_account("bob", 1.0)

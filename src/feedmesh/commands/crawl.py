@@ -57,6 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     setup_logging("warning")
+    os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     console = Console(stderr=True)
     try:
         return asyncio.run(_main(args, console))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import signal
 import time
@@ -49,6 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     setup_logging("warning")
+    os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     console = Console()
     # A demo starts from nothing each time, so what it shows is what a new user gets.
     shutil.rmtree(args.data, ignore_errors=True)

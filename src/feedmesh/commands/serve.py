@@ -99,6 +99,7 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
 
 def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
+    os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     try:
         return asyncio.run(_serve(args))
     except (OSError, OpmlError, ValueError) as exc:

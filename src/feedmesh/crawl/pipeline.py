@@ -26,6 +26,7 @@ import msgspec
 from feedmesh.clock import Clock
 from feedmesh.feeds import parse_feed
 from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest, next_fetch_state
+from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.state import not_a_feed
 from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult
 from feedmesh.store import FeedUpdate, IngestedEntry, IngestStore, StoreThread, document_hash
@@ -235,10 +236,11 @@ class Crawler:
         try:
             update, result = await self._crawl_one(feed_id, stats)
         except Exception as exc:  # a bug must cost one feed one fetch, nothing more
-            log.exception("crawl_failed feed=%s url=%s", feed_id, previous.url)
+            url = redact_credentials(previous.url)
+            log.exception("crawl_failed feed=%s url=%s", feed_id, url)
             stats.add_error("internal")
             error = FetchError(outcome=FetchOutcome.PROTOCOL_ERROR,
-                               message=f"{previous.url}: internal error: {exc!r}")
+                               message=f"{url}: internal error: {exc!r}")
             result = FetchResult(url=previous.url, outcome=FetchOutcome.PROTOCOL_ERROR,
                                  fetched_at=self.clock.now(), error=error)
             update = FeedUpdate(feed_id=feed_id, seen_at=result.fetched_at,
@@ -301,7 +303,8 @@ class Crawler:
         if not parsed.is_feed or (parsed.error is not None and parsed.error.kind == "forbidden"
                                   and not parsed.entries):
             stats.add_error(f"parse:{parsed.error.kind}")
-            state = not_a_feed(state, old, now, f"{old.url}: {parsed.error.message}",
+            state = not_a_feed(state, old, now,
+                               redact_credentials(f"{old.url}: {parsed.error.message}"),
                                self._rng.random(), self.settings.backoff)
             return FeedUpdate(feed_id=feed_id, state=state, seen_at=now)
         if parsed.error is not None:

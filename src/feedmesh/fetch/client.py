@@ -34,6 +34,7 @@ from feedmesh.fetch.decode import DecodedTooLarge, DecodeError, make_decoder
 from feedmesh.fetch.guard import AddressGuard, BlockedAddressError
 from feedmesh.fetch.hints import max_age_seconds, retry_after_seconds
 from feedmesh.fetch.hosts import HostConnections
+from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.settings import FetchSettings, user_agent
 from feedmesh.fetch.transport import (
     AiohttpTransport,
@@ -89,6 +90,15 @@ class Fetcher:
         await self.transport.close()
 
     async def fetch(self, request: FetchRequest | str) -> FetchResult:
+        result = await self._fetch_reporting(request)
+        if result.error is not None and "@" in result.error.message:
+            # The URL may carry credentials; a message is shown and logged: never them.
+            error = msgspec.structs.replace(
+                result.error, message=redact_credentials(result.error.message))
+            result = msgspec.structs.replace(result, error=error)
+        return result
+
+    async def _fetch_reporting(self, request: FetchRequest | str) -> FetchResult:
         if isinstance(request, str):
             request = FetchRequest(url=request)
         fetched_at = self.clock.now()

@@ -32,6 +32,7 @@ from feedmesh.clock import Clock
 from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.fetch import Fetcher, FetchSettings
+from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier
 from feedmesh.hub.facade import FeedVersion, RecentArticle, SourceView
 from feedmesh.hub.filter import FilterTier, StateOpener
@@ -110,7 +111,8 @@ class Hub:
 
     def __init__(self, settings: HubSettings, *, ingest: IngestStore, state: HubState,
                  reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
-                 clock: Clock, open_state: StateOpener, data_dir: Path) -> None:
+                 clock: Clock, open_state: StateOpener, data_dir: Path,
+                 feed_secret: bytes) -> None:
         if len(reflector_logs) != settings.reflectors:
             raise ValueError(f"{settings.reflectors} reflectors need as many logs, "
                              f"got {len(reflector_logs)}")
@@ -121,7 +123,7 @@ class Hub:
         self.state = state
         self.bus = bus
         self.fetcher = fetcher
-        self.tokens = FeedTokens(state.feed_secret())
+        self.tokens = FeedTokens(feed_secret)
         self._data = data_dir
         self._open_state = open_state
         self._io = StoreThread()  # the web layer's reads and writes, off the event loop
@@ -360,7 +362,7 @@ class Hub:
     def _source_view(self, feed_id: int, title: str, added_at: float) -> SourceView:
         state = self.crawler.fetch_state(feed_id)
         meta = self.crawler.feed_meta.get(feed_id)
-        return SourceView(id=feed_id, url=state.url if state else "",
+        return SourceView(id=feed_id, url=redact_credentials(state.url) if state else "",
                           title=(meta.title if meta else "") or title, added_at=added_at,
                           active=bool(state and state.active),
                           last_outcome=state.last_outcome if state else "",

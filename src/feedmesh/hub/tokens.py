@@ -1,8 +1,8 @@
 """Private feed URLs: a token that *is* an HMAC of the subscription it names.
 
 The reflector checks a token without a lookup table (a million subscriptions cost no memory), and a
-guessed token for another subscription fails the MAC. The key comes from the hub's state
-(:meth:`feedmesh.store.HubState.feed_secret`).
+guessed token for another subscription fails the MAC. The key is the composition root's to give:
+the embedded hub keeps it in a file of its own, 0600 (:mod:`feedmesh.store.key_file`).
 """
 
 from __future__ import annotations

@@ -176,10 +176,6 @@ class HubState(Protocol):
     """Accounts, subscriptions, follows and the subscription change log. See the module
     docstring for the guarantees."""
 
-    def feed_secret(self) -> bytes:
-        """The key private feed URLs are signed with (made once, at least 32 bytes)."""
-        ...
-
     # accounts
     def create_account(self, name: str, now: float) -> tuple[Account, str]:
         """The new account and its API token (``fm_<id>_<secret>``; only a hash is kept)."""

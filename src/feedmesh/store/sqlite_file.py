@@ -12,6 +12,7 @@ at a time (a lock guards it).
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,8 @@ class SQLiteFile:
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                # Readable by its owner only (SQLite gives its -wal and -shm files the same).
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
             self._writer = self._connect(foreign_keys)
             self._writer.executescript(schema)
             self._reader = (self._connect(foreign_keys) if self.path != ":memory:"
@@ -44,6 +47,8 @@ class SQLiteFile:
                 self._read_lock = self._write_lock
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {what} {self.path}: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot open {what} {self.path}: {exc.strerror or exc}") from exc
 
     def _connect(self, foreign_keys: bool) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)

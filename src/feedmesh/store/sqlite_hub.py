@@ -81,19 +81,17 @@ class SQLiteHubState:
     def __init__(self, path: str | Path) -> None:
         self._file = SQLiteFile(path, SCHEMA, what="hub database", foreign_keys=True)
         self.path = self._file.path
-        self._secret = self._load_secret()
 
-    def _load_secret(self) -> bytes:
-        with self._file.write("reading the feed secret") as db:
-            row = db.execute("SELECT value FROM meta WHERE key = 'feed_secret'").fetchone()
-            if row is not None:
-                return bytes(row[0])
-            secret = secrets.token_bytes(32)
-            db.execute("INSERT INTO meta VALUES ('feed_secret', ?)", (secret,))
-            return secret
+    def legacy_feed_secret(self) -> bytes | None:
+        """The feed-URL key as hubs before the key file kept it in this database (None: none),
+        so that moving it keeps every issued URL working."""
+        rows = self._file.read("SELECT value FROM meta WHERE key = 'feed_secret'")
+        return bytes(rows[0][0]) if rows else None
 
-    def feed_secret(self) -> bytes:
-        return self._secret
+    def forget_legacy_feed_secret(self) -> None:
+        """Delete the key from this database once it is kept in its own file."""
+        with self._file.write("moving the feed secret out of the hub database") as db:
+            db.execute("DELETE FROM meta WHERE key = 'feed_secret'")
 
     # -- accounts ---------------------------------------------------------------------------
 

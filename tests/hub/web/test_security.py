@@ -8,6 +8,7 @@ import struct
 
 import pytest
 
+from tests.eventually import eventually
 from tests.hub.web.conftest import assert_error, subscribe
 
 
@@ -185,3 +186,23 @@ async def test_a_feed_answers_at_one_spelling_of_its_token_only(hub_env, ann):
             base64.urlsafe_b64decode(token + "==")
         assert await _feed_status(hub_env, base + variant.replace("/", "%2F") + ".rss") == 404, \
             variant
+
+
+async def test_a_source_urls_password_is_never_shown(hub_env, ann):
+    """It is sent to the publisher (as Basic auth), and shown nowhere: not when added, not in
+    the source list or its last error, not in the OPML export."""
+    url = hub_env.farm.feed_url(0).replace("http://", "http://ann:hunter2@") + "-missing"
+    status, body = await ann.call("POST", "/api/sources", {"url": url})
+    assert status == 201, body
+    assert "hunter2" not in str(body) and "ann:***@" in body["source"]["url"]
+
+    async def failed() -> dict | None:
+        _, listed = await ann.call("GET", "/api/sources")
+        mine = listed["sources"][0]
+        return mine if mine["last_error"] else None
+
+    source = await eventually(failed, timeout=60.0)
+    assert "hunter2" not in str(source), source
+    assert "ann:***@" in source["url"] and "ann:***@" in source["last_error"]
+    status, opml = await ann.call("GET", "/api/opml")
+    assert status == 200 and "hunter2" not in opml and "ann:***@" in opml

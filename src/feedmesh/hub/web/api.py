@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from feedmesh.feeds.opml import OpmlError, OpmlOutline, parse_opml, render_opml
+from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.facade import HubFacade, SourceView
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
@@ -269,7 +270,8 @@ class Api:
                            f"{self.limits.max_sources_per_account} source feeds (you follow "
                            f"{have}, this adds {len(outlines)})")
         ids = await self.hub.follow_sources(account.id, outlines)
-        return [{"id": fid, "url": o.url, "title": o.title} for fid, o in zip(ids, outlines)]
+        return [{"id": fid, "url": redact_credentials(o.url), "title": o.title}
+                for fid, o in zip(ids, outlines, strict=True)]
 
     def _source_json(self, source: SourceView) -> dict[str, Any]:
         return {"id": source.id, "url": source.url, "title": source.title,

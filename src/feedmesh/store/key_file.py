@@ -1,0 +1,47 @@
+"""A secret kept in a file of its own, readable by its owner only (0600).
+
+The key that signs private feed URLs is such a secret: whoever reads it can mint a working URL for
+any subscription. It used to sit in ``hub.db`` beside data that is far less sensitive (and is
+backed up, copied and inspected far more freely); now it lives in its own file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from feedmesh.store.ports import StoreError
+
+__all__ = ["MIN_KEY_BYTES", "read_or_create_key"]
+
+MIN_KEY_BYTES = 32
+
+
+def read_or_create_key(path: str | Path, initial: Callable[[], bytes]) -> bytes:
+    """The key in ``path``; when there is none, ``initial()`` written there first (created
+    0600, all at once: a crash leaves no file or the whole key)."""
+    path = Path(path)
+    if not path.exists():
+        key = initial()
+        if len(key) < MIN_KEY_BYTES:
+            raise StoreError(f"a key needs at least {MIN_KEY_BYTES} bytes, got {len(key)}")
+        temporary = path.with_name(f".{path.name}.tmp")
+        try:
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "wb") as f:
+                f.write(key)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, path)
+        except OSError as exc:
+            raise StoreError(f"cannot write the key file {path}: {exc.strerror or exc}") from exc
+    try:
+        key = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"cannot read the key file {path}: {exc.strerror or exc}") from exc
+    if len(key) < MIN_KEY_BYTES:
+        raise StoreError(f"the key file {path} holds {len(key)} bytes, fewer than the "
+                         f"{MIN_KEY_BYTES} a key needs: restore it from a backup (a new key "
+                         "would invalidate every private feed URL)")
+    return key
