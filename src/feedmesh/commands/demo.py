@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import fcntl
 import os
 import shutil
 import signal
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -43,21 +48,70 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", type=float, default=20.0, help="seconds between crawls")
     parser.add_argument("--port", type=int, default=8080, help="web port of the hub")
     parser.add_argument("--data", default="var/demo",
-                        help="directory of the SQLite files (emptied when the demo starts)")
+                        help="the demo's own folder (default var/demo): created and marked as "
+                             "the demo's, emptied at each start; a folder holding anything else "
+                             "is refused")
     parser.add_argument("--seconds", type=float, default=0.0,
                         help="stop after this many seconds (0: run until Ctrl-C)")
+
+
+MARK = ".feedmesh-demo"
+"""The file that marks a folder as the demo's own (and, locked, as in use by a running demo)."""
+
+
+class DemoFolderError(Exception):
+    """The demo's folder cannot be used (someone else's files, or a demo running on it)."""
+
+
+@contextlib.contextmanager
+def demo_folder(path: Path) -> Iterator[Path]:
+    """``path`` emptied for a demo that starts from nothing, and held while it runs.
+
+    Only a folder the demo made (it holds the mark) is ever emptied, and never while another
+    demo holds it; a folder with anything else in it is refused."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found = sorted(p.name for p in path.iterdir())
+    except OSError as exc:
+        raise DemoFolderError(f"cannot use {path}: {exc.strerror or exc}") from exc
+    if found and MARK not in found:
+        raise DemoFolderError(
+            f"{path} holds files the demo did not put there ({len(found)}, e.g. {found[0]!r}); "
+            "the demo empties its folder at each start, so give --data a new or empty folder")
+    descriptor = os.open(path / MARK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise DemoFolderError(f"another feedmesh demo is running on {path}; stop it or "
+                                  "give --data another folder") from exc
+        # Ours, and nobody runs on it: start from nothing, so what it shows is what a new
+        # user gets.
+        for entry in path.iterdir():
+            if entry.name == MARK:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        yield path
+    finally:
+        os.close(descriptor)  # and with it the lock
 
 
 def run(args: argparse.Namespace) -> int:
     setup_logging("warning")
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     console = Console()
-    # A demo starts from nothing each time, so what it shows is what a new user gets.
-    shutil.rmtree(args.data, ignore_errors=True)
-    console.print(f"starting a farm of {args.feeds} synthetic feeds on loopback "
-                  f"(clock x{args.speed:g})...")
-    with FarmProcess(FarmConfig(feeds=args.feeds, seed=1, speed=args.speed)) as farm:
-        return asyncio.run(_demo(args, farm, console))
+    try:
+        with demo_folder(Path(args.data)):
+            console.print(f"starting a farm of {args.feeds} synthetic feeds on loopback "
+                          f"(clock x{args.speed:g})...")
+            with FarmProcess(FarmConfig(feeds=args.feeds, seed=1, speed=args.speed)) as farm:
+                return asyncio.run(_demo(args, farm, console))
+    except (DemoFolderError, OSError) as exc:  # a busy port is an OSError too
+        print(f"feedmesh demo: {exc}", file=sys.stderr)
+        return 2
 
 
 async def _demo(args: argparse.Namespace, farm: FarmProcess, console: Console) -> int:
