@@ -22,7 +22,7 @@ from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch import Fetcher
 from feedmesh.hub.app import Hub, HubSettings
-from feedmesh.store import IngestStore
+from feedmesh.store import IngestStore, storage_error
 from feedmesh.store.key_file import read_or_create_key
 from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
@@ -54,7 +54,11 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
     settings = settings or HubSettings()
     clock = clock or SystemClock()
     data = Path(settings.data_dir)
-    data.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        data.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise storage_error(f"cannot create the data folder {data}: {exc.strerror or exc}",
+                            exc) from exc
     state_path = data / "hub.db"
     opened: list = []
     try:

@@ -11,7 +11,7 @@ import logging
 import sys
 import time
 
-__all__ = ["LogfmtFormatter", "setup_logging"]
+__all__ = ["LogfmtFormatter", "Throttled", "setup_logging"]
 
 
 class LogfmtFormatter(logging.Formatter):
@@ -31,3 +31,28 @@ def setup_logging(level: str = "info", stream=None) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+
+
+class Throttled:
+    """Logs an event at most once every ``every_s`` seconds per key, adding to the next line
+    it logs how many were held back (``suppressed=N``): a full disk fails every write, and one
+    line a minute says so as well as a thousand."""
+
+    def __init__(self, logger: logging.Logger, every_s: float = 60.0) -> None:
+        self.logger = logger
+        self.every_s = every_s
+        self._last: dict[str, tuple[float, int]] = {}
+
+    def log(self, level: int, key: str, message: str, *args: object) -> bool:
+        """Log unless ``key`` was logged less than ``every_s`` ago; True when logged."""
+        now = time.monotonic()
+        last, held = self._last.get(key, (-float("inf"), 0))
+        if now - last < self.every_s:
+            self._last[key] = (last, held + 1)
+            return False
+        if held:
+            message += " suppressed=%d"
+            args = (*args, held)
+        self.logger.log(level, message, *args)
+        self._last[key] = (now, 0)
+        return True

@@ -34,7 +34,7 @@ from feedmesh.fetch import FetchSettings
 from feedmesh.hub.app import HubSettings
 from feedmesh.hub.facade import HubFacade
 from feedmesh.logs import setup_logging
-from feedmesh.store import Subscription
+from feedmesh.store import StoreError, Subscription
 
 __all__ = ["configure", "run"]
 
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                           f"(clock x{args.speed:g})...")
             with FarmProcess(FarmConfig(feeds=args.feeds, seed=1, speed=args.speed)) as farm:
                 return asyncio.run(_demo(args, farm, console))
-    except (DemoFolderError, OSError) as exc:  # a busy port is an OSError too
+    except (DemoFolderError, OSError, StoreError) as exc:  # a busy port is an OSError too
         print(f"feedmesh demo: {exc}", file=sys.stderr)
         return 2
 

@@ -24,6 +24,7 @@ from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
 from feedmesh.memory import release_memory
 from feedmesh.schedule import POLICY_NAMES, SchedulerSettings
+from feedmesh.store import StoreError
 
 __all__ = ["configure", "run", "running_hub", "settings_from"]
 
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     try:
         return asyncio.run(_serve(args))
-    except (OSError, OpmlError, ValueError) as exc:
+    except (OSError, OpmlError, ValueError, StoreError) as exc:
         print(f"feedmesh serve: {exc}", file=sys.stderr)
         return 2
 

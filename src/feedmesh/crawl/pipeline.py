@@ -28,12 +28,14 @@ from feedmesh.feeds import parse_feed
 from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest, next_fetch_state
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.state import not_a_feed
+from feedmesh.logs import Throttled
 from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult
 from feedmesh.store import FeedUpdate, IngestedEntry, IngestStore, StoreThread, document_hash
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "FeedOutcome"]
 
 log = logging.getLogger("feedmesh.crawl")
+_commit_log = Throttled(log)
 OnIngested = Callable[[list[IngestedEntry]], Awaitable[None]]
 _encoder = msgspec.msgpack.Encoder()
 
@@ -351,7 +353,9 @@ class Crawler:
         except Exception as exc:
             # Nothing of this batch is stored: forget what its fetches taught us too (their
             # validators would hide the uncommitted entries behind 304s), and tell each caller.
-            log.error("commit_failed feeds=%d error=%r", len(batch), exc)
+            _commit_log.log(logging.ERROR, type(exc).__name__,
+                            "commit_failed feeds=%d error=%s; their fetches are forgotten and "
+                            "made again", len(batch), exc)
             for pending in batch:
                 self.states[pending.update.feed_id] = pending.previous
                 pending.stats.add_error("store")

@@ -14,10 +14,12 @@ import logging
 
 from feedmesh.bus import Delivery
 from feedmesh.hub.messages import HubMessage, decode
+from feedmesh.logs import Throttled
 
 __all__ = ["MAX_DELIVERIES", "decoded", "retry_later"]
 
 log = logging.getLogger("feedmesh.hub")
+_retry_log = Throttled(log)
 
 MAX_DELIVERIES = 5
 RETRY_BASE_S = 0.5
@@ -44,6 +46,7 @@ async def retry_later(delivery: Delivery, tier: str, error: BaseException) -> No
         await delivery.ack()
         return
     delay = min(RETRY_CAP_S, RETRY_BASE_S * 2.0 ** delivery.redeliveries)
-    log.warning("message_retry tier=%s subject=%s seq=%d attempt=%d retry_in_s=%.1f error=%s",
-                tier, delivery.subject, delivery.seq, attempt, delay, error)
+    _retry_log.log(logging.WARNING, f"{tier}:{type(error).__name__}",
+                   "message_retry tier=%s subject=%s seq=%d attempt=%d retry_in_s=%.1f error=%s",
+                   tier, delivery.subject, delivery.seq, attempt, delay, error)
     await delivery.nak(delay_s=delay)

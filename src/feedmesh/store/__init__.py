@@ -7,7 +7,9 @@ nowhere else. A PostgreSQL implementation of the same ports is the distributed d
 Exceptions drawn from this package::
 
     Exception
-     └── StoreError    a storage operation failed (names the store, the operation, the cause)
+     └── StoreError                a storage operation failed (the store, the operation, the cause)
+          ├── StorageFullError     the disk or the database's size limit is full
+          └── StorageReadOnlyError the storage refuses writes
 """
 
 from feedmesh.store.dedup import classify_entries, document_hash
@@ -21,8 +23,11 @@ from feedmesh.store.ports import (
     Posting,
     ReflectedItem,
     ReflectorLog,
+    StorageFullError,
+    StorageReadOnlyError,
     StoreError,
     Subscription,
+    storage_error,
 )
 from feedmesh.store.runner import StoreThread
 
@@ -36,9 +41,12 @@ __all__ = [
     "Posting",
     "ReflectedItem",
     "ReflectorLog",
+    "StorageFullError",
+    "StorageReadOnlyError",
     "StoreError",
     "StoreThread",
     "Subscription",
     "classify_entries",
     "document_hash",
+    "storage_error",
 ]

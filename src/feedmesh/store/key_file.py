@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from feedmesh.store.ports import StoreError
+from feedmesh.store.ports import StoreError, storage_error
 
 __all__ = ["MIN_KEY_BYTES", "read_or_create_key"]
 
@@ -35,7 +35,8 @@ def read_or_create_key(path: str | Path, initial: Callable[[], bytes]) -> bytes:
                 os.fsync(f.fileno())
             os.replace(temporary, path)
         except OSError as exc:
-            raise StoreError(f"cannot write the key file {path}: {exc.strerror or exc}") from exc
+            raise storage_error(f"cannot write the key file {path}: {exc.strerror or exc}",
+                                exc) from exc
     try:
         key = path.read_bytes()
     except OSError as exc:

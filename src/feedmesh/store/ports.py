@@ -33,11 +33,14 @@ same contract suite (``tests/store/``).
     the checkpoint is replaced atomically (a crash leaves the old one or the new one).
 
 Exceptions: every port raises :class:`StoreError` (a message naming the store, the operation and
-the cause; the cause chained), never the driver's own exceptions. A full disk is a StoreError too.
+the cause; the cause chained), never the driver's own exceptions; a full disk is a
+:class:`StorageFullError`, a storage that refuses writes a :class:`StorageReadOnlyError`, so that
+callers can answer each for what it is (the web layer: 503 ``storage_full``).
 """
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
@@ -57,13 +60,42 @@ __all__ = [
     "Posting",
     "ReflectedItem",
     "ReflectorLog",
+    "StorageFullError",
+    "StorageReadOnlyError",
     "StoreError",
     "Subscription",
+    "storage_error",
 ]
 
 
 class StoreError(Exception):
     """A storage operation failed (the message names the operation and the cause)."""
+
+
+class StorageFullError(StoreError):
+    """The disk, or the database's size limit, is full: nothing of the operation was written."""
+
+
+class StorageReadOnlyError(StoreError):
+    """The storage refuses to be written (a read-only folder, file or file system)."""
+
+
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+_READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def storage_error(message: str, cause: BaseException | None = None, *, full: bool = False,
+                  read_only: bool = False) -> StoreError:
+    """The :class:`StoreError` for a failure: full or read-only when the caller says so or the
+    cause is an OSError that says so (its errno), else a plain one."""
+    if isinstance(cause, OSError):
+        full = full or cause.errno in _FULL_ERRNOS
+        read_only = read_only or cause.errno in _READ_ONLY_ERRNOS
+    if full:
+        return StorageFullError(message)
+    if read_only:
+        return StorageReadOnlyError(message)
+    return StoreError(message)
 
 
 class FeedRow(msgspec.Struct, frozen=True, kw_only=True):

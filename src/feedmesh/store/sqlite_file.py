@@ -19,9 +19,19 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from feedmesh.store.ports import StoreError
+from feedmesh.store.ports import StoreError, storage_error
 
 __all__ = ["SQLiteFile"]
+
+_FULL = {sqlite3.SQLITE_FULL}
+_READ_ONLY = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN}
+
+
+def _sqlite_error(message: str, exc: sqlite3.Error) -> StoreError:
+    """The StoreError for a SQLite failure: full (SQLITE_FULL: the disk, or the database's page
+    limit), read-only, or plain; extended result codes keep their primary code in the low byte."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    return storage_error(message, full=code in _FULL, read_only=code in _READ_ONLY)
 
 
 class SQLiteFile:
@@ -46,9 +56,10 @@ class SQLiteFile:
             if self._reader is self._writer:
                 self._read_lock = self._write_lock
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open {what} {self.path}: {exc}") from exc
+            raise _sqlite_error(f"cannot open {what} {self.path}: {exc}", exc) from exc
         except OSError as exc:
-            raise StoreError(f"cannot open {what} {self.path}: {exc.strerror or exc}") from exc
+            raise storage_error(f"cannot open {what} {self.path}: {exc.strerror or exc}",
+                                exc) from exc
 
     def _connect(self, foreign_keys: bool) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -73,7 +84,7 @@ class SQLiteFile:
                     raise
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise StoreError(f"{doing} failed in {self.path}: {exc}") from exc
+                raise _sqlite_error(f"{doing} failed in {self.path}: {exc}", exc) from exc
 
     def read(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         """All rows of a query, from the last committed state."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from feedmesh.store.ports import ReflectedItem, StoreError
+from feedmesh.store.ports import ReflectedItem, StoreError, storage_error
 from feedmesh.store.sqlite_file import SQLiteFile
 
 __all__ = ["SQLiteReflectorLog"]
@@ -79,8 +79,8 @@ class SQLiteReflectorLog:
                 os.fsync(f.fileno())
             os.replace(temporary, self.checkpoint_path)
         except OSError as exc:
-            raise StoreError(f"writing the checkpoint {self.checkpoint_path} failed: "
-                             f"{exc}") from exc
+            raise storage_error(f"writing the checkpoint {self.checkpoint_path} failed: "
+                                f"{exc}", exc) from exc
 
     def truncate_log(self, upto_seq: int, limit: int = 500) -> int:
         with self._file.write("truncating the match log") as db:

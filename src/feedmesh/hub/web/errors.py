@@ -12,9 +12,14 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from feedmesh.logs import Throttled
+from feedmesh.store import StorageFullError, StoreError
+
 __all__ = ["MAX_REQUEST_BYTES", "ApiError", "error_middleware", "error_response"]
 
 log = logging.getLogger("feedmesh.hub.web")
+_storage_log = Throttled(log)
+STORAGE_RETRY_S = 60
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 MAX_REQUEST_BYTES = web.AppKey("max_request_bytes", int)
@@ -50,6 +55,21 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except ApiError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.headers, **exc.detail)
+    except StorageFullError as exc:
+        # One line a minute, no traceback: the disk is full, not the code broken. Reads go on.
+        _storage_log.log(logging.ERROR, "full", "storage_full method=%s path=%s error=%s",
+                         request.method, request.path, exc)
+        return error_response(503, "storage_full", "the hub cannot save changes now: its "
+                              "storage is full. Reading works; retry later.",
+                              {"Retry-After": str(STORAGE_RETRY_S)},
+                              retry_after_s=STORAGE_RETRY_S)
+    except StoreError as exc:
+        _storage_log.log(logging.ERROR, type(exc).__name__,
+                         "storage_failed method=%s path=%s error=%s", request.method,
+                         request.path, exc)
+        return error_response(503, "storage_unavailable", "the hub cannot reach its storage "
+                              "now; retry later.", {"Retry-After": str(STORAGE_RETRY_S)},
+                              retry_after_s=STORAGE_RETRY_S)
     except web.HTTPRequestEntityTooLarge:
         # aiohttp refused the body at its transport cap (the app's client_max_size).
         limit = request.app.get(MAX_REQUEST_BYTES)

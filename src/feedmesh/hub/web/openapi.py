@@ -31,6 +31,7 @@ _ERRORS = {str(code): _answer(text, _ref("Error")) for code, text in (
     (413, "Body too large"),
     (415, "Body is not JSON"),
     (429, "Rate limited; see Retry-After"),
+    (503, "Storage full or unavailable (storage_full, storage_unavailable); see Retry-After"),
 )}
 _LIMIT = {"403": _answer("A per-account limit is reached", _ref("Error"))}
 
