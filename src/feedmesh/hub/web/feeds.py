@@ -102,7 +102,7 @@ class FeedServer:
         info = FeedInfo(title=f"feedmesh: {title}", link=f"{self.base_url}/",
                         description=f"Articles matching {sub.query if sub else ''!s}",
                         self_link=self.urls(token)[_ext(fmt)], ttl_minutes=15)
-        entries = [_published_entry(item) for item in items]
+        entries = [published_entry(item) for item in items]
         sources = [(item.feed_title or item.feed_url, item.feed_url) for item in items]
         return render_feed(info, entries, fmt, source_titles=sources)
 
@@ -111,17 +111,18 @@ def _ext(fmt: str) -> str:
     return next(ext for ext, f in EXTENSIONS.items() if f == fmt)
 
 
-def _published_entry(item: ReflectedItem) -> Entry:
+def published_entry(item: ReflectedItem) -> Entry:
     """The entry as our feed publishes it: a stable id of our own (the source's guid is only
-    unique within its feed), the source's link, and a date never in the future."""
+    unique within its feed), the source's link, and dates never later than when we first saw
+    it (a future-dated entry would sit on top of every reader's list for ever, and it would
+    push the feed's own ``updated`` / ``date_modified`` into the future with it)."""
     entry = item.entry
     seen = datetime.fromtimestamp(item.first_seen_at, UTC)
-    published = entry.published or entry.updated or seen
-    if published > seen:  # future-dated entries would sit on top for ever: clamp to first seen
-        published = seen
+    published = min(entry.published or entry.updated or seen, seen)
+    updated = min(entry.updated, seen) if entry.updated is not None else None
     return Entry(key=f"tag:feedmesh,2026:entry-{item.entry_id}",
                  guid=f"tag:feedmesh,2026:entry-{item.entry_id}", title=entry.title,
-                 link=entry.link, published=published, updated=entry.updated, authors=entry.authors,
+                 link=entry.link, published=published, updated=updated, authors=entry.authors,
                  summary=entry.summary, categories=entry.categories, language=entry.language,
                  enclosures=entry.enclosures)
 
