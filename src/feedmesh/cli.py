@@ -12,7 +12,9 @@ import argparse
 import importlib
 import sys
 
-__all__ = ["main"]
+from feedmesh import __version__
+
+__all__ = ["COMMANDS", "HelpWithDefaults", "build_parser", "main"]
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -27,15 +29,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class HelpWithDefaults(argparse.HelpFormatter):
+    """Every flag's help ends with its default, unless it says it already or has none worth
+    saying (off, nothing)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("default" in text.lower() or default in (None, False, [], "", argparse.SUPPRESS)
+                or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="feedmesh",
         description="Follow the web's feeds at scale, politely.",
+        formatter_class=HelpWithDefaults,
     )
+    parser.add_argument("--version", action="version", version=f"feedmesh {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (module, help_text) in COMMANDS.items():
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        command_parser = sub.add_parser(name, help=help_text, description=help_text,
+                                        formatter_class=HelpWithDefaults)
         command_parser.set_defaults(_module=module)
     return parser
 

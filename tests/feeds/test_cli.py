@@ -70,7 +70,19 @@ def test_forbidden_document_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_missing_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, document, err = run(capsys, str(tmp_path / "nope.xml"))
     assert status == 1 and document is None
-    assert "cannot read" in err and "nope.xml" in err
+    assert "is neither a file nor an http(s) URL" in err and "nope.xml" in err
+
+
+def test_a_url_without_its_scheme_is_named_as_such(capsys: pytest.CaptureFixture[str]) -> None:
+    status, document, err = run(capsys, "example.org/feed.xml")
+    assert status == 1 and document is None
+    assert err.strip() == ("feedmesh parse: 'example.org/feed.xml' is neither a file nor an "
+                           "http(s) URL (a URL starts with http:// or https://)")
+
+
+def test_an_unreadable_file_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, str(tmp_path))  # a folder: it exists, and cannot be read
+    assert status == 1 and "cannot read" in err and "directory" in err.lower()
 
 
 class _FeedServer(BaseHTTPRequestHandler):
@@ -115,7 +127,8 @@ def test_url_on_a_private_address_is_refused_by_default(
     pytest.importorskip("feedmesh.fetch", reason="the fetch package is not in this build")
     status, document, err = run(capsys, f"{server}/blog/feed.xml")
     assert status == 1 and document is None
-    assert "could not fetch" in err
+    assert "could not fetch" in err and "loopback address" in err
+    assert "--allow-network CIDR" in err and "allow_networks" not in err  # the flag, not Python
 
 
 def test_url_that_fails_exits_1(server: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -39,3 +39,18 @@ def test_check_needs_an_expression(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["query", "check"])
     assert exited.value.code == 2
+
+
+def test_check_json_for_programs(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert main(["query", "check", "--json", "e-mail (spam OR scam)"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["valid"] and answer["normalized"] == "e-mail AND (scam OR spam)"
+    assert answer["conjunctions"][0] == '"e mail" AND scam' and len(answer["conjunctions"]) == 4
+    assert main(["query", "check", "--json", "internet laws (privacy OR security"]) == 2
+    out, err = capsys.readouterr()
+    answer = json.loads(out)
+    assert err == "" and not answer["valid"]
+    assert answer["error"]["position"] == 14 and answer["error"]["message"] == \
+        "unbalanced parenthesis" and answer["error"]["hint"]

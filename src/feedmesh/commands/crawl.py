@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -19,7 +20,9 @@ from feedmesh.compose import open_ingest_store
 from feedmesh.crawl.pipeline import Crawler, CrawlSettings, CrawlStats
 from feedmesh.feeds.opml import OpmlError, OpmlResult, parse_opml
 from feedmesh.fetch import Fetcher, FetchSettings
+from feedmesh.fetch.redact import redact_credentials
 from feedmesh.logs import setup_logging
+from feedmesh.model import FetchOutcome
 from feedmesh.store import StoreError
 
 __all__ = ["configure", "run"]
@@ -50,8 +53,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help=f"SQLite file (default $FEEDMESH_DB or {DEFAULT_DB})")
     parser.add_argument("--interval", type=float, default=900.0,
                         help="seconds between cycles without --once (Cobra: 15 minutes)")
-    parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument("--concurrency", type=int, default=200,
+                        help="fetches in flight at once, over every host")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true",
+                        help="at the end, print one JSON object on standard output: the last "
+                             "cycle's figures and every feed that failed, with why")
     add_fetch_arguments(parser)
 
 
@@ -83,7 +90,8 @@ async def load_opml(source: str, settings: FetchSettings) -> OpmlResult:
         async with Fetcher(roomy) as fetcher:
             result = await fetcher.fetch(source)
         if not result.ok:
-            raise OpmlError(f"cannot fetch the OPML list: {result.error.message}")
+            hint = BLOCKED_HINT if result.outcome == FetchOutcome.BLOCKED else ""
+            raise OpmlError(f"cannot fetch the OPML list: {result.error.message}{hint}")
         data = result.body
     else:
         try:
@@ -114,6 +122,10 @@ async def _main(args: argparse.Namespace, console: Console) -> int:
                 cycle += 1
                 stats = await _cycle(crawler, ids, console, args.quiet, cycle)
                 console.print(summary_table(stats, f"cycle {cycle}"))
+                failed = failures(crawler)
+                if failed:
+                    console.print(failure_table(failed, f"cycle {cycle}: {len(failed)} feeds "
+                                                        "failed"))
                 if args.once or stop.is_set():
                     break
                 try:
@@ -121,10 +133,38 @@ async def _main(args: argparse.Namespace, console: Console) -> int:
                     break
                 except TimeoutError:
                     pass
+            if args.json:
+                print(json.dumps({"cycles": cycle, "last_cycle": msgspec.to_builtins(stats),
+                                  "failed": failed}))
         finally:
             await crawler.aclose()
             store.close()
     return 0
+
+
+BLOCKED_HINT = "; allow it with --allow-network CIDR (e.g. 127.0.0.0/8) if this is intended"
+
+
+def failures(crawler: Crawler) -> list[dict[str, object]]:
+    """Every feed whose last fetch failed: its id, URL (without credentials), outcome and why."""
+    failed = []
+    for feed_id, state in sorted(crawler.states.items()):
+        if not state.last_error:
+            continue
+        why = state.last_error + (BLOCKED_HINT if state.last_outcome == "blocked" else "")
+        failed.append({"id": feed_id, "url": redact_credentials(state.url),
+                       "outcome": state.last_outcome, "error": why,
+                       "active": state.active})
+    return failed
+
+
+def failure_table(failed: list[dict[str, object]], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("feed", "outcome", "why"):
+        table.add_column(column, overflow="fold")
+    for row in failed:
+        table.add_row(str(row["url"]), str(row["outcome"]), str(row["error"]))
+    return table
 
 
 async def _cycle(crawler: Crawler, ids: list[int], console: Console, quiet: bool,

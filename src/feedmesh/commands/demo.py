@@ -171,7 +171,8 @@ async def _view(hub: HubFacade, demo_subs: list[Subscription]) -> Group:
     if cycle:
         errors = sum(cycle["errors"].values())
         table.add_row("last crawl", f"{cycle['fetched']} fetched: {cycle['ok']} new documents, "
-                      f"{cycle['not_modified']} not modified (304), {errors} errors, "
+                      f"{cycle['not_modified']} not modified (304), {errors} errors "
+                      "(the farm injects faults on purpose), "
                       f"{cycle['elapsed_s']:.1f} s")
     else:
         table.add_row("last crawl", "first crawl running...")

@@ -32,8 +32,10 @@ __all__ = ["configure", "run", "running_hub", "settings_from"]
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var"),
                         help="directory of the SQLite files (default $FEEDMESH_DATA or ./var)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address the web server listens on (0.0.0.0: every interface)")
+    parser.add_argument("--port", type=int, default=8080,
+                        help="port the web server listens on (0: any free one)")
     parser.add_argument("--base-url", default="",
                         help="public URL of this hub, used in feed links (default http://HOST:PORT)")
     parser.add_argument("--policy", default="feedmesh",
@@ -45,7 +47,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", type=float, default=900.0,
                         help="seconds between crawl cycles with --policy interval")
     parser.add_argument("--filters", type=int, default=1, help="filter shards")
-    parser.add_argument("--reflectors", type=int, default=1)
+    parser.add_argument("--reflectors", type=int, default=1,
+                        help="reflectors, each serving the feeds of part of the accounts")
     parser.add_argument("--delivery", choices=("ids", "article"), default="ids",
                         help="filter -> reflector: matching ids, or the article to re-match")
     parser.add_argument("--opml", default="", metavar="FILE_OR_URL",
@@ -58,8 +61,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="do not match the entries a source held before it was followed")
     parser.add_argument("--feed-rate", type=float, default=WebLimits().feed_rate_per_s,
                         help="polls per second allowed per personalized feed")
-    parser.add_argument("--feed-burst", type=int, default=WebLimits().feed_burst)
-    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--feed-burst", type=int, default=WebLimits().feed_burst,
+                        help="polls of one personalized feed allowed at once, above the rate")
+    parser.add_argument("--log-level", default="info",
+                        choices=("debug", "info", "warning", "error"),
+                        help="the least severe log lines written to standard error")
     add_fetch_arguments(parser)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from feedmesh.feeds.parser import parse_feed
-from feedmesh.model import ParsedFeed
+from feedmesh.model import FetchOutcome, ParsedFeed
 
 __all__ = ["configure", "run"]
 
@@ -51,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
         data, document_url, fetched_type = fetched
         base_url = base_url or document_url
         content_type = content_type or fetched_type
+    elif source != "-" and not Path(source).exists():
+        looks_like_url = "." in source.split("/", 1)[0] and not source.startswith((".", "/"))
+        hint = " (a URL starts with http:// or https://)" if looks_like_url else ""
+        print(f"feedmesh parse: {source!r} is neither a file nor an http(s) URL{hint}",
+              file=sys.stderr)
+        return 1
     else:
         try:
             data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
@@ -93,5 +99,7 @@ def _fetch(url: str, allow_networks: tuple[str, ...]) -> tuple[bytes, str, str] 
         result = asyncio.run(result)
     if not result.ok:
         message = result.error.message if result.error is not None else result.outcome.value
+        if result.outcome == FetchOutcome.BLOCKED:
+            message += "; allow it with --allow-network CIDR (e.g. 127.0.0.0/8) if intended"
         return f"could not fetch {url}: {message}"
     return result.body, result.final_url or result.url, result.content_type

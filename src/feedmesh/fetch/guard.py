@@ -30,8 +30,8 @@ class BlockedAddressError(OSError):
     """The destination resolved to an address the guard refuses."""
 
     def __init__(self, host: str, address: str, reason: str) -> None:
-        super().__init__(f"refused to connect to {host} ({address}): {reason} address; "
-                         "allow it with allow_networks if this is intended")
+        # How to allow it is the caller's to say, in its own terms (a flag, a setting).
+        super().__init__(f"refused to connect to {host} ({address}): {reason} address")
         self.host = host
         self.address = address
         self.reason = reason

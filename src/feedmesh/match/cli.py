@@ -2,12 +2,15 @@
 
 ``feedmesh query check "EXPR"`` prints the normalized form and exits 0, or prints the error with a
 caret under the offending character and a hint on stderr and exits 2. ``--explain`` also lists the
-AND-groups the index would file.
+AND-groups the index would file; ``--json`` prints one JSON object instead, for programs:
+``{"valid": true, "query", "normalized", "conjunctions"}`` or ``{"valid": false, "query",
+"error": {"message", "position", "hint"}}`` (same exit statuses).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from feedmesh.match.errors import QueryError
@@ -30,14 +33,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument(
         "--explain", action="store_true", help="also list the AND-groups the index would file"
     )
+    check.add_argument("--json", action="store_true",
+                       help="print one JSON object (normalized form and AND-groups, or the "
+                            "error with its position and hint) for programs")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         query = parse_query(args.expression)
     except QueryError as error:
-        print(f"feedmesh query: {error.describe(args.expression)}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"valid": False, "query": args.expression,
+                              "error": {"message": error.message, "position": error.position,
+                                        "hint": error.hint}}))
+        else:
+            print(f"feedmesh query: {error.describe(args.expression)}", file=sys.stderr)
         return EXIT_INVALID
+    if args.json:
+        print(json.dumps({"valid": True, "query": args.expression,
+                          "normalized": query.normalized,
+                          "conjunctions": [c.render() for c in query.conjunctions]}))
+        return 0
     print(query.normalized)
     if args.explain:
         for number, conjunction in enumerate(query.conjunctions, 1):
