@@ -24,8 +24,9 @@ def test_parse_folders_titles_and_skips():
         ("http://c.example/atom", "C", ""),
     ]
     assert result.outlines[0].html_url == "http://a.example/"
-    assert len(result.skipped) == 2
+    assert len(result.skipped) == 3
     assert "listed twice" in result.skipped[0] and "not an http(s) URL" in result.skipped[1]
+    assert result.skipped[2] == "line 8: 'just a note' has no feed URL (xmlUrl)"
 
 
 def test_round_trip():
@@ -35,6 +36,14 @@ def test_round_trip():
     assert result.title == "Export & co"
     # OPML requires a text attribute; an untitled feed is labelled by its URL.
     assert [(o.url, o.title) for o in result.outlines] == [(o.url, o.title or o.url) for o in outlines]
+
+
+def test_round_trip_keeps_folders_and_sites():
+    listed = parse_opml(GOOD).outlines
+    again = parse_opml(render_opml("again", listed)).outlines
+    key = lambda o: (o.url, o.title, o.category, o.html_url)  # noqa: E731
+    assert sorted(map(key, again)) == sorted(map(key, listed))
+    assert {o.category for o in again} == {"Tech", "Tech/Deep", ""}
 
 
 @pytest.mark.parametrize(("data", "message"), [

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from feedmesh.store import FollowedSource
+
 
 def test_api_tokens_authenticate_rotate_and_refuse_garbage(hub_state):
     account, token = hub_state.create_account("ann", 1.0)
@@ -77,9 +79,15 @@ def test_follows_are_counted_per_feed(hub_state):
     assert hub_state.follow_source(bob.id, 7, "7", 2.0)
     assert hub_state.follow_source(bob.id, 8, "8", 2.5)
     assert hub_state.followers() == {7: 2, 8: 1}
-    assert hub_state.sources(bob.id) == [(7, "7", 2.0), (8, "8", 2.5)]
+    assert hub_state.follow_source(ann.id, 9, "Nine", 4.0, category="News/Tech",
+                                   html_url="http://nine.example/")
+    assert hub_state.sources(bob.id) == [FollowedSource(feed_id=7, title="7", added_at=2.0),
+                                         FollowedSource(feed_id=8, title="8", added_at=2.5)]
+    assert hub_state.sources(ann.id)[1] == FollowedSource(
+        feed_id=9, title="Nine", added_at=4.0, category="News/Tech",
+        html_url="http://nine.example/")
     assert hub_state.unfollow_source(bob.id, 7) and not hub_state.unfollow_source(bob.id, 7)
-    assert hub_state.followers() == {7: 1, 8: 1}
+    assert hub_state.followers() == {7: 1, 8: 1, 9: 1}
 
 
 def test_everything_survives_a_restart(hub_state_opener):

@@ -81,3 +81,25 @@ def test_a_failed_write_is_a_store_error_naming_what_was_done(tmp_path):
     state.close()
     with pytest.raises(StoreError, match="rotating the token of account 1 failed in .*hub.db"):
         state.rotate_token(account.id)
+
+
+def test_an_older_hub_db_gains_the_columns_it_lacks(tmp_path):
+    import sqlite3
+
+    from feedmesh.store.sqlite_hub import SQLiteHubState
+
+    old = sqlite3.connect(tmp_path / "hub.db")
+    old.executescript("""
+        CREATE TABLE accounts (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL DEFAULT '',
+            token_hash BLOB NOT NULL, created_at REAL NOT NULL);
+        CREATE TABLE account_sources (account_id INTEGER NOT NULL, feed_id INTEGER NOT NULL,
+            title TEXT NOT NULL DEFAULT '', added_at REAL NOT NULL,
+            PRIMARY KEY (account_id, feed_id)) WITHOUT ROWID;
+        INSERT INTO accounts VALUES (1, 'ann', x'00', 1.0);
+        INSERT INTO account_sources VALUES (1, 5, 'Five', 2.0);
+    """)
+    old.close()
+    state = SQLiteHubState(tmp_path / "hub.db")
+    (kept,) = state.sources(1)
+    assert (kept.feed_id, kept.title, kept.category, kept.html_url) == (5, "Five", "", "")
+    state.close()

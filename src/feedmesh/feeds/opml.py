@@ -67,9 +67,12 @@ def parse_opml(data: bytes, *, max_bytes: int = 5 * 1024 * 1024,
         attrs = element.attrib
         url = (attrs.get("xmlUrl") or attrs.get("xmlurl") or attrs.get("url") or "").strip()
         label = (attrs.get("title") or attrs.get("text") or "").strip()
-        if not url:
-            continue  # a folder or a plain note
         line = element.sourceline
+        if not url:
+            if len(element) == 0:  # a leaf without a feed; a folder holds outlines
+                name = f"{label[:200]!r}" if label else "an outline"
+                skipped.append(f"line {line}: {name} has no feed URL (xmlUrl)")
+            continue
         if not url.lower().startswith(("http://", "https://")):
             skipped.append(f"line {line}: {url[:200]!r} is not an http(s) URL")
             continue
@@ -95,17 +98,42 @@ def _outlines(body: etree._Element) -> Iterable[tuple[etree._Element, tuple[str,
 
 
 def render_opml(title: str, outlines: Iterable[OpmlOutline]) -> bytes:
+    """An OPML 2.0 list; outlines with a ``category`` go into nested folders ("News/Tech"), in
+    the order they first appear, so that a reader importing it finds them where they were."""
+    root = _Folder()
+    for outline in outlines:
+        folder = root
+        for name in (part for part in outline.category.split("/") if part):
+            folder = folder.child(name)
+        folder.feeds.append(outline)
     lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<opml version="2.0">',
              f"  <head><title>{_text(title)}</title></head>", "  <body>"]
-    for o in outlines:
-        attrs = f'type="rss" text={quoteattr(o.title or o.url)} xmlUrl={quoteattr(o.url)}'
-        if o.title:
-            attrs += f" title={quoteattr(o.title)}"
-        if o.html_url:
-            attrs += f" htmlUrl={quoteattr(o.html_url)}"
-        lines.append(f"    <outline {attrs}/>")
+    root.render(lines, depth=2)
     lines += ["  </body>", "</opml>", ""]
     return "\n".join(lines).encode("utf-8")
+
+
+class _Folder:
+    def __init__(self) -> None:
+        self.feeds: list[OpmlOutline] = []
+        self.folders: dict[str, _Folder] = {}
+
+    def child(self, name: str) -> _Folder:
+        return self.folders.setdefault(name, _Folder())
+
+    def render(self, lines: list[str], depth: int) -> None:
+        pad = "  " * depth
+        for o in self.feeds:
+            attrs = f'type="rss" text={quoteattr(o.title or o.url)} xmlUrl={quoteattr(o.url)}'
+            if o.title:
+                attrs += f" title={quoteattr(o.title)}"
+            if o.html_url:
+                attrs += f" htmlUrl={quoteattr(o.html_url)}"
+            lines.append(f"{pad}<outline {attrs}/>")
+        for name, folder in self.folders.items():
+            lines.append(f"{pad}<outline text={quoteattr(name)} title={quoteattr(name)}>")
+            folder.render(lines, depth + 1)
+            lines.append(f"{pad}</outline>")
 
 
 def _text(value: str) -> str:

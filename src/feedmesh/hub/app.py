@@ -34,7 +34,7 @@ from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier
-from feedmesh.hub.facade import FeedVersion, RecentArticle, SourceView
+from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentArticle, SourceView
 from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.messages import SubscriptionAdded, SubscriptionRemoved, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
@@ -45,6 +45,7 @@ from feedmesh.memory import release_memory
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import (
     Account,
+    FollowedSource,
     HubState,
     IngestStore,
     ReflectedItem,
@@ -359,32 +360,43 @@ class Hub:
 
     # -- HubFacade: source feeds ------------------------------------------------------------
 
-    def _source_view(self, feed_id: int, title: str, added_at: float) -> SourceView:
+    def _source_view(self, followed: FollowedSource) -> SourceView:
+        feed_id = followed.feed_id
         state = self.crawler.fetch_state(feed_id)
         meta = self.crawler.feed_meta.get(feed_id)
         return SourceView(id=feed_id, url=redact_credentials(state.url) if state else "",
-                          title=(meta.title if meta else "") or title, added_at=added_at,
-                          active=bool(state and state.active),
+                          title=(meta.title if meta else "") or followed.title,
+                          added_at=followed.added_at, active=bool(state and state.active),
                           last_outcome=state.last_outcome if state else "",
-                          last_error=state.last_error if state else "")
+                          last_error=state.last_error if state else "",
+                          category=followed.category, html_url=followed.html_url)
 
     async def sources(self, account_id: int) -> list[SourceView]:
-        rows = await self._io.call(self.state.sources, account_id)
-        return [self._source_view(*row) for row in rows]
+        followed = await self._io.call(self.state.sources, account_id)
+        return [self._source_view(f) for f in followed]
 
-    async def follow_sources(self, account_id: int,
-                             outlines: Sequence[OpmlOutline]) -> list[int]:
+    async def follow_sources(self, account_id: int, outlines: Sequence[OpmlOutline], *,
+                             limit: int | None = None) -> list[tuple[int, bool]]:
+        if limit is not None:  # checked before anything is added to the crawl
+            followed = {f.feed_id for f in await self._io.call(self.state.sources, account_id)}
+            adding = sum(1 for o in outlines
+                         if self.crawler.known_feed(o.url) not in followed)
+            if len(followed) + adding > limit:
+                raise FollowLimitError(len(followed), adding, limit)
         ids = await self.crawler.add_feeds([o.url for o in outlines])
         now = self.clock.now()
 
         def follow() -> list[bool]:
-            return [self.state.follow_source(account_id, feed_id, outline.title, now)
+            return [self.state.follow_source(account_id, feed_id, outline.title, now,
+                                             category=outline.category,
+                                             html_url=outline.html_url)
                     for feed_id, outline in zip(ids, outlines, strict=True)]
 
-        for feed_id, new in zip(ids, await self._io.call(follow), strict=True):
+        news = await self._io.call(follow)
+        for feed_id, new in zip(ids, news, strict=True):
             if new:
                 self.crawler.follow(feed_id, +1)
-        return ids
+        return list(zip(ids, news, strict=True))
 
     async def unfollow_source(self, account_id: int, feed_id: int) -> bool:
         if not await self._io.call(self.state.unfollow_source, account_id, feed_id):

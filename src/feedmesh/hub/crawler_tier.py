@@ -53,6 +53,7 @@ class CrawlerTier:
         self.forward_backlog = forward_backlog
         self.pace = pace
         self.feed_meta: dict[int, FeedMeta] = {}
+        self._by_source: dict[str, int] = {}  # the URL a feed was added at -> its id
         self.crawler = Crawler(store, fetcher, clock, settings=settings,
                                on_ingested=self.publish, subscribers=self._followers.get,
                                on_feed_info=self._feed_info)
@@ -72,9 +73,11 @@ class CrawlerTier:
             self.scheduled.start()
 
     def _refresh_meta(self) -> None:
+        rows = self.store.feeds()
         self.feed_meta = {row.id: FeedMeta(row.state.url, row.title,
                                            row.info.language if row.info else "")
-                          for row in self.store.feeds()}
+                          for row in rows}
+        self._by_source = {row.source_url: row.id for row in rows}
         self.metrics.feeds.set(len(self.feed_meta))
 
     def _feed_info(self, feed_id: int, info: FeedInfo) -> None:
@@ -93,8 +96,15 @@ class CrawlerTier:
         its publisher and what weighs the feed in the fetch budget."""
         self._followers[feed_id] = max(0, self._followers.get(feed_id, 0) + change)
 
+    def known_feed(self, url: str) -> int | None:
+        """The id of the feed added at ``url`` (as it was added), None when it never was."""
+        return self._by_source.get(url.strip())
+
     async def add_feeds(self, urls: list[str]) -> list[int]:
         ids = await self.crawler.add_feeds(urls)
+        for url, fid in zip(dict.fromkeys(u.strip() for u in urls if u.strip()), ids,
+                            strict=True):
+            self._by_source[url] = fid
         for fid in ids:
             self.feed_meta.setdefault(fid, FeedMeta(self.crawler.states[fid].url))
         self.metrics.feeds.set(len(self.crawler.states))

@@ -19,7 +19,18 @@ from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.store import Account, IngestedEntry, ReflectedItem, Subscription
 
-__all__ = ["FeedVersion", "HubFacade", "RecentArticle", "SourceView"]
+__all__ = ["FeedVersion", "FollowLimitError", "HubFacade", "RecentArticle", "SourceView"]
+
+
+class FollowLimitError(Exception):
+    """Following these feeds would take an account past its limit (nothing was followed)."""
+
+    def __init__(self, following: int, adding: int, limit: int) -> None:
+        super().__init__(f"an account may follow at most {limit} source feeds (you follow "
+                         f"{following}, this adds {adding})")
+        self.following = following
+        self.adding = adding
+        self.limit = limit
 
 
 class SourceView(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,6 +43,9 @@ class SourceView(msgspec.Struct, frozen=True, kw_only=True):
     active: bool
     last_outcome: str = ""
     last_error: str = ""
+    category: str = ""
+    """The account's folders for it, outermost first, joined with "/" (as in OPML)."""
+    html_url: str = ""
 
 
 class FeedVersion(msgspec.Struct, frozen=True):
@@ -92,10 +106,13 @@ class HubFacade(Protocol):
     # source feeds
     async def sources(self, account_id: int) -> list[SourceView]: ...
 
-    async def follow_sources(self, account_id: int,
-                             outlines: Sequence[OpmlOutline]) -> list[int]:
-        """Follow these feeds (added to the crawl when new, fetched soon); their feed ids, in
-        the order given."""
+    async def follow_sources(self, account_id: int, outlines: Sequence[OpmlOutline], *,
+                             limit: int | None = None) -> list[tuple[int, bool]]:
+        """Follow these feeds (added to the crawl when new, fetched soon), keeping each
+        outline's title, folder and site; ``(feed id, newly followed)`` for each, in the order
+        given (False: the account already followed it, and nothing changed). Raises
+        :class:`FollowLimitError`, having followed nothing, when the feeds not yet followed
+        would take the account past ``limit``."""
         ...
 
     async def unfollow_source(self, account_id: int, feed_id: int) -> bool: ...

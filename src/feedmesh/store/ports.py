@@ -54,6 +54,7 @@ __all__ = [
     "Account",
     "FeedRow",
     "FeedUpdate",
+    "FollowedSource",
     "HubState",
     "IngestStore",
     "IngestedEntry",
@@ -204,6 +205,17 @@ class Subscription(msgspec.Struct, frozen=True, kw_only=True):
     changed_at: float
 
 
+class FollowedSource(msgspec.Struct, frozen=True, kw_only=True):
+    """A source feed as an account follows it: the title, folder and site it gave it."""
+
+    feed_id: int
+    title: str = ""
+    added_at: float = 0.0
+    category: str = ""
+    """The folders the account keeps it in, outermost first, joined with "/" (as in OPML)."""
+    html_url: str = ""
+
+
 class HubState(Protocol):
     """Accounts, subscriptions, follows and the subscription change log. See the module
     docstring for the guarantees."""
@@ -258,12 +270,17 @@ class HubState(Protocol):
         ...
 
     # who follows which source feed
-    def follow_source(self, account_id: int, feed_id: int, title: str, now: float) -> bool:
-        """Record the follow; False when the account already followed the feed."""
+    def follow_source(self, account_id: int, feed_id: int, title: str, now: float, *,
+                      category: str = "", html_url: str = "") -> bool:
+        """Record the follow; False (and nothing changed) when the account already followed
+        the feed."""
         ...
 
     def unfollow_source(self, account_id: int, feed_id: int) -> bool: ...
-    def sources(self, account_id: int) -> list[tuple[int, str, float]]: ...
+
+    def sources(self, account_id: int) -> list[FollowedSource]:
+        """The account's sources, in the order it added them."""
+        ...
 
     def followers(self) -> dict[int, int]:
         """Feed id -> number of accounts following it."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from feedmesh.store.ports import Account, Subscription
+from feedmesh.store.ports import Account, FollowedSource, Subscription
 from feedmesh.store.sqlite_file import SQLiteFile
 
 __all__ = ["SQLiteHubState"]
@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS account_sources (
     feed_id INTEGER NOT NULL,
     title TEXT NOT NULL DEFAULT '',
     added_at REAL NOT NULL,
+    category TEXT NOT NULL DEFAULT '',
+    html_url TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (account_id, feed_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS account_sources_by_feed ON account_sources (feed_id);
@@ -81,6 +83,16 @@ class SQLiteHubState:
     def __init__(self, path: str | Path) -> None:
         self._file = SQLiteFile(path, SCHEMA, what="hub database", foreign_keys=True)
         self.path = self._file.path
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Columns later versions added, to a database an earlier one made."""
+        have = {row[1] for row in self._file.read("PRAGMA table_info(account_sources)")}
+        for column in ("category", "html_url"):
+            if column not in have:
+                with self._file.write(f"adding account_sources.{column}") as db:
+                    db.execute(f"ALTER TABLE account_sources ADD COLUMN {column} TEXT NOT NULL "
+                               "DEFAULT ''")
 
     def legacy_feed_secret(self) -> bytes | None:
         """The feed-URL key as hubs before the key file kept it in this database (None: none),
@@ -219,20 +231,24 @@ class SQLiteHubState:
 
     # -- sources ----------------------------------------------------------------------------
 
-    def follow_source(self, account_id: int, feed_id: int, title: str, now: float) -> bool:
+    def follow_source(self, account_id: int, feed_id: int, title: str, now: float, *,
+                      category: str = "", html_url: str = "") -> bool:
         with self._file.write(f"following feed {feed_id}") as db:
-            return db.execute("INSERT OR IGNORE INTO account_sources VALUES (?, ?, ?, ?)",
-                              (account_id, feed_id, title, now)).rowcount > 0
+            return db.execute("INSERT OR IGNORE INTO account_sources (account_id, feed_id, "
+                              "title, added_at, category, html_url) VALUES (?, ?, ?, ?, ?, ?)",
+                              (account_id, feed_id, title, now, category,
+                               html_url)).rowcount > 0
 
     def unfollow_source(self, account_id: int, feed_id: int) -> bool:
         with self._file.write(f"unfollowing feed {feed_id}") as db:
             return db.execute("DELETE FROM account_sources WHERE account_id = ? AND feed_id = ?",
                               (account_id, feed_id)).rowcount > 0
 
-    def sources(self, account_id: int) -> list[tuple[int, str, float]]:
-        return [(r[0], r[1], r[2]) for r in self._file.read(
-            "SELECT feed_id, title, added_at FROM account_sources WHERE account_id = ? "
-            "ORDER BY added_at, feed_id", (account_id,))]
+    def sources(self, account_id: int) -> list[FollowedSource]:
+        return [FollowedSource(feed_id=r[0], title=r[1], added_at=r[2], category=r[3],
+                               html_url=r[4]) for r in self._file.read(
+            "SELECT feed_id, title, added_at, category, html_url FROM account_sources "
+            "WHERE account_id = ? ORDER BY added_at, feed_id", (account_id,))]
 
     def followers(self) -> dict[int, int]:
         """Feed id -> number of accounts following it (the User-Agent's subscriber count)."""

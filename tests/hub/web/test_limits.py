@@ -50,6 +50,9 @@ async def test_sources_per_account(hub_env, ann):
     error = assert_error(status, body, 403, "limit_reached")
     assert "at most 45 source feeds" in error["message"] and "you follow 40" in error["message"]
     assert await _source_count(ann) == 40
+    # Importing the same list again adds nothing, so it is no step towards the limit.
+    assert await hub_env.add_farm_sources(ann) == 0
+    assert await _source_count(ann) == 40
 
 
 async def test_opml_over_the_size_limit(hub_env, ann):

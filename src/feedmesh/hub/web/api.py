@@ -17,7 +17,7 @@ from aiohttp import web
 
 from feedmesh.feeds.opml import OpmlError, OpmlOutline, parse_opml, render_opml
 from feedmesh.fetch.redact import redact_credentials
-from feedmesh.hub.facade import HubFacade, SourceView
+from feedmesh.hub.facade import FollowLimitError, HubFacade, SourceView
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
@@ -263,20 +263,21 @@ class Api:
 
     # -- sources ----------------------------------------------------------------------------
 
-    async def _add_sources(self, account: Account, outlines: list[OpmlOutline]) -> list[dict]:
-        have = len(await self.hub.sources(account.id))
-        if have + len(outlines) > self.limits.max_sources_per_account:
-            raise ApiError(403, "limit_reached", f"an account may follow at most "
-                           f"{self.limits.max_sources_per_account} source feeds (you follow "
-                           f"{have}, this adds {len(outlines)})")
-        ids = await self.hub.follow_sources(account.id, outlines)
-        return [{"id": fid, "url": redact_credentials(o.url), "title": o.title}
-                for fid, o in zip(ids, outlines, strict=True)]
+    async def _add_sources(self, account: Account,
+                           outlines: list[OpmlOutline]) -> list[dict[str, Any]]:
+        try:
+            followed = await self.hub.follow_sources(
+                account.id, outlines, limit=self.limits.max_sources_per_account)
+        except FollowLimitError as exc:
+            raise ApiError(403, "limit_reached", str(exc), limit=exc.limit) from exc
+        return [{"id": fid, "url": redact_credentials(o.url), "title": o.title, "new": new}
+                for (fid, new), o in zip(followed, outlines, strict=True)]
 
     def _source_json(self, source: SourceView) -> dict[str, Any]:
         return {"id": source.id, "url": source.url, "title": source.title,
                 "added_at": source.added_at, "active": source.active,
-                "last_outcome": source.last_outcome, "last_error": source.last_error}
+                "last_outcome": source.last_outcome, "last_error": source.last_error,
+                "category": source.category, "html_url": source.html_url}
 
     async def list_sources(self, request: web.Request, account: Account) -> web.Response:
         return _json({"sources": [self._source_json(s)
@@ -293,8 +294,10 @@ class Api:
         title = body.get("title", "")
         if not isinstance(title, str) or len(title) > 200:
             raise ApiError(400, "invalid_title", "title must be text of at most 200 characters")
-        added = await self._add_sources(account, [OpmlOutline(url=url.strip(), title=title)])
-        return _json({"source": added[0]}, 201)
+        (added,) = await self._add_sources(account, [OpmlOutline(url=url.strip(),
+                                                                 title=title)])
+        # 201: followed now; 200: it already was, and nothing changed.
+        return _json({"source": added}, 201 if added["new"] else 200)
 
     async def remove_source(self, request: web.Request, account: Account) -> web.Response:
         raw = request.match_info["id"]
@@ -304,7 +307,8 @@ class Api:
         return web.Response(status=204)
 
     async def export_opml(self, request: web.Request, account: Account) -> web.Response:
-        outlines = [OpmlOutline(url=s.url, title=s.title)
+        outlines = [OpmlOutline(url=s.url, title=s.title, html_url=s.html_url,
+                                category=s.category)
                     for s in await self.hub.sources(account.id) if s.url]
         body = render_opml(f"feedmesh sources of {account.name or f'account {account.id}'}",
                            outlines)
@@ -320,10 +324,12 @@ class Api:
                                 max_outlines=self.limits.max_opml_outlines)
         except OpmlError as exc:
             raise ApiError(400, "invalid_opml", str(exc)) from exc
-        added = await self._add_sources(account, list(result.outlines))
+        listed = await self._add_sources(account, list(result.outlines))
         if len(result.outlines) > 1000:
             release_memory()  # a big list's parse tree and records are garbage now
-        return _json({"added": len(added), "sources": added, "skipped": list(result.skipped)})
+        added = sum(1 for source in listed if source["new"])
+        return _json({"added": added, "already_followed": len(listed) - added,
+                      "sources": listed, "skipped": list(result.skipped)})
 
     # -- preview and stats ------------------------------------------------------------------
 

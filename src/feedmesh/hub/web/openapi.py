@@ -68,7 +68,10 @@ _SCHEMAS: dict[str, Any] = {
         feed_urls=_object(("rss", "atom", "json"), rss=_STR, atom=_STR, json=_STR)),
     "Source": _object(("id", "url", "title"), id=_ID, url=_STR, title=_STR,
                       added_at={"type": "number"}, active={"type": "boolean"},
-                      last_outcome=_STR, last_error=_STR),
+                      last_outcome=_STR, last_error=_STR, category=_STR, html_url=_STR,
+                      new={"type": "boolean",
+                           "description": "in answers to adding: followed now (false: it "
+                                          "already was, and nothing changed)"}),
     "Entry": _object(("id", "title", "link", "feed_title", "first_seen_at"), id=_ID, title=_STR,
                      link=_STR, feed_title=_STR, first_seen_at={"type": "number"}),
     "Match": _object(("title", "link", "feed_title", "first_seen_at"), title=_STR, link=_STR,
@@ -142,7 +145,9 @@ def openapi(base_url: str) -> dict[str, Any]:
                     ("sources",), sources={"type": "array", "items": _ref("Source")}))}),
                 "post": op("Add a source feed to crawl",
                            {"201": _answer("Added", _object(("source",),
-                                                            source=_ref("Source"))), **_LIMIT},
+                                                            source=_ref("Source"))),
+                            "200": _answer("Already followed; nothing changed", _object(
+                                ("source",), source=_ref("Source"))), **_LIMIT},
                            _json_body({"type": "object", "required": ["url"], "properties": {
                                "url": {"type": "string", "maxLength": 2000,
                                        "pattern": "^\\s*[Hh][Tt][Tt][Pp][Ss]?://"},
@@ -152,10 +157,13 @@ def openapi(base_url: str) -> dict[str, Any]:
             "/api/opml": {
                 "get": op("Your sources as OPML", {"200": {
                     "description": "OPML", "content": {"text/x-opml": {"schema": _STR}}}}),
-                "post": op("Import sources from OPML (body: the OPML document); outlines that "
-                           "are not http(s) feeds are skipped and listed",
+                "post": op("Import sources from OPML (body: the OPML document), with their "
+                           "folders and sites; outlines that are not http(s) feeds are "
+                           "skipped and listed",
                            {"200": _answer("Imported", _object(
-                               ("added", "sources", "skipped"), added={"type": "integer"},
+                               ("added", "already_followed", "sources", "skipped"),
+                               added={"type": "integer"},
+                               already_followed={"type": "integer"},
                                sources={"type": "array", "items": _ref("Source")},
                                skipped={"type": "array", "items": _STR})), **_LIMIT},
                            {"required": True, "content": {

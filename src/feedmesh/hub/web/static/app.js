@@ -205,6 +205,7 @@ $("opml-form").addEventListener("submit", async (event) => {
   try {
     const data = await api("POST", "/api/opml", undefined, await file.text());
     $("source-status").textContent = `Imported ${data.added} feeds` +
+      (data.already_followed ? `; ${data.already_followed} you already followed` : "") +
       (data.skipped.length ? `; skipped ${data.skipped.length}: ${data.skipped.slice(0, 3).join("; ")}` : "");
     loadSources();
   } catch (error) { $("source-error").textContent = error.message; }
