@@ -408,3 +408,19 @@ async def test_fetch_metrics_follow_a_cycle_spread_over_minutes(tmp_path):
         # each fetch counted once, none lost at the cycle's end
         assert fetched() == 30 + tier.last_cycle.fetched == 60
         await hub.stop()
+
+
+async def test_a_subscription_made_after_the_entries_holds_them_across_a_restart(tmp_path):
+    config = FarmConfig(feeds=20, seed=6, faults="none", speed=3600.0, origin=ORIGIN)
+    async with FarmServer(config) as farm:
+        hub = embedded_hub(hub_settings(str(tmp_path)))
+        await hub.start()
+        await hub.add_feeds([farm.feed_url(i) for i in range(20)])
+        await eventually(lambda: hub.store.entry_count() >= 100)
+        account, _ = await hub.create_account("ann")
+        sub = await hub.add_subscription(account.id, name="", query=QUERY, keep=5)
+        assert hub.reflectors[0].held(sub.id) == 5  # full when the call returns
+        await hub.stop()
+    # What its reflector's files hold (checkpoint + log): the newest five matches of all that
+    # was stored, whether they came from the start or arrived after.
+    assert held_newest(tmp_path, sub.id, 5) == expected_newest(tmp_path, QUERY, 5)

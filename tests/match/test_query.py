@@ -247,3 +247,20 @@ def test_binary_garbage_gets_a_positioned_error_or_a_query(data: bytes) -> None:
 def test_non_text_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         parse_query(b"law")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("query, title, text, terms", [
+    ("(law AND internet) OR privacy", "Law of the internet", "", ["internet", "law"]),
+    ("(law AND internet) OR privacy", "Privacy law", "", ["privacy"]),  # law alone explains none
+    ('"net neutrality" OR copyr*', "", "copyright and net neutrality", ['"net neutrality"',
+                                                                        "copyr*"]),
+    ("privacy NOT facebook", "Privacy", "", ["privacy"]),
+    ("title:election", "Election day", "", ["election"]),
+])
+def test_matched_terms_say_why_an_article_matched(query, title, text, terms):
+    from feedmesh.match import Article
+
+    parsed = parse_query(query)
+    article = Article(title=title, text=text, authors=(), categories=(), site="", language="")
+    assert parsed.matches(article)
+    assert sorted(parsed.matched_terms(article)) == sorted(terms)

@@ -34,19 +34,35 @@ from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier
-from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentArticle, SourceView
+from feedmesh.hub.crawler_tier import FeedMeta
+from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentMatch, SourceView
 from feedmesh.hub.filter import FilterTier, StateOpener
-from feedmesh.hub.messages import SubscriptionAdded, SubscriptionRemoved, article_of, encode
+from feedmesh.hub.idcodec import encode_ids
+from feedmesh.hub.messages import (
+    Matched,
+    SubscriptionAdded,
+    SubscriptionRemoved,
+    article_of,
+    encode,
+)
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.tokens import FeedTokens
-from feedmesh.match import SubscriptionIndex, parse_query
+from feedmesh.match import (
+    Query,
+    SubscriptionIndex,
+    TokenizedArticle,
+    article_from_entry,
+    parse_query,
+    tokenize_article,
+)
 from feedmesh.memory import release_memory
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import (
     Account,
     FollowedSource,
     HubState,
+    IngestedEntry,
     IngestStore,
     ReflectedItem,
     ReflectorLog,
@@ -60,6 +76,9 @@ log = logging.getLogger("feedmesh.hub")
 
 APPLY_TIMEOUT_S = 5.0
 """How long a person's change waits for every tier to apply it before the answer goes anyway."""
+RECENT_TTL_S = 5.0
+"""How long the newest stored entries, tokenized, serve previews before they are read again."""
+_NO_SOURCE = FeedMeta("")
 
 
 class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,6 +93,9 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
                                                            budget_per_feed_per_day=96.0)
     """The live fetch policy (Cobra crawled every 15 minutes: 96 fetches a feed a day is the
     budget); None: every feed every ``crawl_interval_s``, each cycle spread over it."""
+    starting_entries: int = 500
+    """A new subscription starts with the newest of these most recent stored entries that it
+    matches (the preview searches the same)."""
     forward_backlog: bool = True
     """Match the entries a source already held when it was first crawled. Off for big hubs:
     100,000 new sources would otherwise push a million old articles through the filters."""
@@ -129,6 +151,7 @@ class Hub:
         self._open_state = open_state
         self._io = StoreThread()  # the web layer's reads and writes, off the event loop
         self._owners = _Owners()
+        self._recent: tuple[float, int, list] = (-float("inf"), 0, [])
         self.metrics.watch_queues(self.bus.depths)
         self.metrics.reflector_memory.set_function(
             lambda: sum(r.memory_bytes() for r in self.reflectors))
@@ -310,6 +333,7 @@ class Hub:
         self._owners.set(sub.id, sub.reflector)
         await self._announce(self._added(sub))
         self.metrics.subscriptions.inc()
+        await self._start_full(sub, parsed)
         return sub
 
     async def change_subscription(self, sub: Subscription, *, name: str | None,
@@ -406,15 +430,50 @@ class Hub:
 
     # -- HubFacade: the rest ----------------------------------------------------------------
 
-    async def recent_articles(self, limit: int) -> list[RecentArticle]:
-        rows = await self._io.call(self.store.recent_entries, limit)
+    async def _recent_tokenized(self, searched: int) -> list[tuple[IngestedEntry, FeedMeta,
+                                                                    TokenizedArticle]]:
+        """The ``searched`` newest stored entries, tokenized once for every query that asks
+        within a few seconds (a person typing a query asks for a preview at each pause)."""
+        stamp, size, cached = self._recent
+        now = self.clock.now()
+        if now - stamp < RECENT_TTL_S and size == searched:
+            return cached
+        rows = await self._io.call(self.store.recent_entries, searched)
         meta = self.crawler.feed_meta
-        out = []
+        recent = []
         for row in rows:
-            source = meta.get(row.feed_id)
-            out.append(RecentArticle(row, source.url, source.title, source.language)
-                       if source is not None else RecentArticle(row, "", "", ""))
-        return out
+            source = meta.get(row.feed_id, _NO_SOURCE)
+            recent.append((row, source, tokenize_article(
+                article_from_entry(row.entry, source.url, source.language))))
+        self._recent = (now, searched, recent)
+        return recent
+
+    async def recent_matches(self, query: Query, searched: int) -> tuple[int, list[RecentMatch]]:
+        recent = await self._recent_tokenized(searched)
+        return len(recent), [
+            RecentMatch(row, source.url, source.title, source.language,
+                        tuple(query.matched_terms(tokenized)))
+            for row, source, tokenized in recent if query.matches(tokenized)]
+
+    async def _start_full(self, sub: Subscription, query: Query) -> None:
+        """Give a new subscription the newest stored entries it matches, through its reflector's
+        log like any match (shard ``-sub_id``: logged once, no watermark), and wait until they
+        are stored, so that its feed is full when the person first reads it."""
+        _, found = await self.recent_matches(query, self.settings.starting_entries)
+        chosen = sorted(found, key=lambda m: m.item.id)[-sub.keep:]
+        if not chosen:
+            return
+        subject, seq = f"matches.{sub.reflector}", 0
+        ids = encode_ids(np.array([sub.id], dtype=np.int64))
+        now = self.clock.now()
+        for match in chosen:
+            article = article_of(match.item, match.feed_url, match.feed_title,
+                                 match.feed_language)
+            seq = await self.bus.publish(subject, encode(Matched(
+                article=article, sub_ids=ids, shard=-sub.id, matched_at=now)))
+        if not await self.bus.wait_acked(subject, seq, timeout=APPLY_TIMEOUT_S):
+            log.warning("subscription_start_not_stored sub=%d entries=%d timeout_s=%.0f",
+                        sub.id, len(chosen), APPLY_TIMEOUT_S)
 
     async def stats(self) -> dict[str, object]:
         registry = self.metrics.registry

@@ -17,9 +17,10 @@ import msgspec
 from feedmesh.clock import Clock
 from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.match import Query
 from feedmesh.store import Account, IngestedEntry, ReflectedItem, Subscription
 
-__all__ = ["FeedVersion", "FollowLimitError", "HubFacade", "RecentArticle", "SourceView"]
+__all__ = ["FeedVersion", "FollowLimitError", "HubFacade", "RecentMatch", "SourceView"]
 
 
 class FollowLimitError(Exception):
@@ -55,13 +56,15 @@ class FeedVersion(msgspec.Struct, frozen=True):
     modified: float
 
 
-class RecentArticle(msgspec.Struct, frozen=True):
-    """A recently stored entry with its source's title and language, for the query preview."""
+class RecentMatch(msgspec.Struct, frozen=True):
+    """A recently stored entry a query matches, with its source and why it matched."""
 
     item: IngestedEntry
     feed_url: str
     feed_title: str
     feed_language: str
+    terms: tuple[str, ...]
+    """The query's terms it holds (``word``, ``prefix*``, ``"a phrase"``)."""
 
 
 class HubFacade(Protocol):
@@ -79,7 +82,10 @@ class HubFacade(Protocol):
     async def count_subscriptions(self, account_id: int) -> int: ...
 
     async def add_subscription(self, account_id: int, *, name: str, query: str,
-                               keep: int) -> Subscription: ...
+                               keep: int) -> Subscription:
+        """A new subscription, its feed already holding the newest matches among the stored
+        entries (as many as it keeps, from those :meth:`recent_matches` searches)."""
+        ...
 
     async def change_subscription(self, sub: Subscription, *, name: str | None,
                                   query: str | None, keep: int | None,
@@ -118,8 +124,9 @@ class HubFacade(Protocol):
     async def unfollow_source(self, account_id: int, feed_id: int) -> bool: ...
 
     # the rest
-    async def recent_articles(self, limit: int) -> list[RecentArticle]:
-        """The newest stored entries of every source, newest first."""
+    async def recent_matches(self, query: Query, searched: int) -> tuple[int, list[RecentMatch]]:
+        """Which of the ``searched`` newest stored entries ``query`` matches, newest first, and
+        how many were searched: the preview, and what a new subscription starts with."""
         ...
 
     async def stats(self) -> dict[str, object]:

@@ -70,6 +70,8 @@ class Matched(msgspec.Struct, frozen=True, tag="matched", kw_only=True):
     """Sorted subscription ids, encoded by :func:`feedmesh.hub.idcodec.encode_ids`; or None
     (the reflector re-matches)."""
     shard: int = 0
+    """The filter shard that matched it; ``-sub_id`` for the stored entries a new subscription
+    starts with (logged once per subscription and entry, no watermark)."""
     matched_at: float = 0.0
 
 

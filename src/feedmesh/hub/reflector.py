@@ -294,7 +294,9 @@ class Reflector:
             article = matched.article
             self.metrics.articles_in.labels("reflector").inc()
             self.metrics.bytes_in.labels("reflector").inc(delivery.size)
-            watermarks[matched.shard] = max(watermarks.get(matched.shard, 0), article.entry_id)
+            if matched.shard >= 0:  # a new subscription's first entries carry no watermark
+                watermarks[matched.shard] = max(watermarks.get(matched.shard, 0),
+                                                article.entry_id)
             try:
                 if matched.sub_ids is None:
                     ids = (self.index.match_entry(article.entry, article.feed_url,
@@ -358,7 +360,7 @@ class Reflector:
         """Put committed matches into the held entries and move the feeds' versions."""
         subs = self.subs
         any_wide = bool(self.topk.extra) or bool((subs.keep > WIDTH).any())
-        for item, ids, _ in batch:
+        for item, ids, shard in batch:
             self.topk.ensure(int(ids.max()))
             keep = subs.keep[ids].astype(np.int64) if any_wide else None
             changed = self.topk.insert(item.entry_id, ids, keep)
@@ -369,7 +371,8 @@ class Reflector:
                 subs.version[ids] = np.maximum(subs.version[ids] + 1, item.entry_id)
                 subs.modified[ids] = now
             self.metrics.rows_held.inc(len(changed))
-            self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
+            if shard >= 0:  # stored entries given to a new subscription are not latency
+                self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
             self.metrics.articles_out.labels("reflector").inc()
 
     def _warn(self, message: str) -> None:

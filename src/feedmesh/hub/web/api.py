@@ -21,7 +21,7 @@ from feedmesh.hub.facade import FollowLimitError, HubFacade, SourceView
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
-from feedmesh.match import QueryError, article_from_entry, parse_query, tokenize_article
+from feedmesh.match import QueryError, html_to_text, parse_query
 from feedmesh.memory import release_memory
 from feedmesh.store import Account, Subscription
 
@@ -70,6 +70,26 @@ def decode_json_body(raw: bytes) -> Any:
         raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from exc
 
 
+def _snippet(entry_summary: str, entry_content: str, terms: list[str],
+             limit: int = 300) -> str:
+    """About ``limit`` characters of an entry as plain text, around the first of the matched
+    ``terms`` it shows (the summary first, then the content), so that the page can highlight
+    why the entry matched; the summary's beginning when no term is in either."""
+    texts = [" ".join(html_to_text(f).split()) for f in (entry_summary, entry_content) if f]
+    needles = [t.strip('"').rstrip("*").lower() for t in terms]
+    for text in texts:
+        lowered = text.lower()
+        found = [i for i in (lowered.find(n) for n in needles if n) if i >= 0]
+        if found:
+            start = max(0, min(found) - limit // 3)
+            if start:
+                start = text.find(" ", start) + 1 or start
+            piece = text[start:start + limit]
+            return ("…" if start else "") + piece + ("…" if start + limit < len(text) else "")
+    text = texts[0] if texts else ""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, text=json.dumps(data), content_type="application/json")
 
@@ -82,7 +102,6 @@ class Api:
         self.api_limiter = RateLimiter(hub.clock, limits.api_rate_per_s, limits.api_burst)
         self.signup_limiter = RateLimiter(hub.clock, limits.signup_rate_per_s,
                                           limits.signup_burst)
-        self._recent: tuple[float, list] = (0.0, [])
 
     def routes(self) -> list[web.RouteDef]:
         a = self.authenticated
@@ -333,27 +352,17 @@ class Api:
 
     # -- preview and stats ------------------------------------------------------------------
 
-    async def _recent_articles(self) -> list:
-        stamp, cached = self._recent
-        if self.hub.clock.now() - stamp < 5.0 and cached:
-            return cached
-        articles = []
-        for recent in await self.hub.recent_articles(self.limits.preview_entries):
-            tokenized = tokenize_article(article_from_entry(recent.item.entry, recent.feed_url,
-                                                            recent.feed_language))
-            articles.append((recent.item, recent.feed_title, tokenized))
-        self._recent = (self.hub.clock.now(), articles)
-        return articles
-
     async def preview(self, request: web.Request, account: Account) -> web.Response:
         fields = self._query_fields(await self._body(request), required=True)
         query = parse_query(fields["query"])
-        articles = await self._recent_articles()
-        matches = [{"title": row.entry.title, "link": row.entry.link, "feed_title": title,
-                    "first_seen_at": row.first_seen_at}
-                   for row, title, tokenized in articles if query.matches(tokenized)]
-        return _json({"normalized": query.normalized, "searched": len(articles),
-                      "matched": len(matches), "matches": matches[:50]})
+        searched, found = await self.hub.recent_matches(query, self.limits.preview_entries)
+        matches = [{"title": m.item.entry.title, "link": m.item.entry.link,
+                    "feed_title": m.feed_title, "first_seen_at": m.item.first_seen_at,
+                    "summary": _snippet(m.item.entry.summary, m.item.entry.content,
+                                        list(m.terms)),
+                    "terms": list(m.terms)} for m in found[:50]]
+        return _json({"normalized": query.normalized, "searched": searched,
+                      "matched": len(found), "matches": matches})
 
     async def stats(self, request: web.Request) -> web.Response:
         return _json(await self.hub.stats())

@@ -74,8 +74,13 @@ _SCHEMAS: dict[str, Any] = {
                                           "already was, and nothing changed)"}),
     "Entry": _object(("id", "title", "link", "feed_title", "first_seen_at"), id=_ID, title=_STR,
                      link=_STR, feed_title=_STR, first_seen_at={"type": "number"}),
-    "Match": _object(("title", "link", "feed_title", "first_seen_at"), title=_STR, link=_STR,
-                     feed_title=_STR, first_seen_at={"type": "number"}),
+    "Match": _object(("title", "link", "feed_title", "first_seen_at", "summary", "terms"),
+                     title=_STR, link=_STR, feed_title=_STR, first_seen_at={"type": "number"},
+                     summary={"type": "string", "description": "plain text, about 300 "
+                                                               "characters"},
+                     terms={"type": "array", "items": _STR,
+                            "description": "the query's terms the entry holds: why it "
+                                           "matched (word, prefix*, \"a phrase\")"}),
 }
 _OPML_EXAMPLE = ('<?xml version="1.0"?><opml version="2.0"><head><title>mine</title></head><body>'
                  '<outline text="A feed" xmlUrl="https://example.org/feed.xml"/></body></opml>')

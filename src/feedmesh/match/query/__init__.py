@@ -35,7 +35,7 @@ from feedmesh.match.query.ast import (
     render,
 )
 from feedmesh.match.query.dnf import Conjunction, expand
-from feedmesh.match.query.evaluate import evaluate
+from feedmesh.match.query.evaluate import evaluate, matched_terms
 from feedmesh.match.query.limits import QueryLimits
 from feedmesh.match.query.parser import canonical, parse_tree
 
@@ -80,6 +80,12 @@ class Query(msgspec.Struct, frozen=True):
         if isinstance(article, Article):
             article = tokenize_article(article)
         return evaluate(self.root, article)
+
+    def matched_terms(self, article: Article | TokenizedArticle) -> list[str]:
+        """The query's positive terms ``article`` holds: why it matched (for highlighting)."""
+        if isinstance(article, Article):
+            article = tokenize_article(article)
+        return matched_terms(self.root, article)
 
     def __str__(self) -> str:
         return self.normalized

@@ -10,7 +10,7 @@ from __future__ import annotations
 from feedmesh.match.article import TokenizedArticle
 from feedmesh.match.query.ast import And, Compound, Node, Not, Or, Phrase, Prefix, Word
 
-__all__ = ["contains_phrase", "evaluate"]
+__all__ = ["contains_phrase", "evaluate", "matched_terms"]
 
 
 def contains_phrase(sequence: list[str], tokens: tuple[str, ...]) -> bool:
@@ -50,3 +50,30 @@ def evaluate(node: Node, article: TokenizedArticle) -> bool:
     if isinstance(node, Or):
         return any(evaluate(child, article) for child in node.children)
     raise TypeError(f"not a query node: {node!r}")
+
+
+def matched_terms(node: Node, article: TokenizedArticle) -> list[str]:
+    """The terms of the query's positive side (not under NOT) that ``article`` holds, as a
+    person would read them (``word``, ``prefix*``, ``"a phrase"``), in query order, once each:
+    why an entry matched."""
+    found: dict[str, None] = {}
+
+    def visit(each: Node) -> None:
+        # Only what holds explains the match: an alternative that failed highlights nothing.
+        if isinstance(each, Not) or not evaluate(each, article):
+            return
+        if isinstance(each, And | Or):
+            for child in each.children:
+                visit(child)
+            return
+        if isinstance(each, Word):
+            found[each.token] = None
+        elif isinstance(each, Prefix):
+            found[f"{each.prefix}*"] = None
+        elif isinstance(each, Phrase):
+            found[f'"{" ".join(each.tokens)}"'] = None
+        elif isinstance(each, Compound):
+            found[f'"{" ".join(each.parts)}"'] = None
+
+    visit(node)
+    return list(found)
