@@ -24,6 +24,23 @@ class LogfmtFormatter(logging.Formatter):
         return line
 
 
+class _MalformedRequests(logging.Filter):
+    """aiohttp logs a request it cannot even parse (a NUL in a header, a broken request line) as
+    an error with a traceback; it has already answered 400. That is a client's mistake or a
+    probe: one warning line, the reason and no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and type(error).__name__ in ("BadHttpMessage", "BadStatusLine",
+                                                          "LineTooLong", "InvalidHeader"):
+            reason = " ".join(str(error).split())[:300]
+            record.msg, record.args = "malformed_request %s reason=%r", (record.getMessage(),
+                                                                         reason)
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def setup_logging(level: str = "info", stream=None) -> None:
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(LogfmtFormatter())
@@ -31,6 +48,10 @@ def setup_logging(level: str = "info", stream=None) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+    server = logging.getLogger("aiohttp.server")  # the web server's own errors, same format
+    server.handlers[:] = [handler]
+    server.filters[:] = [_MalformedRequests()]
+    server.propagate = False
 
 
 class Throttled:

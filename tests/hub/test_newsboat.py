@@ -54,13 +54,16 @@ class Newsboat:
         self.cache = root / "cache.db"
 
     async def reload(self) -> None:
+        await self.run("-x", "reload")
+
+    async def run(self, *arguments: str) -> None:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root / "home"),
                "XDG_CONFIG_HOME": str(self.root / "config"),
                "XDG_DATA_HOME": str(self.root / "data"),
                "XDG_CACHE_HOME": str(self.root / "cache"), "LANG": "C.UTF-8", "TERM": "dumb"}
         process = await asyncio.create_subprocess_exec(
             NEWSBOAT, "-u", str(self.urls), "-c", str(self.cache), "-C", str(self.config),
-            "-x", "reload", "-d", str(self.root / "newsboat.log"), "-l", "5", env=env,
+            *arguments, "-d", str(self.root / "newsboat.log"), "-l", "5", env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
@@ -68,7 +71,7 @@ class Newsboat:
         except TimeoutError:
             process.kill()
             await process.wait()
-            raise AssertionError(f"newsboat reload did not finish in {TIMEOUT_S} s") from None
+            raise AssertionError(f"newsboat {arguments} did not finish in {TIMEOUT_S} s") from None
         log = (self.root / "newsboat.log").read_text(errors="replace")[-3000:]
         assert process.returncode == 0, (process.returncode, out.decode(), err.decode(), log)
 
@@ -147,3 +150,23 @@ async def test_newsboat_reads_a_personalized_feed_and_gets_304(hub_env, tmp_path
     for url, reader in readers.items():
         assert reader.items(url) == await _served(env, url)
         assert reader.feed(url) == ("feedmesh: for newsboat", etags[url])
+
+
+async def test_newsboat_takes_every_private_feed_from_one_opml_file(hub_env, tmp_path):
+    """A person hands all their feeds to their reader at once: the OPML of their subscriptions,
+    imported by newsboat (``-i``), lists each private feed, and a reload reads each one."""
+    env = hub_env
+    ann = await env.anonymous.sign_up("ann")
+    subs = [await filled_subscription(env, ann, entries=1, name=f"feed {n}", query=query)
+            for n, query in enumerate(("government OR music", "water OR people"))]
+    status, opml = await ann.call("GET", "/api/subscriptions.opml")  # RSS: newsboat's format
+    assert status == 200 and opml.count("<outline") == 2
+    (tmp_path / "mine.opml").write_text(opml)
+    reader = Newsboat(tmp_path / "reader", [])
+    await reader.run("-i", str(tmp_path / "mine.opml"))
+    imported = [line.split()[0] for line in reader.urls.read_text().splitlines() if line]
+    assert imported == [s["feed_urls"]["rss"] for s in subs]
+    await reader.reload()
+    for sub in subs:
+        url = sub["feed_urls"]["rss"]
+        assert reader.feed(url)[0] == f"feedmesh: {sub['name']}" and reader.items(url)

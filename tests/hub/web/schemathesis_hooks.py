@@ -1,11 +1,20 @@
 """Schemathesis hooks for the API fuzz test (loaded through ``SCHEMATHESIS_HOOKS``): every error
-answer must have the one JSON error shape of :mod:`feedmesh.hub.web.errors`."""
+answer must have the one JSON error shape of :mod:`feedmesh.hub.web.errors`; an OPML body is sent
+as the document it is (Schemathesis would wrap a string in an XML element of its own)."""
 
 from __future__ import annotations
 
 import schemathesis
 
-__all__ = ["error_shape"]
+__all__ = ["error_shape", "opml_as_sent"]
+
+
+@schemathesis.serializer("text/x-opml", "text/xml", "application/xml")
+def opml_as_sent(ctx: object, value: object) -> bytes:
+    """The generated or example document, as bytes on the wire."""
+    if isinstance(value, bytes):
+        return value
+    return str(value).encode("utf-8", errors="surrogatepass")
 
 
 @schemathesis.check

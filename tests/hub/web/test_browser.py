@@ -4,7 +4,8 @@ a running hub crawling a real farm on loopback:
 sign up -> a bad query shows its positioned error inline -> a good query previews matches ->
 subscribe -> the feed URLs are shown and one is copied -> import an OPML file of farm feeds through
 the file input -> "Show recent matches" lists entries -> the feed URL, opened in the browser, is a
-feed holding those entries.
+feed holding those entries -> edit the subscription (a bad query shows why) -> replace its URL
+(the old one answers 404) -> remove a source.
 
 Driven with Playwright's async API over Chromium's DevTools pipe: it needs no chromedriver, runs
 in the test's own event loop beside the hub (no threads), and waits on page conditions instead of
@@ -123,6 +124,9 @@ async def _walk_the_path(env, page: Page, opml_file: Path) -> None:
     await expect(preview).to_have_count(min(matched, 10))
     first_preview = await preview.first.get_attribute("href")
     assert first_preview.startswith(env.farm.base_url)
+    # Why each entry matched: its terms are marked in its title or excerpt.
+    marks = [m.lower() for m in await page.locator("#preview-list mark").all_inner_texts()]
+    assert marks and set(marks) <= {"government", "music", "water"}, marks
 
     # 4. Subscribe; the feed URLs are shown; copy one.
     await page.fill("#sub-name", "my news")
@@ -183,4 +187,31 @@ async def _walk_the_path(env, page: Page, opml_file: Path) -> None:
     assert 0 < len(shown) <= 10
     farm_feeds = {env.farm.feed_url(n) for n in range(40)}
     assert {e.source.href for e in feed.entries} <= farm_feeds
+
+    # 8. Edit the subscription: name and keep; a bad query shows why, inline.
+    await page.get_by_test_id(f"edit-{sub_id}").click()
+    form = page.get_by_test_id(f"edit-form-{sub_id}")
+    await form.locator("input[name=query]").fill("water AND (music")
+    await form.locator("button[type=submit]").click()
+    await expect(form.locator("pre.error")).to_contain_text("unbalanced parenthesis")
+    await form.locator("input[name=query]").fill(FARM_QUERY)
+    await form.locator("input[name=name]").fill("my news, shorter")
+    await form.locator("input[name=keep]").fill("5")
+    await form.locator("button[type=submit]").click()
+    await expect(item.locator("strong")).to_have_text("my news, shorter")
+    await expect(item.locator(".meta").first).to_contain_text("keeps 5 entries")
+
+    # 9. A new feed URL: the old one stops working, the new one is shown.
+    page.once("dialog", lambda dialog: dialog.accept())
+    await page.get_by_test_id(f"new-url-{sub_id}").click()
+    await expect(item.locator("code.feed-link").first).not_to_have_text(urls[0])
+    gone = await page.evaluate("async (url) => (await fetch(url)).status", urls[0])
+    assert gone == 404
+
+    # 10. Remove a source.
+    sources = page.get_by_test_id("source")
+    removed = await sources.first.get_attribute("data-id")
+    page.once("dialog", lambda dialog: dialog.accept())
+    await page.get_by_test_id(f"remove-source-{removed}").click()
+    await expect(sources).to_have_count(19)
     assert all(link.startswith(env.farm.base_url) for _, link in shown)

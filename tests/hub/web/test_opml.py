@@ -55,3 +55,15 @@ async def test_an_opml_with_no_body_is_refused(hub_env, ann):
     status, body = await ann.call("POST", "/api/opml", data=b"<opml version='2.0'/>",
                                   headers=XML)
     assert "no <body>" in assert_error(status, body, 400, "invalid_opml")["message"]
+
+
+async def test_the_subscriptions_opml_in_each_format(hub_env, ann):
+    status, body = await ann.call("POST", "/api/subscriptions", {"query": "law", "name": "L"})
+    sub = body["subscription"]
+    for kind in ("rss", "atom", "json"):
+        status, opml = await ann.call("GET", f"/api/subscriptions.opml?format={kind}")
+        assert status == 200
+        (outline,) = parse_opml(opml.encode()).outlines
+        assert outline.url == sub["feed_urls"][kind] and outline.title == "feedmesh: L"
+    status, body = await ann.call("GET", "/api/subscriptions.opml?format=xml")
+    assert "rss, atom or json" in assert_error(status, body, 400, "invalid_format")["message"]

@@ -111,6 +111,7 @@ class Api:
             web.post("/api/accounts/me/token", a(self.rotate_token)),
             web.get("/api/subscriptions", a(self.list_subscriptions)),
             web.post("/api/subscriptions", a(self.create_subscription)),
+            web.get("/api/subscriptions.opml", a(self.subscriptions_opml)),
             web.get("/api/subscriptions/{id}", a(self.get_subscription)),
             web.patch("/api/subscriptions/{id}", a(self.change_subscription)),
             web.delete("/api/subscriptions/{id}", a(self.delete_subscription)),
@@ -252,6 +253,22 @@ class Api:
         sub = await self.hub.add_subscription(account.id, name=fields.get("name", ""),
                                               query=fields["query"], keep=fields.get("keep", 10))
         return _json({"subscription": self._subscription_json(sub)}, 201)
+
+    async def subscriptions_opml(self, request: web.Request, account: Account) -> web.Response:
+        """Every private feed of the account in one OPML file, for a reader to import at once:
+        an outline per subscription, titled by it, in the format asked for (RSS unless told)."""
+        kind = request.query.get("format", "rss")
+        if kind not in ("rss", "atom", "json"):
+            raise ApiError(400, "invalid_format", f"format must be rss, atom or json, not "
+                           f"{kind[:20]!r}")
+        outlines = [OpmlOutline(url=self.feeds.urls(self.hub.feed_token(sub))[kind],
+                                title=f"feedmesh: {sub.name or sub.query}",
+                                html_url=self.feeds.base_url + "/")
+                    for sub in await self.hub.subscriptions(account.id)]
+        who = account.name or f"account {account.id}"
+        body = render_opml(f"feedmesh subscriptions of {who}", outlines)
+        return web.Response(body=body, content_type="text/x-opml", charset="utf-8", headers={
+            "Content-Disposition": f'attachment; filename="feedmesh-subscriptions-{kind}.opml"'})
 
     async def get_subscription(self, request: web.Request, account: Account) -> web.Response:
         return _json({"subscription": self._subscription_json(

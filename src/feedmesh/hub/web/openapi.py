@@ -35,8 +35,13 @@ _ERRORS = {str(code): _answer(text, _ref("Error")) for code, text in (
 )}
 _LIMIT = {"403": _answer("A per-account limit is reached", _ref("Error"))}
 
-_QUERY = {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": "\\S",
-          "description": "ASCII, e.g. (law AND internet) OR privacy; see docs/web.md"}
+# What the server refuses, as far as a schema can say it: blank text, and the control characters
+# and lone surrogates the query lexer refuses (tab, newline and the like are spaces to it).
+_QUERY = {"type": "string", "minLength": 1, "maxLength": 1000,
+          "allOf": [{"pattern": "\\S"},
+                    {"pattern": "^[^\\u0000-\\u0008\\u000e-\\u001b\\u007f-\\u0084"
+                                "\\u0086-\\u009f\\ud800-\\udfff]*$"}],
+          "description": "e.g. (law AND internet) OR privacy; see docs/web.md"}
 _SUB_FIELDS = {
     "query": _QUERY,
     "name": {"type": "string", "maxLength": 200},
@@ -145,6 +150,15 @@ def openapi(base_url: str) -> dict[str, Any]:
                 **sub_path, "get": op("The entries its feed holds now", {"200": _answer(
                     "OK", _object(("entries",), entries={"type": "array",
                                                          "items": _ref("Entry")}))})},
+            "/api/subscriptions.opml": {"get": {
+                **op("Every private feed of yours in one OPML file, for a reader to import",
+                     {"200": {"description": "OPML, one outline per subscription", "content": {
+                         "text/x-opml": {"schema": _STR}}}}),
+                "parameters": [{"name": "format", "in": "query", "required": False,
+                                "schema": {"type": "string", "enum": ["rss", "atom", "json"],
+                                           "default": "rss"},
+                                "description": "RSS reads everywhere; JSON Feed only in readers "
+                                               "that list it (newsboat does not)"}]}},
             "/api/sources": {
                 "get": op("Source feeds you added", {"200": _answer("OK", _object(
                     ("sources",), sources={"type": "array", "items": _ref("Source")}))}),

@@ -1,5 +1,6 @@
-// feedmesh web interface: sign up, write a query with a live preview, copy the feed URL,
-// see recent matches, add sources and import OPML. Plain JavaScript over the JSON API.
+// feedmesh web interface: sign up, write a query with a live preview (why each entry matched),
+// copy the feed URLs or all of them as OPML, edit a subscription or replace its URL, see recent
+// matches, add, import and remove sources. Plain JavaScript over the JSON API.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -113,11 +114,57 @@ function subscriptionItem(sub) {
     await api("DELETE", "/api/subscriptions/" + sub.id);
     loadSubscriptions();
   });
-  return element("li", { "data-testid": "subscription", "data-id": sub.id },
-                 element("strong", { text: sub.name || sub.query }),
-                 element("div", { class: "meta", text: `query: ${sub.normalized} · keeps ${sub.keep} entries` }),
-                 ...urls, refresh, " ", remove, matches);
+  const newUrl = element("button", { class: "secondary", type: "button", text: "New feed URL",
+                                     "data-testid": "new-url-" + sub.id });
+  newUrl.addEventListener("click", async () => {
+    if (!confirm("Replace this feed's URL? The old one stops working (for a URL that leaked).")) return;
+    await api("PATCH", "/api/subscriptions/" + sub.id, { new_url: true });
+    loadSubscriptions();
+  });
+  const edit = element("button", { class: "secondary", type: "button", text: "Edit",
+                                   "data-testid": "edit-" + sub.id });
+  const item = element("li", { "data-testid": "subscription", "data-id": sub.id },
+                       element("strong", { text: sub.name || sub.query }),
+                       element("div", { class: "meta", text: `query: ${sub.normalized} · keeps ${sub.keep} entries` }),
+                       ...urls, refresh, " ", edit, " ", newUrl, " ", remove, matches);
+  edit.addEventListener("click", () => item.append(editForm(sub)));
+  return item;
 }
+
+function editForm(sub) {
+  const query = element("input", { name: "query", maxlength: "1000", value: sub.query, "aria-label": "query" });
+  const name = element("input", { name: "name", maxlength: "200", value: sub.name, "aria-label": "name" });
+  const keep = element("input", { name: "keep", type: "number", min: "1", max: "100", value: String(sub.keep),
+                                  "aria-label": "entries kept" });
+  const problem = element("pre", { class: "error", role: "alert" });
+  const form = element("form", { class: "edit", "data-testid": "edit-form-" + sub.id },
+                       element("label", {}, "Query ", query), element("label", { class: "short" }, "Name ", name),
+                       element("label", { class: "short" }, "Keeps ", keep),
+                       element("button", { type: "submit", text: "Save" }), problem);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    problem.textContent = "";
+    try {
+      await api("PATCH", "/api/subscriptions/" + sub.id,
+                { query: query.value, name: name.value, keep: Number(keep.value) });
+      loadSubscriptions();
+    } catch (error) {
+      let text = error.message;
+      if (error.detail && error.detail.hint) text += "\nhint: " + error.detail.hint;
+      problem.textContent = text;
+    }
+  });
+  return form;
+}
+
+$("subs-opml").addEventListener("click", async (event) => {
+  event.preventDefault();
+  const kind = $("subs-opml-format").value;
+  const text = await api("GET", "/api/subscriptions.opml?format=" + kind);
+  const link = element("a", { href: URL.createObjectURL(new Blob([text], { type: "text/x-opml" })),
+                              download: `feedmesh-subscriptions-${kind}.opml` });
+  link.click();
+});
 
 async function loadMatches(id, list) {
   const data = await api("GET", `/api/subscriptions/${id}/entries`);
@@ -154,15 +201,26 @@ async function preview() {
     if (seq !== previewSeq) return;
     $("preview-summary").textContent =
       `${data.matched} of the ${data.searched} most recent articles match ${data.normalized}`;
-    $("preview-list").replaceChildren(...data.matches.slice(0, 10).map((m) =>
-      element("li", {}, element("a", { href: m.link, text: m.title || m.link, rel: "noopener" }),
-              element("span", { class: "meta", text: " — " + m.feed_title }))));
+    $("preview-list").replaceChildren(...data.matches.slice(0, 10).map((m) => {
+      const link = element("a", { href: m.link, rel: "noopener" }, ...highlighted(m.title || m.link, m.terms));
+      return element("li", {}, link, element("span", { class: "meta", text: " — " + m.feed_title }),
+                     element("div", { class: "summary" }, ...highlighted(m.summary, m.terms)));
+    }));
   } catch (error) {
     if (seq !== previewSeq) return;
     $("preview-summary").textContent = "";
     $("preview-list").replaceChildren();
     showQueryError(query, error.detail, error.message);
   }
+}
+
+// The text split into plain parts and <mark>ed terms (why the entry matched); never HTML.
+function highlighted(text, terms) {
+  const words = (terms || []).map((t) => t.replace(/^"|"$/g, "").replace(/\*$/, ""))
+    .filter((t) => t.length > 1).map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  if (!words.length || !text) return [text || ""];
+  const pattern = new RegExp(`(${words.join("|")})`, "gi");
+  return text.split(pattern).map((part, i) => (i % 2 ? element("mark", { text: part }) : part));
 }
 
 $("query-input").addEventListener("input", () => {
@@ -185,9 +243,19 @@ $("sub-form").addEventListener("submit", async (event) => {
 
 async function loadSources() {
   const data = await api("GET", "/api/sources");
-  $("sources").replaceChildren(...data.sources.map((s) => element("li", { "data-testid": "source" },
-    element("strong", { text: s.title || s.url }), element("div", { class: "meta", text: s.url }),
-    element("div", { class: "meta", text: s.last_error ? "problem: " + s.last_error : (s.last_outcome || "not fetched yet") }))));
+  $("sources").replaceChildren(...data.sources.map((s) => {
+    const remove = element("button", { class: "danger", type: "button", text: "Remove",
+                                       "data-testid": "remove-source-" + s.id });
+    remove.addEventListener("click", async () => {
+      if (!confirm(`Stop following ${s.title || s.url}?`)) return;
+      await api("DELETE", "/api/sources/" + s.id);
+      loadSources();
+    });
+    return element("li", { "data-testid": "source", "data-id": s.id },
+      element("strong", { text: s.title || s.url }), " ", remove,
+      element("div", { class: "meta", text: (s.category ? s.category + " · " : "") + s.url }),
+      element("div", { class: "meta", text: s.last_error ? "problem: " + s.last_error : (s.last_outcome || "not fetched yet") }));
+  }));
 }
 
 $("source-form").addEventListener("submit", async (event) => {
