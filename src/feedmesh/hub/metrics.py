@@ -66,6 +66,9 @@ class HubMetrics:
                                       "columns, re-match index, SQLite caches)", registry=r)
         self.degraded = Counter("feedmesh_reflector_degraded",
                                 "Entries degraded under memory pressure", ["action"], registry=r)
+        self.feed_renders = Counter("feedmesh_feed_renders",
+                                    "Private feeds rendered (once per version and format; the "
+                                    "other 200s are served from memory)", registry=r)
         self.feed_requests = Counter("feedmesh_feed_requests",
                                      "Personalized feed requests by status", ["status"],
                                      registry=r)

@@ -6,8 +6,8 @@ The token is verified as an HMAC (no lookup, constant time); a wrong token, a re
 unknown subscription all get the same 404, so a guess learns nothing.
 
 Readers are polled cheaply and politely: a weak ETag (subscription, URL generation, content
-version, format, hub boot) and Last-Modified answer 304 without touching the disk; bodies are
-gzip-compressed on request; ``Cache-Control: private, max-age=60``; a reader polling faster than
+version, format, hub boot) and Last-Modified answer 304 without touching the disk; a 200 is served
+from the feed's bytes as rendered once for its version, gzip-compressed once (:mod:`.rendered`); ``Cache-Control: private, max-age=60``; a reader polling faster than
 the feed limit gets 429 with Retry-After.
 """
 
@@ -23,6 +23,7 @@ from feedmesh.feeds.render import CONTENT_TYPES, render_feed
 from feedmesh.hub.facade import HubFacade
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
+from feedmesh.hub.web.rendered import RenderedFeeds
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store import ReflectedItem
 
@@ -52,6 +53,7 @@ class FeedServer:
         self.base_url = base_url.rstrip("/")
         self.limiter = RateLimiter(hub.clock, limits.feed_rate_per_s, limits.feed_burst)
         self.boot = uuid.uuid4().hex[:8]
+        self.rendered = RenderedFeeds(limits.rendered_feeds_bytes)
         # Edits since this process started (the boot id in the ETag covers earlier ones).
 
     def urls(self, token: str) -> dict[str, str]:
@@ -84,18 +86,19 @@ class FeedServer:
         if _not_modified(request, etag, last_modified):
             self.hub.metrics.feed_requests.labels("304").inc()
             return web.Response(status=304, headers=headers)
-        body = await self._render(sub_id, token, fmt)
+        rendered = await self.rendered.get(sub_id, fmt, (generation, version),
+                                           lambda: self._render(sub_id, token, fmt))
         self.hub.metrics.feed_requests.labels("200").inc()
-        response = web.Response(body=body, headers=headers)
-        response.content_type = CONTENT_TYPES[fmt].split(";")[0]
-        response.charset = "utf-8"
+        headers["Content-Type"] = CONTENT_TYPES[fmt]
         if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
-            # Name gzip: left to choose, aiohttp answers "gzip, deflate" with deflate, which
-            # readers have long decoded inconsistently (zlib-wrapped or raw).
-            response.enable_compression(web.ContentCoding.gzip)
-        return response
+            # gzip, compressed once per version: deflate is what readers have long decoded
+            # inconsistently (zlib-wrapped or raw).
+            headers["Content-Encoding"] = "gzip"
+            return web.Response(body=rendered.gzipped, headers=headers)
+        return web.Response(body=rendered.body, headers=headers)
 
     async def _render(self, sub_id: int, token: str, fmt: str) -> bytes:
+        self.hub.metrics.feed_renders.inc()
         sub = await self.hub.subscription(sub_id)
         items = await self.hub.feed_items(sub_id)
         title = sub.name if sub and sub.name else (sub.query if sub else "feedmesh")
