@@ -1,6 +1,6 @@
 """FeedEx's adaptive fetching (section 3.3): each feed's interval halves or doubles with the share
 of new entries a fetch finds. Reactive, not plan-based: the update itself runs in the compiled
-:func:`feedmesh.schedule.core.record_success`; this class keeps the intervals' bookkeeping.
+:func:`feedmesh.schedule.kernels.record_success`; this class keeps the intervals' bookkeeping.
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .core import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL
+from .kernels import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL
 from .policies import PlanBatch, Policy, RefitContext
-from .settings import DAY_S, SchedulerSettings
+from .settings import SchedulerSettings
+from .units import DAY_S
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -27,7 +28,7 @@ class AdaptivePolicy(Policy):
     interval shorter still, so every feed ratchets to T_min or T_max.
     Intervals live in [T_min, T_max]; to spend the same global budget as every other policy, all
     intervals are multiplied by one factor s with sum(1 / (s T_i)) = M (kept up to date in O(1)).
-    The per-fetch update runs in :func:`feedmesh.schedule.core.record_success`; the intervals
+    The per-fetch update runs in :func:`feedmesh.schedule.kernels.record_success`; the intervals
     are the column ``F_INTERVAL`` of the scheduler's table, ``totals`` = [sum 1/T_i, M per s].
     """
 

@@ -26,7 +26,7 @@ import msgspec
 
 from feedmesh.model import FeedInfo
 
-from .settings import DAY_S, HOUR_S
+from .units import DAY_S, HOUR_S
 
 __all__ = ["DAY_NAMES", "FeedHints", "next_allowed_time"]
 

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
-from .core import njit
-from .settings import DAY_S, HOUR_S
+from .kernels import njit
+from .units import DAY_S, HOUR_S
 
 __all__ = ["LearnedState", "LearnedSummary"]
 

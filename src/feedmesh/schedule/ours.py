@@ -35,7 +35,8 @@ from .allocation import round_to_total, sqrt_allocation
 from .clusters import normalized_profiles
 from .placement import place_batch
 from .policies import PlanBatch, Policy, RefitContext
-from .settings import DAY_S, HOUR_S, WEEK_S, SchedulerSettings
+from .settings import SchedulerSettings
+from .units import DAY_S, HOUR_S, WEEK_S
 
 __all__ = ["FeedmeshPolicy", "gamma_prior"]
 

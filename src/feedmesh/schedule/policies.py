@@ -38,10 +38,12 @@ from .allocation import (
     round_to_total,
     sqrt_allocation,
 )
-from .core import MODE_PLAN
+from .kernels import MODE_PLAN
 from .learning import LearnedSummary
 from .placement import place_batch
-from .settings import DAY_S, HOUR_S, WEEK_S, SchedulerSettings
+from .policy_names import ABLATION_POLICY_NAMES, KNOWN_POLICY_NAMES, POLICY_NAMES
+from .settings import SchedulerSettings
+from .units import DAY_S, HOUR_S, WEEK_S
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -252,7 +254,7 @@ class Policy:
     name: ClassVar[str] = ""
     plan_based: ClassVar[bool] = True
     mode: int = MODE_PLAN
-    """How :func:`feedmesh.schedule.core.record_success` picks the next fetch for this policy."""
+    """How :func:`feedmesh.schedule.kernels.record_success` picks the next fetch for this policy."""
 
     def __init__(self, settings: SchedulerSettings) -> None:
         self.settings = settings
@@ -484,15 +486,3 @@ def make_policy(settings: SchedulerSettings) -> Policy:
 
     raise UnknownPolicyError(
         f"unknown policy {name!r}; known policies: {', '.join(KNOWN_POLICY_NAMES)}")
-
-
-POLICY_NAMES: tuple[str, ...] = (
-    "uniform", "adaptive", "adaptive-literal", "cgm-age", "cgm-freshness", "optimal", "feedmesh",
-)
-"""The policies a deployment chooses from (``--policies all``)."""
-
-ABLATION_POLICY_NAMES: tuple[str, ...] = ("optimal-timing", "optimal-allocation")
-"""The paper's strategies 2 and 3 (Table 1: placement only, allocation only), for the simulator's
-calibration table; a deployment has no reason to pick them."""
-
-KNOWN_POLICY_NAMES: tuple[str, ...] = POLICY_NAMES + ABLATION_POLICY_NAMES

@@ -19,10 +19,11 @@ import msgspec
 from feedmesh.model import Entry, FetchOutcome, FetchResult
 
 from .hints import FeedHints
-from .limits import HostRecord
 from .settings import SchedulerSettings
 
-__all__ = ["SNAPSHOT_FORMAT", "FeedRecord", "FeedStatus", "FetchReport", "SchedulerSnapshot"]
+__all__ = [
+    "SNAPSHOT_FORMAT", "FeedRecord", "FeedStatus", "FetchReport", "HostRecord", "SchedulerSnapshot",
+]
 
 SNAPSHOT_FORMAT = 1
 
@@ -110,6 +111,17 @@ class FeedRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     notes: tuple[str, ...] = ()
 
 
+class HostRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A host's politeness state, as stored in a snapshot."""
+
+    host: str
+    last_fetch_at: float | None = None
+    recent: tuple[float, ...] = ()
+    blocked_until: float = 0.0
+    min_spacing_s: float | None = None
+    max_per_minute: int | None = None
+
+
 class SchedulerSnapshot(msgspec.Struct, frozen=True):
     """Everything a scheduler needs to resume where it stopped."""
 
@@ -128,6 +140,6 @@ class SchedulerSnapshot(msgspec.Struct, frozen=True):
     rng_state: dict[str, object]
     random_state: list[object]
     spend: dict[str, object] | None = None
-    """The spend control's scale and recent counts (see :class:`~.limits.SpendControl`)."""
+    """The spend control's scale and recent counts (see :class:`~.spend_control.SpendControl`)."""
     labels: list[int] | None = None
     """Each feed's cluster at the last refit, in ``feeds`` order (keeps cluster stickiness)."""

@@ -2,7 +2,7 @@
 
 It holds every feed's learned state (:mod:`.learning`), the chosen policy's plans
 (:mod:`.policies`), per-host politeness and the global budget, and an indexed heap of due times,
-all as arrays (:mod:`.table`) that the compiled kernels of :mod:`.core` work on. It never reads
+all as arrays (:mod:`.table`) that the compiled kernels of :mod:`.kernels` work on. It never reads
 a clock: every call takes ``now`` (float epoch seconds). The same object runs live inside the
 crawler and, with a simulated clock, inside ``feedmesh sim``::
 
@@ -34,8 +34,8 @@ import numpy as np
 
 from feedmesh.model import FetchOutcome
 
-from . import core
-from .core import (
+from . import kernels
+from .kernels import (
     F_BACKOFF,
     F_DITHER,
     F_DUE,
@@ -60,10 +60,11 @@ from .core import (
 from .errors import DuplicateFeedError, UnknownFeedError
 from .hints import FeedHints
 from .learning import LearnedState
-from .limits import SpendControl
+from .spend_control import SpendControl
 from .policies import Plan, Policy, make_policy
 from .records import FeedStatus, FetchReport, SchedulerSnapshot
-from .settings import DAY_S, SchedulerSettings
+from .settings import SchedulerSettings
+from .units import DAY_S
 from .table import FeedTable, HostTable
 from .upkeep import CLOCK_SKEW_S, SchedulerUpkeep
 
@@ -282,7 +283,7 @@ class Scheduler(SchedulerUpkeep):
         if now >= self._next_refit_at or self._awaiting_count or self._plans_stale:
             self._maintain(now)
         table, hosts = self._table, self._hosts
-        n = core.pop_due(now, -1 if limit is None else limit, table.heap_keys, table.heap_slots,
+        n = kernels.pop_due(now, -1 if limit is None else limit, table.heap_keys, table.heap_slots,
                          table.heap_n, table.F, table.I, self._K, hosts.HF, hosts.HI, hosts.ring,
                          self._bucket_state, table.out)
         self._spend.fetches += n
@@ -364,7 +365,7 @@ class Scheduler(SchedulerUpkeep):
                 self._no_hint = np.full(2 * len(slots), _NAN)
             max_age_s = self._no_hint
         table = self._table
-        core.record_success(slots, now, new_entries, entries_in_document, max_age_s,
+        kernels.record_success(slots, now, new_entries, entries_in_document, max_age_s,
                             table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I,
                             self._K, table.pool, self.policy.mode,
                             getattr(self.policy, "totals", _EMPTY_F))
@@ -404,7 +405,7 @@ class Scheduler(SchedulerUpkeep):
             self._first_min = np.empty(2 * n)
             self._undated = np.empty(2 * n, dtype=np.int64)
         while True:
-            m, events = core.learn_batch(slots, now, self._table.F, self._K, published, starts,
+            m, events = kernels.learn_batch(slots, now, self._table.F, self._K, published, starts,
                                          ends, counts, self._obs_slots, self._obs_times,
                                          self._first_min, self._undated)
             if m >= 0:
@@ -457,7 +458,7 @@ class Scheduler(SchedulerUpkeep):
 
     def _push(self, slot: int, due: float) -> None:
         table = self._table
-        core.push(table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I, self._K,
+        kernels.push(table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I, self._K,
                   slot, due)
 
     def _note(self, slot: int, kind: str, message: str) -> None:
@@ -468,11 +469,11 @@ class Scheduler(SchedulerUpkeep):
 
     def plan_of(self, slot: int) -> Plan | None:
         """The current plan of a slot (policies call this)."""
-        period = float(self._table.F[slot, core.F_PLAN_PERIOD])
+        period = float(self._table.F[slot, kernels.F_PLAN_PERIOD])
         if not period > 0:
             return None
         return Plan(period, tuple(float(x) for x in self._table.plan_offsets(slot)),
-                    float(self._table.F[slot, core.F_PLAN_ORIGIN]))
+                    float(self._table.F[slot, kernels.F_PLAN_ORIGIN]))
 
     # ------------------------------------------------------------------ inspection
     def status(self, feed_id: str) -> FeedStatus:

@@ -16,13 +16,11 @@ import math
 
 import msgspec
 
-from .errors import SettingsError
+from .errors import SettingsError, UnknownPolicyError
+from .policy_names import KNOWN_POLICY_NAMES
+from .units import DAY_S, HOUR_S, WEEK_S
 
-__all__ = ["DAY_S", "HOUR_S", "WEEK_S", "SchedulerSettings"]
-
-HOUR_S = 3600.0
-DAY_S = 86400.0
-WEEK_S = 7 * DAY_S
+__all__ = ["SchedulerSettings"]
 
 
 class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -111,11 +109,7 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
 
     def validated(self) -> SchedulerSettings:
         """Return self after checking every field; raise SettingsError naming the first bad one."""
-        from .policies import KNOWN_POLICY_NAMES  # late import: policies import settings
-
         if self.policy not in KNOWN_POLICY_NAMES:
-            from .errors import UnknownPolicyError
-
             raise UnknownPolicyError(
                 f"unknown policy {self.policy!r}; known policies: {', '.join(KNOWN_POLICY_NAMES)}"
             )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import numpy as np
 
-from .core import (
+from .kernels import (
     F_BACKOFF,
     F_DITHER,
     F_DUE,
@@ -31,8 +31,7 @@ from .core import (
     I_RATE_LIMITED,
 )
 from .errors import SnapshotError
-from .limits import HostRecord
-from .records import SNAPSHOT_FORMAT, FeedRecord, SchedulerSnapshot
+from .records import SNAPSHOT_FORMAT, FeedRecord, HostRecord, SchedulerSnapshot
 from .settings import SchedulerSettings
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The arrays behind the scheduler: per-feed rows, per-host rows, the heap and the plan pool.
 
-:mod:`.core` works on these arrays; this module owns their allocation (capacity doubles when it
+:mod:`.kernels` works on these arrays; this module owns their allocation (capacity doubles when it
 runs out), the mapping from host names to rows, and where each feed's plan offsets live in one
 shared pool. Everything is plain numpy, so a snapshot is a copy of a few arrays.
 """
@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from . import core
-from .core import (
+from . import kernels
+from .kernels import (
     F_FIELDS,
     FLAG_HELD,
     H_BLOCKED,
@@ -74,20 +74,20 @@ class FeedTable:
         """A fresh row for a new feed (out of the heap, no plan, no history)."""
         self.remove_from_heap(slot)
         self.F[slot] = _NAN
-        self.F[slot, core.F_DUE] = math.inf
-        self.F[slot, core.F_BACKOFF] = 0.0
-        self.F[slot, core.F_WEIGHT] = 1.0
+        self.F[slot, kernels.F_DUE] = math.inf
+        self.F[slot, kernels.F_BACKOFF] = 0.0
+        self.F[slot, kernels.F_WEIGHT] = 1.0
         cap = self.I[slot, I_PLAN_CAP]
         start = self.I[slot, I_PLAN_START]
         self.I[slot] = 0
         self.I[slot, I_HEAP_POS] = -1
         self.I[slot, I_PLAN_START] = start  # keep the pool room the slot already has
         self.I[slot, I_PLAN_CAP] = cap
-        self.I[slot, core.I_FLAGS] = FLAG_HELD
+        self.I[slot, kernels.I_FLAGS] = FLAG_HELD
 
     # -- heap ---------------------------------------------------------------------------------
     def remove_from_heap(self, slot: int) -> None:
-        core.heap_remove(self.heap_keys, self.heap_slots, self.heap_n, self.I, slot)
+        kernels.heap_remove(self.heap_keys, self.heap_slots, self.heap_n, self.I, slot)
 
     def top(self) -> tuple[float, int] | None:
         """(due, slot) of the earliest feed, or None."""
@@ -107,9 +107,9 @@ class FeedTable:
         Returns (had a plan, the plan differs from it) per row."""
         F, I = self.F, self.I
         m = offsets.shape[1]
-        had = np.isfinite(F[slots, core.F_PLAN_PERIOD])
-        same = had & (F[slots, core.F_PLAN_PERIOD] == period_s) & \
-            (F[slots, core.F_PLAN_ORIGIN] == origin_s) & (I[slots, I_PLAN_COUNT] == m)
+        had = np.isfinite(F[slots, kernels.F_PLAN_PERIOD])
+        same = had & (F[slots, kernels.F_PLAN_PERIOD] == period_s) & \
+            (F[slots, kernels.F_PLAN_ORIGIN] == origin_s) & (I[slots, I_PLAN_COUNT] == m)
         if same.any():
             rows = np.flatnonzero(same)
             index = I[slots[rows], I_PLAN_START][:, None] + np.arange(m)[None, :]
@@ -125,8 +125,8 @@ class FeedTable:
         index = I[slots, I_PLAN_START][:, None] + np.arange(m)[None, :]
         self.pool[index] = offsets
         I[slots, I_PLAN_COUNT] = m
-        F[slots, core.F_PLAN_PERIOD] = period_s
-        F[slots, core.F_PLAN_ORIGIN] = origin_s
+        F[slots, kernels.F_PLAN_PERIOD] = period_s
+        F[slots, kernels.F_PLAN_ORIGIN] = origin_s
         return had, ~same
 
     def plan_offsets(self, slot: int) -> np.ndarray:
@@ -134,7 +134,7 @@ class FeedTable:
         return self.pool[start:start + count]
 
     def clear_plan(self, slot: int) -> None:
-        self.F[slot, core.F_PLAN_PERIOD] = _NAN
+        self.F[slot, kernels.F_PLAN_PERIOD] = _NAN
         self.I[slot, I_PLAN_COUNT] = 0
 
     def _compact(self, extra: int) -> None:

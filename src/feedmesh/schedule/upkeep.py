@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from . import core
+from . import kernels
 from .clusters import assign_clusters, fit_kmeans, normalized_profiles
-from .core import (
+from .kernels import (
     F_BACKOFF,
     F_DITHER,
     F_DUE,
@@ -28,7 +28,7 @@ from .core import (
 )
 from .learning import LearnedSummary
 from .policies import Plan, PlanBatch, RefitContext
-from .settings import DAY_S
+from .units import DAY_S
 
 __all__ = ["SchedulerUpkeep"]
 
@@ -78,22 +78,22 @@ class SchedulerUpkeep:
 
     def _update_kernel_settings(self) -> None:
         s, K = self.settings, self._K
-        K[core.K_MIN_INTERVAL] = s.min_interval_s
-        K[core.K_MAX_GAP] = self._max_gap
-        K[core.K_HINT_MAX] = s.hint_max_s
-        K[core.K_WEBSUB_S] = s.websub_safety_interval_s
-        K[core.K_HONOUR_SKIP] = 1.0 if s.honour_skip_hours else 0.0
-        K[core.K_BASE_INTERVAL] = self.base_interval_s()
-        K[core.K_TARGET_SHARE] = s.adaptive_target_new_share
-        K[core.K_T_MIN] = s.min_interval_s
-        K[core.K_T_MAX] = s.max_interval_s
-        K[core.K_SKEW] = CLOCK_SKEW_S
-        K[core.K_DAY] = DAY_S
-        K[core.K_WINDOW_DAYS] = s.rate_window_days
+        K[kernels.K_MIN_INTERVAL] = s.min_interval_s
+        K[kernels.K_MAX_GAP] = self._max_gap
+        K[kernels.K_HINT_MAX] = s.hint_max_s
+        K[kernels.K_WEBSUB_S] = s.websub_safety_interval_s
+        K[kernels.K_HONOUR_SKIP] = 1.0 if s.honour_skip_hours else 0.0
+        K[kernels.K_BASE_INTERVAL] = self.base_interval_s()
+        K[kernels.K_TARGET_SHARE] = s.adaptive_target_new_share
+        K[kernels.K_T_MIN] = s.min_interval_s
+        K[kernels.K_T_MAX] = s.max_interval_s
+        K[kernels.K_SKEW] = CLOCK_SKEW_S
+        K[kernels.K_DAY] = DAY_S
+        K[kernels.K_WINDOW_DAYS] = s.rate_window_days
 
     def _set_budget_rate(self, per_day: float, now: float) -> None:
         bucket = self._bucket_state
-        core.bucket_refill(bucket, now)
+        kernels.bucket_refill(bucket, now)
         was_unset = bucket[1] <= 0
         bucket[1] = per_day / DAY_S
         bucket[2] = max(1.0, bucket[1] * self.settings.budget_burst_s)
@@ -115,7 +115,7 @@ class SchedulerUpkeep:
                                source=self, nominal_budget_per_day=nominal)
         plans = self.policy.refit(context)
         self._max_gap = self.policy.max_gap_s()  # it may follow the budget
-        self._K[core.K_MAX_GAP] = self._max_gap
+        self._K[kernels.K_MAX_GAP] = self._max_gap
         self._install(plans, now)
         self._plans_stale = False
         self._next_refit_at = now + s.refit_interval_s
@@ -147,7 +147,7 @@ class SchedulerUpkeep:
             F, I = table.F, table.I
             ready = ((I[moved, I_FLAGS] & (FLAG_IN_FLIGHT | FLAG_AWAITING | FLAG_GONE)) == 0) & \
                 (F[moved, F_BACKOFF] <= now)
-            core.replan(moved[ready], now, batch.longest_gaps()[move][ready], table.heap_keys,
+            kernels.replan(moved[ready], now, batch.longest_gaps()[move][ready], table.heap_keys,
                         table.heap_slots, table.heap_n, F, I, self._K, table.pool)
 
     # -- what a RefitContext reads (computed only when a policy asks) --------------------------
