@@ -61,7 +61,7 @@ from .errors import DuplicateFeedError, UnknownFeedError
 from .hints import FeedHints
 from .learning import LearnedState
 from .spend_control import SpendControl
-from .policies import Plan, Policy, make_policy
+from .policies import Plan, Policy, PolicyView, make_policy
 from .records import FeedStatus, FetchReport, SchedulerSnapshot
 from .settings import SchedulerSettings
 from .units import DAY_S
@@ -92,7 +92,7 @@ class Scheduler(SchedulerUpkeep):
         self._learner = LearnedState(window_days=s.rate_window_days,
                                      half_life_days=s.memory_half_life_days)
         self._table = FeedTable()
-        self.policy.table = self._table
+        self.policy.attach(self._table)
         self._hosts = HostTable(s.host_min_spacing_s, s.host_max_per_minute)
         # the global budget as a token bucket: [tokens, per second, capacity, refilled at]
         self._bucket_state = np.array([1.0, 0.0, 1.0, _NAN])
@@ -114,6 +114,7 @@ class Scheduler(SchedulerUpkeep):
         self._active_count = 0  # feeds held and not gone
         self._max_gap = self.policy.max_gap_s()
         self._K = np.zeros(K_FIELDS)
+        self._view = PolicyView(self._table, self._K)
         self._update_kernel_settings()
         # scratch buffers of the learning kernel
         self._obs_slots = np.empty(1024, dtype=np.int64)
@@ -395,7 +396,7 @@ class Scheduler(SchedulerUpkeep):
     def _next_planned(self, slot: int, now: float) -> float:
         """The policy's next instant for ``slot`` after a fetch at ``now`` (dither included)."""
         dither = float(self._table.F[slot, F_DITHER])
-        return self.policy.next_fetch(self, slot, now - dither) + dither
+        return self.policy.next_fetch(self._view, slot, now - dither) + dither
 
     def _learn(self, slots: np.ndarray, now: float, counts: np.ndarray, published: np.ndarray,
                starts: np.ndarray, ends: np.ndarray) -> None:
@@ -468,12 +469,8 @@ class Scheduler(SchedulerUpkeep):
         notes[kind] = message
 
     def plan_of(self, slot: int) -> Plan | None:
-        """The current plan of a slot (policies call this)."""
-        period = float(self._table.F[slot, kernels.F_PLAN_PERIOD])
-        if not period > 0:
-            return None
-        return Plan(period, tuple(float(x) for x in self._table.plan_offsets(slot)),
-                    float(self._table.F[slot, kernels.F_PLAN_ORIGIN]))
+        """The current plan of a slot (None before its first)."""
+        return self._view.plan_of(slot)
 
     # ------------------------------------------------------------------ inspection
     def status(self, feed_id: str) -> FeedStatus:

@@ -5,17 +5,12 @@ of new entries a fetch finds. Reactive, not plan-based: the update itself runs i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from .kernels import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL
-from .policies import PlanBatch, Policy, RefitContext
-from .settings import SchedulerSettings
-from .units import DAY_S
-
-if TYPE_CHECKING:
-    from .scheduler import Scheduler
+from ..kernels import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL
+from ..settings import SchedulerSettings
+from ..units import DAY_S
+from .base import PlanBatch, Policy, RefitContext, ScheduleView
 
 __all__ = ["AdaptivePolicy"]
 
@@ -31,8 +26,6 @@ class AdaptivePolicy(Policy):
     The per-fetch update runs in :func:`feedmesh.schedule.kernels.record_success`; the intervals
     are the column ``F_INTERVAL`` of the scheduler's table, ``totals`` = [sum 1/T_i, M per s].
     """
-
-    plan_based = False
 
     def __init__(self, settings: SchedulerSettings, *, literal: bool) -> None:
         super().__init__(settings)
@@ -69,10 +62,10 @@ class AdaptivePolicy(Policy):
             self.totals[0] -= 1.0 / old
             intervals[slot] = np.nan
 
-    def next_fetch(self, scheduler: Scheduler, slot: int, now: float) -> float:
+    def next_fetch(self, view: ScheduleView, slot: int, now: float) -> float:
         interval = self._intervals()[slot]
         if not np.isfinite(interval):
-            return now + scheduler.base_interval_s()
+            return now + view.base_interval_s()
         rate_sum, budget_per_s = self.totals
         scale = rate_sum / budget_per_s if budget_per_s > 0 else 1.0
         effective = min(max(interval * scale, self.settings.min_interval_s),
