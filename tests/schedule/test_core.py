@@ -35,7 +35,8 @@ def test_indexed_heap_pops_in_order_after_random_moves_and_removals():
             due[slot] = when
     assert table.heap_n[0] == len(due)
     popped = []
-    while (top := table.top()) is not None:
+    while table.heap_n[0]:
+        top = float(table.heap_keys[0]), int(table.heap_slots[0])
         popped.append(top)
         table.remove_from_heap(top[1])
     assert [t for t, _ in popped] == sorted(due.values())

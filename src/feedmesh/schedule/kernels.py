@@ -154,8 +154,8 @@ def heap_remove(keys, slots, heap_n, I, slot):
 def next_allowed(when, skip_hours, skip_days):
     """The first instant at or after ``when`` outside skipHours/skipDays (GMT bit masks).
 
-    Same rule as :func:`feedmesh.schedule.hints.next_allowed_time`: the search is bounded by a
-    week, masks that forbid everything are not passed here (the feed's FLAG_SKIP_ALL)."""
+    The search is bounded by a week; masks that forbid everything are not passed here (the
+    feed's FLAG_SKIP_ALL: such hints are ignored, see :mod:`.hints`)."""
     t = when
     for _ in range(24 * 7 + 1):
         hour_index = math.floor(t / _HOUR)

@@ -118,8 +118,6 @@ class HostRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     last_fetch_at: float | None = None
     recent: tuple[float, ...] = ()
     blocked_until: float = 0.0
-    min_spacing_s: float | None = None
-    max_per_minute: int | None = None
 
 
 class SchedulerSnapshot(msgspec.Struct, frozen=True):

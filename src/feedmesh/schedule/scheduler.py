@@ -74,7 +74,6 @@ _SUCCESS = frozenset({FetchOutcome.OK, FetchOutcome.DELTA, FetchOutcome.NOT_MODI
 _INF = math.inf
 _NAN = math.nan
 _EMPTY_F = np.zeros(0)
-_EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
 class Scheduler(SchedulerUpkeep):
@@ -200,13 +199,6 @@ class Scheduler(SchedulerUpkeep):
         self._plans_stale = True
         self._update_kernel_settings()
 
-    def set_weight(self, feed_id: str, weight: float) -> None:
-        """Change a feed's importance (subscribers); used from the next refit on."""
-        if not (weight >= 0 and math.isfinite(weight)):
-            raise ValueError(f"feed {feed_id!r}: weight must be a finite number >= 0, got {weight}")
-        self._table.F[self._slot(feed_id), F_WEIGHT] = float(weight)
-        self._plans_stale = True
-
     def set_hints(self, feed_id: str, hints: FeedHints) -> None:
         """Replace a feed's hints (e.g. the WebSub subscription went live or lapsed)."""
         slot = self._slot(feed_id)
@@ -232,20 +224,6 @@ class Scheduler(SchedulerUpkeep):
                 flags |= FLAG_SKIP_ALL
                 self._note(slot, "skip_hints", "skipHours/skipDays cover every hour; ignored")
         I[slot, I_FLAGS] = flags
-
-    def set_host_limits(self, host: str, *, min_spacing_s: float | None = None,
-                        max_per_minute: int | None = None) -> None:
-        """Per-host politeness overrides (e.g. robots.txt Crawl-delay)."""
-        self._hosts.set_limits(host, min_spacing_s=min_spacing_s, max_per_minute=max_per_minute)
-
-    def note_push(self, feed_id: str, *, now: float,
-                  published: Sequence[float | None] = ()) -> None:
-        """Entries arrived by WebSub push: learn from them like from a fetch."""
-        slot = self._slot(feed_id)
-        now = self._tick(now)
-        self._learn(np.array([slot]), now, np.array([len(published)]),
-                    np.array([_NAN if t is None else t for t in published], dtype=np.float64),
-                    np.array([0]), np.array([len(published)]))
 
     # ------------------------------------------------------------------ time
     def next_due_at(self, now: float | None = None) -> float | None:

@@ -68,12 +68,9 @@ def take_snapshot(scheduler: Scheduler, now: float) -> SchedulerSnapshot:
             notes=tuple(f"{k}={v}" for k, v in sorted((s._notes[slot] or {}).items()))))
     hosts = []
     for host, row in s._hosts.index.items():
-        last, recent, blocked, spacing, per_minute = s._hosts.state(row)
-        custom = host in s._hosts.custom
+        last, recent, blocked = s._hosts.state(row)
         hosts.append(HostRecord(host=host, last_fetch_at=last, recent=recent,
-                                blocked_until=blocked,
-                                min_spacing_s=spacing if custom else None,
-                                max_per_minute=per_minute if custom else None))
+                                blocked_until=blocked))
     labels = [int(s._labels[slot]) if slot < len(s._labels) else -1 for slot in slots]
     return SchedulerSnapshot(
         format=SNAPSHOT_FORMAT, saved_at=now, settings=s.settings, feeds=feeds, hosts=hosts,
@@ -127,8 +124,7 @@ def restore_snapshot(cls: type[Scheduler], snapshot: SchedulerSnapshot | bytes, 
         raise SnapshotError(f"learned state in the snapshot is unusable: {error}") from error
     for host in snapshot.hosts:
         s._hosts.load(host.host, last_fetch_at=host.last_fetch_at, recent=host.recent,
-                      blocked_until=host.blocked_until, min_spacing_s=host.min_spacing_s,
-                      max_per_minute=host.max_per_minute)
+                      blocked_until=host.blocked_until)
     if snapshot.centroids is not None:
         s._centroids = np.asarray(snapshot.centroids, dtype=np.float64)
     if snapshot.labels is not None and len(snapshot.labels) == len(slots):

@@ -19,7 +19,6 @@ from .kernels import (
     H_FIELDS,
     H_LAST,
     H_QUEUE,
-    H_SPACING,
     HI_COUNT,
     HI_FIELDS,
     HI_HEAD,
@@ -89,12 +88,6 @@ class FeedTable:
     def remove_from_heap(self, slot: int) -> None:
         kernels.heap_remove(self.heap_keys, self.heap_slots, self.heap_n, self.I, slot)
 
-    def top(self) -> tuple[float, int] | None:
-        """(due, slot) of the earliest feed, or None."""
-        if self.heap_n[0] == 0:
-            return None
-        return float(self.heap_keys[0]), int(self.heap_slots[0])
-
     def shift_heap(self, delta: float) -> None:
         n = int(self.heap_n[0])
         self.heap_keys[:n] += delta  # a uniform shift keeps the heap order
@@ -161,7 +154,6 @@ class HostTable:
         self.default_per_minute = int(max_per_minute)
         self.index: dict[str, int] = {}
         self.names: list[str] = []
-        self.custom: set[str] = set()
         self.HF = np.zeros((0, H_FIELDS))
         self.HI = np.zeros((0, HI_FIELDS), dtype=np.int64)
         self.ring = np.zeros((0, max(1, self.default_per_minute)))
@@ -193,27 +185,10 @@ class HostTable:
         return [float(self.ring[row, (head + k) % per_minute]) for k in range(count)]
 
     def _set_recent(self, row: int, times: list[float]) -> None:
-        per_minute = int(self.HI[row, HI_PER_MINUTE])
-        times = times[-per_minute:]
-        if per_minute > self.ring.shape[1]:
-            ring = np.zeros((len(self.ring), per_minute))
-            ring[:, : self.ring.shape[1]] = self.ring
-            self.ring = ring
+        times = times[-int(self.HI[row, HI_PER_MINUTE]):]
         self.ring[row, : len(times)] = times
         self.HI[row, HI_HEAD] = 0
         self.HI[row, HI_COUNT] = len(times)
-
-    def set_limits(self, host: str, *, min_spacing_s: float | None = None,
-                   max_per_minute: int | None = None) -> None:
-        """Override the defaults for one host (e.g. from robots.txt Crawl-delay)."""
-        row = self.row(host)
-        if min_spacing_s is not None:
-            self.HF[row, H_SPACING] = max(0.0, float(min_spacing_s))
-        if max_per_minute is not None:
-            recent = self.recent(row)
-            self.HI[row, HI_PER_MINUTE] = max(1, int(max_per_minute))
-            self._set_recent(row, recent)
-        self.custom.add(host)
 
     def block(self, host: str, until: float) -> None:
         """The server asked us to stay away until ``until`` (429 / 503 Retry-After)."""
@@ -230,18 +205,15 @@ class HostTable:
         self.HF[:n, H_BLOCKED][blocked] += delta
         self.ring[:n] += delta
 
-    def state(self, row: int) -> tuple[float | None, tuple[float, ...], float, float, int]:
-        """(last fetch or None, recent fetch times, blocked until, spacing, per-minute cap)."""
+    def state(self, row: int) -> tuple[float | None, tuple[float, ...], float]:
+        """(last fetch or None, recent fetch times, blocked until)."""
         last = float(self.HF[row, H_LAST])
         return (last if last > _NEVER / 2 else None, tuple(self.recent(row)),
-                float(self.HF[row, H_BLOCKED]), float(self.HF[row, H_SPACING]),
-                int(self.HI[row, HI_PER_MINUTE]))
+                float(self.HF[row, H_BLOCKED]))
 
     def load(self, host: str, *, last_fetch_at: float | None, recent: tuple[float, ...],
-             blocked_until: float, min_spacing_s: float | None,
-             max_per_minute: int | None) -> None:
-        if min_spacing_s is not None or max_per_minute is not None:
-            self.set_limits(host, min_spacing_s=min_spacing_s, max_per_minute=max_per_minute)
+             blocked_until: float) -> None:
+        """Restore a host's state from a snapshot (:meth:`state`)."""
         row = self.row(host)
         if last_fetch_at is not None:
             self.HF[row, H_LAST] = last_fetch_at
