@@ -69,10 +69,10 @@ def test_asking_when_the_next_fetch_is_does_not_mint_budget():
     now = T0 + 3600.0  # every first fetch is due (spread over ten minutes)
     assert len(scheduler.pop_due(now)) == 48  # the whole bucket: two days of budget
     assert scheduler.pop_due(now) == []
-    tokens = scheduler._bucket_state.copy()
+    tokens = scheduler.state.bucket.copy()
     for _ in range(50):
         scheduler.next_due_at()  # looks ahead to the next token; must not book it
-    assert np.array_equal(scheduler._bucket_state, tokens)
+    assert np.array_equal(scheduler.state.bucket, tokens)
     fetched = 0
     end = now + 5 * DAY
     while (due := scheduler.next_due_at()) is not None and due < end:
@@ -114,7 +114,7 @@ def test_a_batch_report_is_the_same_as_one_report_per_fetch():
             one.record_slot(int(slot), now, FetchOutcome.OK, 1, (float(published[i]),), 10)
         many.record_batch(b, now, np.ones(len(b), dtype=np.int64), published,
                           np.arange(len(b)), np.arange(len(b)) + 1, np.full(len(b), 10))
-        assert np.array_equal(one._table.F[:30, kernels.F_DUE], many._table.F[:30, kernels.F_DUE])
+        assert np.array_equal(one.state.table.F[:30, kernels.F_DUE], many.state.table.F[:30, kernels.F_DUE])
 
 
 def test_spend_control_takes_out_what_plans_do_not_count():

@@ -18,9 +18,9 @@ DAY = 86400.0
 
 
 def _context(scheduler: Scheduler, now: float) -> RefitContext:
-    slots = scheduler._polled_slots()
+    slots = scheduler.state.polled_slots()
     return RefitContext(now=now, settings=scheduler.settings, slots=slots,
-                        budget_per_day=scheduler.budget_per_day(), source=scheduler)
+                        budget_per_day=scheduler.budget_per_day(), source=scheduler.upkeep)
 
 
 def test_every_name_settings_accept_builds_a_policy():
