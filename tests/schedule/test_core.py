@@ -114,7 +114,8 @@ def test_a_batch_report_is_the_same_as_one_report_per_fetch():
             one.record_slot(int(slot), now, FetchOutcome.OK, 1, (float(published[i]),), 10)
         many.record_batch(b, now, np.ones(len(b), dtype=np.int64), published,
                           np.arange(len(b)), np.arange(len(b)) + 1, np.full(len(b), 10))
-        assert np.array_equal(one.state.table.F[:30, kernels.F_DUE], many.state.table.F[:30, kernels.F_DUE])
+        assert np.array_equal(one.state.table.F[:30, kernels.F_DUE],
+                              many.state.table.F[:30, kernels.F_DUE])
 
 
 def test_spend_control_takes_out_what_plans_do_not_count():

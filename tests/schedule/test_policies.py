@@ -8,7 +8,13 @@ import pytest
 from feedmesh.model import FetchOutcome
 from feedmesh.schedule import FetchReport, Scheduler, SchedulerSettings
 from feedmesh.schedule.clusters import assign_clusters
-from feedmesh.schedule.policies import POLICY_FACTORIES, PlanBatch, Policy, RefitContext, make_policy
+from feedmesh.schedule.policies import (
+    POLICY_FACTORIES,
+    PlanBatch,
+    Policy,
+    RefitContext,
+    make_policy,
+)
 from feedmesh.schedule.policy_names import KNOWN_POLICY_NAMES
 from feedmesh.schedule.simulator import simulate, window_of
 from feedmesh.schedule.synthetic import synthetic_trace

@@ -15,12 +15,14 @@ crawler and, with a simulated clock, inside ``feedmesh sim``::
         sleep until scheduler.next_due_at()
 
 After each fetch the next due time is: the policy's next planned instant; at least T_min and at
-most T_max later; no earlier than ttl / max-age allow (capped); outside skipHours/skipDays; after
-any error backoff or Retry-After (capped, see ``record``); only every safety interval for feeds
-whose WebSub push is live. ``pop_due`` then holds a due feed back while its host is inside its
-minimum spacing, its per-minute cap or a server-requested pause, or while the budget bucket is
-empty. A batch of successful fetches can be reported at once with :meth:`record_batch` (what
-the simulator does; the crawler may too).
+most T_max later; no earlier than ttl / max-age allow (capped); outside skipHours/skipDays; no
+earlier than the report's ``not_before``, the feed's fetch state's decision on backoff,
+Retry-After and pages that are not feeds (:mod:`feedmesh.fetch.state`: the scheduler follows it
+rather than deciding again); only every safety interval for feeds whose WebSub push is live.
+``pop_due`` then holds a due feed back while its host is inside its minimum spacing, its
+per-minute cap or a server-requested pause (a 429 or Retry-After pauses the host until the
+feed's ``not_before``), or while the budget bucket is empty. A batch of successful fetches can
+be reported at once with :meth:`record_batch` (what the simulator does; the crawler may too).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections.abc import Iterable, Sequence
 import msgspec
 import numpy as np
 
+from feedmesh.fetch.state import wait_after_failure
 from feedmesh.model import FetchOutcome
 
 from . import kernels
@@ -49,7 +52,6 @@ from .kernels import (
     FLAG_IN_FLIGHT,
     I_ERRORS,
     I_FLAGS,
-    I_RATE_LIMITED,
 )
 from .policies import Plan, Policy, make_policy
 from .records import FeedStatus, FetchReport, SchedulerSnapshot
@@ -268,15 +270,25 @@ class Scheduler:
             self.set_hints(report.feed_id, report.hints)
         return self.record_slot(slot, report.fetched_at, report.outcome, report.new_entries,
                                 report.published, report.entries_in_document,
-                                max_age_s=report.max_age_s, retry_after_s=report.retry_after_s)
+                                max_age_s=report.max_age_s, retry_after_s=report.retry_after_s,
+                                not_before=report.not_before, error_streak=report.error_streak)
 
     def record_slot(self, slot: int, fetched_at: float, outcome: FetchOutcome,
                     new_entries: int = 0, published: Sequence[float | None] = (),
                     entries_in_document: int = 0, *, max_age_s: float | None = None,
-                    retry_after_s: float | None = None) -> float:
-        """:meth:`record` by slot number, without building a report."""
+                    retry_after_s: float | None = None, not_before: float = 0.0,
+                    error_streak: int | None = None) -> float:
+        """:meth:`record` by slot number, without building a report.
+
+        The next fetch is due no earlier than ``not_before``, the fetch state's decision (see
+        :class:`~.records.FetchReport`). A fetch is a failure when its outcome is one or when
+        the fetch state counts it as one (``error_streak`` > 0: a page that is not a feed comes
+        with HTTP 200); a failed fetch teaches nothing about postings.
+        """
         state = self.state
-        if outcome in _SUCCESS:
+        if outcome in _SUCCESS and not error_streak:
+            if not_before > 0:  # kernels.push keeps every due time at or after the backoff
+                state.table.F[slot, F_BACKOFF] = not_before
             dates = np.array([_NAN if t is None else t for t in published], dtype=np.float64)
             self.record_batch(np.array([slot]), fetched_at, np.array([new_entries]), dates,
                               np.array([0]), np.array([len(dates)]),
@@ -297,8 +309,11 @@ class Scheduler:
             state.note(slot, "gone", "410 Gone: no longer fetched")
             self.upkeep.update_kernel_settings()
             return _INF
-        due = self._after_error(slot, outcome, retry_after_s, now)
-        state.push(slot, max(due, now + self.settings.min_interval_s))
+        until = self._retry_not_before(slot, outcome, now, retry_after_s, not_before,
+                                       error_streak)
+        F[slot, F_BACKOFF] = until
+        state.push(slot, max(self.upkeep.next_planned(slot, now), until,
+                             now + self.settings.min_interval_s))
         return float(F[slot, F_DUE])
 
     def record_batch(self, slots: np.ndarray, fetched_at: float, new_entries: np.ndarray,
@@ -327,27 +342,29 @@ class Scheduler:
                                state.kernel_settings, table.pool, self.policy.mode,
                                getattr(self.policy, "totals", _EMPTY_F))
 
-    def _after_error(self, slot: int, outcome: FetchOutcome, retry_after: float | None,
-                     now: float) -> float:
-        s, state = self.settings, self.state
-        F, I = state.table.F, state.table.I
-        I[slot, I_ERRORS] += 1
-        streak = int(I[slot, I_ERRORS])
-        wait = min(s.backoff_base_s * 2.0 ** min(streak - 1, 60), s.backoff_max_s)
-        wait *= 1.0 + s.backoff_jitter * state.random.random()
-        if outcome is FetchOutcome.RATE_LIMITED or retry_after is not None:
-            I[slot, I_RATE_LIMITED] += 1
-            cap = min(s.retry_after_max_s * 2.0 ** min(int(I[slot, I_RATE_LIMITED]) - 1, 60),
-                      s.max_interval_s)
-            if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
-                if retry_after > cap:
-                    state.note(slot, "retry_after",
-                               f"Retry-After {retry_after:.0f}s capped at {cap:.0f}s "
-                               "(the cap doubles while the server keeps asking)")
-                wait = min(retry_after, cap)
-            state.hosts.block(state.host_names[slot], now + wait)
-        F[slot, F_BACKOFF] = now + wait
-        return max(self.upkeep.next_planned(slot, now), now + wait)
+    def _retry_not_before(self, slot: int, outcome: FetchOutcome, now: float,
+                          retry_after: float | None, not_before: float,
+                          error_streak: int | None) -> float:
+        """When a failed fetch of ``slot`` may be retried: the fetch state's decision when the
+        report carries one, else the same rule (:func:`feedmesh.fetch.state.wait_after_failure`,
+        default backoff policy) on the scheduler's own count. A 429 or a Retry-After also pauses
+        the feed's host until then: per-host politeness lives in the scheduler's host table."""
+        state = self.state
+        I = state.table.I
+        streak = error_streak if error_streak else int(I[slot, I_ERRORS]) + 1
+        I[slot, I_ERRORS] = streak
+        asked = retry_after if retry_after is not None and math.isfinite(retry_after) \
+            and retry_after >= 0 else None
+        if not_before > 0:
+            until = not_before
+        else:
+            until = now + wait_after_failure(outcome, streak, asked, state.random.random())
+        if asked is not None and until < now + asked - 1.0:
+            state.note(slot, "retry_after",
+                       f"Retry-After {asked:.0f}s capped at {until - now:.0f}s")
+        if outcome is FetchOutcome.RATE_LIMITED or asked is not None:
+            state.hosts.block(state.host_names[slot], until)
+        return until
 
     def _learn(self, slots: np.ndarray, now: float, counts: np.ndarray, published: np.ndarray,
                starts: np.ndarray, ends: np.ndarray) -> None:

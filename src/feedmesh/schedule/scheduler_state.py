@@ -129,7 +129,8 @@ class SchedulerState:
 
     # -- per-feed helpers -----------------------------------------------------------------------
     def push(self, slot: int, due: float) -> None:
-        """Schedule ``slot`` at ``due``, after the rules every due time obeys (:func:`.kernels.push`)."""
+        """Schedule ``slot`` at ``due``, after the rules every due time obeys (see
+        :func:`.kernels.push`)."""
         table = self.table
         kernels.push(table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I,
                      self.kernel_settings, slot, due)

@@ -31,7 +31,6 @@ from .kernels import (
     FLAG_IN_FLIGHT,
     I_ERRORS,
     I_FLAGS,
-    I_RATE_LIMITED,
 )
 from .policies import Policy
 from .records import SNAPSHOT_FORMAT, FeedRecord, HostRecord, SchedulerSnapshot
@@ -63,7 +62,7 @@ def take_snapshot(state: SchedulerState, upkeep: Upkeep, policy: Policy,
             awaiting_plan=bool(flags & FLAG_AWAITING),
             last_fetch_at=_or_none(float(F[slot, F_LAST_FETCH])),
             last_success_at=_or_none(float(F[slot, F_LAST_SUCCESS])),
-            error_streak=int(I[slot, I_ERRORS]), rate_limit_streak=int(I[slot, I_RATE_LIMITED]),
+            error_streak=int(I[slot, I_ERRORS]),
             backoff_until=float(F[slot, F_BACKOFF]), phase=float(F[slot, F_PHASE]),
             dither_s=float(F[slot, F_DITHER]),
             notes=tuple(f"{k}={v}" for k, v in sorted((state.notes[slot] or {}).items()))))
@@ -113,7 +112,6 @@ def load_snapshot(state: SchedulerState, upkeep: Upkeep, policy: Policy,
         F[slot, F_LAST_SUCCESS] = np.nan if record.last_success_at is None else \
             record.last_success_at
         I[slot, I_ERRORS] = record.error_streak
-        I[slot, I_RATE_LIMITED] = record.rate_limit_streak
         F[slot, F_BACKOFF] = record.backoff_until
         F[slot, F_PHASE] = record.phase
         F[slot, F_DITHER] = record.dither_s

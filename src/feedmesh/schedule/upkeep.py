@@ -75,9 +75,9 @@ class Upkeep:
     # ------------------------------------------------------------------ refit
     def maintain(self, now: float) -> None:
         """Refit when one is due, feeds wait for a first plan, or plans went stale a while ago."""
+        refit_interval_s = self.state.settings.refit_interval_s
         if now >= self.next_refit_at or self.state.awaiting_count or (
-                self.plans_stale and now >= self.next_refit_at - self.state.settings.refit_interval_s
-                + 60.0):
+                self.plans_stale and now >= self.next_refit_at - refit_interval_s + 60.0):
             self.refit(now)
 
     def budget_per_day(self) -> float:
