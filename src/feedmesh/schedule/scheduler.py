@@ -54,6 +54,7 @@ from .kernels import (
     I_FLAGS,
 )
 from .policies import Plan, Policy, make_policy
+from .posting_times import PostingTimes
 from .records import FeedStatus, FetchReport, SchedulerSnapshot
 from .scheduler_state import SchedulerState
 from .settings import SchedulerSettings
@@ -87,11 +88,7 @@ class Scheduler:
         self.policy.attach(self.state.table)
         self.upkeep = Upkeep(self.state, self.policy)
         self.upkeep.update_kernel_settings()
-        # scratch buffers of the learning kernel
-        self._obs_slots = np.empty(1024, dtype=np.int64)
-        self._obs_times = np.empty(1024)
-        self._first_min = np.empty(64)
-        self._undated = np.empty(64, dtype=np.int64)
+        self._posting_times = PostingTimes(self.state)
         self._no_hint = np.full(64, _NAN)  # max-age of fetches that gave none
 
     @property
@@ -330,7 +327,7 @@ class Scheduler:
         now = self.upkeep.report_time(fetched_at)
         if len(slots) == 0:
             return
-        self._learn(slots, now, new_entries, published, starts, ends)
+        self._posting_times.learn(slots, now, new_entries, published, starts, ends)
         if max_age_s is None:
             if len(self._no_hint) < len(slots):
                 self._no_hint = np.full(2 * len(slots), _NAN)
@@ -365,38 +362,6 @@ class Scheduler:
         if outcome is FetchOutcome.RATE_LIMITED or asked is not None:
             state.hosts.block(state.host_names[slot], until)
         return until
-
-    def _learn(self, slots: np.ndarray, now: float, counts: np.ndarray, published: np.ndarray,
-               starts: np.ndarray, ends: np.ndarray) -> None:
-        """Turn new entries into posting times: declared dates when believable, else a guess."""
-        state = self.state
-        n = len(slots)
-        if len(self._first_min) < n:
-            self._first_min = np.empty(2 * n)
-            self._undated = np.empty(2 * n, dtype=np.int64)
-        while True:
-            m, events = kernels.learn_batch(slots, now, state.table.F, state.kernel_settings,
-                                            published, starts, ends, counts, self._obs_slots,
-                                            self._obs_times, self._first_min, self._undated)
-            if m >= 0:
-                break
-            self._obs_slots = np.empty(2 * len(self._obs_slots), dtype=np.int64)
-            self._obs_times = np.empty(2 * len(self._obs_times))
-        if m:
-            state.learner.observe_many(self._obs_slots[:m].copy(), self._obs_times[:m].copy())
-        if not events:
-            return
-        for i in range(n):
-            slot = int(slots[i])
-            oldest = float(self._first_min[i])
-            if not math.isnan(oldest):  # a first fetch shows history: complete from there on
-                state.learner.extend_exposure(slot, oldest)
-            if self._undated[i] == 1:
-                state.note(slot, "dates", "entries without believable dates on the first fetch "
-                           "were not counted as posts")
-            elif self._undated[i] == 2:
-                state.note(slot, "dates", "entries with missing, future or absurd dates were "
-                           "placed between the two fetches")
 
     # ------------------------------------------------------------------ inspection
     def plan_of(self, slot: int) -> Plan | None:
