@@ -12,7 +12,7 @@
 
 Bad *runtime* inputs from the network (a week-long Retry-After, a skipHours list that covers the
 whole day, an entry dated in the future) are not errors: the scheduler decides what to do, records
-the decision in :class:`~feedmesh.schedule.scheduler.FeedStatus` notes, and carries on.
+the decision in :class:`~feedmesh.schedule.records.FeedStatus` notes, and carries on.
 """
 
 from __future__ import annotations
