@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from feedmesh.schedule.cli import compare, format_table, learn_once_settings
-from feedmesh.schedule.policies import POLICY_NAMES
+from feedmesh.schedule.policy_names import POLICY_NAMES
 from feedmesh.schedule.settings import SchedulerSettings
 from feedmesh.schedule.simulator import (
     PolicyResult,
@@ -72,7 +72,7 @@ def by_name(results: list[PolicyResult]) -> dict[str, PolicyResult]:
 
 def ablation(synth, real, optimal_synth: PolicyResult, optimal_real: PolicyResult) -> None:
     """feedmesh with one idea taken out at a time, on both traces (mean delay / optimal's)."""
-    from feedmesh.schedule.ours import FeedmeshPolicy
+    from feedmesh.schedule.policies import FeedmeshPolicy
 
     variants = [
         ("feedmesh", {}, {}),

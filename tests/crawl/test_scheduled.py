@@ -13,7 +13,7 @@ from feedmesh.clock import AcceleratedClock
 from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.crawl.scheduled import ScheduledCrawler, host_of
 from feedmesh.farm import FarmConfig, FarmServer
-from feedmesh.fetch import Fetcher, FetchSettings
+from feedmesh.fetch import BackoffPolicy, Fetcher, FetchSettings
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store.sqlite import SQLiteStore
 
@@ -30,7 +30,8 @@ def settings(**overrides) -> SchedulerSettings:
 
 
 async def run_for(farm: FarmServer, clock: AcceleratedClock, path, snapshot, real_s: float,
-                  feeds: int, grants: list[tuple[str, float]] | None = None) -> ScheduledCrawler:
+                  feeds: int, grants: list[tuple[str, float]] | None = None,
+                  scheduler_settings: SchedulerSettings | None = None) -> ScheduledCrawler:
     store = SQLiteStore(path)
     fetch = FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=4)
     async with Fetcher(fetch, clock=clock) as fetcher:
@@ -38,7 +39,8 @@ async def run_for(farm: FarmServer, clock: AcceleratedClock, path, snapshot, rea
         await crawler.load()
         if not crawler.states:
             await crawler.add_feeds([farm.feed_url(i) for i in range(feeds)])
-        live = ScheduledCrawler(crawler, store, clock, settings(), snapshot_path=snapshot)
+        live = ScheduledCrawler(crawler, store, clock, scheduler_settings or settings(),
+                                snapshot_path=snapshot)
         live.start()  # restores (replaces) the scheduler from the snapshot
         if grants is not None:
             record_grants(live, crawler, grants)
@@ -64,8 +66,7 @@ def record_grants(live: ScheduledCrawler, crawler: Crawler, grants: list[tuple[s
     live.scheduler.pop_due = logged  # type: ignore[method-assign]
 
 
-@pytest.fixture
-async def farm_and_clock(tmp_path_factory):
+async def warm_up(tmp_path_factory) -> None:
     # At 1,800x a second of real time is half a farm hour: compile the scheduler's numba kernels
     # (a fresh clone has no cache) on a throwaway farm first, so the measured runs do not stall.
     warm_clock = AcceleratedClock(speed=SPEED, origin=ORIGIN)
@@ -73,6 +74,11 @@ async def farm_and_clock(tmp_path_factory):
     async with FarmServer(FarmConfig(feeds=6, seed=3, faults="none", hosts=1, speed=SPEED,
                                      origin=ORIGIN), clock=warm_clock) as warm:
         await run_for(warm, warm_clock, warm_dir / "warm.db", warm_dir / "warm.bin", 3.0, 6)
+
+
+@pytest.fixture
+async def farm_and_clock(tmp_path_factory):
+    await warm_up(tmp_path_factory)
     clock = AcceleratedClock(speed=SPEED, origin=ORIGIN)
     config = FarmConfig(feeds=60, seed=12, faults="none", hosts=3, speed=SPEED, origin=ORIGIN,
                         max_age_share=0.0)
@@ -132,3 +138,26 @@ async def test_every_fetch_is_reported_to_the_scheduler(farm_and_clock, tmp_path
     assert all(s.last_fetch_at is not None for s in statuses)
     learned = [s for s in statuses if s.window_rate_per_day > 0]
     assert learned, "posting rates are learned from what the fetches found"
+
+
+async def test_a_page_that_is_not_a_feed_waits_for_the_fetch_states_backoff(tmp_path_factory,
+                                                                          tmp_path):
+    # The farm answers 200 with an HTML page for feed 1: the outcome is OK, the fetch state backs
+    # off (not_a_feed, doubling). The scheduler must follow that, not its plan: here one fetch
+    # every 5 minutes, which the page would otherwise get.
+    await warm_up(tmp_path_factory)
+    clock = AcceleratedClock(speed=SPEED, origin=ORIGIN)
+    config = FarmConfig(feeds=4, seed=5, faults="none", fault_overrides={1: "html"}, hosts=1,
+                        speed=SPEED, origin=ORIGIN, max_age_share=0.0)
+    every_five_minutes = settings(policy="uniform", budget_per_feed_per_day=288.0)
+    async with FarmServer(config, clock=clock) as farm:
+        live = await run_for(farm, clock, tmp_path / "html.db", None, 4.0, 4,
+                             scheduler_settings=every_five_minutes)  # ~2 farm hours
+        fetched = sorted(r.farm_time for r in farm.requests() if r.feed == 1)
+    (feed_id,) = [i for i, s in live.crawler.states.items() if s.url == farm.feed_url(1)]
+    page = live.crawler.states[feed_id]
+    assert page.last_outcome == "not_a_feed" and page.errors == len(fetched) >= 3
+    base = BackoffPolicy().base_s  # what the crawler's fetch state uses
+    for k, (a, b) in enumerate(zip(fetched, fetched[1:])):
+        assert b - a >= 0.98 * base * 2**k, f"fetch {k + 2} came {b - a:.0f} s after the last"
+    assert live.scheduler.status(str(feed_id)).next_due_at >= page.not_before

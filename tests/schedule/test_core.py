@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from feedmesh.model import FetchOutcome
-from feedmesh.schedule import FetchReport, Scheduler, SchedulerSettings, core
-from feedmesh.schedule.limits import SpendControl
+from feedmesh.schedule import FetchReport, Scheduler, SchedulerSettings, kernels
+from feedmesh.schedule.spend_control import SpendControl
 from feedmesh.schedule.placement import RateGrid, expected_delay, place_batch
 from feedmesh.schedule.policies import Plan
 from feedmesh.schedule.table import FeedTable
@@ -31,11 +31,12 @@ def test_indexed_heap_pops_in_order_after_random_moves_and_removals():
             due.pop(slot, None)
         else:
             when = float(rng.random() * 1000)
-            core.heap_update(table.heap_keys, table.heap_slots, table.heap_n, table.I, slot, when)
+            kernels.heap_update(table.heap_keys, table.heap_slots, table.heap_n, table.I, slot, when)
             due[slot] = when
     assert table.heap_n[0] == len(due)
     popped = []
-    while (top := table.top()) is not None:
+    while table.heap_n[0]:
+        top = float(table.heap_keys[0]), int(table.heap_slots[0])
         popped.append(top)
         table.remove_from_heap(top[1])
     assert [t for t, _ in popped] == sorted(due.values())
@@ -57,7 +58,7 @@ def test_plan_lookup_matches_the_plan_record_even_a_hair_before_an_instant():
         for t in (T0 + rng.random() * 1e6, instant, np.nextafter(instant, -np.inf),
                   instant - 0.5, instant + 0.5):
             expected = plan.next_after(t)
-            assert core.plan_next(table.F, table.I, table.pool, 0, t) == pytest.approx(expected)
+            assert kernels.plan_next(table.F, table.I, table.pool, 0, t) == pytest.approx(expected)
             assert expected > t + 0.5  # a fetch at (or a hair before) an instant moves on
 
 
@@ -68,10 +69,10 @@ def test_asking_when_the_next_fetch_is_does_not_mint_budget():
     now = T0 + 3600.0  # every first fetch is due (spread over ten minutes)
     assert len(scheduler.pop_due(now)) == 48  # the whole bucket: two days of budget
     assert scheduler.pop_due(now) == []
-    tokens = scheduler._bucket_state.copy()
+    tokens = scheduler.state.bucket.copy()
     for _ in range(50):
         scheduler.next_due_at()  # looks ahead to the next token; must not book it
-    assert np.array_equal(scheduler._bucket_state, tokens)
+    assert np.array_equal(scheduler.state.bucket, tokens)
     fetched = 0
     end = now + 5 * DAY
     while (due := scheduler.next_due_at()) is not None and due < end:
@@ -113,7 +114,8 @@ def test_a_batch_report_is_the_same_as_one_report_per_fetch():
             one.record_slot(int(slot), now, FetchOutcome.OK, 1, (float(published[i]),), 10)
         many.record_batch(b, now, np.ones(len(b), dtype=np.int64), published,
                           np.arange(len(b)), np.arange(len(b)) + 1, np.full(len(b), 10))
-        assert np.array_equal(one._table.F[:30, core.F_DUE], many._table.F[:30, core.F_DUE])
+        assert np.array_equal(one.state.table.F[:30, kernels.F_DUE],
+                              many.state.table.F[:30, kernels.F_DUE])
 
 
 def test_spend_control_takes_out_what_plans_do_not_count():
@@ -164,9 +166,9 @@ def test_without_numba_the_same_functions_give_the_same_replay(monkeypatch):
     window = window_of(synthetic_trace(feeds=40, days=24, seed=8), days=24, train_days=10)
     settings = SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=3)
     compiled = simulate(window, settings)
-    if not core.HAVE_NUMBA:
+    if not kernels.HAVE_NUMBA:
         pytest.skip("numba is not installed: everything already ran as plain Python")
-    for module in (core, learning, simulator):
+    for module in (kernels, learning, simulator):
         for name, value in list(vars(module).items()):
             if hasattr(value, "py_func"):
                 monkeypatch.setattr(module, name, value.py_func)

@@ -8,7 +8,14 @@ import pytest
 from feedmesh.model import FetchOutcome
 from feedmesh.schedule import FetchReport, Scheduler, SchedulerSettings
 from feedmesh.schedule.clusters import assign_clusters
-from feedmesh.schedule.policies import PlanBatch, RefitContext
+from feedmesh.schedule.policies import (
+    POLICY_FACTORIES,
+    PlanBatch,
+    Policy,
+    RefitContext,
+    make_policy,
+)
+from feedmesh.schedule.policy_names import KNOWN_POLICY_NAMES
 from feedmesh.schedule.simulator import simulate, window_of
 from feedmesh.schedule.synthetic import synthetic_trace
 
@@ -17,9 +24,16 @@ DAY = 86400.0
 
 
 def _context(scheduler: Scheduler, now: float) -> RefitContext:
-    slots = scheduler._polled_slots()
+    slots = scheduler.state.polled_slots()
     return RefitContext(now=now, settings=scheduler.settings, slots=slots,
-                        budget_per_day=scheduler.budget_per_day(), source=scheduler)
+                        budget_per_day=scheduler.budget_per_day(), source=scheduler.upkeep)
+
+
+def test_every_name_settings_accept_builds_a_policy():
+    # settings validate against the name list, the registry builds from its table: one list
+    assert sorted(POLICY_FACTORIES) == sorted(KNOWN_POLICY_NAMES)
+    for name in KNOWN_POLICY_NAMES:
+        assert isinstance(make_policy(SchedulerSettings(policy=name)), Policy)
 
 
 def test_a_feed_silent_in_the_window_is_not_rate_zero_unless_asked():

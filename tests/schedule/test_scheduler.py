@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
-from feedmesh.model import FeedInfo, FetchOutcome
+from feedmesh.fetch.state import BackoffPolicy, FeedFetchState, next_fetch_state, not_a_feed
+from feedmesh.model import FeedInfo, FetchOutcome, FetchResult
 from feedmesh.schedule import (
     FeedHints,
     FetchReport,
@@ -71,8 +73,12 @@ def test_new_feeds_get_their_first_fetch_spread_not_at_once():
     assert firsts[-1] - firsts[0] > 400
 
 
-def test_error_backoff_doubles_with_seeded_jitter_and_resets_on_success():
-    settings = SchedulerSettings(policy="uniform", budget_per_feed_per_day=96, seed=7)
+def test_a_report_without_a_decision_backs_off_by_the_fetch_states_default_rule():
+    # Reports built by hand (the trace simulator, tests) carry no not_before: the scheduler asks
+    # feedmesh.fetch.state's rule with its default policy, never settings of its own. A plan of
+    # one fetch every 5 minutes, so that the backoff is what decides.
+    policy = BackoffPolicy()
+    settings = SchedulerSettings(policy="uniform", budget_per_feed_per_day=288, seed=7)
     waits = []
     for _ in range(2):
         scheduler = Scheduler(settings)
@@ -88,7 +94,7 @@ def test_error_backoff_doubles_with_seeded_jitter_and_resets_on_success():
         assert scheduler.status("f").error_streak == 4
     assert waits[0] == waits[1]  # the same seed gives the same jitter
     for k, wait in enumerate(waits[0]):
-        assert 900 * 2**k <= wait <= 900 * 2**k * 1.25 + 1e-6
+        assert policy.base_s * 2**k <= wait <= policy.base_s * 2**k * (1 + policy.jitter) + 1e-6
     now = scheduler.next_due_at(now)
     scheduler.pop_due(now)
     scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK))
@@ -96,6 +102,7 @@ def test_error_backoff_doubles_with_seeded_jitter_and_resets_on_success():
 
 
 def test_a_week_long_retry_after_is_capped_and_noted_and_blocks_the_host():
+    cap = BackoffPolicy().retry_after_cap_s  # the fetch state's cap, without a decision
     scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=24))
     scheduler.add_feed("a", now=T0, host="h")
     scheduler.add_feed("b", now=T0, host="h")
@@ -104,11 +111,11 @@ def test_a_week_long_retry_after_is_capped_and_noted_and_blocks_the_host():
     due = scheduler.record(FetchReport(feed_id=first, fetched_at=now,
                                        outcome=FetchOutcome.RATE_LIMITED,
                                        retry_after_s=7 * DAY))
-    assert due == pytest.approx(now + 8 * 3600)
+    assert due == pytest.approx(now + cap)
     assert any("Retry-After" in note for note in scheduler.status(first).notes)
     other = "b" if first == "a" else "a"
-    assert scheduler.pop_due(now + 3600) in ([], [])  # the host is paused for both feeds
-    assert scheduler.status(other).next_due_at >= now + 8 * 3600 - 1
+    assert scheduler.pop_due(now + 3600) == []  # the host is paused for both feeds
+    assert scheduler.status(other).next_due_at >= now + cap - 1
 
 
 def test_gone_feeds_are_no_longer_scheduled():
@@ -243,3 +250,78 @@ def test_a_late_fetch_report_is_not_a_backward_clock_jump():
     assert not scheduler.clock_jumps
     assert {f: scheduler.status(f).next_due_at for f in others} == others
     assert scheduler.status(fetching[0]).next_due_at >= first + 1200.0 + 300.0
+
+
+def _fetch_now(scheduler: Scheduler) -> tuple[str, float]:
+    """Pop the next due feed, as a crawler would: (its id, when)."""
+    now = scheduler.next_due_at()
+    assert now is not None
+    (feed_id,) = scheduler.pop_due(now, limit=1)
+    return feed_id, now
+
+
+def test_the_scheduler_follows_the_fetch_states_decision_after_any_outcome():
+    # One authority for backoff: feedmesh.fetch.state decides, the report carries the decision,
+    # the scheduler's next due time is max(its plan, not_before, now + T_min).
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=96))
+    scheduler.add_feed("f", now=T0)
+    _, now = _fetch_now(scheduler)
+    due = scheduler.record(FetchReport(feed_id="f", fetched_at=now,
+                                       outcome=FetchOutcome.SERVER_ERROR,
+                                       not_before=now + 3 * 3600, error_streak=7))
+    assert due == pytest.approx(now + 3 * 3600)  # neither the plan (15 min) nor its own backoff
+    assert scheduler.status("f").error_streak == 7
+    _, now = _fetch_now(scheduler)
+    assert now == pytest.approx(due)
+    due = scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK,
+                                       error_streak=0))
+    assert due <= now + 15 * 60 + 1 and scheduler.status("f").error_streak == 0
+    _, now = _fetch_now(scheduler)
+    due = scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK,
+                                       not_before=now + 5 * 3600))
+    assert due == pytest.approx(now + 5 * 3600)  # a success follows it too
+
+
+def test_a_rate_limited_fetch_pauses_its_host_until_the_states_not_before():
+    scheduler = Scheduler(SchedulerSettings(policy="uniform", budget_per_feed_per_day=96))
+    scheduler.add_feed("a", now=T0, host="h")
+    scheduler.add_feed("b", now=T0, host="h")
+    first, now = _fetch_now(scheduler)
+    scheduler.record(FetchReport(feed_id=first, fetched_at=now,
+                                 outcome=FetchOutcome.RATE_LIMITED, not_before=now + 7200,
+                                 error_streak=1))
+    assert scheduler.pop_due(now + 7100) == []  # the other feed is due, its host is not ready
+    other = "b" if first == "a" else "a"
+    assert scheduler.status(other).next_due_at >= now + 7200
+    assert scheduler.pop_due(now + 7200 + 60)
+
+
+def test_a_page_that_is_not_a_feed_is_not_fetched_before_the_states_backoff():
+    # HTTP 200 with an HTML page: the outcome is OK, but the fetch state backs off (not_a_feed);
+    # the scheduler must not fetch it again at its plan's pace.
+    scheduler = Scheduler(SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=96))
+    scheduler.add_feed("f", now=T0)
+    _, now = _fetch_now(scheduler)
+    result = FetchResult(url="http://h/f", outcome=FetchOutcome.OK, fetched_at=now)
+    before = FeedFetchState(url="http://h/f")
+    state = not_a_feed(next_fetch_state(before, result, now, 0.5), before, now, "an HTML page",
+                       0.5)
+    assert state.not_before > now + 300
+    report = FetchReport.from_fetch("f", result, state=state)
+    assert (report.not_before, report.error_streak) == (state.not_before, 1)
+    assert scheduler.record(report) == pytest.approx(state.not_before)
+    status = scheduler.status("f")
+    assert status.error_streak == 1 and status.last_success_at is None
+
+
+def test_a_snapshot_written_before_backoff_moved_to_the_fetch_state_still_restores():
+    # Written by the code before this change (data/make_snapshot_before_backoff_moved.py): its
+    # settings carry backoff_base_s & co., its feeds a rate_limit_streak, a host custom limits.
+    data = (Path(__file__).parent / "data" / "snapshot_before_backoff_moved.msgpack").read_bytes()
+    saved_at = 1700162199.2766657
+    scheduler = Scheduler.restore(data, now=saved_at + 60)
+    assert scheduler.settings.budget_per_feed_per_day == 4 and scheduler.settings.seed == 11
+    assert sorted(scheduler.feed_ids()) == [f"f{i}" for i in range(6)]
+    assert scheduler.status("f1").error_streak == 5
+    assert scheduler.status("f1").next_due_at >= 1700163038.0  # its backoff still holds
+    assert scheduler.next_due_at(saved_at + 60) is not None

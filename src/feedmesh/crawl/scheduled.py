@@ -169,8 +169,11 @@ class ScheduledCrawler:
 
 
 def report_of(feed_id: str, outcome: FeedOutcome) -> FetchReport:
-    """What the scheduler learns from one committed fetch."""
+    """What the scheduler learns from one committed fetch, with the fetch state's decision on
+    when the feed may be fetched again (backoff, Retry-After, a page that is not a feed), which
+    the scheduler follows instead of deciding again."""
     new = [item.entry for item in outcome.ingested if not item.updated and not item.backlog]
     hints = FeedHints.from_feed_info(outcome.info) if outcome.info is not None else None
     return FetchReport.from_fetch(feed_id, outcome.result, new_entries=new,
-                                  entries_in_document=outcome.entries_in_document, hints=hints)
+                                  entries_in_document=outcome.entries_in_document, hints=hints,
+                                  state=outcome.state)

@@ -12,8 +12,12 @@ random number (for jitter; the caller owns the seeded RNG) and returns the new s
   ``cap_s``, and so does a document that is not a feed (:func:`not_a_feed`: an HTML page or
   garbage, found only once the body is parsed); 429/503 with Retry-After wait exactly as asked
   (either form), capped at ``retry_after_cap_s``, since a week-long Retry-After is far more often
-  a misconfiguration than a wish to be forgotten; Cache-Control max-age only lower-bounds the
-  next fetch (``min_refresh_at``).
+  a misconfiguration than a wish to be forgotten (:func:`wait_after_failure`); Cache-Control
+  max-age only lower-bounds the next fetch (``min_refresh_at``).
+
+This is the one place that decides when a feed may be fetched again: the scheduler reads
+``not_before`` from each fetch report, and asks :func:`wait_after_failure` itself only for
+reports that carry no state (the trace simulator).
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ import msgspec
 
 from feedmesh.model import FetchOutcome, FetchResult
 
-__all__ = ["BackoffPolicy", "FeedFetchState", "backoff_delay", "next_fetch_state", "not_a_feed"]
+__all__ = [
+    "BackoffPolicy", "FeedFetchState", "backoff_delay", "next_fetch_state", "not_a_feed",
+    "wait_after_failure",
+]
 
 
 class BackoffPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -75,6 +82,17 @@ def backoff_delay(errors: int, policy: BackoffPolicy, jitter_u: float) -> float:
 DEFAULT_POLICY = BackoffPolicy()
 
 
+def wait_after_failure(outcome: FetchOutcome, errors: int, retry_after_s: float | None,
+                       jitter_u: float, policy: BackoffPolicy = DEFAULT_POLICY) -> float:
+    """Seconds to wait after a failed fetch (``outcome``, not 410), the ``errors``-th in a row:
+    a Retry-After as asked, capped; else the backoff of a failure."""
+    if retry_after_s is not None:
+        return min(retry_after_s, policy.retry_after_cap_s)
+    if outcome in _FAILURES:
+        return backoff_delay(errors, policy, jitter_u)
+    return 0.0
+
+
 def next_fetch_state(state: FeedFetchState, result: FetchResult, now: float, jitter_u: float,
                      policy: BackoffPolicy = DEFAULT_POLICY) -> FeedFetchState:
     outcome = result.outcome
@@ -99,13 +117,8 @@ def next_fetch_state(state: FeedFetchState, result: FetchResult, now: float, jit
         return msgspec.structs.replace(state, **changes)
     errors = state.errors + 1
     changes["errors"] = errors
-    if result.retry_after_s is not None:
-        wait = min(result.retry_after_s, policy.retry_after_cap_s)
-    elif outcome in _FAILURES:
-        wait = backoff_delay(errors, policy, jitter_u)
-    else:
-        wait = 0.0
-    changes["not_before"] = now + wait
+    changes["not_before"] = now + wait_after_failure(outcome, errors, result.retry_after_s,
+                                                     jitter_u, policy)
     return msgspec.structs.replace(state, **changes)
 
 

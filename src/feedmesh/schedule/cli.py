@@ -16,7 +16,7 @@ import sys
 import time
 
 from .errors import ScheduleError
-from .policies import ABLATION_POLICY_NAMES, KNOWN_POLICY_NAMES, POLICY_NAMES
+from .policy_names import ABLATION_POLICY_NAMES, KNOWN_POLICY_NAMES, POLICY_NAMES
 from .settings import SchedulerSettings
 from .simulator import PolicyResult, SimWindow, oracle_for, simulate, window_of
 

@@ -11,8 +11,9 @@
     └── TraceError                  a posting trace that cannot be replayed (names file and line)
 
 Bad *runtime* inputs from the network (a week-long Retry-After, a skipHours list that covers the
-whole day, an entry dated in the future) are not errors: the scheduler decides what to do, records
-the decision in :class:`~feedmesh.schedule.scheduler.FeedStatus` notes, and carries on.
+whole day, an entry dated in the future) are not errors: they are decided on (a Retry-After by the
+fetch state's cap, which the scheduler follows), the decision is recorded in
+:class:`~feedmesh.schedule.records.FeedStatus` notes, and the scheduler carries on.
 """
 
 from __future__ import annotations

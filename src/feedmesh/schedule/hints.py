@@ -26,9 +26,9 @@ import msgspec
 
 from feedmesh.model import FeedInfo
 
-from .settings import DAY_S, HOUR_S
+from .units import DAY_S, HOUR_S
 
-__all__ = ["DAY_NAMES", "FeedHints", "next_allowed_time"]
+__all__ = ["DAY_NAMES", "FeedHints"]
 
 DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _PERIOD_S = {"hourly": HOUR_S, "daily": DAY_S, "weekly": 7 * DAY_S, "monthly": 30.4375 * DAY_S,
@@ -89,21 +89,3 @@ class FeedHints(msgspec.Struct, frozen=True, omit_defaults=True):
             return None
         return DAY_S / max(self.update_interval_s, 60.0)
 
-
-def next_allowed_time(when: float, hints: FeedHints) -> float:
-    """The first instant at or after ``when`` outside skipHours/skipDays (GMT).
-
-    Hints that would forbid every hour are ignored (the caller notes it); the search is bounded by
-    one week, which always finds an allowed hour otherwise.
-    """
-    if not (hints.skip_hours_mask or hints.skip_days_mask) or hints.skips_everything:
-        return when
-    t = when
-    for _ in range(24 * 7 + 1):
-        hour_index = int(t // HOUR_S)
-        hour = hour_index % 24
-        weekday = (hour_index // 24 + 3) % 7  # 1970-01-01 was a Thursday (index 3)
-        if not (hints.skip_hours_mask >> hour) & 1 and not (hints.skip_days_mask >> weekday) & 1:
-            return t
-        t = (hour_index + 1) * HOUR_S
-    return when  # unreachable unless masks are corrupt; fail open

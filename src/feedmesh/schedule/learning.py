@@ -4,7 +4,7 @@ Two memories, both updated from the same observations (a posting time per new en
 
 * an exact **sliding window** of ``window_days`` days (14 in the paper): per feed, per UTC day, per
   hour, a count (``uint16[feeds, days, 24]`` ring). It gives the paper's posting rate (count over
-  the window), its hourly profile over the window's weeks and a weekday profile;
+  the window) and its hourly profile over the window's weeks;
 * a **long memory** whose counts decay with a half-life (28 days by default): per feed a total, a
   24-hour profile and a 7-day profile. feedmesh's Bayesian estimates use it, because a 14-day
   window holds too few posts for the many slow feeds.
@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
-from .core import njit
-from .settings import DAY_S, HOUR_S
+from .kernels import njit
+from .units import DAY_S, HOUR_S
 
 __all__ = ["LearnedState", "LearnedSummary"]
 
@@ -59,7 +59,6 @@ class LearnedSummary(msgspec.Struct, frozen=True):
     window_count: np.ndarray  # float64[n]   posts in the sliding window
     window_exposure_days: np.ndarray  # float64[n] days of the window the feed was watched
     window_hourly: np.ndarray  # float64[n, 24]
-    window_weekday: np.ndarray  # float64[n, 7]
     long_count: np.ndarray  # float64[n]   decayed post count
     long_exposure_days: np.ndarray  # float64[n] decayed exposure (same decay)
     long_hourly: np.ndarray  # float64[n, 24]
@@ -204,11 +203,6 @@ class LearnedState:
         else:
             ring = self.ring[slots]
         window_hourly = ring.sum(axis=1, dtype=np.float64)
-        per_day = ring.sum(axis=2, dtype=np.float64)  # [n, W]
-        weekday_of_index = (self.ring_days + _THURSDAY) % 7
-        onehot = np.zeros((self.window_days, 7))
-        onehot[np.arange(self.window_days), weekday_of_index] = 1.0
-        window_weekday = per_day @ onehot
         assert self.current_day is not None
         window_start = (self.current_day - self.window_days + 1) * DAY_S
         since = self.observed_since[slots]
@@ -219,7 +213,7 @@ class LearnedState:
         return LearnedSummary(
             now=now, slots=slots, window_count=window_hourly.sum(axis=1),
             window_exposure_days=window_exposure, window_hourly=window_hourly,
-            window_weekday=window_weekday, long_count=self.long_total[slots].copy(),
+            long_count=self.long_total[slots].copy(),
             long_exposure_days=long_exposure, long_hourly=self.long_hourly[slots].copy(),
             long_weekday=self.long_weekday[slots].copy(),
         )

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import HAVE_NUMBA
+from .kernels import HAVE_NUMBA
 from .placement_kernel import place_rows
 
 __all__ = ["RateGrid", "expected_delay", "place_batch"]

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .core import njit
+from .kernels import njit
 
 __all__ = ["place_rows"]
 

@@ -1,8 +1,11 @@
 """Records the scheduler takes in and hands out: fetch reports, feed status, snapshots.
 
 A :class:`FetchReport` is what the crawler (or the simulator) tells the scheduler after a fetch:
-the outcome, how many entries were new and their declared publish times, the HTTP hints. It is
-built from the fetcher's :class:`~feedmesh.model.FetchResult` by :meth:`FetchReport.from_fetch`.
+the outcome, how many entries were new and their declared publish times, the HTTP hints, and the
+fetch state's decision on when the feed may be fetched again (backoff, Retry-After, not a feed:
+decided once, in :mod:`feedmesh.fetch.state`). It is built from the fetcher's
+:class:`~feedmesh.model.FetchResult` and the feed's committed fetch state by
+:meth:`FetchReport.from_fetch`.
 
 A :class:`SchedulerSnapshot` holds everything needed to resume after a restart (msgspec, so it
 encodes to MessagePack or JSON unchanged); :class:`FeedStatus` is a read-only view for metrics and
@@ -13,16 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from feedmesh.model import Entry, FetchOutcome, FetchResult
 
 from .hints import FeedHints
-from .limits import HostRecord
 from .settings import SchedulerSettings
 
-__all__ = ["SNAPSHOT_FORMAT", "FeedRecord", "FeedStatus", "FetchReport", "SchedulerSnapshot"]
+if TYPE_CHECKING:
+    from feedmesh.fetch.state import FeedFetchState
+
+__all__ = [
+    "SNAPSHOT_FORMAT", "FeedRecord", "FeedStatus", "FetchReport", "HostRecord", "SchedulerSnapshot",
+]
 
 SNAPSHOT_FORMAT = 1
 
@@ -55,17 +63,29 @@ class FetchReport(msgspec.Struct, frozen=True, omit_defaults=True):
     """Retry-After, in seconds from ``fetched_at``."""
     hints: FeedHints | None = None
     """Feed-level hints read from this document (replace the stored ones when given)."""
+    not_before: float = 0.0
+    """The fetch state's decision (:attr:`feedmesh.fetch.state.FeedFetchState.not_before`): no
+    fetch before this instant (error backoff, a capped Retry-After, a document that was not a
+    feed). 0: the report carries no decision, and after a failure the scheduler asks the same
+    rule with the default :class:`~feedmesh.fetch.state.BackoffPolicy`."""
+    error_streak: int | None = None
+    """Consecutive failed fetches, as the fetch state counts them (a page that is not a feed
+    counts, though HTTP said 200). None: the scheduler counts them itself."""
 
     @classmethod
     def from_fetch(cls, feed_id: str, result: FetchResult, *, new_entries: Sequence[Entry] = (),
-                   entries_in_document: int = 0, hints: FeedHints | None = None) -> FetchReport:
-        """Build a report from the fetcher's result and the entries dedup found new."""
+                   entries_in_document: int = 0, hints: FeedHints | None = None,
+                   state: FeedFetchState | None = None) -> FetchReport:
+        """Build a report from the fetcher's result, the entries dedup found new, and the feed's
+        fetch state after this fetch (whose decision on the next fetch the scheduler follows)."""
         return cls(
             feed_id=feed_id, fetched_at=result.fetched_at, outcome=result.outcome,
             new_entries=len(new_entries),
             published=tuple(_epoch(e.published or e.updated) for e in new_entries),
             entries_in_document=entries_in_document, max_age_s=result.max_age_s,
-            retry_after_s=result.retry_after_s, hints=hints)
+            retry_after_s=result.retry_after_s, hints=hints,
+            not_before=0.0 if state is None else state.not_before,
+            error_streak=None if state is None else state.errors)
 
 
 class FeedStatus(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -103,11 +123,19 @@ class FeedRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     last_fetch_at: float | None = None
     last_success_at: float | None = None
     error_streak: int = 0
-    rate_limit_streak: int = 0
     backoff_until: float = 0.0
     phase: float = 0.0
     dither_s: float = 0.0
     notes: tuple[str, ...] = ()
+
+
+class HostRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A host's politeness state, as stored in a snapshot."""
+
+    host: str
+    last_fetch_at: float | None = None
+    recent: tuple[float, ...] = ()
+    blocked_until: float = 0.0
 
 
 class SchedulerSnapshot(msgspec.Struct, frozen=True):
@@ -128,6 +156,6 @@ class SchedulerSnapshot(msgspec.Struct, frozen=True):
     rng_state: dict[str, object]
     random_state: list[object]
     spend: dict[str, object] | None = None
-    """The spend control's scale and recent counts (see :class:`~.limits.SpendControl`)."""
+    """The spend control's scale and recent counts (see :class:`~.spend_control.SpendControl`)."""
     labels: list[int] | None = None
     """Each feed's cluster at the last refit, in ``feeds`` order (keeps cluster stickiness)."""

@@ -2,7 +2,7 @@
 
 It holds every feed's learned state (:mod:`.learning`), the chosen policy's plans
 (:mod:`.policies`), per-host politeness and the global budget, and an indexed heap of due times,
-all as arrays (:mod:`.table`) that the compiled kernels of :mod:`.core` work on. It never reads
+all as arrays (:mod:`.table`) that the compiled kernels of :mod:`.kernels` work on. It never reads
 a clock: every call takes ``now`` (float epoch seconds). The same object runs live inside the
 crawler and, with a simulated clock, inside ``feedmesh sim``::
 
@@ -15,57 +15,52 @@ crawler and, with a simulated clock, inside ``feedmesh sim``::
         sleep until scheduler.next_due_at()
 
 After each fetch the next due time is: the policy's next planned instant; at least T_min and at
-most T_max later; no earlier than ttl / max-age allow (capped); outside skipHours/skipDays; after
-any error backoff or Retry-After (capped, see ``record``); only every safety interval for feeds
-whose WebSub push is live. ``pop_due`` then holds a due feed back while its host is inside its
-minimum spacing, its per-minute cap or a server-requested pause, or while the budget bucket is
-empty. A batch of successful fetches can be reported at once with :meth:`record_batch` (what
-the simulator does; the crawler may too).
+most T_max later; no earlier than ttl / max-age allow (capped); outside skipHours/skipDays; no
+earlier than the report's ``not_before``, the feed's fetch state's decision on backoff,
+Retry-After and pages that are not feeds (:mod:`feedmesh.fetch.state`: the scheduler follows it
+rather than deciding again); only every safety interval for feeds whose WebSub push is live.
+``pop_due`` then holds a due feed back while its host is inside its minimum spacing, its
+per-minute cap or a server-requested pause (a 429 or Retry-After pauses the host until the
+feed's ``not_before``), or while the budget bucket is empty. A batch of successful fetches can
+be reported at once with :meth:`record_batch` (what the simulator does; the crawler may too).
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterable, Sequence
 
 import msgspec
 import numpy as np
 
+from feedmesh.fetch.state import wait_after_failure
 from feedmesh.model import FetchOutcome
 
-from . import core
-from .core import (
+from . import kernels
+from .errors import DuplicateFeedError, UnknownFeedError
+from .hints import FeedHints
+from .kernels import (
     F_BACKOFF,
     F_DITHER,
     F_DUE,
     F_LAST_FETCH,
     F_LAST_SUCCESS,
     F_PHASE,
-    F_TTL,
     F_WEIGHT,
     FLAG_AWAITING,
     FLAG_GONE,
     FLAG_IN_FLIGHT,
-    FLAG_SKIP_ALL,
-    FLAG_WEBSUB,
     I_ERRORS,
     I_FLAGS,
-    I_HOST,
-    I_RATE_LIMITED,
-    I_SKIP_DAYS,
-    I_SKIP_HOURS,
-    K_FIELDS,
 )
-from .errors import DuplicateFeedError, UnknownFeedError
-from .hints import FeedHints
-from .learning import LearnedState
-from .limits import SpendControl
 from .policies import Plan, Policy, make_policy
+from .posting_times import PostingTimes
 from .records import FeedStatus, FetchReport, SchedulerSnapshot
-from .settings import DAY_S, SchedulerSettings
-from .table import FeedTable, HostTable
-from .upkeep import CLOCK_SKEW_S, SchedulerUpkeep
+from .scheduler_state import SchedulerState
+from .settings import SchedulerSettings
+from .snapshot import decode_snapshot, load_snapshot, take_snapshot
+from .units import DAY_S
+from .upkeep import CLOCK_SKEW_S, Upkeep
 
 __all__ = ["Scheduler"]
 
@@ -73,65 +68,43 @@ _SUCCESS = frozenset({FetchOutcome.OK, FetchOutcome.DELTA, FetchOutcome.NOT_MODI
 _INF = math.inf
 _NAN = math.nan
 _EMPTY_F = np.zeros(0)
-_EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
-class Scheduler(SchedulerUpkeep):
-    """Which feeds are due, when; learns from every fetch. Pure: ``now`` is always passed in."""
+class Scheduler:
+    """Which feeds are due, when; learns from every fetch. Pure: ``now`` is always passed in.
+
+    Its data is :attr:`state` (a :class:`~.scheduler_state.SchedulerState`: feeds, hosts,
+    budget, what was learned); :attr:`upkeep` refits the plans and handles the clock;
+    :attr:`policy` says when each feed is due next.
+    """
 
     def __init__(self, settings: SchedulerSettings | None = None, *,
                  policy: Policy | None = None) -> None:
         """``policy``: a policy object instead of the one ``settings.policy`` names (a policy
         of your own, or one of ours with other switches); it must take these settings."""
         self.settings = (settings or SchedulerSettings()).validated()
-        s = self.settings
-        self.policy = policy if policy is not None else make_policy(s)
-        self._rng = np.random.default_rng(s.seed)
-        self._random = random.Random(s.seed)
-        self._learner = LearnedState(window_days=s.rate_window_days,
-                                     half_life_days=s.memory_half_life_days)
-        self._table = FeedTable()
-        self.policy.table = self._table
-        self._hosts = HostTable(s.host_min_spacing_s, s.host_max_per_minute)
-        # the global budget as a token bucket: [tokens, per second, capacity, refilled at]
-        self._bucket_state = np.array([1.0, 0.0, 1.0, _NAN])
-        self._spend = SpendControl()
-        self._slot_of: dict[str, int] = {}
-        self._free: list[int] = []
-        # per-slot Python objects (the numbers live in the table)
-        self._ids: list[str | None] = []
-        self._host: list[str] = []
-        self._hints: list[FeedHints | None] = []
-        self._notes: list[dict[str, str] | None] = []
-        self._centroids: np.ndarray | None = None
-        self._labels = np.zeros(0, dtype=np.int64)  # each slot's cluster at the last refit (-1)
-        self._clock_high = -_INF
-        self._next_refit_at = -_INF
-        self._next_cluster_refit_at = -_INF
-        self._plans_stale = False
-        self._awaiting_count = 0
-        self._active_count = 0  # feeds held and not gone
-        self._max_gap = self.policy.max_gap_s()
-        self._K = np.zeros(K_FIELDS)
-        self._update_kernel_settings()
-        # scratch buffers of the learning kernel
-        self._obs_slots = np.empty(1024, dtype=np.int64)
-        self._obs_times = np.empty(1024)
-        self._first_min = np.empty(64)
-        self._undated = np.empty(64, dtype=np.int64)
+        self.policy = policy if policy is not None else make_policy(self.settings)
+        self.state = SchedulerState(self.settings)
+        self.policy.attach(self.state.table)
+        self.upkeep = Upkeep(self.state, self.policy)
+        self.upkeep.update_kernel_settings()
+        self._posting_times = PostingTimes(self.state)
         self._no_hint = np.full(64, _NAN)  # max-age of fetches that gave none
-        self.clock_jumps: list[tuple[float, float]] = []
+
+    @property
+    def clock_jumps(self) -> list[tuple[float, float]]:
         """(latest now seen, now given) for every backward clock jump handled."""
+        return self.upkeep.clock_jumps
 
     # ------------------------------------------------------------------ feeds
     def __len__(self) -> int:
-        return len(self._slot_of)
+        return len(self.state.slot_of)
 
     def __contains__(self, feed_id: object) -> bool:
-        return feed_id in self._slot_of
+        return feed_id in self.state.slot_of
 
     def feed_ids(self) -> list[str]:
-        return list(self._slot_of)
+        return list(self.state.slot_of)
 
     def add_feed(self, feed_id: str, *, now: float, host: str = "", weight: float = 1.0,
                  hints: FeedHints | None = None, history: Sequence[float] = (),
@@ -147,117 +120,95 @@ class Scheduler(SchedulerUpkeep):
         follows it. A feed never fetched gets its first fetch spread over the next
         ``first_fetch_spread_s`` (so adding 100k feeds is not a burst).
         """
-        if feed_id in self._slot_of:
+        state = self.state
+        if feed_id in state.slot_of:
             raise DuplicateFeedError(f"feed {feed_id!r} is already scheduled")
         if not (weight >= 0 and math.isfinite(weight)):
             raise ValueError(f"feed {feed_id!r}: weight must be a finite number >= 0, got {weight}")
-        now = self._tick(now)
-        reused = bool(self._free)
-        slot = self._new_slot(feed_id, host or feed_id)
-        F = self._table.F
+        now = self.upkeep.tick(now)
+        reused = bool(state.free_slots)
+        slot = state.new_slot(feed_id, host or feed_id)
+        self.upkeep.forget_cluster(slot)
+        F = state.table.F
         F[slot, F_WEIGHT] = float(weight)
-        F[slot, F_PHASE] = float(self._rng.random())
-        F[slot, F_DITHER] = float(self._rng.random()) * self.settings.phase_dither_s
-        self._set_hints(slot, hints)
-        self._learner.reset_slot(slot, observed_since=now, reused=reused)
-        self._active_count += 1
+        F[slot, F_PHASE] = float(state.rng.random())
+        F[slot, F_DITHER] = float(state.rng.random()) * self.settings.phase_dither_s
+        state.set_hints(slot, hints)
+        learner = state.learner
+        learner.reset_slot(slot, observed_since=now, reused=reused)
+        state.active_count += 1
         trusted = [t for t in history if math.isfinite(t) and t <= now + CLOCK_SKEW_S]
         if trusted:
-            self._learner.observe(slot, [min(t, now) for t in trusted])
-            self._learner.extend_exposure(slot, min(trusted))
+            learner.observe(slot, [min(t, now) for t in trusted])
+            learner.extend_exposure(slot, min(trusted))
         if history_since is not None and math.isfinite(history_since):
-            self._learner.extend_exposure(slot, min(history_since, now))
+            learner.extend_exposure(slot, min(history_since, now))
         if len(trusted) < len(history):
-            self._note(slot, "history_dates", "history times in the future were ignored")
-        self._plans_stale = True
-        self._update_kernel_settings()
+            state.note(slot, "history_dates", "history times in the future were ignored")
+        self.upkeep.plans_stale = True
+        self.upkeep.update_kernel_settings()
         self.policy.on_added(slot, self.base_interval_s())
         if last_fetched_at is not None:
             F[slot, F_LAST_FETCH] = F[slot, F_LAST_SUCCESS] = float(last_fetched_at)
-            self._table.I[slot, I_FLAGS] |= FLAG_AWAITING
-            self._awaiting_count += 1
+            state.table.I[slot, I_FLAGS] |= FLAG_AWAITING
+            state.awaiting_count += 1
         else:
-            self._push(slot, now + self._random.random() * self.settings.first_fetch_spread_s)
+            state.push(slot, now + state.random.random() * self.settings.first_fetch_spread_s)
 
     def remove_feed(self, feed_id: str) -> None:
         """Stop scheduling ``feed_id`` and forget what was learned about it."""
-        slot = self._slot(feed_id)
-        del self._slot_of[feed_id]
-        flags = self._table.I[slot, I_FLAGS]
+        state = self.state
+        slot = state.slot(feed_id)
+        del state.slot_of[feed_id]
+        table = state.table
+        flags = table.I[slot, I_FLAGS]
         if not flags & FLAG_GONE:
-            self._active_count -= 1
+            state.active_count -= 1
         if flags & FLAG_AWAITING:
-            self._awaiting_count -= 1
+            state.awaiting_count -= 1
         self.policy.on_removed(slot)
-        self._ids[slot] = None
-        self._table.remove_from_heap(slot)
-        self._table.I[slot, I_FLAGS] = 0
-        self._table.clear_plan(slot)
-        self._notes[slot] = None
-        self._free.append(slot)
-        self._plans_stale = True
-        self._update_kernel_settings()
-
-    def set_weight(self, feed_id: str, weight: float) -> None:
-        """Change a feed's importance (subscribers); used from the next refit on."""
-        if not (weight >= 0 and math.isfinite(weight)):
-            raise ValueError(f"feed {feed_id!r}: weight must be a finite number >= 0, got {weight}")
-        self._table.F[self._slot(feed_id), F_WEIGHT] = float(weight)
-        self._plans_stale = True
+        state.feed_ids[slot] = None
+        table.remove_from_heap(slot)
+        table.I[slot, I_FLAGS] = 0
+        table.clear_plan(slot)
+        state.notes[slot] = None
+        state.free_slots.append(slot)
+        self.upkeep.plans_stale = True
+        self.upkeep.update_kernel_settings()
 
     def set_hints(self, feed_id: str, hints: FeedHints) -> None:
         """Replace a feed's hints (e.g. the WebSub subscription went live or lapsed)."""
-        slot = self._slot(feed_id)
-        old = self._hints[slot]
-        self._set_hints(slot, hints)
+        slot = self.state.slot(feed_id)
+        old = self.state.hints[slot]
+        self.state.set_hints(slot, hints)
         if (old.websub_live if old else False) != hints.websub_live:
-            self._plans_stale = True
-
-    def _set_hints(self, slot: int, hints: FeedHints | None) -> None:
-        self._hints[slot] = hints
-        F, I = self._table.F, self._table.I
-        flags = I[slot, I_FLAGS] & ~(FLAG_WEBSUB | FLAG_SKIP_ALL)
-        if hints is None:
-            F[slot, F_TTL] = _NAN
-            I[slot, I_SKIP_HOURS] = I[slot, I_SKIP_DAYS] = 0
-        else:
-            F[slot, F_TTL] = _NAN if hints.ttl_s is None else hints.ttl_s
-            I[slot, I_SKIP_HOURS] = hints.skip_hours_mask
-            I[slot, I_SKIP_DAYS] = hints.skip_days_mask
-            if hints.websub_live:
-                flags |= FLAG_WEBSUB
-            if hints.skips_everything:
-                flags |= FLAG_SKIP_ALL
-                self._note(slot, "skip_hints", "skipHours/skipDays cover every hour; ignored")
-        I[slot, I_FLAGS] = flags
-
-    def set_host_limits(self, host: str, *, min_spacing_s: float | None = None,
-                        max_per_minute: int | None = None) -> None:
-        """Per-host politeness overrides (e.g. robots.txt Crawl-delay)."""
-        self._hosts.set_limits(host, min_spacing_s=min_spacing_s, max_per_minute=max_per_minute)
-
-    def note_push(self, feed_id: str, *, now: float,
-                  published: Sequence[float | None] = ()) -> None:
-        """Entries arrived by WebSub push: learn from them like from a fetch."""
-        slot = self._slot(feed_id)
-        now = self._tick(now)
-        self._learn(np.array([slot]), now, np.array([len(published)]),
-                    np.array([_NAN if t is None else t for t in published], dtype=np.float64),
-                    np.array([0]), np.array([len(published)]))
+            self.upkeep.plans_stale = True
 
     # ------------------------------------------------------------------ time
+    def refit(self, now: float) -> None:
+        """Recompute rates, clusters (when due) and every plan now."""
+        self.upkeep.refit(self.upkeep.tick(now))
+
+    def budget_per_day(self) -> float:
+        """M: the deployment's total fetches per day for the feeds held now."""
+        return self.upkeep.budget_per_day()
+
+    def base_interval_s(self) -> float:
+        """The uniform interval the budget allows (used before a feed has a plan)."""
+        return self.upkeep.base_interval_s()
+
     def next_due_at(self, now: float | None = None) -> float | None:
         """The earliest instant at which :meth:`pop_due` may return a feed (None: nothing)."""
+        upkeep = self.upkeep
         if now is not None:
-            self._maintain(self._tick(now))
-        elif self._awaiting_count:  # feeds added with a last fetch wait for their first plan
-            self._refit(self._clock_high)
-        table = self._table
+            upkeep.maintain(upkeep.tick(now))
+        elif self.state.awaiting_count:  # feeds added with a last fetch wait for their first plan
+            upkeep.refit(upkeep.clock_high)
+        table = self.state.table
         if table.heap_n[0] == 0:
             return None
         due = float(table.heap_keys[0])
-        bucket = self._bucket_state
-        tokens, rate, capacity, updated = bucket
+        tokens, rate, capacity, updated = self.state.bucket
         if not math.isnan(updated) and due > updated:  # tokens as of ``due`` if nothing is spent
             tokens = min(capacity, tokens + (due - updated) * rate)
         if tokens >= 1.0 - 1e-9:
@@ -273,75 +224,93 @@ class Scheduler(SchedulerUpkeep):
         A due feed whose host is not ready is pushed back to the host's ready time; when the
         budget bucket is empty, the rest wait for the next token.
         """
-        ids = self._ids
+        ids = self.state.feed_ids
         return [ids[slot] for slot in self.pop_due_slots(now, limit)]  # type: ignore[misc]
 
     def pop_due_slots(self, now: float, limit: int | None = None) -> np.ndarray:
         """:meth:`pop_due` by slot number (the simulator's hot path; ids via :meth:`feed_id_of`)."""
-        now = self._tick(now)
-        if now >= self._next_refit_at or self._awaiting_count or self._plans_stale:
-            self._maintain(now)
-        table, hosts = self._table, self._hosts
-        n = core.pop_due(now, -1 if limit is None else limit, table.heap_keys, table.heap_slots,
-                         table.heap_n, table.F, table.I, self._K, hosts.HF, hosts.HI, hosts.ring,
-                         self._bucket_state, table.out)
-        self._spend.fetches += n
+        upkeep, state = self.upkeep, self.state
+        now = upkeep.tick(now)
+        if now >= upkeep.next_refit_at or state.awaiting_count or upkeep.plans_stale:
+            upkeep.maintain(now)
+        table, hosts = state.table, state.hosts
+        n = kernels.pop_due(now, -1 if limit is None else limit, table.heap_keys,
+                            table.heap_slots, table.heap_n, table.F, table.I,
+                            state.kernel_settings, hosts.HF, hosts.HI, hosts.ring, state.bucket,
+                            table.out)
+        state.spend.fetches += n
         return table.out[:n].copy()
 
     def feed_id_of(self, slot: int) -> str:
-        feed_id = self._ids[slot] if 0 <= slot < len(self._ids) else None
+        ids = self.state.feed_ids
+        feed_id = ids[slot] if 0 <= slot < len(ids) else None
         if feed_id is None:
             raise UnknownFeedError(f"slot {slot} holds no feed")
         return feed_id
 
     def slot_of(self, feed_id: str) -> int:
-        return self._slot(feed_id)
+        return self.state.slot(feed_id)
 
     def release(self, feed_id: str, *, now: float) -> None:
         """The crawler dropped an in-flight fetch without a result: schedule the feed again soon."""
-        slot = self._slot(feed_id)
-        I = self._table.I
+        slot = self.state.slot(feed_id)
+        I = self.state.table.I
         if I[slot, I_FLAGS] & FLAG_IN_FLIGHT:
             I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
-            self._push(slot, self._tick(now) + self.settings.min_interval_s)
+            self.state.push(slot, self.upkeep.tick(now) + self.settings.min_interval_s)
 
+    # ------------------------------------------------------------------ fetch reports
     def record(self, report: FetchReport) -> float:
         """Learn from one fetch and schedule the feed's next one; returns its due time."""
-        slot = self._slot(report.feed_id)
+        slot = self.state.slot(report.feed_id)
         if report.hints is not None:
             self.set_hints(report.feed_id, report.hints)
         return self.record_slot(slot, report.fetched_at, report.outcome, report.new_entries,
                                 report.published, report.entries_in_document,
-                                max_age_s=report.max_age_s, retry_after_s=report.retry_after_s)
+                                max_age_s=report.max_age_s, retry_after_s=report.retry_after_s,
+                                not_before=report.not_before, error_streak=report.error_streak)
 
     def record_slot(self, slot: int, fetched_at: float, outcome: FetchOutcome,
                     new_entries: int = 0, published: Sequence[float | None] = (),
                     entries_in_document: int = 0, *, max_age_s: float | None = None,
-                    retry_after_s: float | None = None) -> float:
-        """:meth:`record` by slot number, without building a report."""
-        if outcome in _SUCCESS:
+                    retry_after_s: float | None = None, not_before: float = 0.0,
+                    error_streak: int | None = None) -> float:
+        """:meth:`record` by slot number, without building a report.
+
+        The next fetch is due no earlier than ``not_before``, the fetch state's decision (see
+        :class:`~.records.FetchReport`). A fetch is a failure when its outcome is one or when
+        the fetch state counts it as one (``error_streak`` > 0: a page that is not a feed comes
+        with HTTP 200); a failed fetch teaches nothing about postings.
+        """
+        state = self.state
+        if outcome in _SUCCESS and not error_streak:
+            if not_before > 0:  # kernels.push keeps every due time at or after the backoff
+                state.table.F[slot, F_BACKOFF] = not_before
             dates = np.array([_NAN if t is None else t for t in published], dtype=np.float64)
             self.record_batch(np.array([slot]), fetched_at, np.array([new_entries]), dates,
                               np.array([0]), np.array([len(dates)]),
                               np.array([entries_in_document]),
                               np.array([_NAN if max_age_s is None else max_age_s]))
-            return float(self._table.F[slot, F_DUE])
-        now = self._report_time(fetched_at)
-        F, I = self._table.F, self._table.I
+            return float(state.table.F[slot, F_DUE])
+        now = self.upkeep.report_time(fetched_at)
+        F, I = state.table.F, state.table.I
         I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
         F[slot, F_LAST_FETCH] = now
         if outcome is FetchOutcome.GONE:
             I[slot, I_FLAGS] |= FLAG_GONE
-            self._active_count -= 1
-            self._table.remove_from_heap(slot)
+            state.active_count -= 1
+            state.table.remove_from_heap(slot)
             F[slot, F_DUE] = _INF
-            self._plans_stale = True
+            self.upkeep.plans_stale = True
             self.policy.on_removed(slot)
-            self._note(slot, "gone", "410 Gone: no longer fetched")
-            self._update_kernel_settings()
+            state.note(slot, "gone", "410 Gone: no longer fetched")
+            self.upkeep.update_kernel_settings()
             return _INF
-        due = self._after_error(slot, outcome, retry_after_s, now)
-        self._push(slot, max(due, now + self.settings.min_interval_s))
+        until = self._retry_not_before(slot, outcome, now, retry_after_s, not_before,
+                                       error_streak)
+        F[slot, F_BACKOFF] = until
+        state.push(slot, max(self.upkeep.next_planned(slot, now), until,
+                             now + self.settings.min_interval_s))
         return float(F[slot, F_DUE])
 
     def record_batch(self, slots: np.ndarray, fetched_at: float, new_entries: np.ndarray,
@@ -355,161 +324,84 @@ class Scheduler(SchedulerUpkeep):
         no hint). Arrays are int64 / float64; ``published`` may be a larger array (e.g. a whole
         trace) that the slices index into.
         """
-        now = self._report_time(fetched_at)
+        now = self.upkeep.report_time(fetched_at)
         if len(slots) == 0:
             return
-        self._learn(slots, now, new_entries, published, starts, ends)
+        self._posting_times.learn(slots, now, new_entries, published, starts, ends)
         if max_age_s is None:
             if len(self._no_hint) < len(slots):
                 self._no_hint = np.full(2 * len(slots), _NAN)
             max_age_s = self._no_hint
-        table = self._table
-        core.record_success(slots, now, new_entries, entries_in_document, max_age_s,
-                            table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I,
-                            self._K, table.pool, self.policy.mode,
-                            getattr(self.policy, "totals", _EMPTY_F))
+        state = self.state
+        table = state.table
+        kernels.record_success(slots, now, new_entries, entries_in_document, max_age_s,
+                               table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I,
+                               state.kernel_settings, table.pool, self.policy.mode,
+                               getattr(self.policy, "totals", _EMPTY_F))
 
-    def _after_error(self, slot: int, outcome: FetchOutcome, retry_after: float | None,
-                     now: float) -> float:
-        s = self.settings
-        F, I = self._table.F, self._table.I
-        I[slot, I_ERRORS] += 1
-        streak = int(I[slot, I_ERRORS])
-        wait = min(s.backoff_base_s * 2.0 ** min(streak - 1, 60), s.backoff_max_s)
-        wait *= 1.0 + s.backoff_jitter * self._random.random()
-        if outcome is FetchOutcome.RATE_LIMITED or retry_after is not None:
-            I[slot, I_RATE_LIMITED] += 1
-            cap = min(s.retry_after_max_s * 2.0 ** min(int(I[slot, I_RATE_LIMITED]) - 1, 60),
-                      s.max_interval_s)
-            if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
-                if retry_after > cap:
-                    self._note(slot, "retry_after",
-                               f"Retry-After {retry_after:.0f}s capped at {cap:.0f}s "
-                               "(the cap doubles while the server keeps asking)")
-                wait = min(retry_after, cap)
-            self._hosts.block(self._host[slot], now + wait)
-        F[slot, F_BACKOFF] = now + wait
-        return max(self._next_planned(slot, now), now + wait)
-
-    def _next_planned(self, slot: int, now: float) -> float:
-        """The policy's next instant for ``slot`` after a fetch at ``now`` (dither included)."""
-        dither = float(self._table.F[slot, F_DITHER])
-        return self.policy.next_fetch(self, slot, now - dither) + dither
-
-    def _learn(self, slots: np.ndarray, now: float, counts: np.ndarray, published: np.ndarray,
-               starts: np.ndarray, ends: np.ndarray) -> None:
-        """Turn new entries into posting times: declared dates when believable, else a guess."""
-        n = len(slots)
-        if len(self._first_min) < n:
-            self._first_min = np.empty(2 * n)
-            self._undated = np.empty(2 * n, dtype=np.int64)
-        while True:
-            m, events = core.learn_batch(slots, now, self._table.F, self._K, published, starts,
-                                         ends, counts, self._obs_slots, self._obs_times,
-                                         self._first_min, self._undated)
-            if m >= 0:
-                break
-            self._obs_slots = np.empty(2 * len(self._obs_slots), dtype=np.int64)
-            self._obs_times = np.empty(2 * len(self._obs_times))
-        if m:
-            self._learner.observe_many(self._obs_slots[:m].copy(), self._obs_times[:m].copy())
-        if not events:
-            return
-        for i in range(n):
-            slot = int(slots[i])
-            oldest = float(self._first_min[i])
-            if not math.isnan(oldest):  # a first fetch shows history: complete from there on
-                self._learner.extend_exposure(slot, oldest)
-            if self._undated[i] == 1:
-                self._note(slot, "dates", "entries without believable dates on the first fetch "
-                           "were not counted as posts")
-            elif self._undated[i] == 2:
-                self._note(slot, "dates", "entries with missing, future or absurd dates were "
-                           "placed between the two fetches")
-
-    # ------------------------------------------------------------------ helpers
-    def _slot(self, feed_id: str) -> int:
-        slot = self._slot_of.get(feed_id)
-        if slot is None:
-            raise UnknownFeedError(f"no feed {feed_id!r} is scheduled")
-        return slot
-
-    def _new_slot(self, feed_id: str, host: str) -> int:
-        if self._free:
-            slot = self._free.pop()
+    def _retry_not_before(self, slot: int, outcome: FetchOutcome, now: float,
+                          retry_after: float | None, not_before: float,
+                          error_streak: int | None) -> float:
+        """When a failed fetch of ``slot`` may be retried: the fetch state's decision when the
+        report carries one, else the same rule (:func:`feedmesh.fetch.state.wait_after_failure`,
+        default backoff policy) on the scheduler's own count. A 429 or a Retry-After also pauses
+        the feed's host until then: per-host politeness lives in the scheduler's host table."""
+        state = self.state
+        I = state.table.I
+        streak = error_streak if error_streak else int(I[slot, I_ERRORS]) + 1
+        I[slot, I_ERRORS] = streak
+        asked = retry_after if retry_after is not None and math.isfinite(retry_after) \
+            and retry_after >= 0 else None
+        if not_before > 0:
+            until = not_before
         else:
-            slot = len(self._ids)
-            for series in (self._ids, self._host, self._hints, self._notes):
-                series.append(None)  # type: ignore[arg-type]
-            self._table.grow(slot + 1)
-            self._learner.ensure_capacity(slot + 1)
-        table = self._table
-        table.reset(slot)
-        table.I[slot, I_HOST] = self._hosts.row(host)
-        self._ids[slot] = feed_id
-        self._host[slot] = host
-        self._slot_of[feed_id] = slot
-        self._hints[slot] = None
-        self._notes[slot] = None
-        if slot < len(self._labels):
-            self._labels[slot] = -1
-        return slot
-
-    def _push(self, slot: int, due: float) -> None:
-        table = self._table
-        core.push(table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I, self._K,
-                  slot, due)
-
-    def _note(self, slot: int, kind: str, message: str) -> None:
-        notes = self._notes[slot]
-        if notes is None:
-            notes = self._notes[slot] = {}
-        notes[kind] = message
-
-    def plan_of(self, slot: int) -> Plan | None:
-        """The current plan of a slot (policies call this)."""
-        period = float(self._table.F[slot, core.F_PLAN_PERIOD])
-        if not period > 0:
-            return None
-        return Plan(period, tuple(float(x) for x in self._table.plan_offsets(slot)),
-                    float(self._table.F[slot, core.F_PLAN_ORIGIN]))
+            until = now + wait_after_failure(outcome, streak, asked, state.random.random())
+        if asked is not None and until < now + asked - 1.0:
+            state.note(slot, "retry_after",
+                       f"Retry-After {asked:.0f}s capped at {until - now:.0f}s")
+        if outcome is FetchOutcome.RATE_LIMITED or asked is not None:
+            state.hosts.block(state.host_names[slot], until)
+        return until
 
     # ------------------------------------------------------------------ inspection
+    def plan_of(self, slot: int) -> Plan | None:
+        """The current plan of a slot (None before its first)."""
+        return self.upkeep.view.plan_of(slot)
+
     def status(self, feed_id: str) -> FeedStatus:
-        slot = self._slot(feed_id)
-        F, I = self._table.F, self._table.I
+        state = self.state
+        slot = state.slot(feed_id)
+        F, I = state.table.F, state.table.I
         flags = int(I[slot, I_FLAGS])
         if flags & FLAG_GONE:
-            state = "gone"
+            status = "gone"
         elif flags & FLAG_IN_FLIGHT:
-            state = "in_flight"
+            status = "in_flight"
         elif flags & FLAG_AWAITING:
-            state = "waiting_plan"
+            status = "waiting_plan"
         else:
-            state = "scheduled"
+            status = "scheduled"
         plan = self.plan_of(slot)
-        learned = self._learner.summary(np.array([slot]), max(self._clock_high, 0.0))
+        learned = state.learner.summary(np.array([slot]), max(self.upkeep.clock_high, 0.0))
         due = float(F[slot, F_DUE])
         last, success = float(F[slot, F_LAST_FETCH]), float(F[slot, F_LAST_SUCCESS])
         return FeedStatus(
-            feed_id=feed_id, host=self._host[slot], weight=float(F[slot, F_WEIGHT]), state=state,
-            next_due_at=due if due < _INF else None,
+            feed_id=feed_id, host=state.host_names[slot], weight=float(F[slot, F_WEIGHT]),
+            state=status, next_due_at=due if due < _INF else None,
             last_fetch_at=last if not math.isnan(last) else None,
             last_success_at=success if not math.isnan(success) else None,
             error_streak=int(I[slot, I_ERRORS]),
             planned_per_day=(len(plan.offsets_s) * DAY_S / plan.period_s) if plan else None,
             window_rate_per_day=float(learned.window_rate_per_day[0]),
-            notes=tuple(sorted((self._notes[slot] or {}).values())))
+            notes=tuple(sorted((state.notes[slot] or {}).values())))
 
     def statuses(self, feed_ids: Iterable[str] | None = None) -> list[FeedStatus]:
-        return [self.status(f) for f in (self._slot_of if feed_ids is None else feed_ids)]
+        return [self.status(f) for f in (self.state.slot_of if feed_ids is None else feed_ids)]
 
     # ------------------------------------------------------------------ persistence
     def snapshot(self, now: float) -> SchedulerSnapshot:
         """Everything needed to resume: feeds, due times, learned arrays, hosts, RNG states."""
-        from .snapshot import take_snapshot
-
-        return take_snapshot(self, self._tick(now))
+        return take_snapshot(self.state, self.upkeep, self.policy, self.upkeep.tick(now))
 
     def to_bytes(self, now: float) -> bytes:
         """The snapshot as MessagePack (what the crawler persists)."""
@@ -525,6 +417,7 @@ class Scheduler(SchedulerUpkeep):
         flight are treated as due. ``settings`` may change the policy or budget (plans are
         recomputed at once); the learning window must stay the same.
         """
-        from .snapshot import restore_snapshot
-
-        return restore_snapshot(cls, snapshot, now=now, settings=settings)
+        snapshot = decode_snapshot(snapshot)
+        scheduler = cls(settings or snapshot.settings)
+        load_snapshot(scheduler.state, scheduler.upkeep, scheduler.policy, snapshot, now=now)
+        return scheduler

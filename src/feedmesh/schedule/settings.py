@@ -16,13 +16,11 @@ import math
 
 import msgspec
 
-from .errors import SettingsError
+from .errors import SettingsError, UnknownPolicyError
+from .policy_names import KNOWN_POLICY_NAMES
+from .units import DAY_S, HOUR_S, WEEK_S
 
-__all__ = ["DAY_S", "HOUR_S", "WEEK_S", "SchedulerSettings"]
-
-HOUR_S = 3600.0
-DAY_S = 86400.0
-WEEK_S = 7 * DAY_S
+__all__ = ["SchedulerSettings"]
 
 
 class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -76,19 +74,13 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     adaptive_target_new_share: float = 0.2
     """f_t: the share of new entries per fetch the adaptive controller aims for."""
 
-    # -- politeness and errors ----------------------------------------------------------------
+    # -- politeness and hints ----------------------------------------------------------------
+    # (When to retry a failed feed is not set here: the fetch state decides it, see
+    # feedmesh.fetch.state.BackoffPolicy, and the scheduler follows that decision.)
     host_min_spacing_s: float = 2.0
     """Minimum time between two fetches to the same host."""
     host_max_per_minute: int = 30
     """At most this many fetches to one host in any 60 seconds (NewsBlur uses 30)."""
-    backoff_base_s: float = 900.0
-    """First retry delay after a failed fetch; doubles with each consecutive failure."""
-    backoff_max_s: float = DAY_S
-    """Error backoff never waits longer than this (a dead feed is retried daily)."""
-    backoff_jitter: float = 0.25
-    """Backoff is multiplied by 1 + U(0, jitter) from the seeded RNG, so retries spread."""
-    retry_after_max_s: float = 8 * HOUR_S
-    """Cap on one Retry-After (Feedbin uses 8 h); repeated 429s double the cap up to T_max."""
     hint_max_s: float = DAY_S
     """ttl, Cache-Control max-age and Expires can delay a fetch by at most this much."""
     honour_skip_hours: bool = True
@@ -107,15 +99,12 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     with the same plan do not all fire in the same second."""
 
     seed: int = 0
-    """Seed of the scheduler's RNG (backoff jitter, start-up spreading, K-means init)."""
+    """Seed of the scheduler's RNGs (start-up spreading, K-means init, and the jitter of a backoff
+    it computes for a report that carries no decision)."""
 
     def validated(self) -> SchedulerSettings:
         """Return self after checking every field; raise SettingsError naming the first bad one."""
-        from .policies import KNOWN_POLICY_NAMES  # late import: policies import settings
-
         if self.policy not in KNOWN_POLICY_NAMES:
-            from .errors import UnknownPolicyError
-
             raise UnknownPolicyError(
                 f"unknown policy {self.policy!r}; known policies: {', '.join(KNOWN_POLICY_NAMES)}"
             )
@@ -131,14 +120,13 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
         positive = (
             "budget_burst_s", "min_interval_s", "max_interval_s", "max_delay_target_s",
             "memory_half_life_days", "refit_interval_s", "cluster_refit_interval_s",
-            "backoff_base_s", "backoff_max_s", "retry_after_max_s", "hint_max_s",
-            "websub_safety_interval_s",
+            "hint_max_s", "websub_safety_interval_s",
         )
         for name in positive:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise SettingsError(f"{name} must be a finite number > 0, got {value}")
-        non_negative = ("backoff_jitter", "first_fetch_spread_s", "restart_spread_s",
+        non_negative = ("first_fetch_spread_s", "restart_spread_s",
                         "phase_dither_s", "host_min_spacing_s", "rate_smoothing_posts")
         for name in non_negative:
             value = getattr(self, name)

@@ -25,12 +25,13 @@ from collections.abc import Callable
 import msgspec
 import numpy as np
 
-from .core import njit
+from .kernels import njit
 from .errors import TraceError
 from .oracle import oracle_mean_delay
 from .policies import Policy
 from .scheduler import Scheduler
-from .settings import DAY_S, SchedulerSettings
+from .settings import SchedulerSettings
+from .units import DAY_S
 from .trace import Trace
 
 __all__ = ["PolicyResult", "SimWindow", "simulate", "window_of"]

@@ -5,17 +5,20 @@ feed's row (due time, last fetch, backoff, hints, notes), the hosts' politeness 
 learned arrays, the clusters, the budget bucket and the spend control, and both RNG states.
 Plans are not stored: restore recomputes them from what was learned. Feeds that fell due while
 the process was down are spread out instead of all being fetched at the restart instant.
+
+Both directions go through the scheduler's public parts only: its
+:class:`~.scheduler_state.SchedulerState`, its :class:`~.upkeep.Upkeep` and its policy.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
 
-from .core import (
+from .errors import SnapshotError
+from .kernels import (
     F_BACKOFF,
     F_DITHER,
     F_DUE,
@@ -28,17 +31,13 @@ from .core import (
     FLAG_IN_FLIGHT,
     I_ERRORS,
     I_FLAGS,
-    I_RATE_LIMITED,
 )
-from .errors import SnapshotError
-from .limits import HostRecord
-from .records import SNAPSHOT_FORMAT, FeedRecord, SchedulerSnapshot
-from .settings import SchedulerSettings
+from .policies import Policy
+from .records import SNAPSHOT_FORMAT, FeedRecord, HostRecord, SchedulerSnapshot
+from .scheduler_state import SchedulerState
+from .upkeep import Upkeep
 
-if TYPE_CHECKING:
-    from .scheduler import Scheduler
-
-__all__ = ["restore_snapshot", "take_snapshot"]
+__all__ = ["decode_snapshot", "load_snapshot", "take_snapshot"]
 
 _OVERDUE_S = 60.0
 
@@ -47,48 +46,45 @@ def _or_none(value: float) -> float | None:
     return value if not math.isnan(value) and value != float("inf") else None
 
 
-def take_snapshot(scheduler: Scheduler, now: float) -> SchedulerSnapshot:
-    """Everything ``scheduler`` needs to resume (``now`` already ticked)."""
-    s = scheduler
-    F, I = s._table.F, s._table.I
-    slots = sorted(s._slot_of.values())
+def take_snapshot(state: SchedulerState, upkeep: Upkeep, policy: Policy,
+                  now: float) -> SchedulerSnapshot:
+    """Everything a scheduler needs to resume (``now`` already ticked)."""
+    F, I = state.table.F, state.table.I
+    slots = sorted(state.slot_of.values())
     feeds = []
     for slot in slots:
         flags = int(I[slot, I_FLAGS])
         feeds.append(FeedRecord(
-            feed_id=s._ids[slot], slot=slot, host=s._host[slot],  # type: ignore[arg-type]
-            weight=float(F[slot, F_WEIGHT]), hints=s._hints[slot],
-            next_due_at=_or_none(float(F[slot, F_DUE])),
+            feed_id=state.feed_ids[slot], slot=slot,  # type: ignore[arg-type]
+            host=state.host_names[slot], weight=float(F[slot, F_WEIGHT]),
+            hints=state.hints[slot], next_due_at=_or_none(float(F[slot, F_DUE])),
             in_flight=bool(flags & FLAG_IN_FLIGHT), gone=bool(flags & FLAG_GONE),
             awaiting_plan=bool(flags & FLAG_AWAITING),
             last_fetch_at=_or_none(float(F[slot, F_LAST_FETCH])),
             last_success_at=_or_none(float(F[slot, F_LAST_SUCCESS])),
-            error_streak=int(I[slot, I_ERRORS]), rate_limit_streak=int(I[slot, I_RATE_LIMITED]),
+            error_streak=int(I[slot, I_ERRORS]),
             backoff_until=float(F[slot, F_BACKOFF]), phase=float(F[slot, F_PHASE]),
             dither_s=float(F[slot, F_DITHER]),
-            notes=tuple(f"{k}={v}" for k, v in sorted((s._notes[slot] or {}).items()))))
+            notes=tuple(f"{k}={v}" for k, v in sorted((state.notes[slot] or {}).items()))))
     hosts = []
-    for host, row in s._hosts.index.items():
-        last, recent, blocked, spacing, per_minute = s._hosts.state(row)
-        custom = host in s._hosts.custom
+    for host, row in state.hosts.index.items():
+        last, recent, blocked = state.hosts.state(row)
         hosts.append(HostRecord(host=host, last_fetch_at=last, recent=recent,
-                                blocked_until=blocked,
-                                min_spacing_s=spacing if custom else None,
-                                max_per_minute=per_minute if custom else None))
-    labels = [int(s._labels[slot]) if slot < len(s._labels) else -1 for slot in slots]
+                                blocked_until=blocked))
+    labels = upkeep.labels
     return SchedulerSnapshot(
-        format=SNAPSHOT_FORMAT, saved_at=now, settings=s.settings, feeds=feeds, hosts=hosts,
-        learned=s._learner.to_state(np.asarray(slots, dtype=np.int64)),
-        centroids=None if s._centroids is None else s._centroids.tolist(),
-        budget_tokens=float(s._bucket_state[0]), clock_high=s._clock_high,
-        next_refit_at=s._next_refit_at, next_cluster_refit_at=s._next_cluster_refit_at,
-        policy_state=s.policy.state(), rng_state=_ints_to_text(s._rng.bit_generator.state),
-        random_state=list(s._random.getstate()), spend=s._spend.state(), labels=labels)
+        format=SNAPSHOT_FORMAT, saved_at=now, settings=state.settings, feeds=feeds, hosts=hosts,
+        learned=state.learner.to_state(np.asarray(slots, dtype=np.int64)),
+        centroids=None if upkeep.centroids is None else upkeep.centroids.tolist(),
+        budget_tokens=float(state.bucket[0]), clock_high=upkeep.clock_high,
+        next_refit_at=upkeep.next_refit_at, next_cluster_refit_at=upkeep.next_cluster_refit_at,
+        policy_state=policy.state(), rng_state=_ints_to_text(state.rng.bit_generator.state),
+        random_state=list(state.random.getstate()), spend=state.spend.state(),
+        labels=[int(labels[slot]) if slot < len(labels) else -1 for slot in slots])
 
 
-def restore_snapshot(cls: type[Scheduler], snapshot: SchedulerSnapshot | bytes, *, now: float,
-                     settings: SchedulerSettings | None = None) -> Scheduler:
-    """See :meth:`Scheduler.restore`."""
+def decode_snapshot(snapshot: SchedulerSnapshot | bytes) -> SchedulerSnapshot:
+    """``snapshot`` decoded from MessagePack when it is bytes, and checked to be of this format."""
     if isinstance(snapshot, (bytes, bytearray, memoryview)):
         try:
             snapshot = msgspec.msgpack.decode(snapshot, type=SchedulerSnapshot)
@@ -97,64 +93,67 @@ def restore_snapshot(cls: type[Scheduler], snapshot: SchedulerSnapshot | bytes, 
     if snapshot.format != SNAPSHOT_FORMAT:
         raise SnapshotError(f"snapshot format {snapshot.format} is not supported "
                             f"(this version reads {SNAPSHOT_FORMAT})")
-    s = cls(settings or snapshot.settings)
-    F, I = s._table.F, s._table.I
+    return snapshot
+
+
+def load_snapshot(state: SchedulerState, upkeep: Upkeep, policy: Policy,
+                  snapshot: SchedulerSnapshot, *, now: float) -> None:
+    """Fill a new scheduler's parts (holding no feed yet) from ``snapshot``, resuming at ``now``
+    (see :meth:`~.scheduler.Scheduler.restore`)."""
     for record in snapshot.feeds:
-        slot = s._new_slot(record.feed_id, record.host)
-        F, I = s._table.F, s._table.I  # the table may have grown
-        s._active_count += 0 if record.gone else 1
+        slot = state.new_slot(record.feed_id, record.host)
+        F, I = state.table.F, state.table.I  # the table may have grown
+        state.active_count += 0 if record.gone else 1
         F[slot, F_WEIGHT] = record.weight
-        s._set_hints(slot, record.hints)
+        state.set_hints(slot, record.hints)
         if record.gone:
             I[slot, I_FLAGS] |= FLAG_GONE
         F[slot, F_LAST_FETCH] = np.nan if record.last_fetch_at is None else record.last_fetch_at
         F[slot, F_LAST_SUCCESS] = np.nan if record.last_success_at is None else \
             record.last_success_at
         I[slot, I_ERRORS] = record.error_streak
-        I[slot, I_RATE_LIMITED] = record.rate_limit_streak
         F[slot, F_BACKOFF] = record.backoff_until
         F[slot, F_PHASE] = record.phase
         F[slot, F_DITHER] = record.dither_s
-        s._notes[slot] = dict(n.split("=", 1) for n in record.notes) or None
-    s._update_kernel_settings()
+        state.notes[slot] = dict(n.split("=", 1) for n in record.notes) or None
+    upkeep.update_kernel_settings()
     for slot, record in enumerate(snapshot.feeds):
         if not record.gone:
-            s.policy.on_added(slot, s.base_interval_s())
+            policy.on_added(slot, upkeep.base_interval_s())
     slots = np.arange(len(snapshot.feeds))
-    s._learner.ensure_capacity(len(slots))
+    state.learner.ensure_capacity(len(slots))
     try:
-        s._learner.load_state(snapshot.learned, slots)
+        state.learner.load_state(snapshot.learned, slots)
     except (KeyError, ValueError, TypeError) as error:
         raise SnapshotError(f"learned state in the snapshot is unusable: {error}") from error
     for host in snapshot.hosts:
-        s._hosts.load(host.host, last_fetch_at=host.last_fetch_at, recent=host.recent,
-                      blocked_until=host.blocked_until, min_spacing_s=host.min_spacing_s,
-                      max_per_minute=host.max_per_minute)
+        state.hosts.load(host.host, last_fetch_at=host.last_fetch_at, recent=host.recent,
+                         blocked_until=host.blocked_until)
     if snapshot.centroids is not None:
-        s._centroids = np.asarray(snapshot.centroids, dtype=np.float64)
+        upkeep.centroids = np.asarray(snapshot.centroids, dtype=np.float64)
     if snapshot.labels is not None and len(snapshot.labels) == len(slots):
-        s._labels = np.asarray(snapshot.labels, dtype=np.int64)
-    s._next_cluster_refit_at = snapshot.next_cluster_refit_at
-    s._bucket_state[0] = snapshot.budget_tokens
+        upkeep.labels = np.asarray(snapshot.labels, dtype=np.int64)
+    upkeep.next_cluster_refit_at = snapshot.next_cluster_refit_at
+    state.bucket[0] = snapshot.budget_tokens
     if snapshot.spend is not None:
-        s._spend.load(snapshot.spend)
+        state.spend.load(snapshot.spend)
     slot_map = {record.slot: new for new, record in enumerate(snapshot.feeds)}
-    s.policy.load_state(snapshot.policy_state, slot_map)
-    s._rng.bit_generator.state = _text_to_ints(snapshot.rng_state)
-    state = snapshot.random_state
-    s._random.setstate((state[0], tuple(state[1]), state[2]))  # type: ignore[arg-type]
-    s._clock_high = -float("inf")
-    now = s._tick(now)
-    s._refit(now)
+    policy.load_state(snapshot.policy_state, slot_map)
+    state.rng.bit_generator.state = _text_to_ints(snapshot.rng_state)
+    random_state = snapshot.random_state
+    state.random.setstate((random_state[0], tuple(random_state[1]),  # type: ignore[arg-type]
+                           random_state[2]))
+    upkeep.clock_high = -float("inf")
+    now = upkeep.tick(now)
+    upkeep.refit(now)
     for new, record in enumerate(snapshot.feeds):
         if record.gone:
             continue
         due = record.next_due_at
         if record.in_flight or record.awaiting_plan or due is None:
             due = now - 2 * _OVERDUE_S  # fetch soon, spread with the other overdue feeds
-        s._push(new, due)
-    s._respread_overdue(now)
-    return s
+        state.push(new, due)
+    upkeep.respread_overdue(now)
 
 
 def _ints_to_text(value: object) -> object:

@@ -1,6 +1,6 @@
 """The arrays behind the scheduler: per-feed rows, per-host rows, the heap and the plan pool.
 
-:mod:`.core` works on these arrays; this module owns their allocation (capacity doubles when it
+:mod:`.kernels` works on these arrays; this module owns their allocation (capacity doubles when it
 runs out), the mapping from host names to rows, and where each feed's plan offsets live in one
 shared pool. Everything is plain numpy, so a snapshot is a copy of a few arrays.
 """
@@ -11,15 +11,14 @@ import math
 
 import numpy as np
 
-from . import core
-from .core import (
+from . import kernels
+from .kernels import (
     F_FIELDS,
     FLAG_HELD,
     H_BLOCKED,
     H_FIELDS,
     H_LAST,
     H_QUEUE,
-    H_SPACING,
     HI_COUNT,
     HI_FIELDS,
     HI_HEAD,
@@ -74,26 +73,20 @@ class FeedTable:
         """A fresh row for a new feed (out of the heap, no plan, no history)."""
         self.remove_from_heap(slot)
         self.F[slot] = _NAN
-        self.F[slot, core.F_DUE] = math.inf
-        self.F[slot, core.F_BACKOFF] = 0.0
-        self.F[slot, core.F_WEIGHT] = 1.0
+        self.F[slot, kernels.F_DUE] = math.inf
+        self.F[slot, kernels.F_BACKOFF] = 0.0
+        self.F[slot, kernels.F_WEIGHT] = 1.0
         cap = self.I[slot, I_PLAN_CAP]
         start = self.I[slot, I_PLAN_START]
         self.I[slot] = 0
         self.I[slot, I_HEAP_POS] = -1
         self.I[slot, I_PLAN_START] = start  # keep the pool room the slot already has
         self.I[slot, I_PLAN_CAP] = cap
-        self.I[slot, core.I_FLAGS] = FLAG_HELD
+        self.I[slot, kernels.I_FLAGS] = FLAG_HELD
 
     # -- heap ---------------------------------------------------------------------------------
     def remove_from_heap(self, slot: int) -> None:
-        core.heap_remove(self.heap_keys, self.heap_slots, self.heap_n, self.I, slot)
-
-    def top(self) -> tuple[float, int] | None:
-        """(due, slot) of the earliest feed, or None."""
-        if self.heap_n[0] == 0:
-            return None
-        return float(self.heap_keys[0]), int(self.heap_slots[0])
+        kernels.heap_remove(self.heap_keys, self.heap_slots, self.heap_n, self.I, slot)
 
     def shift_heap(self, delta: float) -> None:
         n = int(self.heap_n[0])
@@ -107,9 +100,9 @@ class FeedTable:
         Returns (had a plan, the plan differs from it) per row."""
         F, I = self.F, self.I
         m = offsets.shape[1]
-        had = np.isfinite(F[slots, core.F_PLAN_PERIOD])
-        same = had & (F[slots, core.F_PLAN_PERIOD] == period_s) & \
-            (F[slots, core.F_PLAN_ORIGIN] == origin_s) & (I[slots, I_PLAN_COUNT] == m)
+        had = np.isfinite(F[slots, kernels.F_PLAN_PERIOD])
+        same = had & (F[slots, kernels.F_PLAN_PERIOD] == period_s) & \
+            (F[slots, kernels.F_PLAN_ORIGIN] == origin_s) & (I[slots, I_PLAN_COUNT] == m)
         if same.any():
             rows = np.flatnonzero(same)
             index = I[slots[rows], I_PLAN_START][:, None] + np.arange(m)[None, :]
@@ -125,8 +118,8 @@ class FeedTable:
         index = I[slots, I_PLAN_START][:, None] + np.arange(m)[None, :]
         self.pool[index] = offsets
         I[slots, I_PLAN_COUNT] = m
-        F[slots, core.F_PLAN_PERIOD] = period_s
-        F[slots, core.F_PLAN_ORIGIN] = origin_s
+        F[slots, kernels.F_PLAN_PERIOD] = period_s
+        F[slots, kernels.F_PLAN_ORIGIN] = origin_s
         return had, ~same
 
     def plan_offsets(self, slot: int) -> np.ndarray:
@@ -134,7 +127,7 @@ class FeedTable:
         return self.pool[start:start + count]
 
     def clear_plan(self, slot: int) -> None:
-        self.F[slot, core.F_PLAN_PERIOD] = _NAN
+        self.F[slot, kernels.F_PLAN_PERIOD] = _NAN
         self.I[slot, I_PLAN_COUNT] = 0
 
     def _compact(self, extra: int) -> None:
@@ -161,7 +154,6 @@ class HostTable:
         self.default_per_minute = int(max_per_minute)
         self.index: dict[str, int] = {}
         self.names: list[str] = []
-        self.custom: set[str] = set()
         self.HF = np.zeros((0, H_FIELDS))
         self.HI = np.zeros((0, HI_FIELDS), dtype=np.int64)
         self.ring = np.zeros((0, max(1, self.default_per_minute)))
@@ -193,27 +185,10 @@ class HostTable:
         return [float(self.ring[row, (head + k) % per_minute]) for k in range(count)]
 
     def _set_recent(self, row: int, times: list[float]) -> None:
-        per_minute = int(self.HI[row, HI_PER_MINUTE])
-        times = times[-per_minute:]
-        if per_minute > self.ring.shape[1]:
-            ring = np.zeros((len(self.ring), per_minute))
-            ring[:, : self.ring.shape[1]] = self.ring
-            self.ring = ring
+        times = times[-int(self.HI[row, HI_PER_MINUTE]):]
         self.ring[row, : len(times)] = times
         self.HI[row, HI_HEAD] = 0
         self.HI[row, HI_COUNT] = len(times)
-
-    def set_limits(self, host: str, *, min_spacing_s: float | None = None,
-                   max_per_minute: int | None = None) -> None:
-        """Override the defaults for one host (e.g. from robots.txt Crawl-delay)."""
-        row = self.row(host)
-        if min_spacing_s is not None:
-            self.HF[row, H_SPACING] = max(0.0, float(min_spacing_s))
-        if max_per_minute is not None:
-            recent = self.recent(row)
-            self.HI[row, HI_PER_MINUTE] = max(1, int(max_per_minute))
-            self._set_recent(row, recent)
-        self.custom.add(host)
 
     def block(self, host: str, until: float) -> None:
         """The server asked us to stay away until ``until`` (429 / 503 Retry-After)."""
@@ -230,18 +205,15 @@ class HostTable:
         self.HF[:n, H_BLOCKED][blocked] += delta
         self.ring[:n] += delta
 
-    def state(self, row: int) -> tuple[float | None, tuple[float, ...], float, float, int]:
-        """(last fetch or None, recent fetch times, blocked until, spacing, per-minute cap)."""
+    def state(self, row: int) -> tuple[float | None, tuple[float, ...], float]:
+        """(last fetch or None, recent fetch times, blocked until)."""
         last = float(self.HF[row, H_LAST])
         return (last if last > _NEVER / 2 else None, tuple(self.recent(row)),
-                float(self.HF[row, H_BLOCKED]), float(self.HF[row, H_SPACING]),
-                int(self.HI[row, HI_PER_MINUTE]))
+                float(self.HF[row, H_BLOCKED]))
 
     def load(self, host: str, *, last_fetch_at: float | None, recent: tuple[float, ...],
-             blocked_until: float, min_spacing_s: float | None,
-             max_per_minute: int | None) -> None:
-        if min_spacing_s is not None or max_per_minute is not None:
-            self.set_limits(host, min_spacing_s=min_spacing_s, max_per_minute=max_per_minute)
+             blocked_until: float) -> None:
+        """Restore a host's state from a snapshot (:meth:`state`)."""
         row = self.row(host)
         if last_fetch_at is not None:
             self.HF[row, H_LAST] = last_fetch_at

@@ -1,20 +1,16 @@
 """FeedEx's adaptive fetching (section 3.3): each feed's interval halves or doubles with the share
 of new entries a fetch finds. Reactive, not plan-based: the update itself runs in the compiled
-:func:`feedmesh.schedule.core.record_success`; this class keeps the intervals' bookkeeping.
+:func:`feedmesh.schedule.kernels.record_success`; this class keeps the intervals' bookkeeping.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from .core import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL
-from .policies import PlanBatch, Policy, RefitContext
-from .settings import DAY_S, SchedulerSettings
-
-if TYPE_CHECKING:
-    from .scheduler import Scheduler
+from ..kernels import F_INTERVAL, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL
+from ..settings import SchedulerSettings
+from ..units import DAY_S
+from .base import PlanBatch, Policy, RefitContext, ScheduleView
 
 __all__ = ["AdaptivePolicy"]
 
@@ -27,11 +23,9 @@ class AdaptivePolicy(Policy):
     interval shorter still, so every feed ratchets to T_min or T_max.
     Intervals live in [T_min, T_max]; to spend the same global budget as every other policy, all
     intervals are multiplied by one factor s with sum(1 / (s T_i)) = M (kept up to date in O(1)).
-    The per-fetch update runs in :func:`feedmesh.schedule.core.record_success`; the intervals
+    The per-fetch update runs in :func:`feedmesh.schedule.kernels.record_success`; the intervals
     are the column ``F_INTERVAL`` of the scheduler's table, ``totals`` = [sum 1/T_i, M per s].
     """
-
-    plan_based = False
 
     def __init__(self, settings: SchedulerSettings, *, literal: bool) -> None:
         super().__init__(settings)
@@ -68,10 +62,10 @@ class AdaptivePolicy(Policy):
             self.totals[0] -= 1.0 / old
             intervals[slot] = np.nan
 
-    def next_fetch(self, scheduler: Scheduler, slot: int, now: float) -> float:
+    def next_fetch(self, view: ScheduleView, slot: int, now: float) -> float:
         interval = self._intervals()[slot]
         if not np.isfinite(interval):
-            return now + scheduler.base_interval_s()
+            return now + view.base_interval_s()
         rate_sum, budget_per_s = self.totals
         scale = rate_sum / budget_per_s if budget_per_s > 0 else 1.0
         effective = min(max(interval * scale, self.settings.min_interval_s),

@@ -1,14 +1,11 @@
-"""The budget's records and its feedback loop (the per-host and global limits themselves are
-arrays in :mod:`.table`, checked by the kernels of :mod:`.core`).
+"""Spend control: the feedback loop that keeps the fetches made at the budget M.
 
-* :class:`HostRecord` is a host's politeness state in a snapshot: the time of its last fetch,
-  the times of its last N fetches (for "at most N per minute"), a ``blocked_until`` set by
-  429/503 responses, and any per-host limits.
-* :class:`SpendControl` closes the loop on the global budget: it compares the fetches actually
-  made over the last week with M and scales the budget the next plans are given, so that what
-  plans do not count (error retries, a fetch made at once when a new plan would otherwise leave
-  a long gap) comes out of the plans instead of piling up against the token bucket (M tokens a
-  day, holding ``budget_burst_s`` of them), which stays the guard against what nobody foresaw.
+:class:`SpendControl` compares the fetches actually made over the last week with M and scales the
+budget the next plans are given, so that what plans do not count (error retries, a fetch made at
+once when a new plan would otherwise leave a long gap) comes out of the plans instead of piling up
+against the token bucket (M tokens a day, holding ``budget_burst_s`` of them), which stays the
+guard against what nobody foresaw. The per-host and global limits themselves are arrays in
+:mod:`.table`, checked by the kernels of :mod:`.kernels`.
 
 Plain data with explicit ``now``; nothing here reads a clock.
 """
@@ -18,20 +15,7 @@ from __future__ import annotations
 from collections import deque
 from itertools import pairwise
 
-import msgspec
-
-__all__ = ["HostRecord", "SpendControl"]
-
-
-class HostRecord(msgspec.Struct, frozen=True, omit_defaults=True):
-    """A host's politeness state, as stored in a snapshot."""
-
-    host: str
-    last_fetch_at: float | None = None
-    recent: tuple[float, ...] = ()
-    blocked_until: float = 0.0
-    min_spacing_s: float | None = None
-    max_per_minute: int | None = None
+__all__ = ["SpendControl"]
 
 
 class SpendControl:

@@ -31,11 +31,12 @@ import math
 
 import numpy as np
 
-from .allocation import round_to_total, sqrt_allocation
-from .clusters import normalized_profiles
-from .placement import place_batch
-from .policies import PlanBatch, Policy, RefitContext
-from .settings import DAY_S, HOUR_S, WEEK_S, SchedulerSettings
+from ..allocation import round_to_total, sqrt_allocation
+from ..clusters import normalized_profiles
+from ..placement import place_batch
+from ..settings import SchedulerSettings
+from ..units import DAY_S, HOUR_S, WEEK_S
+from .base import PlanBatch, Policy, RefitContext
 
 __all__ = ["FeedmeshPolicy", "gamma_prior"]
 

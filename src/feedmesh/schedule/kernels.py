@@ -51,9 +51,9 @@ F_DUE, F_LAST_FETCH, F_LAST_SUCCESS, F_BACKOFF, F_DITHER, F_PHASE, F_TTL, F_WEIG
     F_PLAN_PERIOD, F_PLAN_ORIGIN, F_INTERVAL = range(11)
 F_FIELDS = 11
 # -- per-feed integer fields --------------------------------------------------------------------
-I_HOST, I_FLAGS, I_ERRORS, I_RATE_LIMITED, I_PLAN_START, I_PLAN_COUNT, I_PLAN_CAP, \
-    I_SKIP_HOURS, I_SKIP_DAYS, I_HEAP_POS = range(10)
-I_FIELDS = 10
+I_HOST, I_FLAGS, I_ERRORS, I_PLAN_START, I_PLAN_COUNT, I_PLAN_CAP, I_SKIP_HOURS, I_SKIP_DAYS, \
+    I_HEAP_POS = range(9)
+I_FIELDS = 9
 # flags
 FLAG_HELD, FLAG_IN_FLIGHT, FLAG_GONE, FLAG_AWAITING, FLAG_WEBSUB, FLAG_SKIP_ALL = 1, 2, 4, 8, 16, 32
 # -- per-host fields ----------------------------------------------------------------------------
@@ -154,8 +154,8 @@ def heap_remove(keys, slots, heap_n, I, slot):
 def next_allowed(when, skip_hours, skip_days):
     """The first instant at or after ``when`` outside skipHours/skipDays (GMT bit masks).
 
-    Same rule as :func:`feedmesh.schedule.hints.next_allowed_time`: the search is bounded by a
-    week, masks that forbid everything are not passed here (the feed's FLAG_SKIP_ALL)."""
+    The search is bounded by a week; masks that forbid everything are not passed here (the
+    feed's FLAG_SKIP_ALL: such hints are ignored, see :mod:`.hints`)."""
     t = when
     for _ in range(24 * 7 + 1):
         hour_index = math.floor(t / _HOUR)
@@ -377,7 +377,6 @@ def record_success(fetched, now, new_counts, in_document, max_age, keys, slots, 
         F[slot, F_LAST_FETCH] = now
         F[slot, F_LAST_SUCCESS] = now
         I[slot, I_ERRORS] = 0
-        I[slot, I_RATE_LIMITED] = 0
         dither = F[slot, F_DITHER]
         if mode == MODE_PLAN:
             due = plan_next(F, I, pool, slot, now - dither) + dither
