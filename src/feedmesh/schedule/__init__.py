@@ -17,7 +17,8 @@ failed feed is not decided here: a report carries the decision of :mod:`feedmesh
 Layers, bottom-up. A module imports only modules of its own layer or of the layers below it,
 never in a cycle; from the rest of feedmesh only ``feedmesh.model`` and ``feedmesh.fetch.state``.
 This package's ``__init__`` (this front door) sits above every layer and nothing inside imports
-it. ``tests/schedule/test_layers.py`` checks the code against this list::
+it. The ``schedule-*`` contracts of ``.importlinter`` write this list down, and
+``tests/test_architecture.py`` checks the code against them::
 
     1 foundation: units, errors, policy_names, settings
     2 kernels: kernels, placement_kernel
