@@ -85,9 +85,15 @@ def web_limits() -> WebLimits:
 
 
 @pytest.fixture
-async def hub_env(tmp_path, farm_config, web_limits) -> AsyncIterator[HubEnv]:
+def hub_overrides() -> dict[str, Any]:
+    """Settings a test module gives its hub beside hub_settings' (e.g. the learned schedule)."""
+    return {}
+
+
+@pytest.fixture
+async def hub_env(tmp_path, farm_config, web_limits, hub_overrides) -> AsyncIterator[HubEnv]:
     async with FarmServer(farm_config) as farm, aiohttp.ClientSession() as session:
         # Names resolve from a fixed table (none): no test can send a DNS query off the machine.
-        async with running_hub(hub_settings(str(tmp_path)), "127.0.0.1", 0, limits=web_limits,
-                               resolver=StaticResolver({})) as (hub, base):
+        async with running_hub(hub_settings(str(tmp_path), **hub_overrides), "127.0.0.1", 0,
+                               limits=web_limits, resolver=StaticResolver({})) as (hub, base):
             yield HubEnv(hub, base, farm, session)

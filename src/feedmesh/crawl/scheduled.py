@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from feedmesh.clock import Clock
 from feedmesh.crawl.pipeline import Crawler, CrawlStats, FeedOutcome
 from feedmesh.schedule import FeedHints, FetchReport, Scheduler, SchedulerSettings
-from feedmesh.schedule.errors import ScheduleError
+from feedmesh.schedule.errors import ScheduleError, UnknownFeedError
 from feedmesh.store import IngestStore
 
 __all__ = ["ScheduledCrawler"]
@@ -90,7 +90,8 @@ class ScheduledCrawler:
             self.scheduler = Scheduler(self.settings)
             return False
 
-    def _add(self, feed_id: int, now: float, postings: Iterable, row: object | None) -> None:
+    def _add(self, feed_id: int, now: float, postings: Iterable, row: object | None,
+             first_fetch_within_s: float | None = None) -> None:
         state = self.crawler.states[feed_id]
         history = [p.first_seen_at for p in postings if not p.backlog]
         info = getattr(row, "info", None)
@@ -99,16 +100,27 @@ class ScheduledCrawler:
             hints=FeedHints.from_feed_info(info) if info is not None else None,
             history=history,
             history_since=getattr(row, "added_at", None) if history else None,
-            last_fetched_at=state.last_fetched_at or None)
+            last_fetched_at=state.last_fetched_at or None,
+            first_fetch_within_s=first_fetch_within_s)
 
     def add_feeds(self, feed_ids: Iterable[int]) -> None:
-        """Schedule newly added feeds (their first fetch comes at once)."""
+        """Schedule newly added feeds: the first fetch of one a person just added comes within
+        a second or so; a long list's first fetches are spread out (politeness applies)."""
         now = self.clock.now()
         known = set(self.scheduler.feed_ids())
-        for feed_id in feed_ids:
-            if str(feed_id) not in known and feed_id in self.crawler.states:
-                self._add(feed_id, now, (), None)
+        new = [f for f in dict.fromkeys(feed_ids)
+               if str(f) not in known and f in self.crawler.states]
+        window = self.scheduler.first_fetch_window(len(new))
+        for feed_id in new:
+            self._add(feed_id, now, (), None, first_fetch_within_s=window)
         self._wake.set()
+
+    def next_fetch_at(self, feed_id: int) -> float | None:
+        """When the scheduler will fetch ``feed_id`` next (None: not scheduled)."""
+        try:
+            return self.scheduler.due_at(str(feed_id))
+        except UnknownFeedError:
+            return None
 
     # -- the loop ----------------------------------------------------------------------------
 

@@ -393,7 +393,8 @@ class Hub:
                           added_at=followed.added_at, active=bool(state and state.active),
                           last_outcome=state.last_outcome if state else "",
                           last_error=state.last_error if state else "",
-                          category=followed.category, html_url=followed.html_url)
+                          category=followed.category, html_url=followed.html_url,
+                          next_fetch_at=self.crawler.next_fetch_at(feed_id))
 
     async def sources(self, account_id: int) -> list[SourceView]:
         followed = await self._io.call(self.state.sources, account_id)

@@ -65,6 +65,8 @@ class CrawlerTier:
                           if schedule is not None else None)
         self._wake = asyncio.Event()
         self._new_feeds: list[int] = []
+        self.next_cycle_at: float | None = None
+        """With ``policy="interval"``: when the next cycle starts (None: one is running)."""
 
     async def load(self) -> None:
         await self.crawler.load()
@@ -90,6 +92,19 @@ class CrawlerTier:
     def fetch_state(self, feed_id: int) -> FeedFetchState | None:
         """The feed's fetch state as the crawler holds it (None: no such feed)."""
         return self.crawler.states.get(feed_id)
+
+    def next_fetch_at(self, feed_id: int) -> float | None:
+        """When the feed will be fetched next, as far as it is known: the scheduler's due time,
+        or with ``policy="interval"`` the next cycle's start (the cycle takes a while), never
+        before the feed's backoff ends. None: not fetched (gone, or being fetched now)."""
+        state = self.crawler.states.get(feed_id)
+        if state is None or not state.active:
+            return None
+        if self.scheduled is not None:
+            return self.scheduled.next_fetch_at(feed_id)
+        upcoming = self.next_cycle_at if self.next_cycle_at is not None else \
+            self.crawler.clock.now()
+        return max(upcoming, state.not_before, state.min_refresh_at)
 
     def follow(self, feed_id: int, change: int) -> None:
         """One more (+1) or one fewer (-1) account follows the feed: what the User-Agent tells
@@ -146,11 +161,13 @@ class CrawlerTier:
                                              progress=meter, stop=stop)
             self._cycle_done(stats)
             wait = max(0.0, began + interval_s - clock.now())
+            self.next_cycle_at = clock.now() + wait
             waiters = [asyncio.create_task(clock.sleep(wait)), asyncio.create_task(stop.wait()),
                        asyncio.create_task(self._wake.wait())]
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             for task in waiters:
                 task.cancel()
+            self.next_cycle_at = None
 
     async def _run_scheduled(self, stop: asyncio.Event) -> None:
         """The scheduler decides; every few seconds what it fetched is accounted like a cycle."""

@@ -47,6 +47,8 @@ class SourceView(msgspec.Struct, frozen=True, kw_only=True):
     category: str = ""
     """The account's folders for it, outermost first, joined with "/" (as in OPML)."""
     html_url: str = ""
+    next_fetch_at: float | None = None
+    """When it will be fetched next (None: not scheduled: gone, or being fetched now)."""
 
 
 class FeedVersion(msgspec.Struct, frozen=True):

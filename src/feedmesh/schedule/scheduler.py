@@ -109,7 +109,8 @@ class Scheduler:
     def add_feed(self, feed_id: str, *, now: float, host: str = "", weight: float = 1.0,
                  hints: FeedHints | None = None, history: Sequence[float] = (),
                  history_since: float | None = None,
-                 last_fetched_at: float | None = None) -> None:
+                 last_fetched_at: float | None = None,
+                 first_fetch_within_s: float | None = None) -> None:
         """Start scheduling ``feed_id``.
 
         ``history``: publish times of the feed's past posts (e.g. from the store, or a trace's
@@ -117,8 +118,9 @@ class Scheduler:
         (default: the oldest of them) up to ``now``; a feed watched for two weeks without a post
         is evidence of a slow feed, so pass ``history_since`` when you know it. ``last_fetched_at``:
         when the feed was last fetched, if it was; such a feed waits for its first plan and then
-        follows it. A feed never fetched gets its first fetch spread over the next
-        ``first_fetch_spread_s`` (so adding 100k feeds is not a burst).
+        follows it. A feed never fetched gets its first fetch at a random moment within
+        ``first_fetch_within_s`` (the caller's: see :meth:`first_fetch_window`), or within
+        ``first_fetch_spread_s`` when not given (so finding 100k feeds is not a burst).
         """
         state = self.state
         if feed_id in state.slot_of:
@@ -153,7 +155,25 @@ class Scheduler:
             state.table.I[slot, I_FLAGS] |= FLAG_AWAITING
             state.awaiting_count += 1
         else:
-            state.push(slot, now + state.random.random() * self.settings.first_fetch_spread_s)
+            window = (self.settings.first_fetch_spread_s if first_fetch_within_s is None
+                      else min(max(0.0, first_fetch_within_s), self.settings.first_fetch_spread_s))
+            state.push(slot, now + state.random.random() * window)
+
+    def first_fetch_window(self, added: int) -> float:
+        """The window over which ``added`` feeds added together get their first fetches: at
+        ``new_feeds_per_s``, and never more than ``first_fetch_spread_s``."""
+        s = self.settings
+        rate = s.new_feeds_per_s
+        return s.first_fetch_spread_s if rate <= 0 else min(s.first_fetch_spread_s, added / rate)
+
+    def due_at(self, feed_id: str) -> float | None:
+        """When ``feed_id`` is due next (None: not scheduled: gone, or being fetched now)."""
+        state = self.state
+        slot = state.slot(feed_id)
+        if int(state.table.I[slot, I_FLAGS]) & (FLAG_GONE | FLAG_IN_FLIGHT):
+            return None
+        due = float(state.table.F[slot, F_DUE])
+        return due if math.isfinite(due) else None
 
     def remove_feed(self, feed_id: str) -> None:
         """Stop scheduling ``feed_id`` and forget what was learned about it."""

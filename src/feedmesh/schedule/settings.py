@@ -90,7 +90,12 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
 
     # -- start-up and spreading ---------------------------------------------------------------
     first_fetch_spread_s: float = 600.0
-    """New feeds without history get their first fetch spread uniformly over this window."""
+    """Feeds without history get their first fetch spread uniformly over this window at most:
+    found at start-up, or added many at once (an OPML list of 100k feeds is not a burst)."""
+    new_feeds_per_s: float = 5.0
+    """Feeds added together (:meth:`Scheduler.add_feed`'s ``first_fetch_within_s``) get their first
+    fetches at this rate, so a feed a person just added is fetched within a second or so, and a
+    list of thousands is spread over ``first_fetch_spread_s``; politeness applies either way."""
     restart_spread_s: float = 900.0
     """After a restore, overdue feeds are spread over at least this window (more if the budget
     needs it), instead of all being fetched at once."""
@@ -126,7 +131,7 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise SettingsError(f"{name} must be a finite number > 0, got {value}")
-        non_negative = ("first_fetch_spread_s", "restart_spread_s",
+        non_negative = ("first_fetch_spread_s", "new_feeds_per_s", "restart_spread_s",
                         "phase_dither_s", "host_min_spacing_s", "rate_smoothing_posts")
         for name in non_negative:
             value = getattr(self, name)

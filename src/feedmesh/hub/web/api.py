@@ -313,7 +313,8 @@ class Api:
         return {"id": source.id, "url": source.url, "title": source.title,
                 "added_at": source.added_at, "active": source.active,
                 "last_outcome": source.last_outcome, "last_error": source.last_error,
-                "category": source.category, "html_url": source.html_url}
+                "category": source.category, "html_url": source.html_url,
+                "next_fetch_at": source.next_fetch_at}
 
     async def list_sources(self, request: web.Request, account: Account) -> web.Response:
         return _json({"sources": [self._source_json(s)

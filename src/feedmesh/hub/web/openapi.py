@@ -74,6 +74,9 @@ _SCHEMAS: dict[str, Any] = {
     "Source": _object(("id", "url", "title"), id=_ID, url=_STR, title=_STR,
                       added_at={"type": "number"}, active={"type": "boolean"},
                       last_outcome=_STR, last_error=_STR, category=_STR, html_url=_STR,
+                      next_fetch_at={"type": ["number", "null"],
+                                     "description": "when it will be fetched next (Unix "
+                                                    "seconds); null: not scheduled"},
                       new={"type": "boolean",
                            "description": "in answers to adding: followed now (false: it "
                                           "already was, and nothing changed)"}),

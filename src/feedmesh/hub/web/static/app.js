@@ -41,6 +41,15 @@ function when(seconds) {
   return new Date(seconds * 1000).toLocaleString();
 }
 
+// "in 12 s", "in 3 min", or the date for later than an hour from now.
+function soon(seconds) {
+  const wait = seconds - Date.now() / 1000;
+  if (wait < 1) return "now";
+  if (wait < 60) return `in ${Math.round(wait)} s`;
+  if (wait < 3600) return `in ${Math.round(wait / 60)} min`;
+  return when(seconds);
+}
+
 async function copy(text, button) {
   try { await navigator.clipboard.writeText(text); button.textContent = "Copied"; }
   catch (e) { button.textContent = "Select and copy"; }
@@ -254,7 +263,9 @@ async function loadSources() {
     return element("li", { "data-testid": "source", "data-id": s.id },
       element("strong", { text: s.title || s.url }), " ", remove,
       element("div", { class: "meta", text: (s.category ? s.category + " · " : "") + s.url }),
-      element("div", { class: "meta", text: s.last_error ? "problem: " + s.last_error : (s.last_outcome || "not fetched yet") }));
+      element("div", { class: "meta", text: s.last_error ? "problem: " + s.last_error : (s.last_outcome || "not fetched yet") }),
+      element("div", { class: "meta", "data-testid": "next-fetch",
+                       text: s.next_fetch_at ? "next fetch: " + soon(s.next_fetch_at) : "" }));
   }));
 }
 
