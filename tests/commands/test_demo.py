@@ -54,3 +54,20 @@ def test_a_busy_port_is_one_line_not_a_traceback(tmp_path):
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("feedmesh demo: ") and "address" in lines[0]
+
+
+@pytest.mark.slow
+def test_the_demo_runs_and_says_its_errors_are_on_purpose(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "feedmesh", "demo", "--feeds", "60", "--port", str(port),
+         "--data", str(tmp_path / "demo"), "--seconds", "12"],
+        capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())  # the table wraps at the console's width
+    assert "feedmesh is running" in out and f"http://127.0.0.1:{port}/f/" in out
+    assert "(the farm injects faults on purpose)" in out
+    assert "stopping: finishing in-flight work" in out
+    assert (tmp_path / "demo" / MARK).exists()
