@@ -10,7 +10,6 @@ from feedmesh.hub.messages import (
     Matched,
     SubscriptionAdded,
     SubscriptionRemoved,
-    article_id,
     decode,
     encode,
 )
@@ -39,9 +38,3 @@ def test_bytes_that_are_not_a_message_raise_a_value_error():
         decode(b"\xc1 not msgpack")
     with pytest.raises(msgspec.ValidationError):
         decode(encode(SubscriptionRemoved(sub_id=1, reflector=0))[:-1] + b"\xa1x")
-
-
-def test_an_articles_bus_id_changes_with_its_content_only():
-    assert article_id(article(5, content_hash="a")) == article_id(article(5, "other", "a"))
-    assert article_id(article(5, content_hash="a")) != article_id(article(5, content_hash="b"))
-    assert article_id(article(5)) != article_id(article(6))

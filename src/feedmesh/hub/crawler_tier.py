@@ -21,7 +21,7 @@ from feedmesh.clock import Clock
 from feedmesh.crawl import Crawler, CrawlSettings, CrawlStats
 from feedmesh.crawl.scheduled import ScheduledCrawler
 from feedmesh.fetch import FeedFetchState, Fetcher
-from feedmesh.hub.messages import article_id, article_of, encode
+from feedmesh.hub.messages import article_of, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.model import FeedInfo
 from feedmesh.schedule import SchedulerSettings
@@ -136,7 +136,7 @@ class CrawlerTier:
             meta = self.feed_meta.get(item.feed_id, _NO_META)
             article = article_of(item, meta.url, meta.title, meta.language)
             data = encode(article)
-            await self.bus.publish("articles", data, msg_id=article_id(article))
+            await self.bus.publish("articles", data)
             size = len(data)
             self.metrics.articles_out.labels("crawler").inc()
             self.metrics.bytes_out.labels("crawler").inc(size)

@@ -35,7 +35,6 @@ from feedmesh.hub.messages import (
     Matched,
     SubscriptionAdded,
     SubscriptionRemoved,
-    article_id,
     encode,
 )
 from feedmesh.hub.metrics import HubMetrics
@@ -163,10 +162,13 @@ class FilterTier:
             if isinstance(article, Article):
                 self.metrics.articles_in.labels("filter").inc()
                 self.metrics.bytes_in.labels("filter").inc(delivery.size)
-                await self.process(article)
+                await self.process(article, delivery.seq)
             await delivery.ack()
 
-    async def process(self, article: Article) -> None:
+    async def process(self, article: Article, seq: int = 0) -> None:
+        """Match one article and send each reflector its matches; ``seq`` is the article's
+        number on the bus: an article delivered again (its filter died before acknowledging it)
+        is matched again, and the bus drops the copies of what was already sent."""
         started = time.perf_counter()
         ids = self.index.match_entry(article.entry, article.feed_url, article.feed_language)
         self.metrics.match_seconds.observe(time.perf_counter() - started)
@@ -190,9 +192,8 @@ class FilterTier:
                 message = Matched(article=article, sub_ids=None, shard=self.shard,
                                   matched_at=now)
             data = encode(message)
-            # A redelivered article is matched again: its id makes the bus drop the copy.
             await self.bus.publish(f"matches.{int(reflector)}", data,
-                                   msg_id=f"{article_id(article)}.{self.shard}")
+                                   msg_id=f"articles.{seq}.{self.shard}" if seq else None)
             size = len(data)
             self.metrics.articles_out.labels("filter").inc()
             self.metrics.bytes_out.labels("filter").inc(size)

@@ -24,7 +24,6 @@ __all__ = [
     "Matched",
     "SubscriptionAdded",
     "SubscriptionRemoved",
-    "article_id",
     "article_of",
     "decode",
     "encode",
@@ -50,11 +49,6 @@ def article_of(item: IngestedEntry, feed_url: str, feed_title: str,
     return Article(entry_id=item.id, feed_id=item.feed_id, feed_url=feed_url,
                    feed_title=feed_title, feed_language=feed_language, entry=item.entry,
                    first_seen_at=item.first_seen_at, updated=item.updated)
-
-
-def article_id(article: Article) -> str:
-    """The article's de-duplication id on the bus: the same entry in the same version."""
-    return f"{article.entry_id}.{article.entry.content_hash}"
 
 
 class Matched(msgspec.Struct, frozen=True, tag="matched", kw_only=True):

@@ -1,0 +1,45 @@
+"""A filter shard matches each article once as far as the reflectors can tell: an article the bus
+delivers again (the shard died before acknowledging it) is matched again, and its matches,
+published under the article's number on the bus, are dropped as copies."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from feedmesh.bus.memory import MemoryBus
+from feedmesh.clock import ManualClock
+from feedmesh.hub.filter import FilterTier
+from feedmesh.hub.idcodec import decode_ids
+from feedmesh.hub.messages import Article, decode, encode
+from feedmesh.hub.metrics import HubMetrics
+from feedmesh.model import Entry
+
+
+def article(n: int, title: str) -> Article:
+    return Article(entry_id=n, feed_id=1, feed_url="http://x/f", feed_title="X",
+                   entry=Entry(key=str(n), title=title), first_seen_at=1.0)
+
+
+async def test_a_redelivered_article_reaches_the_reflector_once():
+    bus = MemoryBus()
+    shard = FilterTier(0, 1, bus, ManualClock(5.0), HubMetrics())
+    shard.add(7, "privacy", reflector=0)
+    shard.add(8, "law", reflector=0)
+    reflector = await bus.consumer("matches.0", "reflector-0")
+    articles = await bus.consumer("articles", "filter-0")
+    await bus.publish("articles", encode(article(1, "privacy law")))
+    await bus.publish("articles", encode(article(2, "law")))
+    first = await articles.get(1.0)
+    await shard.process(decode(first.data), first.seq)
+    await first.nak()  # the shard "died" before acknowledging: the article comes again
+    again = await articles.get(1.0)
+    assert again.seq == first.seq and again.redeliveries == 1
+    await shard.process(decode(again.data), again.seq)
+    second = await articles.get(1.0)
+    await shard.process(decode(second.data), second.seq)
+    got = []
+    while (delivery := await reflector.get(0.05)) is not None:
+        matched = decode(delivery.data)
+        got.append((matched.article.entry_id, decode_ids(matched.sub_ids).tolist()))
+    assert got == [(1, [7, 8]), (2, [8])]
+    assert np.array_equal(shard.routes.reflector[[7, 8]], [0, 0])
