@@ -43,3 +43,36 @@ async def test_a_redelivered_article_reaches_the_reflector_once():
         got.append((matched.article.entry_id, decode_ids(matched.sub_ids).tolist()))
     assert got == [(1, [7, 8]), (2, [8])]
     assert np.array_equal(shard.routes.reflector[[7, 8]], [0, 0])
+
+
+async def test_an_article_that_breaks_the_filter_is_retried_then_dropped(monkeypatch, caplog):
+    import asyncio
+
+    import feedmesh.hub.deliveries as deliveries
+    from tests.eventually import eventually
+
+    monkeypatch.setattr(deliveries, "RETRY_BASE_S", 0.001)
+    bus = MemoryBus()
+    shard = FilterTier(0, 1, bus, ManualClock(5.0), HubMetrics())
+    shard.add(7, "privacy", reflector=0)
+    match = shard.index.match_entry
+    attempts = []
+
+    def breaks_on_poison(entry, feed_url, language=""):
+        if entry.title == "poison":
+            attempts.append(entry.key)
+            raise RuntimeError("a bug meets this article")
+        return match(entry, feed_url, language)
+
+    shard.index.match_entry = breaks_on_poison
+    reflector = await bus.consumer("matches.0", "reflector-0")
+    task = asyncio.create_task(shard.run())
+    await eventually(lambda: "articles/filter-0" in bus.depths())
+    await bus.publish("articles", encode(article(1, "poison")))
+    await bus.publish("articles", encode(article(2, "privacy")))
+    delivered = await reflector.get(10.0)  # the next article went through meanwhile
+    assert decode(delivered.data).article.entry_id == 2
+    await eventually(lambda: "message_dropped" in caplog.text)
+    assert len(attempts) == deliveries.MAX_DELIVERIES
+    await eventually(lambda: bus.depths()["articles/filter-0"] == (0, 0))  # nothing stuck
+    task.cancel()

@@ -28,7 +28,7 @@ import numpy as np
 
 from feedmesh.bus import Bus
 from feedmesh.clock import Clock
-from feedmesh.hub.deliveries import decoded
+from feedmesh.hub.deliveries import decoded, retry_later
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import (
     Article,
@@ -162,7 +162,13 @@ class FilterTier:
             if isinstance(article, Article):
                 self.metrics.articles_in.labels("filter").inc()
                 self.metrics.bytes_in.labels("filter").inc(delivery.size)
-                await self.process(article, delivery.seq)
+                try:
+                    await self.process(article, delivery.seq)
+                except Exception as exc:  # a bug on one article: retried, then dropped
+                    log.exception("filter_failed shard=%d entry=%d", self.shard,
+                                  article.entry_id)
+                    await retry_later(delivery, f"filter-{self.shard}", exc)
+                    continue
             await delivery.ack()
 
     async def process(self, article: Article, seq: int = 0) -> None:

@@ -201,7 +201,12 @@ class Reflector:
                 if delivery is None:
                     break
                 pending.append(delivery)
-            await self._store_batch(pending)
+            try:
+                await self._store_batch(pending)
+            except Exception as exc:  # a bug: hand the batch back before the loop restarts
+                for delivery in pending:
+                    await retry_later(delivery, f"reflector-{self.number}", exc)
+                raise
             # Checkpoints and garbage collection run beside the stream, not in its way: the
             # next batches are stored while they work.
             if maintenance is not None:
