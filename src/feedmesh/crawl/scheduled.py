@@ -146,16 +146,22 @@ class ScheduledCrawler:
             self.save()
 
     async def _wait(self, stop: asyncio.Event) -> None:
-        """Until the next feed is due, a fetch ends (room for more), new feeds, or stop."""
-        now = self.clock.now()
-        due = self.scheduler.next_due_at(now)
-        seconds = 60.0 if due is None else min(60.0, max(0.0, due - now))
+        """Until the next feed is due (room permitting), a fetch ends, new feeds, or stop.
+
+        With every fetch slot taken, a feed already due changes nothing: only the end of a
+        fetch does, so that is all to wait for. (Sleeping until the due time, which is past,
+        would turn the loop on every iteration, holding the GIL the store thread needs to commit
+        the very fetches whose end would make room.)"""
         self._wake.clear()
-        waiters = [asyncio.ensure_future(self.clock.sleep(seconds)),
-                   asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
-        if self._in_flight and len(self._in_flight) >= self.concurrency:
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
+        if len(self._in_flight) >= self.concurrency:
             waiters.append(asyncio.ensure_future(
                 asyncio.wait(set(self._in_flight), return_when=asyncio.FIRST_COMPLETED)))
+        else:
+            now = self.clock.now()
+            due = self.scheduler.next_due_at(now)
+            seconds = 60.0 if due is None else min(60.0, max(0.0, due - now))
+            waiters.append(asyncio.ensure_future(self.clock.sleep(seconds)))
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         for waiter in waiters:
             waiter.cancel()
