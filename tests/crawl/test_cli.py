@@ -7,12 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
 from feedmesh.farm import FarmConfig, FarmProcess
+from tests.eventually import eventually
 
 ORIGIN = 1_760_000_000.0
 
@@ -67,19 +67,19 @@ def test_serve_and_stats(farm, tmp_path):
                             "--allow-network", "127.0.0.0/8", "--interval", "5",
                             "--policy", "interval"],
                            stderr=subprocess.PIPE, text=True)
+
+    def stats_once_stored() -> dict | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/stats") as answer:
+                stats = json.load(answer)
+        except OSError:  # not listening yet
+            return None
+        return stats if stats["entries_stored"] > 0 else None
+
     try:
-        deadline = time.monotonic() + 60
-        stats = None
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/stats") as answer:
-                    stats = json.load(answer)
-                if stats["entries_stored"] > 0:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
-        assert stats and stats["feeds"] == 30 and stats["entries_stored"] > 0
+        stats = eventually.blocking(stats_once_stored, timeout=60, interval=0.2,
+                                    what="the hub serves stats with entries stored")
+        assert stats["feeds"] == 30
         printed = feedmesh("stats", "--url", f"http://127.0.0.1:{port}")
         assert printed.returncode == 0, printed.stderr
         assert "source feeds" in printed.stdout and "30" in printed.stdout

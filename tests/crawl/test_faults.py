@@ -4,6 +4,7 @@ healthy feeds of the same cycle are unaffected."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -71,12 +72,14 @@ async def test_every_fault_is_contained(faulty_farm, tmp_path):
     async with Fetcher(settings, clock=SystemClock()) as fetcher:
         crawler = Crawler(store, fetcher, SystemClock(), settings=CrawlSettings(concurrency=64))
         ids = await crawler.add_feeds([farm.feed_url(i) for i in range(len(faults) + HEALTHY)])
-        started = time.perf_counter()
         stats = await crawler.crawl()
-        elapsed = time.perf_counter() - started
         await crawler.aclose()
-    assert elapsed < 15, "one cycle is bounded by the fetch deadline, not by the worst server"
     outcomes = {fault: crawler.states[ids[i]] for i, fault in enumerate(faults)}
+    # One cycle is bounded by the fetch deadline, not by the worst server: the cycle ended although
+    # one server never answers and one trickles for far longer, because the deadline cut them off.
+    for fault in (Fault.TIMEOUT, Fault.SLOW_BODY):
+        limit = re.search(r"within ([0-9.]+) s", outcomes[fault].last_error)
+        assert limit and 0 < float(limit[1]) <= 3.0, (fault, outcomes[fault].last_error)
     for fault, (outcome, _) in EXPECTED.items():
         state = outcomes[fault]
         assert state.last_outcome == outcome, (fault, state.last_outcome, state.last_error)

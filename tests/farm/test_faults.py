@@ -19,6 +19,8 @@ from feedmesh.farm import FarmConfig, FarmServer, Fault
 from feedmesh.farm.faultbodies import gzip_bomb
 from feedmesh.farm.testing import TEST_ORIGIN
 
+from tests.eventually import eventually
+
 from .helpers import fetch
 
 FAULTS = [f for f in Fault if f is not Fault.NONE]
@@ -74,7 +76,7 @@ async def test_timeout_never_answers_and_is_logged(faulty):
     feed = feed_of(Fault.TIMEOUT)
     with pytest.raises(asyncio.TimeoutError):
         await fetch(faulty.feed_url(feed), timeout=0.3)
-    (record,) = faulty.requests(feed=feed)
+    (record,) = await eventually(lambda: faulty.requests(feed=feed), what="the request is logged")
     assert record.status == 0 and record.fault == "timeout"
 
 
@@ -164,8 +166,8 @@ async def test_endless_body_keeps_coming(faulty):
                 if received > 4_000_000:
                     break
     assert received > 4_000_000
-    await asyncio.sleep(0.05)
-    assert faulty.requests(feed=feed)[0].body_bytes >= 4_000_000
+    await eventually(lambda: faulty.requests(feed=feed)[0].body_bytes >= 4_000_000,
+                     what="the request log counts what was sent")
 
 
 async def test_hundred_megabyte_body(faulty):
@@ -255,8 +257,10 @@ async def test_flood_serves_ten_thousand_new_entries_at_once(faulty):
     assert len(faulty.truth(feed, since=TEST_ORIGIN - 400 * 86400)) % 10_000 == 0
     # The next burst is rendered off the event loop: other feeds keep being answered meanwhile.
     faulty.clock.set(faulty.model.cached(feed, faulty.clock.now()).valid_until + 1)
+    asked = len(faulty.requests())
     flood = asyncio.ensure_future(fetch(faulty.feed_url(feed)))
-    await asyncio.sleep(0)
+    await eventually(lambda: [r.status for r in faulty.requests(asked, feed=feed)] == [0],
+                     what="the flood request arrived and is being rendered")
     healthy = await fetch(faulty.feed_url(len(FAULTS)))
     assert healthy[0] == 200 and not flood.done()
     status, _, again = await flood

@@ -157,8 +157,7 @@ def test_config_is_checked():
 
 
 def test_a_hundred_thousand_feeds_cost_nothing_until_asked():
-    import time
-    started = time.perf_counter()
+    # Nothing is computed per feed until asked; the time this takes is benchmarks/farm.py's
+    # startup_s_100k_in_process.
     m = FarmModel(FarmConfig(feeds=100_000, seed=1), BASE)
-    assert time.perf_counter() - started < 2.0  # generous: the real figure is in benchmarks/
     assert m.catalog._specs.count(None) == 100_000 and not m._docs

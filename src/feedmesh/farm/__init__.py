@@ -27,6 +27,28 @@ HTTP endpoints: ``/feeds/<id>`` (``/moved``, ``/loop`` for redirect faults), ``/
 ``/_farm/requests?since=N``, ``/_farm/truth/<id>``, ``/_farm/spec/<id>``, ``/_farm/stats``
 (see :mod:`feedmesh.farm.control`). Statistics: :mod:`~feedmesh.farm.posting` (when feeds post),
 :mod:`~feedmesh.farm.catalog` (sizes, mixes). Faults: :mod:`~feedmesh.farm.faults`.
+
+Layers, top to bottom. A module imports farm modules only from layers below its own (imports
+under ``TYPE_CHECKING`` and inside functions included); modules on one line are independent of
+each other. This package's ``__init__`` is the front door above them all; no farm module imports
+it. The ``farm-layers`` contract of ``.importlinter`` writes this list down, and
+``tests/test_architecture.py`` holds the code to it::
+
+    cli | testing
+    server | process
+    routes | control
+    reply
+    documents
+    content
+    catalog
+    config | posting
+    faultbodies | faults | http | rand | requestlog | words
+
+From the bottom: pure building blocks (random draws, words, HTTP parsing, faults and their bodies,
+the request log); settings and when feeds post; what each feed is; what its entries say; the
+documents and their validators (the pure model); the reply type; the decisions for feed and
+control requests, which take the model and what they need of the server as arguments; the server
+itself and the child-process wrapper; the command line and the pytest fixtures.
 """
 
 from feedmesh.farm.catalog import FeedSpec

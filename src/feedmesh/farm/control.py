@@ -10,21 +10,22 @@
 * ``GET /_farm/spec/<id>`` - the feed's fixed attributes (format, validators, fault, ...).
 * ``GET /_farm/stats`` - counters: requests by status, bytes, renders, cache, clock.
 * ``GET /_farm/health`` - ``{"ok": true}`` once serving.
+
+The answers are built from what they show - the model, the request log, the farm's origin and its
+stats - passed in as arguments; this module does not know the server.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import msgspec
 
-from feedmesh.farm.routes import Reply, text_reply
+from feedmesh.farm.documents import FarmModel
+from feedmesh.farm.reply import Reply, text_reply
+from feedmesh.farm.requestlog import RequestLog
 from feedmesh.feeds.render import xml_attr
-
-if TYPE_CHECKING:
-    from feedmesh.farm.documents import FarmModel
-    from feedmesh.farm.server import FarmServer
 
 __all__ = ["control_reply", "opml_document"]
 
@@ -59,40 +60,44 @@ def _int(params: dict[str, str], name: str, default: int | None) -> int | None:
     return default if value is None else int(value)
 
 
-def control_reply(farm: FarmServer, path: str, params: dict[str, str], now: float) -> Reply:
-    """Answer a ``/_farm/...`` request (400 with the reason on bad parameters)."""
+def control_reply(path: str, params: dict[str, str], now: float, *, model: FarmModel,
+                  log: RequestLog, origin: float, stats: Callable[[], dict]) -> Reply:
+    """Answer a ``/_farm/...`` request (400 with the reason on bad parameters).
+
+    ``origin`` is the farm time the farm started at (the default start of ``truth``); ``stats``
+    makes the ``/_farm/stats`` counters."""
     try:
-        return _control(farm, path, params, now)
+        return _control(path, params, now, model, log, origin, stats)
     except (ValueError, IndexError) as error:
         return text_reply(400 if isinstance(error, ValueError) else 404, f"{error}\n")
 
 
-def _control(farm: FarmServer, path: str, params: dict[str, str], now: float) -> Reply:
+def _control(path: str, params: dict[str, str], now: float, model: FarmModel, log: RequestLog,
+             origin: float, stats: Callable[[], dict]) -> Reply:
     name, _, rest = path[len("/_farm/"):].partition("/")
     if name == "health":
-        return _json_reply({"ok": True, "feeds": farm.config.feeds})
+        return _json_reply({"ok": True, "feeds": model.config.feeds})
     if name == "requests":
         since = _int(params, "since", 0) or 0
         feed = _int(params, "feed", None)
         limit = _int(params, "limit", 50_000)
-        log = farm.log
         records = log.since(since, feed=feed, host=params.get("host"), limit=limit)
         nxt = records[-1].seq + 1 if len(records) == limit else log.next_seq
         return _json_reply({"next": nxt, "dropped": log.dropped, "requests": records})
     if name == "truth" and rest:
         feed_id = int(rest)
-        farm.model.spec(feed_id)  # IndexError -> 404 for an unknown feed
-        since = float(params.get("since", farm.origin))
+        model.spec(feed_id)  # IndexError -> 404 for an unknown feed
+        since = float(params.get("since", origin))
         until = float(params.get("until", now))
-        posts = farm.model.posts(feed_id, since, until)
+        posts = model.posts(feed_id, since, until)
         return _json_reply({"feed": feed_id, "since": since, "until": until, "posts": [
-            {"time": p.time, "key": p.key, "guid": farm.model.guid(feed_id, p)} for p in posts]})
+            {"time": p.time, "key": p.key, "guid": model.guid(feed_id, p)} for p in posts]})
     if name == "spec" and rest:
-        spec = farm.model.spec(int(rest))
+        spec = model.spec(int(rest))
         fields = dataclasses.asdict(spec)
         fields["fault"] = spec.fault.value
-        fields["url"] = farm.model.feed_url(spec.id)
+        fields["url"] = model.feed_url(spec.id)
         return _json_reply(fields)
     if name == "stats":
-        return _json_reply(farm.stats())
+        return _json_reply(stats())
     return text_reply(404, f"no farm endpoint {path}\n")

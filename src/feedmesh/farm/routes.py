@@ -1,9 +1,13 @@
 """What the farm answers to a request for a feed: conditional GET, deltas, compression, faults.
 
-``feed_reply`` turns (farm, request, feed) into a :class:`Reply`; the connection (``server.py``)
-carries it out, including the timed behaviours (delays, trickles, streams, silence). Keeping the
-decisions here and the socket work there keeps both small and lets tests read the rules in one
-place:
+``feed_reply`` turns (model, feed state, request, feed) into a :class:`~feedmesh.farm.reply.Reply`;
+the connection (``server.py``) carries it out, including the timed behaviours (delays, trickles,
+streams, silence). Keeping the decisions here and the socket work there keeps both small and lets
+tests read the rules in one place. What the rules need from whoever serves them beyond the pure
+model (rate-limit windows, nonces, rendering off the event loop) is the small :class:`FeedState`
+protocol, which :class:`~feedmesh.farm.server.FarmServer` implements; this module does not know
+the server.
+
 
 * If-None-Match is compared (weakly) with the current ETag when the feed has ETags; when it
   matches, 304. Otherwise, for a delta-capable feed asked with ``A-IM: feed``, an ETag of an older
@@ -15,20 +19,19 @@ place:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from feedmesh.farm.documents import compress, http_date, parse_etag_version
+from feedmesh.farm.documents import FarmModel, compress, http_date, parse_etag_version
 from feedmesh.farm.faultbodies import endless_chunks, gzip_bomb, html_page, huge_chunks
 from feedmesh.farm.faults import Fault
 from feedmesh.farm.http import Request, accepted_codings, etag_list, http_time
+from feedmesh.farm.reply import Reply, text_reply
 
 if TYPE_CHECKING:
     from feedmesh.farm.catalog import FeedSpec
     from feedmesh.farm.documents import FeedDocument
-    from feedmesh.farm.server import FarmServer
 
-__all__ = ["REDIRECT_STATUS", "Reply", "feed_reply", "text_reply"]
+__all__ = ["REDIRECT_STATUS", "FeedState", "feed_reply"]
 
 REDIRECT_STATUS = {Fault.REDIRECT_301: 301, Fault.REDIRECT_302: 302, Fault.REDIRECT_307: 307,
                    Fault.REDIRECT_308: 308}
@@ -37,32 +40,20 @@ _ERROR_STATUS = {Fault.NOT_FOUND: 404, Fault.GONE: 410, Fault.HTTP_500: 500, Fau
 PRIVATE_TARGETS = ("http://10.1.2.3/feeds/{id}", "http://169.254.169.254/latest/meta-data/")
 
 
-class Reply:
-    """A response and how to deliver it (at once, late, trickled, streamed, or never)."""
+class FeedState(Protocol):
+    """Per-feed state that lives as long as the server, not in the pure model."""
 
-    __slots__ = ("body", "chunked", "chunks", "delay_s", "fault", "headers", "hold", "pending",
-                 "status", "trickle")
+    def rate_gate(self, feed_id: int, now: float) -> float:
+        """Seconds a rate-limited client must still wait (0: let it through)."""
+        ...
 
-    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes = b"", *,
-                 fault: Fault = Fault.NONE) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
-        self.fault = fault
-        self.chunks: Iterator[bytes] | None = None
-        self.chunked = False
-        self.delay_s = 0.0
-        self.trickle: tuple[int, float] | None = None
-        self.hold = False
-        self.pending: Awaitable[Reply] | None = None
-        """Set when the reply is still being made (off the event loop): await it, then deliver."""
+    def next_nonce(self, feed_id: int) -> int:
+        """A new number for each render of a feed whose guids change on every fetch."""
+        ...
 
-
-def text_reply(status: int, text: str, content_type: str = "text/plain; charset=utf-8",
-               extra: list[tuple[str, str]] | None = None) -> Reply:
-    body = text.encode()
-    headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
-    return Reply(status, headers + (extra or []), body)
+    async def render_off_loop(self, feed_id: int, now: float) -> FeedDocument:
+        """The feed's document, rendered in a worker thread (for the 10,000-entry flood)."""
+        ...
 
 
 def _coding(spec_compression: str, accept: str) -> str:
@@ -76,9 +67,10 @@ def _coding(spec_compression: str, accept: str) -> str:
     return "identity"
 
 
-def feed_reply(farm: FarmServer, request: Request, feed_id: int, variant: str, now: float) -> Reply:
+def feed_reply(model: FarmModel, state: FeedState, request: Request, feed_id: int, variant: str,
+               now: float) -> Reply:
     """The reply for ``/feeds/<id>`` (variant ``""``), ``/feeds/<id>/moved`` or ``/loop``."""
-    model = farm.model
+    config = model.config
     spec = model.spec(feed_id)
     fault = spec.fault
     base = model.base_url(feed_id)
@@ -92,12 +84,12 @@ def feed_reply(farm: FarmServer, request: Request, feed_id: int, variant: str, n
         return _redirect(302, f"{base}/feeds/{feed_id}", fault)
     if fault in _ERROR_STATUS:
         status = _ERROR_STATUS[fault]
-        extra = [("Retry-After", str(farm.config.retry_after_s))] if status == 503 else None
+        extra = [("Retry-After", str(config.retry_after_s))] if status == 503 else None
         reply = text_reply(status, f"feed {feed_id}: {status}\n", extra=extra)
         reply.fault = fault
         return reply
     if fault in (Fault.RATE_LIMIT, Fault.RATE_LIMIT_DATE):
-        wait = farm.rate_gate(feed_id, now)
+        wait = state.rate_gate(feed_id, now)
         if wait > 0:
             retry = (str(max(1, round(wait))) if fault is Fault.RATE_LIMIT
                      else http_date(now + wait))
@@ -127,34 +119,34 @@ def feed_reply(farm: FarmServer, request: Request, feed_id: int, variant: str, n
         reply.chunked = True
         return reply
     if fault is Fault.HUGE:
-        size = farm.config.huge_bytes
+        size = config.huge_bytes
         reply = Reply(200, [("Content-Type", "application/rss+xml"),
                             ("Content-Length", str(size))], fault=fault)
         reply.chunks = huge_chunks(spec.title, f"{base}/sites/{feed_id}/", size)
         return reply
     if fault is Fault.GZIP_BOMB:
-        bomb = gzip_bomb(farm.config.bomb_bytes)
+        bomb = gzip_bomb(config.bomb_bytes)
         return Reply(200, [("Content-Type", "application/rss+xml"), ("Content-Encoding", "gzip"),
                            ("Content-Length", str(len(bomb)))], bomb, fault=fault)
-    if fault is Fault.FLOOD and farm.model.cached(feed_id, now) is None:
+    if fault is Fault.FLOOD and model.cached(feed_id, now) is None:
         # Ten thousand entries take a while to render: do it in a thread, answer when ready.
         reply = Reply(0, [], fault=fault)
-        reply.pending = _flood_reply(farm, request, feed_id, spec, now)
+        reply.pending = _flood_reply(model, state, request, feed_id, spec, now)
         return reply
-    reply = _document_reply(farm, request, feed_id, spec, now)
+    reply = _document_reply(model, state, request, feed_id, spec, now)
     if fault is Fault.SLOW:
-        reply.delay_s = farm.config.slow_delay_s
+        reply.delay_s = config.slow_delay_s
     elif fault is Fault.SLOW_BODY and reply.body:
-        reply.trickle = (farm.config.trickle_bytes, farm.config.trickle_interval_s)
+        reply.trickle = (config.trickle_bytes, config.trickle_interval_s)
     if fault is not Fault.NONE:
         reply.fault = fault
     return reply
 
 
-async def _flood_reply(farm: FarmServer, request: Request, feed_id: int, spec: FeedSpec,
-                       now: float) -> Reply:
-    doc = await farm.render_off_loop(feed_id, now)
-    reply = _document_reply(farm, request, feed_id, spec, now, doc)
+async def _flood_reply(model: FarmModel, state: FeedState, request: Request, feed_id: int,
+                       spec: FeedSpec, now: float) -> Reply:
+    doc = await state.render_off_loop(feed_id, now)
+    reply = _document_reply(model, state, request, feed_id, spec, now, doc)
     reply.fault = Fault.FLOOD
     return reply
 
@@ -165,13 +157,12 @@ def _redirect(status: int, location: str, fault: Fault) -> Reply:
     return reply
 
 
-def _document_reply(farm: FarmServer, request: Request, feed_id: int, spec: FeedSpec,
-                    now: float, doc: FeedDocument | None = None) -> Reply:
-    model = farm.model
+def _document_reply(model: FarmModel, state: FeedState, request: Request, feed_id: int,
+                    spec: FeedSpec, now: float, doc: FeedDocument | None = None) -> Reply:
     if doc is not None:
         pass
     elif spec.fault is Fault.CHANGING_GUIDS:
-        doc = model.render(feed_id, now, nonce=farm.next_nonce(feed_id))
+        doc = model.render(feed_id, now, nonce=state.next_nonce(feed_id))
     else:
         doc = model.document(feed_id, now)
     headers = [("Content-Type", doc.content_type)]
@@ -192,7 +183,7 @@ def _document_reply(farm: FarmServer, request: Request, feed_id: int, spec: Feed
             return Reply(304, validators)
         if spec.delta and "feed" in {p.strip().lower() for p in get("a-im", "").split(",")}:
             for tag in tags:
-                version = parse_etag_version(tag, farm.config.seed, feed_id)
+                version = parse_etag_version(tag, model.config.seed, feed_id)
                 delta = model.delta(doc, version) if version is not None else None
                 if delta is not None:
                     coding = _coding(spec.compression, get("accept-encoding", ""))

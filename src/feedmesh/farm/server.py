@@ -29,7 +29,8 @@ from feedmesh.farm.http import RequestError, parse_request, response_head
 from feedmesh.farm.posting import Post
 from feedmesh.farm.requestlog import (BODY_BYTES, BYTES_SENT, DURATION, FAULT, STATUS,
                                       FarmRequest, RequestLog)
-from feedmesh.farm.routes import Reply, feed_reply, text_reply
+from feedmesh.farm.reply import Reply, text_reply
+from feedmesh.farm.routes import feed_reply
 
 __all__ = ["FarmServer"]
 
@@ -383,7 +384,8 @@ class FarmServer:
         now = self.clock.now()
         path = request.path
         if path.startswith("/_farm/"):
-            return control_reply(self, path, request.params(), now), None
+            return control_reply(path, request.params(), now, model=self.model, log=self.log,
+                                 origin=self.origin, stats=self.stats), None
         feed_id, variant = _feed_path(path)
         record = self.log.open(now, time.time(), feed_id, host, request.target, request.method,
                                request.headers)
@@ -395,7 +397,7 @@ class FarmServer:
             if spec.host != host:
                 reply = text_reply(404, f"feed {feed_id} is served by {spec.host}, not {host}\n")
             else:
-                reply = feed_reply(self, request, feed_id, variant, now)
+                reply = feed_reply(self.model, self, request, feed_id, variant, now)
         elif path == "/opml":
             if self._opml is None:
                 self._opml = opml_document(self.model)
