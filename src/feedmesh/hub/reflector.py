@@ -145,7 +145,7 @@ class Reflector:
 
     def load(self, columns: dict[str, np.ndarray], queries: Iterable[tuple[int, str]] = ()) -> int:
         """Register this reflector's subscriptions at start-up from the hub's numpy columns
-        (``HubDB.subscription_columns``), then restore what they held. ``queries`` feeds the
+        (``HubState.subscription_columns``), then restore what they held. ``queries`` feeds the
         re-match index (``article`` delivery only)."""
         mask = columns["reflector"] == self.number
         ids = columns["id"][mask]
