@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from feedmesh.clock import AcceleratedClock
 from feedmesh.crawl.pipeline import FeedOutcome
 from feedmesh.crawl.scheduled import ScheduledCrawler

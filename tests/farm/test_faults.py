@@ -18,7 +18,6 @@ from feedmesh.clock import ManualClock
 from feedmesh.farm import FarmConfig, FarmServer, Fault
 from feedmesh.farm.faultbodies import gzip_bomb
 from feedmesh.farm.testing import TEST_ORIGIN
-
 from tests.eventually import eventually
 
 from .helpers import fetch

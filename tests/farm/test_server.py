@@ -14,7 +14,6 @@ from lxml import etree
 from feedmesh.clock import ManualClock
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.farm.testing import TEST_ORIGIN
-
 from tests.eventually import eventually
 
 from .helpers import fetch, find_feed

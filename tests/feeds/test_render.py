@@ -18,8 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from feedmesh.feeds.render import (CONTENT_TYPES, FORMATS, render_feed, rfc822_date,
-                                   rfc3339_date, writer_for)
+from feedmesh.feeds.render import (
+    CONTENT_TYPES,
+    FORMATS,
+    render_feed,
+    rfc822_date,
+    rfc3339_date,
+    writer_for,
+)
 from feedmesh.model import Enclosure, Entry, FeedInfo, Person
 
 XML_FORMATS = [f for f in FORMATS if not f.startswith("json")]

@@ -15,10 +15,11 @@ from feedmesh.match.query import (
     Prefix,
     QueryLimits,
     Word,
+    dnf,
     parse_query,
+    parser,
     plain_word_tokens,
 )
-from feedmesh.match.query import dnf, parser
 from feedmesh.match.query.ast import render
 
 

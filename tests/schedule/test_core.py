@@ -9,9 +9,9 @@ import pytest
 
 from feedmesh.model import FetchOutcome
 from feedmesh.schedule import FetchReport, Scheduler, SchedulerSettings, kernels
-from feedmesh.schedule.spend_control import SpendControl
 from feedmesh.schedule.placement import RateGrid, expected_delay, place_batch
 from feedmesh.schedule.policies import Plan
+from feedmesh.schedule.spend_control import SpendControl
 from feedmesh.schedule.table import FeedTable
 
 T0 = 1_700_000_000.0

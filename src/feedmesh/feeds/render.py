@@ -33,12 +33,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from feedmesh.feeds.render_atom import AtomWriter
-from feedmesh.feeds.render_base import (FeedWriter, SourceRef, rfc822_date, rfc3339_date,
-                                        xml_attr, xml_text)
+from feedmesh.feeds.render_base import (
+    FeedWriter,
+    SourceRef,
+    rfc822_date,
+    rfc3339_date,
+    xml_attr,
+    xml_text,
+)
 from feedmesh.feeds.render_jsonfeed import JsonFeedWriter
+from feedmesh.feeds.render_rss091 import Rss091Writer
 from feedmesh.feeds.render_rss10 import Rss10Writer
 from feedmesh.feeds.render_rss20 import Rss20Writer
-from feedmesh.feeds.render_rss091 import Rss091Writer
 from feedmesh.model import Entry, FeedInfo
 
 __all__ = [

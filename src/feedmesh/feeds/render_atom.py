@@ -7,9 +7,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from feedmesh.feeds.render_base import (XML_DECL, FeedWriter, SourceRef, entry_id, iri_id,
-                                         rfc3339_date, source_parts, sy_hints, utc, xml_attr,
-                                         xml_text)
+from feedmesh.feeds.render_base import (
+    XML_DECL,
+    FeedWriter,
+    SourceRef,
+    entry_id,
+    iri_id,
+    rfc3339_date,
+    source_parts,
+    sy_hints,
+    utc,
+    xml_attr,
+    xml_text,
+)
 from feedmesh.model import Entry, FeedInfo, Person
 
 __all__ = ["AtomWriter"]

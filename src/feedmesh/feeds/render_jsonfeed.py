@@ -8,8 +8,15 @@ from collections.abc import Sequence
 
 import msgspec
 
-from feedmesh.feeds.render_base import (FeedWriter, SourceRef, clean, entry_id, plain_text,
-                                         rfc3339_date, source_parts)
+from feedmesh.feeds.render_base import (
+    FeedWriter,
+    SourceRef,
+    clean,
+    entry_id,
+    plain_text,
+    rfc3339_date,
+    source_parts,
+)
 from feedmesh.model import Entry, FeedInfo, Person
 
 __all__ = ["JsonFeedWriter"]

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from feedmesh.feeds.render_base import (XML_DECL, FeedWriter, SourceRef, rfc822_date, rss_author,
-                                         skips, xml_text)
+from feedmesh.feeds.render_base import (
+    XML_DECL,
+    FeedWriter,
+    SourceRef,
+    rfc822_date,
+    rss_author,
+    skips,
+    xml_text,
+)
 from feedmesh.model import Entry, FeedInfo
 
 __all__ = ["Rss091Writer"]

@@ -6,8 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from feedmesh.feeds.render_base import (XML_DECL, FeedWriter, SourceRef, atom_links, entry_id,
-                                         iri_id, rfc3339_date, sy_hints, xml_attr, xml_text)
+from feedmesh.feeds.render_base import (
+    XML_DECL,
+    FeedWriter,
+    SourceRef,
+    atom_links,
+    entry_id,
+    iri_id,
+    rfc3339_date,
+    sy_hints,
+    xml_attr,
+    xml_text,
+)
 from feedmesh.model import Entry, FeedInfo
 
 __all__ = ["Rss10Writer"]

@@ -6,9 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from feedmesh.feeds.render_base import (XML_DECL, FeedWriter, SourceRef, atom_links, entry_id,
-                                         is_web_url, rfc822_date, rss_author, skips, source_parts,
-                                         sy_hints, xml_attr, xml_text)
+from feedmesh.feeds.render_base import (
+    XML_DECL,
+    FeedWriter,
+    SourceRef,
+    atom_links,
+    entry_id,
+    is_web_url,
+    rfc822_date,
+    rss_author,
+    skips,
+    source_parts,
+    sy_hints,
+    xml_attr,
+    xml_text,
+)
 from feedmesh.model import Entry, FeedInfo
 
 __all__ = ["Rss20Writer"]

@@ -33,8 +33,7 @@ from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.fetch.redact import redact_credentials
-from feedmesh.hub.crawler_tier import CrawlerTier
-from feedmesh.hub.crawler_tier import FeedMeta
+from feedmesh.hub.crawler_tier import CrawlerTier, FeedMeta
 from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentMatch, SourceView
 from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.idcodec import encode_ids

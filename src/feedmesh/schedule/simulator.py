@@ -25,14 +25,14 @@ from collections.abc import Callable
 import msgspec
 import numpy as np
 
-from .kernels import njit
 from .errors import TraceError
+from .kernels import njit
 from .oracle import oracle_mean_delay
 from .policies import Policy
 from .scheduler import Scheduler
 from .settings import SchedulerSettings
-from .units import DAY_S
 from .trace import Trace
+from .units import DAY_S
 
 __all__ = ["PolicyResult", "SimWindow", "simulate", "window_of"]
 

@@ -1,6 +1,7 @@
 """Run against the code before the backoff change (commit f6e88e0) to write a snapshot whose
 settings carry the removed backoff fields and whose feeds carry a rate-limit streak."""
 import sys
+
 from feedmesh.model import FetchOutcome
 from feedmesh.schedule import FetchReport, Scheduler, SchedulerSettings
 
