@@ -1,0 +1,123 @@
+"""The receiver's state for one feed: what it has verified, what it is missing, what it refused.
+
+Pure: bytes in, a :class:`Verdict` out. A record is *delivered* only when its signature holds, its
+key is the log's current key, and it extends the chain (``seq`` = head + 1, ``prev`` = hash of the
+head). A record ahead of the head is checked against the current key and held until the gap is
+filled; the verdict says which seqs to recover (from the parent's buffer, else the HTTP feed).
+
+Reasons for refusal (stable words, counted in :attr:`FeedLog.refused`):
+
+* ``unsigned``, ``malformed``, ``not-canonical``, ``bad-signature`` - see :func:`open_record`;
+* ``wrong-feed`` - a record of another log or another URL;
+* ``wrong-key`` - validly signed, by a key that is not the log's current key;
+* ``revoked`` - the log was closed by a revocation (or the key revoked out of band);
+* ``untrusted-republication`` - a republisher's record where republications are not trusted,
+  or a republication flag that does not match what this log is;
+* ``replayed`` - a seq at or below the head (an old record sent again);
+* ``out-of-chain`` - the right seq whose ``prev`` is not the head's hash (a fork);
+* ``too-far-ahead`` - beyond the held window (``max_held``): recover first.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from feedmesh.mesh.records.record import InvalidRecord, Record, open_record
+
+__all__ = ["FeedLog", "Verdict"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    delivered: tuple[Record, ...] = ()
+    refused: str | None = None
+    detail: str = ""
+    missing: tuple[int, ...] = ()
+
+    @property
+    def held(self) -> bool:
+        return self.refused is None and not self.delivered
+
+
+class FeedLog:
+    """Verification state for the log of one feed, as one subscriber sees it.
+
+    ``feed_key`` is the key the subscriber bootstrapped with (from the feed's ``<publicKey>``);
+    ``republication`` says this log is a republisher's, which the subscriber chose to trust."""
+
+    def __init__(self, feed_key: str, url: str, *, republication: bool = False,
+                 head: tuple[int, str | None] = (0, None), max_held: int = 256) -> None:
+        self.feed = feed_key
+        self.url = url
+        self.republication = republication
+        self.key = feed_key
+        self.seq, self.head_hash = head
+        self.revoked = False
+        self.refused: Counter[str] = Counter()
+        self.max_held = max_held
+        self._held: dict[int, Record] = {}
+        self._revoked_keys: set[str] = set()
+
+    @property
+    def missing(self) -> tuple[int, ...]:
+        if not self._held:
+            return ()
+        top = max(self._held)
+        return tuple(s for s in range(self.seq + 1, top) if s not in self._held)
+
+    def revoke_key(self, key: str) -> None:
+        """Out-of-band revocation (e.g. read from the feed's HTTP document)."""
+        self._revoked_keys.add(key)
+        if key == self.key:
+            self.revoked = True
+
+    def receive(self, wire: bytes) -> Verdict:
+        try:
+            record = open_record(wire)
+            self._check(record)
+        except InvalidRecord as error:
+            self.refused[error.reason] += 1
+            return Verdict(refused=error.reason, detail=error.detail, missing=self.missing)
+        if record.seq > self.seq + 1:
+            self._held[record.seq] = record
+            return Verdict(missing=self.missing)
+        delivered = [record]
+        self._advance(record)
+        while not self.revoked and self.seq + 1 in self._held:
+            following = self._held.pop(self.seq + 1)
+            if following.key != self.key or following.prev != self.head_hash:
+                # held under the old key or on another branch: refuse it now, recover it again
+                self.refused["wrong-key" if following.key != self.key else "out-of-chain"] += 1
+                break
+            delivered.append(following)
+            self._advance(following)
+        return Verdict(delivered=tuple(delivered), missing=self.missing)
+
+    def _check(self, record: Record) -> None:
+        if record.feed != self.feed or record.url != self.url:
+            raise InvalidRecord("wrong-feed", f"record of {record.url} ({record.feed[:8]}), "
+                                f"this log is {self.url} ({self.feed[:8]})")
+        if record.republication != self.republication:
+            raise InvalidRecord("untrusted-republication",
+                                f"republication={record.republication} in a log that is "
+                                f"{'a republisher' if self.republication else 'the publisher'}'s")
+        if self.revoked or record.key in self._revoked_keys:
+            raise InvalidRecord("revoked", f"the log is closed at seq {self.seq}")
+        if record.seq <= self.seq:
+            raise InvalidRecord("replayed", f"seq {record.seq} is at or below the head {self.seq}")
+        if record.key != self.key:
+            raise InvalidRecord("wrong-key", f"signed by {record.key[:8]}, the current key is "
+                                f"{self.key[:8]}")
+        if record.seq == self.seq + 1 and record.prev != self.head_hash:
+            raise InvalidRecord("out-of-chain", f"seq {record.seq} does not follow the head")
+        if record.seq > self.seq + self.max_held:
+            raise InvalidRecord("too-far-ahead", f"seq {record.seq}, head {self.seq}")
+
+    def _advance(self, record: Record) -> None:
+        self.seq, self.head_hash = record.seq, record.hash
+        if record.type == "rotate":
+            self.key = record.new_key or self.key
+        elif record.type == "revoke":
+            self.revoked = True
+            self._held.clear()
