@@ -90,7 +90,7 @@ def _decode_key(text: Any, what: str) -> VerifyKey:
         if len(raw) != 32:
             raise ValueError(f"{len(raw)} bytes, not 32")
         return VerifyKey(raw)
-    except Exception as error:  # noqa: BLE001 - any decoding failure is the same refusal
+    except Exception as error:
         raise InvalidRecord("malformed", f"{what} is not a base64 Ed25519 key ({error})") from error
 
 

@@ -1,0 +1,433 @@
+"""Scribe groups on Pastry, carrying signed feed records (SCRIBE-RSS, section 4 of the paper).
+
+A feed's group id is :func:`~feedmesh.mesh.overlay.ids.group_id` of its canonical URL. Subscribing
+routes a join toward the group id; the first node on the way that is already in the tree adopts the
+joiner as a child, every other node on the way becomes a forwarder (adopts, and joins on in its own
+name); the node closest to the group id is the root. The publisher routes each record to the root
+(one message per update), and the root sends it down the tree.
+
+Keeping the tree whole:
+
+* parents send ``Heartbeat`` (with the newest seq they hold and their path to the root) every
+  ``heartbeat_period`` to children that got nothing else; a parent silent for ``parent_timeout``
+  is declared dead to Pastry and the child joins again, now routed around it;
+* children send ``Refresh`` every ``refresh_period``; a parent forgets a child silent 3x that long;
+* a root that learns of a node closer to the group id joins it (the tree hangs below the new root);
+* an adoption that would close a loop (the joiner is on our path to the root) is passed on.
+
+Gaps: every member keeps the last ``buffer_size`` records of the group. A subscriber whose log has
+a gap (a later seq arrived, or a heartbeat announced one) asks its parent with ``Recover``; a parent
+without the record asks its own parent and relays the answer. Subscribers verify every record
+(:class:`~feedmesh.mesh.records.FeedLog`) and deliver only verified ones; a subscriber forwards to
+its children only records its log did not refuse. A forwarder that does not subscribe has no key and
+forwards what its parent sent; the subscribers below it verify.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from feedmesh.mesh.overlay.ids import Handle, group_id
+from feedmesh.mesh.overlay.messages import Route
+from feedmesh.mesh.overlay.pastry import PastryConfig, PastryNode
+from feedmesh.mesh.records import FeedLog, Record
+
+__all__ = [
+    "Delivery", "Heartbeat", "Item", "JoinAck", "Publish", "Recover", "Refresh", "ScribeConfig",
+    "ScribeNode", "Subscribe", "Unsubscribe",
+]
+
+
+# ---- messages ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    """Routed toward the group id on behalf of ``child``."""
+
+    group: int
+    child: Handle
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Routed from the publisher to the root."""
+
+    group: int
+    seq: int
+    wire: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinAck:
+    group: int
+    path: tuple[int, ...]    # the new parent and its ancestors up to the root
+    newest: int
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A record going down the tree (or answering a ``Recover``); ``seq`` is unauthenticated, for
+    buffering only: subscribers read the signed seq inside ``wire``."""
+
+    group: int
+    seq: int
+    wire: bytes
+    recovered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    group: int
+    path: tuple[int, ...]
+    newest: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    group: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    group: int
+
+
+@dataclass(frozen=True, slots=True)
+class Recover:
+    group: int
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A verified record handed to the local reader."""
+
+    group: int
+    record: Record
+    at: float
+    recovered: bool = False   # released by a gap recovery rather than arriving down the tree
+
+
+@dataclass(frozen=True, slots=True)
+class ScribeConfig:
+    heartbeat_period: float = 0.5
+    parent_timeout: float = 1.5
+    refresh_period: float = 2.0
+    join_retry: float = 2.0
+    buffer_size: int = 32
+    recover_retry: float = 0.5
+
+
+@dataclass(slots=True)
+class _Group:
+    id: int
+    children: dict[int, Handle] = field(default_factory=dict)
+    child_heard: dict[int, float] = field(default_factory=dict)
+    child_sent: dict[int, float] = field(default_factory=dict)
+    parent: Handle | None = None
+    parent_heard: float = 0.0
+    path: tuple[int, ...] = ()
+    root: bool = False
+    joining_since: float | None = None
+    log: FeedLog | None = None
+    buffer: OrderedDict[int, bytes] = field(default_factory=OrderedDict)
+    newest: int = 0
+    asked: dict[int, float] = field(default_factory=dict)           # seq -> when we asked
+    waiting: dict[int, set[Handle]] = field(default_factory=dict)   # seq -> children to answer
+
+
+class ScribeNode:
+    """One overlay node: Pastry underneath, Scribe groups on top. Sans-IO like its Pastry core."""
+
+    def __init__(self, handle: Handle, config: ScribeConfig | None = None,
+                 pastry: PastryConfig | None = None) -> None:
+        self.pastry = PastryNode(handle, pastry)
+        self.pastry.app = self
+        self.handle = handle
+        self.config = config or ScribeConfig()
+        self.groups: dict[int, _Group] = {}
+        self.deliveries: list[Delivery] = []
+        self.counters: Counter[str] = Counter()
+        self._ticking = False
+
+    # ---- the transport's side: same as Pastry's ----------------------------------------------
+    def start(self, now: float, bootstrap: Handle | None = None) -> None:
+        self.pastry.start(now, bootstrap)
+        self._ensure_tick(now)
+
+    def receive(self, now: float, sender: Handle, body: Any) -> None:
+        self.pastry.receive(now, sender, body)
+
+    def fire(self, now: float) -> None:
+        self.pastry.fire(now)
+
+    def next_deadline(self) -> float | None:
+        return self.pastry.next_deadline()
+
+    def take(self) -> list[tuple[Handle, Any]]:
+        return self.pastry.take()
+
+    def take_deliveries(self) -> list[Delivery]:
+        out, self.deliveries = self.deliveries, []
+        return out
+
+    # ---- the reader's and the publisher's side ------------------------------------------------
+    def subscribe(self, now: float, url: str, feed_key: str, *, republication: bool = False) -> int:
+        group = self._group(group_id(url))
+        group.log = FeedLog(feed_key, url, republication=republication)
+        if group.parent is None and not group.root and group.joining_since is None:
+            self._join(now, group)
+        return group.id
+
+    def unsubscribe(self, now: float, url: str) -> None:
+        group = self.groups.get(group_id(url))
+        if group is None:
+            return
+        group.log = None
+        if not group.children:
+            self._drop(group)
+
+    def publish(self, now: float, url: str, seq: int, wire: bytes) -> None:
+        """Route one signed record to the group's root: one message from the publisher."""
+        gid = group_id(url)
+        self.pastry.route(now, gid, Publish(gid, seq, wire))
+
+    # ---- Pastry upcalls -----------------------------------------------------------------------
+    def forward(self, now: float, route: Route, next_hop: Handle | None) -> Any | None:
+        payload = route.payload
+        if type(payload) is not Subscribe or next_hop is None:
+            return payload
+        group = self.groups.get(payload.group)
+        if group is not None and (group.parent or group.root or group.joining_since is not None):
+            if payload.child.id in group.path:
+                return payload   # adopting our own ancestor would close a loop: pass it on
+            self._adopt(now, group, payload.child)
+            return None
+        group = self._group(payload.group)
+        self._adopt(now, group, payload.child)
+        group.joining_since = now
+        return Subscribe(group.id, self.handle)
+
+    def deliver(self, now: float, route: Route) -> None:
+        payload = route.payload
+        if type(payload) is Subscribe:
+            group = self._group(payload.group)
+            self._become_root(now, group)
+            if payload.child.id != self.handle.id:
+                self._adopt(now, group, payload.child)
+        elif type(payload) is Publish:
+            group = self._group(payload.group)
+            if not group.root:
+                self._become_root(now, group)
+            self.counters["published"] += 1
+            self._on_item(now, group, Item(group.id, payload.seq, payload.wire), from_parent=True)
+
+    def direct(self, now: float, sender: Handle, body: Any) -> None:
+        kind = type(body)
+        group = self.groups.get(body.group)
+        if group is None:
+            if kind is Refresh or kind is Recover:
+                self.pastry.send(sender, Unsubscribe(body.group))   # "you are not my child"
+            return
+        if kind is Item:
+            from_parent = group.parent is not None and sender.id == group.parent.id
+            if from_parent:
+                group.parent_heard = now
+            self._on_item(now, group, body, from_parent=from_parent and not body.recovered)
+        elif kind is Heartbeat:
+            if group.parent is not None and sender.id == group.parent.id:
+                group.parent_heard = now
+                group.path = (sender.id, *body.path)
+                self._catch_up(now, group, body.newest)
+            else:
+                self.pastry.send(sender, Unsubscribe(group.id))   # a parent we left
+        elif kind is JoinAck:
+            self._on_join_ack(now, group, sender, body)
+        elif kind is Refresh:
+            if sender.id in group.children:
+                group.child_heard[sender.id] = now
+            else:
+                self.pastry.send(sender, Unsubscribe(group.id))
+        elif kind is Recover:
+            self._on_recover(now, group, sender, body.seqs)
+        elif kind is Unsubscribe:
+            if sender.id in group.children:
+                self._remove_child(group, sender.id)
+            elif group.parent is not None and sender.id == group.parent.id:
+                group.parent = None   # our parent does not know us: join again
+                self._join(now, group)
+
+    def node_failed(self, now: float, node: Handle) -> None:
+        for group in list(self.groups.values()):
+            if node.id in group.children:
+                self._remove_child(group, node.id)
+            if group.parent is not None and group.parent.id == node.id:
+                self.counters["parent-lost"] += 1
+                group.parent = None
+                self._join(now, group)
+
+    def timer(self, now: float, token: Any) -> None:
+        if token == "tick":
+            self._tick(now)
+            self.pastry.set_timer(now + self.config.heartbeat_period, "tick")
+
+    # ---- tree ---------------------------------------------------------------------------------
+    def _group(self, gid: int) -> _Group:
+        group = self.groups.get(gid)
+        if group is None:
+            group = self.groups[gid] = _Group(gid)
+        return group
+
+    def _drop(self, group: _Group) -> None:
+        if group.parent is not None:
+            self.pastry.send(group.parent, Unsubscribe(group.id))
+        del self.groups[group.id]
+
+    def _ensure_tick(self, now: float) -> None:
+        if not self._ticking:
+            self._ticking = True
+            self.pastry.set_timer(now + self.config.heartbeat_period, "tick")
+
+    def _join(self, now: float, group: _Group) -> None:
+        group.joining_since = now
+        group.path = ()
+        next_hop = self.pastry.next_hop(group.id)
+        if next_hop is None:
+            self._become_root(now, group)
+            return
+        self.counters["joins-sent"] += 1
+        self.pastry.route(now, group.id, Subscribe(group.id, self.handle))
+
+    def _become_root(self, now: float, group: _Group) -> None:
+        if group.parent is not None:
+            self.pastry.send(group.parent, Unsubscribe(group.id))
+            group.parent = None
+        group.root = True
+        group.joining_since = None
+        group.path = ()
+
+    def _adopt(self, now: float, group: _Group, child: Handle) -> None:
+        if child.id == self.handle.id:
+            return
+        group.children[child.id] = child
+        group.child_heard[child.id] = now
+        group.child_sent[child.id] = now
+        self.counters["adopted"] += 1
+        self.pastry.send(child, JoinAck(group.id, (self.handle.id, *group.path), group.newest))
+
+    def _remove_child(self, group: _Group, child: int) -> None:
+        group.children.pop(child, None)
+        group.child_heard.pop(child, None)
+        group.child_sent.pop(child, None)
+        for waiting in group.waiting.values():
+            for handle in [h for h in waiting if h.id == child]:
+                waiting.discard(handle)
+        if not group.children and group.log is None and not group.root:
+            self._drop(group)
+
+    def _on_join_ack(self, now: float, group: _Group, sender: Handle, ack: JoinAck) -> None:
+        if self.handle.id in ack.path:
+            self.pastry.send(sender, Unsubscribe(group.id))   # would be a loop: refuse
+            return
+        if group.parent is not None and group.parent.id != sender.id:
+            self.pastry.send(group.parent, Unsubscribe(group.id))
+        group.parent, group.parent_heard, group.path = sender, now, ack.path
+        group.root = False
+        group.joining_since = None
+        self.counters["attached"] += 1
+        self._catch_up(now, group, ack.newest)
+
+    def _tick(self, now: float) -> None:
+        config = self.config
+        for group in list(self.groups.values()):
+            if group.root:
+                if self.pastry.next_hop(group.id) is not None:
+                    group.root = False   # a node closer to the group id exists: hang below it
+                    self._join(now, group)
+            elif group.parent is not None:
+                if now - group.parent_heard > config.parent_timeout:
+                    self.counters["parent-silent"] += 1
+                    self.pastry.declare_dead(now, group.parent)   # re-joins via node_failed
+            elif group.joining_since is not None and now - group.joining_since > config.join_retry:
+                self._join(now, group)
+            if group.parent is not None and (self._ticks_refresh(now, group)):
+                self.pastry.send(group.parent, Refresh(group.id))
+            for child_id, child in list(group.children.items()):
+                if now - group.child_heard.get(child_id, now) > 3 * config.refresh_period:
+                    self._remove_child(group, child_id)
+                elif now - group.child_sent.get(child_id, 0.0) >= config.heartbeat_period * 0.99:
+                    self.pastry.send(child, Heartbeat(group.id, (self.handle.id, *group.path),
+                                                      group.newest))
+                    group.child_sent[child_id] = now
+            if group.log is not None and group.log.missing:
+                self._ask(now, group, group.log.missing)
+
+    def _ticks_refresh(self, now: float, group: _Group) -> bool:
+        # one Refresh every refresh_period, spread by the node id so they do not all go at once
+        period = self.config.refresh_period
+        step = self.config.heartbeat_period
+        phase = (self.handle.id % 1000) / 1000 * period
+        return (now - phase) % period < step
+
+    # ---- items --------------------------------------------------------------------------------
+    def _on_item(self, now: float, group: _Group, item: Item, *, from_parent: bool) -> None:
+        if item.seq in group.buffer or (group.log is not None and 0 < item.seq <= group.log.seq):
+            self.counters["duplicates"] += 1
+            self._answer_waiting(group, item)
+            return
+        if group.log is not None:
+            verdict = group.log.receive(item.wire)
+            if verdict.refused is not None:
+                self.counters[f"refused-{verdict.refused}"] += 1
+                return
+            for record in verdict.delivered:
+                self.deliveries.append(Delivery(group.id, record, now, item.recovered
+                                                or len(verdict.delivered) > 1))
+            if verdict.missing:
+                self._ask(now, group, verdict.missing)
+        group.buffer[item.seq] = item.wire
+        while len(group.buffer) > self.config.buffer_size:
+            group.buffer.popitem(last=False)
+        group.newest = max(group.newest, item.seq)
+        group.asked.pop(item.seq, None)
+        if from_parent:
+            for child_id, child in group.children.items():
+                self.pastry.send(child, Item(group.id, item.seq, item.wire))
+                group.child_sent[child_id] = now
+                self.counters["forwarded"] += 1
+        self._answer_waiting(group, item)
+
+    def _answer_waiting(self, group: _Group, item: Item) -> None:
+        for child in group.waiting.pop(item.seq, ()):
+            self.pastry.send(child, Item(group.id, item.seq, item.wire, recovered=True))
+
+    def _catch_up(self, now: float, group: _Group, newest: int) -> None:
+        have = group.log.seq if group.log is not None else max(group.buffer, default=newest)
+        if newest > have:
+            missing = [s for s in range(have + 1, newest + 1) if s not in group.buffer]
+            if missing:
+                self._ask(now, group, missing)
+
+    def _ask(self, now: float, group: _Group, seqs) -> None:
+        wanted = tuple(s for s in seqs if s not in group.buffer
+                       and now - group.asked.get(s, -1e9) >= self.config.recover_retry)
+        if not wanted or group.parent is None:
+            return
+        for seq in wanted:
+            group.asked[seq] = now
+        self.counters["recover-asked"] += len(wanted)
+        self.pastry.send(group.parent, Recover(group.id, wanted))
+
+    def _on_recover(self, now: float, group: _Group, child: Handle, seqs: tuple[int, ...]) -> None:
+        lacking = []
+        for seq in seqs:
+            wire = group.buffer.get(seq)
+            if wire is not None:
+                self.pastry.send(child, Item(group.id, seq, wire, recovered=True))
+                self.counters["recover-served"] += 1
+            else:
+                group.waiting.setdefault(seq, set()).add(child)
+                lacking.append(seq)
+        if lacking:
+            self._ask(now, group, lacking)
