@@ -8,7 +8,14 @@ import random
 import pytest
 
 from feedmesh.mesh.overlay.ids import Handle, closest, node_id
-from feedmesh.mesh.overlay.messages import JoinDone, JoinPayload, Probe, Route, StateRows
+from feedmesh.mesh.overlay.messages import (
+    JoinDone,
+    JoinPayload,
+    Probe,
+    Route,
+    RowRequest,
+    StateRows,
+)
 from feedmesh.mesh.overlay.pastry import PastryNode
 from feedmesh.mesh.overlay.sim import LatencyMatrix, Simulator
 
@@ -151,3 +158,19 @@ def test_an_unacknowledged_hop_marks_the_node_dead_and_routes_around_it():
     [(second_hop, message)] = routed
     assert second_hop == far and message.payload == "payload"
     assert node.app.failed == [near] and near.id not in node.leaves
+
+
+def test_a_dead_table_entry_is_refilled_from_another_node_of_its_row():
+    node = PastryNode(Handle(0, "me"))
+    node.start(0.0)
+    dead, same_row = Handle(0xA << 124, "dead"), Handle(0xB << 124, "row-mate")
+    replacement = Handle((0xA << 124) | 5, "replacement")
+    for handle in (dead, same_row):
+        node.receive(0.0, handle, Probe(0.0))
+    node.take()
+    node.declare_dead(1.0, dead)
+    assert node.table.get(0, 0xA) is None
+    requests = [(to, body) for to, body in node.take() if type(body) is RowRequest]
+    assert requests == [(same_row, RowRequest(0))]
+    node.receive(1.05, same_row, StateRows((replacement,)))
+    assert node.table.get(0, 0xA) == replacement

@@ -15,7 +15,7 @@ from feedmesh.mesh.overlay.ids import Handle
 
 __all__ = [
     "Announce", "JoinDone", "JoinPayload", "LeafPing", "LeafReply", "LeafRequest", "Leaving",
-    "Pong", "Probe", "Route", "RouteAck", "StateRows",
+    "Pong", "Probe", "Route", "RouteAck", "RowRequest", "StateRows",
 ]
 
 
@@ -70,6 +70,13 @@ class LeafRequest:
 @dataclass(frozen=True, slots=True)
 class LeafReply:
     leaves: tuple[Handle, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RowRequest:
+    """Lazy table repair: "send me your row ``row``" (answered with ``StateRows``)."""
+
+    row: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ nothing is sent here, so a UDP endpoint and the discrete-event simulator drive t
   rows it needs, the last hop its leaf set; the joiner then announces itself to everyone it learned.
 * Failure: each routed hop is acknowledged; a hop not acknowledged in time marks the next node dead
   and the message goes around it. Leaves are pinged every ``leaf_period``; a leaf silent for
-  ``leaf_timeout`` is dead, and the leaf set is refilled from the farthest live leaves' sets.
+  ``leaf_timeout`` is dead, and the leaf set is refilled from the farthest live leaves' sets; a
+  dead routing-table entry is replaced lazily from another node of the same row.
 """
 
 from __future__ import annotations
@@ -37,14 +38,12 @@ from feedmesh.mesh.overlay.messages import (
     Probe,
     Route,
     RouteAck,
+    RowRequest,
     StateRows,
 )
 from feedmesh.mesh.overlay.tables import LeafSet, RoutingTable
 
 __all__ = ["Application", "PastryConfig", "PastryNode"]
-
-_PASTRY_MESSAGES = (Route, RouteAck, StateRows, JoinDone, Announce, LeafPing, LeafRequest,
-                    LeafReply, Leaving, Probe, Pong)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +144,9 @@ class PastryNode:
             self.declare_dead(now, sender)
         elif kind is Probe:
             self._send(sender, Pong(body.sent_at))
+        elif kind is RowRequest:
+            if 0 <= body.row < len(self.table.rows):
+                self._send(sender, StateRows(tuple(self.table.row(body.row))))
         elif kind is Pong:
             self._probing.discard(sender.id)
             self.observe_rtt(sender, now - body.sent_at)
@@ -228,7 +230,12 @@ class PastryNode:
         self._last_heard.pop(node.id, None)
         self.rtt.pop(node.id, None)
         self._probing.discard(node.id)
-        self.table.remove(node.id)
+        place = self.table.slot(node.id)
+        if self.table.remove(node.id) and place is not None:
+            # lazy repair: another node of the same row may know a replacement for the slot
+            others = self.table.row(place[0])
+            if others:
+                self._send(others[0], RowRequest(place[0]))
         if self.leaves.remove(node.id):
             self._repair_leaves()
         for hop_id, (next_node, message, _) in list(self._awaiting_ack.items()):
