@@ -255,7 +255,8 @@ class PastryNode:
     def _heard(self, now: float, sender: Handle) -> None:
         self._dead.pop(sender.id, None)
         self._last_heard[sender.id] = now
-        self._consider(now, sender)
+        if sender.id not in self.leaves and not self.table.holds(sender.id):
+            self._consider(now, sender)
 
     def _consider(self, now: float, handle: Handle) -> None:
         if handle.id == self.id:

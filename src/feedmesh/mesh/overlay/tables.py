@@ -57,6 +57,13 @@ class RoutingTable:
             return True
         return False
 
+    def holds(self, node: int) -> bool:
+        place = self.slot(node)
+        if place is None:
+            return False
+        holder = self.rows[place[0]][place[1]]
+        return holder is not None and holder.id == node
+
     def row(self, index: int) -> list[Handle]:
         return [h for h in self.rows[index] if h is not None]
 
@@ -84,6 +91,8 @@ class LeafSet:
         return self._insert(self.left, handle, self._counter) or changed
 
     def _insert(self, side: list[Handle], handle: Handle, distance) -> bool:
+        if len(side) >= self.half and distance(handle) > distance(side[-1]):
+            return False   # the common case, decided without a scan
         for index, present in enumerate(side):
             if present.id == handle.id:
                 if present.addr != handle.addr:
