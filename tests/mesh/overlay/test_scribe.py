@@ -172,3 +172,17 @@ def test_the_experiment_meets_its_goals_at_small_scale():
     assert outcome.missed_after_churn == 0
     assert outcome.repair_s is not None and outcome.repair_s <= 5.0
     assert outcome.scribe_msgs_per_join == pytest.approx(2.0, abs=0.5)
+
+
+def test_an_unsubscribed_leaf_leaves_its_parents_children_and_garbage_is_only_counted():
+    feed = Feed(30, seed=7)
+    gid = group_id(URL)
+    leaf = next(n for n in feed.live_subscribers()
+                if not n.groups[gid].children and not n.groups[gid].root)
+    parent = feed.nodes[leaf.groups[gid].parent.addr]
+    assert leaf.handle.id in parent.groups[gid].children
+    feed.sim.act(leaf.handle.addr, lambda n, now: n.unsubscribe(now, URL))
+    feed.sim.run_until(feed.sim.now + 0.5)
+    assert gid not in leaf.groups and leaf.handle.id not in parent.groups[gid].children
+    feed.sim.act(parent.handle.addr, lambda n, now: n.receive(now, leaf.handle, "not a message"))
+    assert parent.counters["unknown-message"] == 1

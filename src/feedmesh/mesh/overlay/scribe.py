@@ -109,6 +109,9 @@ class Delivery:
     recovered: bool = False   # released by a gap recovery rather than arriving down the tree
 
 
+_DIRECT = (Item, Heartbeat, JoinAck, Refresh, Recover, Unsubscribe)
+
+
 @dataclass(frozen=True, slots=True)
 class ScribeConfig:
     heartbeat_period: float = 0.5
@@ -225,6 +228,9 @@ class ScribeNode:
 
     def direct(self, now: float, sender: Handle, body: Any) -> None:
         kind = type(body)
+        if kind not in _DIRECT:
+            self.counters["unknown-message"] += 1   # a transport's garbage is counted, not raised
+            return
         group = self.groups.get(body.group)
         if group is None:
             if kind is Refresh or kind is Recover:
