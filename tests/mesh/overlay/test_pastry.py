@@ -9,6 +9,7 @@ import pytest
 
 from feedmesh.mesh.overlay.ids import Handle, closest, node_id
 from feedmesh.mesh.overlay.messages import (
+    Announce,
     JoinDone,
     JoinPayload,
     Probe,
@@ -135,10 +136,15 @@ def test_join_hands_rows_then_leaves_to_the_joiner():
     replies = first.take()
     done = [body for _, body in replies if type(body) is JoinDone]
     assert done and first.handle in done[0].leaves
-    assert any(type(body) is Probe for _, body in replies)   # measuring the newcomer
+    assert not [b for _, b in replies if type(b) is StateRows]   # the first hop was the last
+    assert joiner.id not in first.leaves   # nobody routes through a node still joining
     joiner.receive(0.02, first.handle, done[0])
     assert joiner.joined and first.handle in joiner.leaves.members()
-    assert not [b for _, b in replies if type(b) is StateRows]   # the first hop was the last
+    sent = joiner.take()
+    assert (first.handle, Announce()) in sent and any(type(b) is Probe for _, b in sent)
+    first.receive(0.03, joiner.handle, Announce())
+    assert joiner.id in first.leaves
+    assert any(type(body) is Probe for _, body in first.take())   # measuring the newcomer
 
 
 def test_an_unacknowledged_hop_marks_the_node_dead_and_routes_around_it():
@@ -174,3 +180,13 @@ def test_a_dead_table_entry_is_refilled_from_another_node_of_its_row():
     assert requests == [(same_row, RowRequest(0))]
     node.receive(1.05, same_row, StateRows((replacement,)))
     assert node.table.get(0, 0xA) == replacement
+
+
+def test_concurrent_joins_through_nodes_still_joining_end_with_exact_leaf_sets():
+    # 2 ms apart, joins overlap by dozens; bootstraps are often nodes still joining themselves
+    sim, nodes = build(150, seed=11, gap=0.002)
+    ring = sorted(nodes, key=lambda n: n.id)
+    for index, node in enumerate(ring):
+        right = [ring[(index + k) % len(ring)].id for k in range(1, 9)]
+        assert [h.id for h in node.leaves.right] == right
+    route_and_check(sim, nodes, 100, seed=4)

@@ -97,6 +97,7 @@ class PastryNode:
         self._last_heard: dict[int, float] = {}
         self._dead: dict[int, float] = {}
         self._probing: set[int] = set()
+        self._probe_later: list[Handle] = []
         self._bootstrap: Handle | None = None
         self._ticks = 0
 
@@ -113,8 +114,11 @@ class PastryNode:
     def receive(self, now: float, sender: Handle, body: Any) -> None:
         if not self.alive:
             return
-        self._heard(now, sender)
         kind = type(body)
+        if kind is Route and type(body.payload) is JoinPayload and body.payload.joiner == sender:
+            pass   # a joiner is nobody's neighbour until it has joined and announced itself
+        else:
+            self._heard(now, sender)
         if kind is Route:
             self._send(sender, RouteAck(body.hop_id))
             self._on_route(now, body)
@@ -204,6 +208,12 @@ class PastryNode:
         if key == self.id:
             return None
         members = [h for h in self.leaves.members() if h.id != excluding]
+        if not self.leaves.complete():
+            # a leaf set still filling (a small ring, or a node that just joined) does not cover
+            # the ring: go to the closest node known at all; each hop gets numerically closer
+            known = [h for h in self.table.handles() if h.id != excluding]
+            best = closest(key, [*members, *known, self.handle])
+            return None if best.id == self.id else best
         if self.leaves.covers(key):
             best = closest(key, [*members, self.handle])
             return None if best.id == self.id else best
@@ -271,7 +281,10 @@ class PastryNode:
         wants_rtt = handle.id not in self.rtt and handle.id not in self._probing
         if self.table.consider(handle, self.rtt) in ("set", "probe") and wants_rtt:
             self._probing.add(handle.id)
-            self._send(handle, Probe(now))
+            if self.joined:
+                self._send(handle, Probe(now))
+            else:
+                self._probe_later.append(handle)   # a probe would make others learn of us early
 
     def _send_join(self, now: float) -> None:
         assert self._bootstrap is not None
@@ -287,9 +300,17 @@ class PastryNode:
         self.joined = True
         for handle in self.known():
             self._send(handle, Announce())
+        for handle in self._probe_later:
+            if handle.id not in self.rtt and handle.id not in self._dead:
+                self._send(handle, Probe(now))
+        self._probe_later.clear()
 
     def _on_route(self, now: float, message: Route) -> None:
         message = Route(message.key, message.payload, message.origin, 0, message.hops + 1)
+        if not self.joined and self._bootstrap is not None:
+            # still joining ourselves: our state is not worth routing on, our bootstrap's is
+            self._onward(now, message, self._bootstrap)
+            return
         payload = message.payload
         if type(payload) is JoinPayload:
             self._on_join_hop(now, message, payload.joiner)
