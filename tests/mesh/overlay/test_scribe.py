@@ -169,7 +169,7 @@ def test_the_experiment_meets_its_goals_at_small_scale():
     assert outcome.delivery_p99_ms <= 400
     assert outcome.duplicates_per_node_item <= 0.05
     assert outcome.tampered_tried == 200 and outcome.tampered_delivered == 0
-    assert outcome.missed_after_churn == 0
+    assert outcome.missed_after_churn == 0 and outcome.root_killed
     assert outcome.repair_s is not None and outcome.repair_s <= 5.0
     assert outcome.scribe_msgs_per_join == pytest.approx(2.0, abs=0.5)
 

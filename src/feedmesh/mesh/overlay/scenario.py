@@ -7,7 +7,8 @@ transport would drive):
 2. *subscribe*: every node but the publisher subscribes to one feed (Scribe join);
 3. *steady*: the publisher signs and publishes ``items`` records, ``interval`` apart; an attacker
    sends forged copies (tampered, wrong key, replayed, unsigned) straight to random subscribers;
-4. *churn*: ``kill_share`` of the nodes (never the publisher) die at once while publishing goes on;
+4. *churn*: ``kill_share`` of the nodes (never the publisher, always the group's root) die at once
+   while publishing goes on;
    the run continues until every live subscriber has every record or ``drain`` seconds pass.
 
 Figures: publisher messages per update, delivery latency p50/p99 (steady phase), duplicates per
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from nacl.signing import SigningKey
 
-from feedmesh.mesh.overlay.ids import Handle, closest, node_id
+from feedmesh.mesh.overlay.ids import Handle, closest, group_id, node_id
 from feedmesh.mesh.overlay.pastry import PastryConfig
 from feedmesh.mesh.overlay.scribe import Item, ScribeConfig, ScribeNode
 from feedmesh.mesh.overlay.sim import LatencyMatrix, Simulator
@@ -97,6 +98,7 @@ class Outcome:
     tampered_tried: int
     tampered_delivered: int
     steady_missed: int
+    root_killed: bool
     message_kinds: dict[str, int]
 
 
@@ -190,7 +192,12 @@ def run_experiment(count: int, *, seed: int = 1, items: int = 10, interval: floa
 
     # churn: kill a share of the nodes at once, keep publishing
     kill_time = sim.now
-    victims = rng.sample(subscribers, int(kill_share * count))
+    # the group's root is among the dead (unless the publisher is the root): the worst case,
+    # a new root must take over
+    gid = group_id(FEED_URL)
+    roots = [n for n in subscribers if gid in n.groups and n.groups[gid].root]
+    others = [n for n in subscribers if n not in roots]
+    victims = roots[:1] + rng.sample(others, int(kill_share * count) - len(roots[:1]))
     for victim in victims:
         sim.kill(victim.handle.addr)
     for index in range(churn_items):
@@ -216,7 +223,7 @@ def run_experiment(count: int, *, seed: int = 1, items: int = 10, interval: floa
         pastry_msgs_per_join=sum(overlay.build_messages.values()) / count,
         scribe_msgs_per_join=scribe_join, missed_after_churn=missed, repair_s=repair,
         tampered_tried=tampered_tried, tampered_delivered=forged_delivered[0],
-        steady_missed=steady_missed, message_kinds=dict(steady))
+        steady_missed=steady_missed, root_killed=bool(roots), message_kinds=dict(steady))
 
 
 def _repair_time(delivered: dict, live: list[ScribeNode], published: dict[int, float],
