@@ -6,7 +6,8 @@ module of ``src/`` imports one. A new engine (NATS JetStream, PostgreSQL) is add
 settings, and nowhere else.
 
 * :func:`embedded_hub`: the hub on one machine, on SQLite files in ``settings.data_dir`` and the
-  in-process bus (``feedmesh serve``, ``feedmesh demo``);
+  in-process bus (``feedmesh serve``, ``feedmesh demo``), or NATS JetStream (``serve --bus``);
+* :func:`open_bus`: a bus from its URL (``memory``, ``nats://HOST:PORT``);
 * :func:`open_ingest_store`: the crawler's store alone (``feedmesh crawl``).
 """
 
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from aiohttp.abc import AbstractResolver
 
+from feedmesh.bus import Bus
+from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch import Fetcher
@@ -28,7 +31,7 @@ from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
-__all__ = ["FEED_SECRET_FILE", "embedded_hub", "open_ingest_store"]
+__all__ = ["FEED_SECRET_FILE", "embedded_hub", "open_bus", "open_ingest_store"]
 
 FEED_SECRET_FILE = "feed-secret.key"
 """The key that signs private feed URLs, in the data folder, readable by its owner only."""
@@ -39,9 +42,21 @@ def open_ingest_store(path: str | Path) -> IngestStore:
     return SQLiteStore(path)
 
 
+def open_bus(url: str, *, buffer_bytes: int = 1024 * 1024, namespace: str = "feedmesh") -> Bus:
+    """The bus named by ``url``: ``memory`` (in this process, ``buffer_bytes`` per group) or
+    ``nats://HOST:PORT`` (JetStream; its streams named after ``namespace``, connected on first
+    use). Anything else is a ValueError that says what is accepted."""
+    if url in ("", "memory"):
+        return MemoryBus(buffer_bytes)
+    if url.startswith(("nats://", "tls://")):
+        return JetStreamBus(url, namespace=namespace)
+    raise ValueError(f"bus {url!r}: use 'memory' or a NATS URL such as nats://127.0.0.1:4222")
+
+
 def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = None,
                  fetcher: Fetcher | None = None,
-                 resolver: AbstractResolver | None = None) -> Hub:
+                 resolver: AbstractResolver | None = None, bus: str = "memory",
+                 bus_namespace: str = "feedmesh") -> Hub:
     """Every tier in this process on SQLite and the in-process bus.
 
     Files in ``settings.data_dir`` (created 0700 when missing; the databases and the key are
@@ -49,7 +64,8 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
     ``feed-secret.key`` (signs private feed URLs), ``reflector-<n>.db`` and their checkpoints,
     the filters' index snapshots and the scheduler's snapshot. ``fetcher`` replaces the polite fetcher built from
     ``settings.fetch`` (tests give one with a fixed resolver); ``resolver`` is the DNS resolver
-    of the one built here.
+    of the one built here. ``bus`` is :func:`open_bus`'s URL: every tier still runs here, but
+    they meet on a NATS server's streams, which outlive this process.
     """
     settings = settings or HubSettings()
     clock = clock or SystemClock()
@@ -78,7 +94,8 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
             store.close()
         raise
     return Hub(settings, ingest=ingest, state=state, reflector_logs=logs,
-               bus=MemoryBus(settings.bus_buffer_bytes),
+               bus=open_bus(bus, buffer_bytes=settings.bus_buffer_bytes,
+                            namespace=bus_namespace),
                fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
                clock=clock, open_state=functools.partial(SQLiteHubState, state_path),
                data_dir=data, feed_secret=feed_secret)

@@ -168,18 +168,23 @@ class _JetStreamConsumer:
 
 
 class JetStreamBus:
-    """The Bus port on a NATS JetStream server. Open with :meth:`connect`.
+    """The Bus port on a NATS JetStream server at ``url``.
+
+    Constructing it connects nothing (the composition root builds it before the event loop
+    runs); the first use connects, waiting up to ``connect_timeout`` seconds for the server.
+    :meth:`connect` constructs and connects at once.
 
     ``capacity_bytes`` bounds each subject's stream (the slowest group's unacknowledged
     messages); ``duplicate_window_s`` is how long a ``msg_id`` is remembered; ``ack_wait_s``
     how long a delivery may stay unsettled before it goes to another member.
     """
 
-    def __init__(self, nc: Any, url: str, *, namespace: str, capacity_bytes: int,
-                 duplicate_window_s: float, ack_wait_s: float, max_ack_pending: int,
-                 batch: int) -> None:
-        self._nc = nc
-        self._js = nc.jetstream()
+    def __init__(self, url: str, *, namespace: str = "feedmesh",
+                 capacity_bytes: int = 64 * 1024 * 1024, duplicate_window_s: float = 600.0,
+                 ack_wait_s: float = 30.0, max_ack_pending: int = 1000, batch: int = 32,
+                 name: str = "feedmesh", connect_timeout: float = 30.0) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", namespace):
+            raise BusError(f"bus namespace {namespace!r}: use letters, digits, '-' and '_'")
         self.url = url
         self.namespace = namespace
         self.capacity_bytes = capacity_bytes
@@ -187,7 +192,12 @@ class JetStreamBus:
         self.ack_wait_s = ack_wait_s
         self.max_ack_pending = max_ack_pending
         self.batch = batch
+        self.name = name
+        self.connect_timeout = connect_timeout
         self.closed = False
+        self._nc: Any = None
+        self._js: Any = None
+        self._opening: asyncio.Lock | None = None
         self._streams: set[str] = set()
         self._consumers: list[_JetStreamConsumer] = []
         self._depths: dict[str, tuple[int, int]] = {}
@@ -196,45 +206,49 @@ class JetStreamBus:
         self._waiting = 0
 
     @classmethod
-    async def connect(cls, url: str, *, namespace: str = "feedmesh",
-                      capacity_bytes: int = 64 * 1024 * 1024, duplicate_window_s: float = 600.0,
-                      ack_wait_s: float = 30.0, max_ack_pending: int = 1000, batch: int = 32,
-                      name: str = "feedmesh", connect_timeout: float = 30.0) -> JetStreamBus:
-        """Connect to the server at ``url``, waiting up to ``connect_timeout`` for it."""
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", namespace):
-            raise BusError(f"bus namespace {namespace!r}: use letters, digits, '-' and '_'")
-        holder: dict[str, JetStreamBus] = {}
+    async def connect(cls, url: str, **options: Any) -> JetStreamBus:
+        """A bus connected to the server at ``url`` (options as the constructor's)."""
+        bus = cls(url, **options)
+        await bus.open()
+        return bus
 
+    async def open(self) -> None:
+        """Connect, unless connected: waits up to ``connect_timeout`` for the server."""
+        if self._nc is not None:
+            return
+        if self.closed:
+            raise BusClosedError(f"bus closed: cannot connect to {self.url}")
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._nc is None:
+                self._nc = await self._dial()
+                self._js = self._nc.jetstream()
+
+    async def _dial(self) -> Any:
         async def disconnected() -> None:
-            if bus := holder.get("bus"):
-                bus.note_unreachable("the connection", ConnectionError("disconnected"))
+            self.note_unreachable("the connection", ConnectionError("disconnected"))
 
         async def reconnected() -> None:
-            if bus := holder.get("bus"):
-                bus.note_reachable()
+            self.note_reachable()
 
         async def error(e: Exception) -> None:
             log.debug("bus: NATS client error: %s", e)
 
-        deadline = time.monotonic() + connect_timeout
+        deadline = time.monotonic() + self.connect_timeout
         while True:
             try:
                 # nats-py retries a first connection as it reconnects (for ever): bound it.
-                nc = await asyncio.wait_for(nats.connect(
-                    url, name=name, connect_timeout=2, max_reconnect_attempts=-1,
+                return await asyncio.wait_for(nats.connect(
+                    self.url, name=self.name, connect_timeout=2, max_reconnect_attempts=-1,
                     reconnect_time_wait=0.25, allow_reconnect=True,
                     disconnected_cb=disconnected, reconnected_cb=reconnected, error_cb=error),
                     max(0.1, deadline - time.monotonic()))
-                break
             except (OSError, *_UNREACHABLE, nats.errors.NoServersError) as failure:
                 if time.monotonic() >= deadline:
-                    raise BusError(f"bus: cannot reach the NATS server at {url} "
+                    raise BusError(f"bus: cannot reach the NATS server at {self.url} "
                                    f"({type(failure).__name__}: {failure})") from failure
                 await asyncio.sleep(0.25)
-        bus = holder["bus"] = cls(nc, url, namespace=namespace, capacity_bytes=capacity_bytes,
-                                  duplicate_window_s=duplicate_window_s, ack_wait_s=ack_wait_s,
-                                  max_ack_pending=max_ack_pending, batch=batch)
-        return bus
 
     # -- health ----------------------------------------------------------------------------
 
@@ -276,6 +290,7 @@ class JetStreamBus:
         nats_subject, stream = self._names(subject)
         if stream in self._streams:
             return stream
+        await self.open()
 
         async def find_or_add() -> str | None:
             try:
@@ -425,5 +440,6 @@ class JetStreamBus:
             self._depth_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._depth_task
-        with contextlib.suppress(*_UNREACHABLE):
-            await self._nc.close()
+        if self._nc is not None:
+            with contextlib.suppress(*_UNREACHABLE):
+                await self._nc.close()

@@ -27,7 +27,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from feedmesh.bus import Bus
+from feedmesh.bus import Bus, BusError
 from feedmesh.clock import Clock
 from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlOutline
@@ -191,13 +191,23 @@ class Hub:
             self._tasks.append(asyncio.create_task(self._supervise(f"{name}.control",
                                                                    tier.run_control)))
             self._tasks.append(asyncio.create_task(self._supervise(name, tier.run)))
-        await asyncio.sleep(0)  # let every consumer register before anything is published
+        await self._joined()  # a bus keeps messages only for the groups that exist
         await self._replay()
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
         log.info("hub_started feeds=%d subscriptions=%d filters=%d reflectors=%d",
                  self.crawler.feed_count(), count, len(self.filters), len(self.reflectors))
+
+    async def _joined(self, timeout: float = 60.0) -> None:
+        """Wait until every tier's groups exist on the bus (at once in-process; a network round
+        trip or a server being waited for on NATS)."""
+        events = [event for tier in (*self.filters, *self.reflectors)
+                  for event in (tier.control_joined, tier.stream_joined)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(e.wait() for e in events)), timeout)
+        except TimeoutError:
+            raise BusError(f"the tiers did not join the bus within {timeout:.0f} s") from None
 
     async def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         """Run a tier loop for the hub's lifetime: a crash is logged and the loop restarted, so

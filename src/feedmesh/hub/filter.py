@@ -14,6 +14,7 @@ What goes to the reflector is Cobra's trade-off (section 3.3), a setting here:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import mmap
@@ -65,6 +66,10 @@ class FilterTier:
         self.routes = SubTable()
         self.reflectors: set[int] = set()
         self._snapshot: mmap.mmap | None = None
+        self.control_joined = asyncio.Event()
+        self.stream_joined = asyncio.Event()
+        """Set once the tier's groups exist on the bus: a bus keeps a message for the groups
+        that existed when it was published, so the hub publishes nothing before."""
 
     def owns(self, sub_id: int) -> bool:
         return sub_id % self.shards == self.shard
@@ -146,6 +151,7 @@ class FilterTier:
 
     async def run_control(self) -> None:
         consumer = await self.bus.consumer("control", f"filter-{self.shard}")
+        self.control_joined.set()
         async for delivery in consumer:
             message = await decoded(delivery, "filter")
             if isinstance(message, SubscriptionAdded):
@@ -157,6 +163,7 @@ class FilterTier:
 
     async def run(self) -> None:
         consumer = await self.bus.consumer("articles", f"filter-{self.shard}")
+        self.stream_joined.set()
         async for delivery in consumer:
             article = await decoded(delivery, "filter")
             if isinstance(article, Article):

@@ -97,6 +97,9 @@ class Reflector:
         self._spare: TopK | None = None
         """The copy checkpoints and garbage collection read while the stream goes on."""
         self._restored = False
+        self.control_joined = asyncio.Event()
+        self.stream_joined = asyncio.Event()
+        """Set once the tier's groups exist on the bus (see FilterTier's)."""
 
     def restore(self) -> None:
         """Load the held entries (checkpoint + log) once the subscriptions are registered, so
@@ -173,6 +176,7 @@ class Reflector:
 
     async def run_control(self) -> None:
         consumer = await self.bus.consumer("control", f"reflector-{self.number}")
+        self.control_joined.set()
         async for delivery in consumer:
             message = await decoded(delivery, "reflector")
             if isinstance(message, SubscriptionAdded) and message.reflector == self.number:
@@ -186,6 +190,7 @@ class Reflector:
         if not self._restored:
             self.restore()
         consumer = await self.bus.consumer(f"matches.{self.number}", f"reflector-{self.number}")
+        self.stream_joined.set()
         loop = asyncio.get_running_loop()
         next_checkpoint = loop.time() + self.settings.checkpoint_interval_s
         next_gc = loop.time() + self.settings.gc_interval_s
