@@ -29,7 +29,7 @@ import numpy as np
 
 from feedmesh.bus import Bus
 from feedmesh.clock import Clock
-from feedmesh.hub.deliveries import decoded, retry_later
+from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import (
     Article,
@@ -66,6 +66,7 @@ class FilterTier:
         self.routes = SubTable()
         self.reflectors: set[int] = set()
         self._snapshot: mmap.mmap | None = None
+        self.settle = Settle(bus, f"filter-{shard}", metrics)
         self.control_joined = asyncio.Event()
         self.stream_joined = asyncio.Event()
         """Set once the tier's groups exist on the bus: a bus keeps a message for the groups
@@ -153,7 +154,7 @@ class FilterTier:
         consumer = await self.bus.consumer("control", f"filter-{self.shard}")
         self.control_joined.set()
         async for delivery in consumer:
-            message = await decoded(delivery, "filter")
+            message = await self.settle.decoded(delivery)
             if isinstance(message, SubscriptionAdded):
                 self.add(message.sub_id, message.query, message.reflector)
             elif isinstance(message, SubscriptionRemoved):
@@ -165,7 +166,7 @@ class FilterTier:
         consumer = await self.bus.consumer("articles", f"filter-{self.shard}")
         self.stream_joined.set()
         async for delivery in consumer:
-            article = await decoded(delivery, "filter")
+            article = await self.settle.decoded(delivery)
             if isinstance(article, Article):
                 self.metrics.articles_in.labels("filter").inc()
                 self.metrics.bytes_in.labels("filter").inc(delivery.size)
@@ -174,7 +175,7 @@ class FilterTier:
                 except Exception as exc:  # a bug on one article: retried, then dropped
                     log.exception("filter_failed shard=%d entry=%d", self.shard,
                                   article.entry_id)
-                    await retry_later(delivery, f"filter-{self.shard}", exc)
+                    await self.settle.retry_later(delivery, exc)
                     continue
             await delivery.ack()
 
