@@ -8,6 +8,8 @@ settings, and nowhere else.
 * :func:`embedded_hub`: the hub on one machine, on SQLite files in ``settings.data_dir`` and the
   in-process bus (``feedmesh serve``, ``feedmesh demo``), or NATS JetStream (``serve --bus``);
 * :func:`open_bus`: a bus from its URL (``memory``, ``nats://HOST:PORT``);
+* :func:`open_hub_state`: the hub's accounts and subscriptions, for a role in its own process
+  (``feedmesh filter``);
 * :func:`open_ingest_store`: the crawler's store alone (``feedmesh crawl``).
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp.abc import AbstractResolver
@@ -25,13 +28,13 @@ from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch import Fetcher
 from feedmesh.hub.app import Hub, HubSettings
-from feedmesh.store import IngestStore, storage_error
+from feedmesh.store import HubState, IngestStore, StoreError, storage_error
 from feedmesh.store.key_file import read_or_create_key
 from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
-__all__ = ["FEED_SECRET_FILE", "embedded_hub", "open_bus", "open_ingest_store"]
+__all__ = ["FEED_SECRET_FILE", "embedded_hub", "open_bus", "open_hub_state", "open_ingest_store"]
 
 FEED_SECRET_FILE = "feed-secret.key"
 """The key that signs private feed URLs, in the data folder, readable by its owner only."""
@@ -51,6 +54,15 @@ def open_bus(url: str, *, buffer_bytes: int = 1024 * 1024, namespace: str = "fee
     if url.startswith(("nats://", "tls://")):
         return JetStreamBus(url, namespace=namespace)
     raise ValueError(f"bus {url!r}: use 'memory' or a NATS URL such as nats://127.0.0.1:4222")
+
+
+def open_hub_state(location: str | Path) -> tuple[HubState, Callable[[], HubState]]:
+    """The hub's accounts and subscriptions at ``location`` (the SQLite file a hub made,
+    ``DATA/hub.db``), and a function that opens it again (for a child process)."""
+    path = Path(location)
+    if not path.is_file():
+        raise StoreError(f"no hub database at {path}: give the hub.db of a hub's data folder")
+    return SQLiteHubState(path), functools.partial(SQLiteHubState, path)
 
 
 def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -36,6 +36,7 @@ from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier, FeedMeta
 from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentMatch, SourceView
 from feedmesh.hub.filter import FilterTier, StateOpener
+from feedmesh.hub.supervise import supervise
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import (
     Matched,
@@ -188,9 +189,9 @@ class Hub:
         gc.freeze()
         for tier in (*self.filters, *self.reflectors):
             name = f"{type(tier).__name__}-{getattr(tier, 'shard', getattr(tier, 'number', 0))}"
-            self._tasks.append(asyncio.create_task(self._supervise(f"{name}.control",
-                                                                   tier.run_control)))
-            self._tasks.append(asyncio.create_task(self._supervise(name, tier.run)))
+            self._tasks.append(asyncio.create_task(
+                supervise(f"{name}.control", tier.run_control, self._stop)))
+            self._tasks.append(asyncio.create_task(supervise(name, tier.run, self._stop)))
         await self._joined()  # a bus keeps messages only for the groups that exist
         await self._replay()
         self._crawl_task = asyncio.create_task(
@@ -208,24 +209,6 @@ class Hub:
             await asyncio.wait_for(asyncio.gather(*(e.wait() for e in events)), timeout)
         except TimeoutError:
             raise BusError(f"the tiers did not join the bus within {timeout:.0f} s") from None
-
-    async def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
-        """Run a tier loop for the hub's lifetime: a crash is logged and the loop restarted, so
-        one bad message cannot stall the tiers upstream behind a full queue."""
-        delay = 0.1
-        while not self._stop.is_set():
-            try:
-                await run()
-                if self._stop.is_set():
-                    return
-                log.error("tier_stopped tier=%s reason=its input closed", name)
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("tier_crashed tier=%s restart_in_s=%.1f", name, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
 
     async def _replay(self) -> None:
         newest = self.store.max_entry_id()

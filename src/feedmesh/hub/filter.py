@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from feedmesh.bus import Bus
+from feedmesh.bus import Bus, Consumer
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.idcodec import encode_ids
@@ -67,6 +67,7 @@ class FilterTier:
         self.reflectors: set[int] = set()
         self._snapshot: mmap.mmap | None = None
         self.settle = Settle(bus, f"filter-{shard}", metrics)
+        self._control: Consumer | None = None
         self.control_joined = asyncio.Event()
         self.stream_joined = asyncio.Event()
         """Set once the tier's groups exist on the bus: a bus keeps a message for the groups
@@ -150,9 +151,16 @@ class FilterTier:
             self.index.remove(sub_id)
             self.routes.active[sub_id] = False
 
+    async def join_control(self) -> Consumer:
+        """Join the shard's group of ``control``. A filter process joins before it loads the
+        subscriptions, so no change falls between what it read and what it is sent."""
+        if self._control is None:
+            self._control = await self.bus.consumer("control", f"filter-{self.shard}")
+            self.control_joined.set()
+        return self._control
+
     async def run_control(self) -> None:
-        consumer = await self.bus.consumer("control", f"filter-{self.shard}")
-        self.control_joined.set()
+        consumer = await self.join_control()
         async for delivery in consumer:
             message = await self.settle.decoded(delivery)
             if isinstance(message, SubscriptionAdded):
