@@ -32,6 +32,7 @@ from feedmesh.hub.filter import FilterTier
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.supervise import supervise
 from feedmesh.logs import setup_logging
+from feedmesh.model import Entry
 from feedmesh.store import StoreError
 
 __all__ = ["configure", "parse_shard", "run"]
@@ -116,6 +117,9 @@ async def _run(args: argparse.Namespace, shard: int, shards: int) -> int:
         columns = state.subscription_columns()
         held = await asyncio.to_thread(tier.load, state, columns, data, reopen)
         del columns
+        # The matcher's compiled kernels load on first use: before the first article, not on it.
+        await asyncio.to_thread(tier.index.match_entry,
+                                Entry(key="warm-up", title="warm up the matcher"), "", "")
         metrics.subscriptions.set(held)
         if args.metrics:
             runner = await _serve_metrics(args.metrics, metrics)
