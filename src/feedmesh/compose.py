@@ -80,6 +80,9 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
     they meet on a NATS server's streams, which outlive this process.
     """
     settings = settings or HubSettings()
+    if settings.external_filters and bus in ("", "memory"):
+        raise ValueError("filters in processes of their own (--external-filters) need a NATS "
+                         "bus to meet them on: --bus nats://HOST:PORT")
     clock = clock or SystemClock()
     data = Path(settings.data_dir)
     try:

@@ -67,6 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bus", default=os.environ.get("FEEDMESH_BUS", "memory"),
                         metavar="URL", help="where the tiers meet: 'memory' (this process) or a "
                         "NATS JetStream server, nats://HOST:PORT")
+    parser.add_argument("--external-filters", action="store_true",
+                        help="run no filter here: the --filters shards are `feedmesh filter` "
+                        "processes on the same --bus (NATS)")
     parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
                         help="prefix of this hub's streams on a shared NATS server")
     parser.add_argument("--log-level", default="info",
@@ -78,6 +81,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> HubSettings:
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
+        external_filters=args.external_filters,
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),

@@ -99,6 +99,10 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     forward_backlog: bool = True
     """Match the entries a source already held when it was first crawled. Off for big hubs:
     100,000 new sources would otherwise push a million old articles through the filters."""
+    external_filters: bool = False
+    """The ``filters`` shards run as ``feedmesh filter`` processes (on a NATS bus): this hub runs
+    none of them, but creates their groups before it publishes, so nothing is lost while one is
+    not running yet."""
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
@@ -155,8 +159,9 @@ class Hub:
         self.metrics.watch_queues(self.bus.depths)
         self.metrics.reflector_memory.set_function(
             lambda: sum(r.memory_bytes() for r in self.reflectors))
-        self.filters = [FilterTier(n, s.filters, self.bus, self.clock, self.metrics,
-                                   delivery=s.delivery) for n in range(s.filters)]
+        self.filters = [] if s.external_filters else [
+            FilterTier(n, s.filters, self.bus, self.clock, self.metrics, delivery=s.delivery)
+            for n in range(s.filters)]
         self.reflectors = [
             Reflector(n, reflector_log, self.bus, self.clock, self.metrics, s.reflector,
                       index=SubscriptionIndex() if s.delivery == "article" else None)
@@ -193,12 +198,16 @@ class Hub:
                 supervise(f"{name}.control", tier.run_control, self._stop)))
             self._tasks.append(asyncio.create_task(supervise(name, tier.run, self._stop)))
         await self._joined()  # a bus keeps messages only for the groups that exist
+        if self.settings.external_filters:
+            for shard in range(self.settings.filters):
+                for subject in ("control", "articles"):  # durable: they outlive the member
+                    await (await self.bus.consumer(subject, f"filter-{shard}")).close()
         await self._replay()
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
         log.info("hub_started feeds=%d subscriptions=%d filters=%d reflectors=%d",
-                 self.crawler.feed_count(), count, len(self.filters), len(self.reflectors))
+                 self.crawler.feed_count(), count, self.settings.filters, len(self.reflectors))
 
     async def _joined(self, timeout: float = 60.0) -> None:
         """Wait until every tier's groups exist on the bus (at once in-process; a network round
@@ -215,7 +224,7 @@ class Hub:
         start = newest
         for reflector in self.reflectors:
             marks = reflector.log.watermarks()
-            for shard in range(len(self.filters)):
+            for shard in range(self.settings.filters):
                 if shard not in marks:  # a fresh reflector starts from now, not from history
                     reflector.log.set_watermarks({shard: newest})
                     marks[shard] = newest
