@@ -151,17 +151,50 @@ class PostgresDatabase:
                          "WHERE component = %s", (component,))
         return int(rows[0][0])
 
+    def _begin(self, which: str) -> psycopg.Connection:
+        """``BEGIN`` on the writer or reader connection. A connection that died while idle (the
+        server restarted since its last use) is found dead here, before anything was done, so
+        it is opened again and ``BEGIN`` tried once more: safe, and the first operation after a
+        server's restart does not fail for nothing."""
+        conn = self.connection(which)
+        try:
+            conn.execute("BEGIN")
+        except psycopg.OperationalError:
+            if not conn.broken:
+                raise
+            conn = self.connection(which)
+            conn.execute("BEGIN")
+        return conn
+
+    @staticmethod
+    def _end(conn: psycopg.Connection, commit: bool) -> None:
+        if commit:
+            conn.execute("COMMIT")
+            return
+        if not conn.broken:
+            try:
+                conn.execute("ROLLBACK")
+            except psycopg.Error:
+                pass  # the connection broke meanwhile: the server rolled back for us
+
     @contextmanager
     def write(self, doing: str, lock: tuple[int, int] | None = None) -> Iterator[psycopg.Cursor]:
         """A write transaction: committed when the block ends, rolled back if it raises.
-        ``lock``: an advisory lock taken first and held to the commit."""
+        ``lock``: an advisory lock taken first and held to the commit. When the connection
+        breaks during ``COMMIT`` the outcome is unknown: the store's writes are idempotent so
+        that the caller may repeat them."""
         with self._write_lock:
             try:
-                conn = self.connection("writer")
-                with conn.transaction(), conn.cursor() as cur:
-                    if lock is not None:
-                        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", lock)
-                    yield cur
+                conn = self._begin("writer")
+                try:
+                    with conn.cursor() as cur:
+                        if lock is not None:
+                            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", lock)
+                        yield cur
+                except BaseException:
+                    self._end(conn, commit=False)
+                    raise
+                self._end(conn, commit=True)
             except psycopg.Error as exc:
                 raise pg_error(f"{doing} failed in {self.where}", exc) from exc
 
@@ -169,11 +202,22 @@ class PostgresDatabase:
         """All rows of a query, from the last committed state."""
         with self._read_lock:
             try:
-                with self.connection("reader").cursor() as cur:
-                    cur.execute(sql, params)
-                    return cur.fetchall()
+                conn = self.connection("reader")
+                try:
+                    return self._fetch_all(conn, sql, params)
+                except psycopg.OperationalError:
+                    if not conn.broken:
+                        raise
+                    # the connection died while idle: a read is safe to repeat on a new one
+                    return self._fetch_all(self.connection("reader"), sql, params)
             except psycopg.Error as exc:
                 raise pg_error(f"reading {self.what} {self.where} failed", exc) from exc
+
+    @staticmethod
+    def _fetch_all(conn: psycopg.Connection, sql: str, params: Sequence[object]) -> list[tuple]:
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchall()
 
     def stream(self, sql: str, params: Sequence[object] = (),
                chunk: int = 50_000) -> Iterator[tuple]:
@@ -182,12 +226,16 @@ class PostgresDatabase:
         ends."""
         with self._read_lock:
             try:
-                conn = self.connection("reader")
-                with conn.transaction(), conn.cursor(name=f"feedmesh_stream_{next(_cursor_names)}") as cur:
-                    cur.itersize = chunk
-                    cur.execute(sql, params)
-                    while rows := cur.fetchmany(chunk):
-                        yield from rows
+                conn = self._begin("reader")
+                try:
+                    name = f"feedmesh_stream_{next(_cursor_names)}"
+                    with conn.cursor(name=name) as cur:
+                        cur.itersize = chunk
+                        cur.execute(sql, params)
+                        while rows := cur.fetchmany(chunk):
+                            yield from rows
+                finally:
+                    self._end(conn, commit=False)
             except psycopg.Error as exc:
                 raise pg_error(f"reading {self.what} {self.where} failed", exc) from exc
 
