@@ -7,7 +7,6 @@ from feedmesh.compose import embedded_hub, open_ingest_store
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.match import article_from_entry, parse_query
 from tests.eventually import eventually
-from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from .conftest import ORIGIN, hub_settings
 

@@ -10,7 +10,6 @@ database per test.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 

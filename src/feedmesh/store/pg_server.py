@@ -29,6 +29,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Self
 
 __all__ = ["LocalPostgres", "LocalPostgresError", "find_bindir"]
 
@@ -101,7 +102,7 @@ class LocalPostgres:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self, timeout: float = 60.0) -> LocalPostgres:
+    def start(self, timeout: float = 60.0) -> Self:
         """Initialize the folder when needed, start the server and wait until it accepts
         connections; returns self."""
         if self._process is not None:
@@ -211,7 +212,7 @@ class LocalPostgres:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def __enter__(self) -> LocalPostgres:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

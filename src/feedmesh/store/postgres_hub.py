@@ -154,11 +154,11 @@ class PostgresHubState:
                           now: float) -> None:
         """Bulk insert ``(account_id, name, query, keep, reflector)`` rows (provisioning and
         benchmarks) with COPY; queries must already be valid."""
-        with self._db.write("adding subscriptions") as cur:
-            with cur.copy("COPY subscriptions (account_id, name, query, keep, reflector, "
-                          "created_at, changed_at) FROM STDIN") as copy:
-                for account_id, name, query, keep, reflector in rows:
-                    copy.write_row((account_id, name, query, keep, reflector, now, now))
+        copy_sql = ("COPY subscriptions (account_id, name, query, keep, reflector, created_at, "
+                    "changed_at) FROM STDIN")
+        with self._db.write("adding subscriptions") as cur, cur.copy(copy_sql) as copy:
+            for account_id, name, query, keep, reflector in rows:
+                copy.write_row((account_id, name, query, keep, reflector, now, now))
 
     def subscription(self, sub_id: int) -> Subscription | None:
         rows = self._db.read(f"SELECT {_SUB_COLUMNS} FROM subscriptions WHERE id = %s",
