@@ -88,25 +88,30 @@ class PostgresReflectorLog:
               watermarks: Mapping[int, int]) -> int:
         me = self.reflector
         newest = {item.entry_id: item for item, _, _ in rows}  # a later copy wins, as in SQLite
+        # One statement per table, whatever the batch's size (a round trip each).
         with self._db.write(f"storing {len(rows)} matches", lock=self._lock) as cur:
             if newest:
-                cur.executemany(
-                    "INSERT INTO reflector_items VALUES (%s, %s, %s, %s) "
-                    "ON CONFLICT (reflector, entry_id) DO UPDATE SET data = excluded.data, "
-                    "stored_at = excluded.stored_at",
-                    [(me, item.entry_id, _encoder.encode(item), item.stored_at)
-                     for item in newest.values()])
+                items = list(newest.values())
+                cur.execute(
+                    "INSERT INTO reflector_items SELECT %s, * FROM unnest(%s::bigint[], "
+                    "%b::bytea[], %s::float8[]) ON CONFLICT (reflector, entry_id) DO UPDATE SET "
+                    "data = excluded.data, stored_at = excluded.stored_at",
+                    (me, [i.entry_id for i in items], [_encoder.encode(i) for i in items],
+                     [i.stored_at for i in items]))
             if rows:
-                cur.executemany(
+                cur.execute(
                     "INSERT INTO reflector_matches (reflector, entry_id, shard, subs) "
-                    "VALUES (%s, %s, %s, %s) ON CONFLICT (reflector, entry_id, shard) DO NOTHING",
-                    [(me, item.entry_id, shard, ids) for item, ids, shard in rows])
+                    "SELECT %s, v.entry_id, v.shard, v.subs FROM unnest(%s::bigint[], "
+                    "%s::integer[], %b::bytea[]) WITH ORDINALITY AS v(entry_id, shard, subs, n) "
+                    "ORDER BY v.n ON CONFLICT (reflector, entry_id, shard) DO NOTHING",
+                    (me, [item.entry_id for item, _, _ in rows], [shard for _, _, shard in rows],
+                     [ids for _, ids, _ in rows]))
             if watermarks:
-                cur.executemany(
-                    "INSERT INTO reflector_watermarks VALUES (%s, %s, %s) "
-                    "ON CONFLICT (reflector, shard) DO UPDATE SET "
+                cur.execute(
+                    "INSERT INTO reflector_watermarks SELECT %s, * FROM unnest(%s::integer[], "
+                    "%s::bigint[]) ON CONFLICT (reflector, shard) DO UPDATE SET "
                     "mark = greatest(reflector_watermarks.mark, excluded.mark)",
-                    [(me, shard, mark) for shard, mark in watermarks.items()])
+                    (me, list(watermarks), list(watermarks.values())))
             cur.execute("SELECT max(seq) FROM reflector_matches WHERE reflector = %s", (me,))
             row = cur.fetchone()
         return int(row[0] or 0)
