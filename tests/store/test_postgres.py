@@ -206,3 +206,12 @@ def test_a_full_disk_is_a_storage_full_error_and_nothing_is_half_written(postgre
             conn.execute(f"DROP TABLESPACE IF EXISTS {tablespace}")
         subprocess.run(["umount", mount_point], check=False)
         os.rmdir(mount_point)
+
+
+def test_a_local_server_listens_on_its_address_only_and_wants_its_password(own_server):
+    with psycopg.connect(own_server.url()) as conn:
+        assert conn.execute("SHOW listen_addresses").fetchone()[0] == "127.0.0.1"
+    without = own_server.url().replace(f":{own_server.password}@", "@")
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        psycopg.connect(without, connect_timeout=5)
+    assert oct(os.stat(own_server.folder / "password").st_mode & 0o777) == "0o600"

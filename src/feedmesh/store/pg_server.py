@@ -138,10 +138,10 @@ class LocalPostgres:
         self._wait_ready(timeout)
         return self
 
-    def _hand_over(self, path: Path) -> None:
+    def _hand_over(self, path: Path, mode: int = 0o700) -> None:
         """As root, the folder must belong to the server's user (and nobody else)."""
         if self._as_user is None:
-            path.chmod(0o700)
+            path.chmod(mode)
             return
         try:
             user = pwd.getpwnam(self._as_user)
@@ -150,13 +150,12 @@ class LocalPostgres:
                 f"running as root, PostgreSQL needs the system user {self._as_user!r} "
                 "(Debian's postgresql package creates it)") from exc
         os.chown(path, user.pw_uid, user.pw_gid)
-        path.chmod(0o700)
+        path.chmod(mode)
 
     def _initdb(self, bindir: Path) -> None:
         password_file = self.folder / "password"
         password_file.write_text(secrets.token_urlsafe(24) + "\n")
-        password_file.chmod(0o600)
-        self._hand_over(password_file)
+        self._hand_over(password_file, 0o600)
         command = [str(bindir / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
                    "--auth=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8",
                    "--locale=C.UTF-8"]
