@@ -96,9 +96,10 @@ def test_a_closed_store_says_so(postgres_url):
         state.rotate_token(account.id)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def own_server():
-    """A server of this test's own, to stop and start (the session's is shared)."""
+    """A server of this module's own, to stop and start (the session's is shared); a test that
+    stops it starts it again."""
     folder = tempfile.mkdtemp(prefix="feedmesh-test-pg-")
     server = LocalPostgres(folder, durable=False).start()
     yield server
