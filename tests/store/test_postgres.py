@@ -216,3 +216,84 @@ def test_a_local_server_listens_on_its_address_only_and_wants_its_password(own_s
     with pytest.raises(psycopg.OperationalError, match="password"):
         psycopg.connect(without, connect_timeout=5)
     assert oct(os.stat(own_server.folder / "password").st_mode & 0o777) == "0o600"
+
+
+def test_writers_on_separate_connections_commit_entry_ids_in_order(postgres_url):
+    """Two crawlers (a store each, so a connection each) commit while a third process follows
+    ``entries_after`` from its watermark: without ids drawn under the lock held to the commit,
+    a transaction that drew smaller ids commits after the reader has moved past them."""
+    setup = PostgresStore(postgres_url)
+    feeds = setup.add_feeds([f"http://a/{n}" for n in range(4)], now=0.0)
+    setup.close()
+    writers = [PostgresStore(postgres_url, max_entries_per_feed=10**6) for _ in feeds]
+    reader = PostgresStore(postgres_url)
+    errors: list[BaseException] = []
+
+    def write(store, feed, start: int) -> None:
+        try:
+            for n in range(start, start + 300, 3):
+                store.apply([FeedUpdate(feed_id=feed.id, state=feed.state, seen_at=float(n),
+                                        entries=tuple(Entry(key=f"k{k}", content_hash=f"h{k}")
+                                                      for k in range(n, n + 3)))])
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(store, feed, 1000 * i))
+               for i, (store, feed) in enumerate(zip(writers, feeds))]
+    for thread in threads:
+        thread.start()
+    seen: list[int] = []
+    watermark = 0
+    while True:
+        finished = not any(thread.is_alive() for thread in threads)
+        chunk = reader.entries_after(watermark, 7)
+        seen += [item.id for item in chunk]
+        if chunk:
+            watermark = chunk[-1].id
+        elif finished:
+            break
+    stored = reader.entry_count()
+    for store in (*writers, reader):
+        store.close()
+    assert not errors
+    assert stored == 300 * len(writers)
+    assert len(seen) == len(set(seen)) == stored  # the watermark stepped over nothing
+
+
+def test_a_filter_following_the_change_log_misses_no_change_made_on_another_connection(
+        postgres_url):
+    """Four web processes (a hub state each) add subscriptions while a filter shard catches up
+    as it does: take ``change_seq()``, then the changes since its last mark. Seqs drawn under
+    the lock held to the commit mean every change below a mark it has read is committed."""
+    setup = PostgresHubState(postgres_url)
+    account, _ = setup.create_account("ann", 0.0)
+    setup.close()
+    writers = [PostgresHubState(postgres_url) for _ in range(4)]
+    reader = PostgresHubState(postgres_url)
+    added: list[int] = []
+    errors: list[BaseException] = []
+
+    def write(state) -> None:
+        try:
+            for n in range(100):
+                added.append(state.add_subscription(account.id, name="", query=f"q{n}", keep=5,
+                                                    reflector=0, now=1.0).id)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(state,)) for state in writers]
+    for thread in threads:
+        thread.start()
+    seen: set[int] = set()
+    mark = 0
+    while True:
+        finished = not any(thread.is_alive() for thread in threads)
+        top = reader.change_seq()
+        seen.update(reader.changed_since(mark))
+        mark = top
+        if finished and reader.changed_since(mark) == []:
+            break
+    for state in (*writers, reader):
+        state.close()
+    assert not errors and len(added) == 400
+    assert seen == set(added)
