@@ -140,4 +140,4 @@ def test_a_hub_database_that_is_not_there_is_one_line(tmp_path, nats_url):
     assert done.returncode == 2
     assert done.stderr.strip() == (f"feedmesh filter: no hub database at "
                                    f"{tmp_path / 'missing' / 'hub.db'}: give the hub.db of a "
-                                   f"hub's data folder")
+                                   f"hub's data folder, or its postgresql:// URL")

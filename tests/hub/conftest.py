@@ -15,6 +15,7 @@ from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import FetchSettings, StaticResolver
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.web import WebLimits
+from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 ORIGIN = 1_760_000_000.0
 

@@ -27,7 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from feedmesh.bus import BusError
 from feedmesh.clock import SystemClock
-from feedmesh.compose import open_bus, open_hub_state
+from feedmesh.compose import existing_hub_state, open_bus
 from feedmesh.hub.filter import FilterTier
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.supervise import supervise
@@ -56,8 +56,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the NATS JetStream server the hub's tiers meet on, nats://HOST:PORT")
     parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
                         help="the hub's streams' prefix on that server")
-    parser.add_argument("--state", required=True, metavar="HUB_DB",
-                        help="the hub's accounts and subscriptions: the hub.db of its data folder")
+    parser.add_argument("--state", required=True, metavar="HUB_DB_OR_URL",
+                        help="the hub's accounts and subscriptions: the hub.db of its data "
+                        "folder, or its postgresql:// URL")
     parser.add_argument("--shard", default="0/1", metavar="I/N",
                         help="which share of the subscriptions: ids equal to I modulo N")
     parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var"),
@@ -113,7 +114,7 @@ async def _run(args: argparse.Namespace, shard: int, shards: int) -> int:
     state = None
     try:
         await tier.join_control()
-        state, reopen = open_hub_state(args.state)
+        state, reopen = existing_hub_state(args.state)
         columns = state.subscription_columns()
         held = await asyncio.to_thread(tier.load, state, columns, data, reopen)
         del columns
