@@ -8,18 +8,21 @@ Every function is pure: feeds, crawlers and a latency matrix in, ``{feed: crawle
 * :func:`balanced` - ours: equal *work* (each feed weighed by :func:`~.cost.cost_matrix`:
   polls per cycle times round trips times latency), near crawlers first:
 
-  1. every crawler may take up to ``(1 + slack)`` times an equal share of the work the feeds
-     would cost at their nearest crawlers;
-  2. feeds go in order of regret (what it would cost to give a feed its second-best crawler
-     instead of its best; heavy, far-spread feeds first, as in longest-processing-time-first
+  1. every crawler may take up to a capacity of work, first ``(1 + slack)`` times an equal
+     share of what the feeds would cost at their nearest crawlers;
+  2. feeds go in order of regret (what it would cost to give a feed the next crawler that is
+     actually worse than its best; heavy feeds first, as in longest-processing-time-first
      scheduling), each to the cheapest crawler that still has room, or, when none has, to the
      one that would finish it soonest;
   3. a local search then moves single feeds off the busiest crawler while that lowers the
-     busier of the two crawlers involved, choosing the move that lowers it most (between equal
-     ones, the move adding the least work: a far crawler pays more round trips per feed).
+     busier of the two crawlers involved, choosing the move that pays the least extra work per
+     unit of work moved (a far crawler pays more round trips for the same feed);
+  4. steps 2-3 again, bisecting on the capacity: the smallest capacity at which every feed
+     finds room in step 2 (spilling the feeds that lose least by going far) gives the
+     assignment; the best makespan seen is kept.
 
 * :func:`reassign` - crawlers came or went: feeds of crawlers still present stay where they are;
-  feeds of departed crawlers (and new feeds) are placed as in step 2; a crawler left short of an
+  feeds of departed crawlers (and new feeds) are placed as in steps 2 and 4; a crawler left short of an
   equal share (a newcomer) takes over feeds one at a time from the busiest crawler, heavy and
   near ones first, so that few feeds move; step 3 runs only if some crawler is still over.
 """
@@ -90,23 +93,39 @@ def first_fit(loads: Sequence[FeedLoad], crawlers: Sequence[str],
 
 
 def balanced(loads: Sequence[FeedLoad], crawlers: Sequence[str], latency: LatencyMatrix, *,
-             slack: float = 0.05, overhead_s: float = 0.002) -> Assignment:
+             slack: float = 0.05, overhead_s: float = 0.002, searches: int = 14) -> Assignment:
     """Ours: equal work per crawler, each feed as near as that allows (see the module doc)."""
     _check(loads, crawlers)
     if not loads:
         return {}
     cost = cost_matrix(loads, crawlers, latency, overhead_s)
+    best = cost.min(axis=1)
+    lower = max(best.sum() / len(crawlers), float(best.max()))
     owner = np.full(len(loads), -1, dtype=np.int64)
     busy = np.zeros(len(crawlers))
-    capacity = cost.min(axis=1).sum() / len(crawlers) * (1.0 + slack)
-    _place(cost, np.arange(len(loads)), owner, busy, capacity)
+    _place(cost, np.arange(len(loads)), owner, busy, lower * (1.0 + slack))
     _even_out(cost, owner, busy)
+    # Then the smallest capacity at which placing by regret fits every feed, by bisection.
+    low, high = lower, float(busy.max())
+    for _ in range(searches):
+        if high - low <= 0.002 * high:
+            break
+        middle = (low + high) / 2
+        trial_owner = np.full(len(loads), -1, dtype=np.int64)
+        trial_busy = np.zeros(len(crawlers))
+        if not _place(cost, np.arange(len(loads)), trial_owner, trial_busy, middle, strict=True):
+            low = middle
+            continue
+        _even_out(cost, trial_owner, trial_busy)
+        if trial_busy.max() < busy.max():
+            owner, busy = trial_owner, trial_busy
+        high = min(middle, float(busy.max()))
     return {load.feed: crawlers[owner[i]] for i, load in enumerate(loads)}
 
 
 def reassign(previous: Mapping[str, str], loads: Sequence[FeedLoad], crawlers: Sequence[str],
-             latency: LatencyMatrix, *, slack: float = 0.05,
-             overhead_s: float = 0.002) -> Assignment:
+             latency: LatencyMatrix, *, slack: float = 0.05, overhead_s: float = 0.002,
+             searches: int = 14) -> Assignment:
     """The assignment after crawlers came or went (and feeds were added or dropped), moving as
     few feeds as keep the work balanced (see the module doc)."""
     _check(loads, crawlers)
@@ -122,7 +141,21 @@ def reassign(previous: Mapping[str, str], loads: Sequence[FeedLoad], crawlers: S
     total = busy.sum() + cost[~kept].min(axis=1).sum()
     share = total / len(crawlers)
     capacity = share * (1.0 + slack)
-    _place(cost, np.flatnonzero(~kept), owner, busy, capacity)
+    orphans = np.flatnonzero(~kept)
+    placed_owner, placed_busy = owner.copy(), busy.copy()
+    _place(cost, orphans, placed_owner, placed_busy, capacity)
+    # As in balanced(): the smallest capacity at which every orphan finds room near.
+    low, high = capacity, float(placed_busy.max())
+    for _ in range(searches):
+        if high - low <= 0.002 * high:
+            break
+        middle = (low + high) / 2
+        trial_owner, trial_busy = owner.copy(), busy.copy()
+        if _place(cost, orphans, trial_owner, trial_busy, middle, strict=True):
+            placed_owner, placed_busy, high = trial_owner, trial_busy, middle
+        else:
+            low = middle
+    owner, busy = placed_owner, placed_busy
     floor = share * (1.0 - slack)
     for crawler in np.argsort(busy, kind="stable"):
         if busy[crawler] < floor:
@@ -147,26 +180,32 @@ def work(assignment: Mapping[str, str], loads: Sequence[FeedLoad], crawlers: Seq
 # -- the steps -------------------------------------------------------------------------------
 
 def _place(cost: np.ndarray, feeds: np.ndarray, owner: np.ndarray, busy: np.ndarray,
-           capacity: float) -> None:
-    """Step 2: by regret, each feed to its cheapest crawler with room, else the soonest done."""
+           capacity: float, strict: bool = False) -> bool:
+    """Step 2: by regret, each feed to its cheapest crawler with room, else (unless ``strict``:
+    then give up and say so) to the one done soonest. True when every feed found room."""
     if len(feeds) == 0:
-        return
+        return True
+    fitted = True
     rows = cost[feeds]
-    if rows.shape[1] > 1:
-        two = np.partition(rows, 1, axis=1)[:, :2]
-        regret = two[:, 1] - two[:, 0]
-    else:
-        regret = rows[:, 0]
-    for k in np.lexsort((-rows.min(axis=1), -regret)):
+    best = rows.min(axis=1)
+    # Crawlers alike (one site, one region) tie for best: the regret is against the next
+    # crawler that is actually worse.
+    worse = np.where(rows > best[:, None] * (1 + 1e-9), rows, np.inf).min(axis=1)
+    regret = np.where(np.isfinite(worse), worse - best, best)
+    for k in np.lexsort((-best, -regret)):
         feed = feeds[k]
         row = cost[feed]
         room = busy + row <= capacity
         if room.any():
             crawler = int(np.argmin(np.where(room, row, np.inf)))
+        elif strict:
+            return False
         else:
+            fitted = False
             crawler = int(np.argmin(busy + row))
         owner[feed] = crawler
         busy[crawler] += row[crawler]
+    return fitted
 
 
 def _take_over(cost: np.ndarray, owner: np.ndarray, busy: np.ndarray, taker: int, share: float,
@@ -217,11 +256,14 @@ def _even_out(cost: np.ndarray, owner: np.ndarray, busy: np.ndarray,
         after_busiest = busy[busiest] - cost[mine, busiest]
         pair = np.maximum(after_other, after_busiest[:, None])
         pair[:, busiest] = np.inf
-        extra = cost[mine] - cost[mine, busiest][:, None]
-        score = pair + 1e-6 * extra  # ties (a busy pair elsewhere): the nearer crawler
+        ratio = cost[mine] / cost[mine, busiest][:, None]
+        # Of the moves that help, the one paying least extra work per unit moved, then the
+        # one that helps most.
+        score = np.where(pair < busy[busiest] * (1.0 - 1e-9), ratio + 1e-6 * pair / busy[busiest],
+                         np.inf)
         flat = int(np.argmin(score))
         k, target = divmod(flat, count)
-        if pair[k, target] >= busy[busiest] * (1.0 - 1e-9):
+        if not np.isfinite(score[k, target]):
             return
         feed = mine[k]
         busy[busiest] -= cost[feed, busiest]
