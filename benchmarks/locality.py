@@ -23,7 +23,8 @@ when its last crawler finishes. Fetches are unconditional (a feed polled in step
 finds something new nearly every time), so each mapping is given the same work to do.
 Mappings run interleaved, cycle by cycle, so background load falls on all three alike.
 
-    .venv/bin/python benchmarks/locality.py [--quick] [--feeds 3000] [--hosts 90] [--cycles 2]
+    .venv/bin/python benchmarks/locality.py [--quick] [--feeds 3000] [--hosts 90] [--cycles 3]
+                                            [--per-crawler]
 
 Last line: JSON with ``median_ms_random``, ``median_ms_cobra``, ``median_ms_ours``,
 ``makespan_s_cobra``, ``makespan_s_ours`` and the rest of the figures.
@@ -169,6 +170,13 @@ async def run(args: argparse.Namespace) -> dict:
         predicted = work(mapping, loads, names, latency, overhead_s)
         home = sum(1 for load in loads
                    if region_of_host[load.group] == region_of_site[mapping[load.feed]])
+        if args.per_crawler:
+            for site in names:
+                mine = [load for load in loads if mapping[load.feed] == site]
+                print(f"    {name:6} {site:7} feeds {len(mine):4} fetches "
+                      f"{sum(load.fetches_per_cycle for load in mine):5.0f} predicted "
+                      f"{predicted[site]:6.2f} s, done after "
+                      + " ".join(f"{r['finished'][site]:6.2f}" for r in results[name]) + " s")
         summary[name] = {
             "median_ms": 1000 * statistics.median(times),
             "p90_ms": 1000 * times[int(0.9 * (len(times) - 1))],
@@ -199,12 +207,14 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=90)
     parser.add_argument("--crawlers", type=int, default=11)
     parser.add_argument("--concurrency", type=int, default=3, help="fetches in flight per crawler")
-    parser.add_argument("--cycles", type=int, default=2)
+    parser.add_argument("--cycles", type=int, default=3)
     parser.add_argument("--cycle-hours", type=float, default=6.0)
     parser.add_argument("--max-polls", type=float, default=48.0,
                         help="cap on polls per feed and cycle (default: one per expected post)")
     parser.add_argument("--probes", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--per-crawler", action="store_true",
+                        help="print each crawler's predicted work and finishing times")
     args = parser.parse_args()
     if args.quick:
         args.feeds, args.hosts, args.cycles, args.probes = 800, 45, 1, 2
