@@ -242,7 +242,8 @@ def _take_over(cost: np.ndarray, owner: np.ndarray, busy: np.ndarray, taker: int
 def _even_out(cost: np.ndarray, owner: np.ndarray, busy: np.ndarray,
               max_moves: int | None = None) -> None:
     """Step 3: move single feeds off the busiest crawler while that lowers the busier of the two
-    crawlers involved; the move that lowers it most, the one adding least work among equals."""
+    crawlers involved; of those moves, the one paying least extra work per unit of work moved
+    (a near crawler), then the one lowering it most."""
     count = len(busy)
     if count < 2:
         return
