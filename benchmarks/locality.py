@@ -43,8 +43,16 @@ import numpy as np
 
 from feedmesh.farm import FarmConfig, FarmModel, FarmProcess, Geography
 from feedmesh.fetch import Fetcher, FetchRequest, FetchSettings
-from feedmesh.locality import (CrawlerSite, FeedLoad, balanced, fetches_per_cycle, first_fit,
-                               group_by_host, random_assignment, work)
+from feedmesh.locality import (
+    CrawlerSite,
+    FeedLoad,
+    balanced,
+    fetches_per_cycle,
+    first_fit,
+    group_by_host,
+    random_assignment,
+    work,
+)
 from feedmesh.locality.probe import ProbeEstimator
 
 ORIGIN = 1_760_000_000.0

@@ -9,8 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedmesh.locality import (FeedLoad, LatencyMatrix, LocalityError, balanced, cost_matrix,
-                               first_fit, random_assignment, reassign, work)
+from feedmesh.locality import (
+    FeedLoad,
+    LatencyMatrix,
+    LocalityError,
+    balanced,
+    cost_matrix,
+    first_fit,
+    random_assignment,
+    reassign,
+    work,
+)
 
 from .helpers import geography, skewed_loads
 

@@ -6,8 +6,17 @@ import msgspec
 import numpy as np
 import pytest
 
-from feedmesh.locality import (FeedLoad, HostGroup, LatencyMatrix, LocalityError, cost_matrix,
-                               fetches_per_cycle, group_by_host, host_of, round_trips)
+from feedmesh.locality import (
+    FeedLoad,
+    HostGroup,
+    LatencyMatrix,
+    LocalityError,
+    cost_matrix,
+    fetches_per_cycle,
+    group_by_host,
+    host_of,
+    round_trips,
+)
 
 
 def test_feeds_group_by_server_address_when_known_else_by_host_and_port():

@@ -3,11 +3,19 @@ through the farm's emulated geography; then the mapping that measurement leads t
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from feedmesh.farm import FarmConfig, FarmServer, Geography
-from feedmesh.locality import (CrawlerSite, FeedLoad, LocalityError, balanced, first_fit,
-                               group_by_host)
+from feedmesh.locality import (
+    CrawlerSite,
+    FeedLoad,
+    LocalityError,
+    balanced,
+    first_fit,
+    group_by_host,
+)
 from feedmesh.locality.probe import MatrixFileEstimator, ProbeEstimator, resolve_addresses
 
 EU, ASIA = "127.0.1.201", "127.0.1.202"
@@ -36,7 +44,7 @@ async def test_probes_measure_each_crawlers_round_trip_to_each_host_group():
     # Never two probes in flight to one host.
     for host in {r.host for r in log}:
         spans = sorted((r.real_time, r.real_time + r.duration_s) for r in log if r.host == host)
-        assert all(later[0] >= earlier[1] - 0.005 for earlier, later in zip(spans, spans[1:]))
+        assert all(later[0] >= earlier[1] - 0.005 for earlier, later in itertools.pairwise(spans))
     # The measurement drives both mappings: each crawler keeps the feeds of its own region.
     loads = [FeedLoad(feed, g.key) for g in groups for feed in g.feeds]
     eu_host, asia_host = groups[1].key, groups[2].key
