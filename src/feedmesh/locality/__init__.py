@@ -11,10 +11,11 @@ The front door. A mapping in four steps::
     mapping = balanced(loads, [c.name for c in crawlers], latency)   # {feed_id: crawler}
     later = reassign(mapping, loads, new_crawler_names, latency)     # few feeds move
 
-Everything here but :mod:`~feedmesh.locality.probe` is pure (no sockets, no event loop, no
+Everything here but :mod:`~feedmesh.locality.probe` and the command is pure (no sockets, no event loop, no
 clock): the ``locality-pure`` contract of ``.importlinter`` holds it to that. Layers, bottom-up:
 ``errors``; ``groups``; ``latency``; ``cost``; ``assign``; ``probe`` (the I/O edge: HEAD probes
-from each crawler's own address, and the matrix file). docs/locality.md explains the design.
+from each crawler's own address, and the matrix file); ``cli`` (``feedmesh map``).
+docs/locality.md explains the design.
 """
 
 from feedmesh.locality.assign import balanced, first_fit, random_assignment, reassign, work
