@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("feedmesh.schedule.cli", "replay a posting trace against fetch policies"),
     "serve": ("feedmesh.commands.serve", "run the hub: crawler, filters, reflectors and web, on SQLite"),
     "stats": ("feedmesh.commands.stats", "print a running hub's figures"),
+    "provision": ("feedmesh.provision.cli", "plan a topology of crawlers, filters and reflectors"),
 }
 
 
