@@ -3,6 +3,8 @@ decomposition, the replicas fit, and the load moves as the table says (docs/prov
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from feedmesh.provision.decomposition import DECOMPOSITION, LOWERS, decompose
@@ -72,7 +74,7 @@ def test_the_tables_decomposition_resolves_the_violation(tier, resource):
     pieces = sorted((getattr(r, split).start, getattr(r, split).stop) for r in replicas)
     assert pieces[0][0] == getattr(original, split).start
     assert pieces[-1][1] == getattr(original, split).stop
-    assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(pieces))
     assert all(getattr(r, kept) == getattr(original, kept) for r in replicas)
     old_peers = {link.target if link.source == original.name else link.source
                  for link in topology.links() if original.name in (link.source, link.target)}

@@ -134,7 +134,7 @@ def draw(dot_text: str, picture: Path) -> str:
         return f"Graphviz `dot` is not installed: wrote {path} instead of {picture}"
     fmt = picture.suffix.lstrip(".") or "svg"
     done = subprocess.run([dot, f"-T{fmt}", "-o", str(picture)], input=dot_text, text=True,
-                          capture_output=True, timeout=120)
+                          capture_output=True, timeout=120, check=False)
     if done.returncode != 0:
         raise CommandError(f"dot could not draw {picture}: {done.stderr.strip()}")
     return f"picture: {picture}"
@@ -178,7 +178,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                 outputs[name] = _last_json_line(path.read_text(), str(path))
             except OSError as exc:
                 raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
-            sources[name] = f"read from {path.name}"
+            sources[name] = f"read from {path}"
         elif args.run:
             script, *flags = command.split()
             if not (BENCHMARK_DIR / Path(script).name).is_file():
@@ -186,7 +186,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                                    "checkout of feedmesh")
             print(f"running {command} ...", file=sys.stderr, flush=True)
             done = subprocess.run([sys.executable, str(BENCHMARK_DIR / Path(script).name),
-                                   *flags], capture_output=True, text=True)
+                                   *flags], capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
                 raise CommandError(f"{command} failed ({done.returncode}): {tail}")

@@ -2,15 +2,17 @@
 
 Per crawl interval ``T`` (the model's workload):
 
-* crawler of ``F`` feeds: in = F * bytes_in / T; out = the sum over its links of the link's feeds *
-  bytes_out / T (each filter sharing its feeds gets their new articles); CPU = F * cpu / T;
-  memory = base + F * per feed.
+* crawler of ``F`` feeds: in = F * bytes_in / T; out = the sum over its links of the link's
+  feeds * bytes_out / T (each filter sharing its feeds gets their new articles); CPU = F * cpu
+  / T; memory = base + F * per feed.
 * filter of feeds ``Ff`` and subscriptions ``S``: articles a = Ff * articles / T; in = Ff *
-  bytes_out / T; CPU = a * cpu_per_ksubs * S / 1000; memory = base + S * per subscription;
-  out = the sum over its reflectors of a * sel(shared subscriptions) * message bytes.
-* reflector of ``S`` subscriptions: in = the sum over its filters of what they send it; CPU =
-  articles in * cpu_per_ksubs * S / 1000 (it re-matches); memory = base + S * (per subscription +
-  k * per held entry); out = S / poll interval * bytes per poll answer.
+  bytes_out / T; CPU = a * (per article + per_ksubs * S / 1000); memory = base + S * per
+  subscription; out = the sum over its reflectors of a * sel(shared subscriptions) * message.
+* reflector of ``S`` subscriptions: in = the sum over its filters of what they send it (an
+  article may come from several, each for its own users); CPU = the distinct articles (all
+  articles * sel(S)) * (per article + per_ksubs * S / 1000): it re-matches each once; memory =
+  base + S * (per subscription + k * per held entry); out = S / poll interval * bytes per poll
+  answer.
 
 ``sel(n) = 1 - (1 - p)^n`` is the share of articles that match at least one of ``n``
 subscriptions, each matched with probability ``p`` (independence assumed).
@@ -82,17 +84,22 @@ def predict(topology: Topology, model: ResourceModel) -> dict[str, Load]:
         loads[flt.name] = Load(
             in_bandwidth=feeds * c.bytes_out_per_feed_per_crawl / interval,
             out_bandwidth=out,
-            cpu=articles * f.cpu_s_per_article_per_ksubs * subs / 1000,
+            cpu=articles * (f.cpu_s_per_article + f.cpu_s_per_article_per_ksubs * subs / 1000),
             memory=f.memory_base_bytes + subs * f.memory_bytes_per_subscription,
             articles_in_per_s=articles)
     k = model.workload.held_per_subscription
+    all_articles = sum(_size(c.feeds) for c in topology.crawlers) \
+        * c.articles_per_feed_per_crawl / interval
     for reflector in topology.reflectors:
         subs = _size(reflector.subscriptions)
-        in_bytes, articles = reflector_in[reflector.name]
+        in_bytes, _ = reflector_in[reflector.name]
+        # Several filters may send it the same article (each for its own share of its users);
+        # it is matched once: what it works on is every article matching one of its users.
+        articles = all_articles * selectivity(p, subs)
         loads[reflector.name] = Load(
             in_bandwidth=in_bytes,
             out_bandwidth=subs / model.workload.poll_interval_s * r.bytes_per_poll_answer,
-            cpu=articles * r.cpu_s_per_article_per_ksubs * subs / 1000,
+            cpu=articles * (r.cpu_s_per_article + r.cpu_s_per_article_per_ksubs * subs / 1000),
             memory=(r.memory_base_bytes + subs * r.memory_bytes_per_subscription
                     + subs * k * r.memory_bytes_per_held_entry),
             articles_in_per_s=articles)

@@ -40,6 +40,7 @@ class CrawlerCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class FilterCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cpu_s_per_article: float  # whatever the subscriptions: decoding, tokenizing, sending
     cpu_s_per_article_per_ksubs: float
     memory_bytes_per_subscription: float  # the index
     memory_base_bytes: float
@@ -48,6 +49,7 @@ class FilterCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class ReflectorCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cpu_s_per_article: float
     cpu_s_per_article_per_ksubs: float  # re-matching (Cobra's final design, our `article`)
     memory_bytes_per_subscription: float  # re-match index and subscription columns
     memory_bytes_per_held_entry: float  # one (subscription, entry) row of a private feed

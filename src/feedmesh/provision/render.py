@@ -22,11 +22,11 @@ def _share(service: object) -> str:
 
 def plan_table(plan: Plan) -> str:
     t = plan.topology
-    lines = [f"{len(t.crawlers)} crawlers, {len(t.filters)} filters, {len(t.reflectors)} "
+    lines = [(f"{len(t.crawlers)} crawlers, {len(t.filters)} filters, {len(t.reflectors)} "
              f"reflectors for {plan.targets.feeds:,} feeds and {plan.targets.subscriptions:,} "
-             f"subscriptions ({len(plan.steps)} decompositions)",
-             f"{'service':14} {'host':12} {'share':28} {'in Mbps':>8} {'out Mbps':>8} "
-             f"{'CPU':>6} {'MB':>7}  flags"]
+             f"subscriptions ({len(plan.steps)} decompositions)"),
+             (f"{'service':14} {'host':12} {'share':28} {'in Mbps':>8} {'out Mbps':>8} "
+             f"{'CPU':>6} {'MB':>7}  flags")]
     for service in t.services:
         load = plan.loads[service.name]
         flags = f"--role {service.tier}"
@@ -46,9 +46,9 @@ def plan_table(plan: Plan) -> str:
 def topology_dot(plan: Plan) -> str:
     t = plan.topology
     out = ["digraph feedmesh {", "  rankdir=TB; node [shape=box, style=filled, fontsize=10];",
-           f'  label="{plan.targets.feeds:,} feeds, {plan.targets.subscriptions:,} '
+           (f'  label="{plan.targets.feeds:,} feeds, {plan.targets.subscriptions:,} '
            f'subscriptions: {len(t.crawlers)} crawlers, {len(t.filters)} filters, '
-           f'{len(t.reflectors)} reflectors"; labelloc=t;']
+           f'{len(t.reflectors)} reflectors"; labelloc=t;')]
     for tier, services in (("crawler", t.crawlers), ("filter", t.filters),
                            ("reflector", t.reflectors)):
         out.append(f"  subgraph {tier}s {{ rank=same;")

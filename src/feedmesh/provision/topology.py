@@ -10,6 +10,7 @@ of its two ranges (see :mod:`.decomposition`).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from .errors import TargetsError
@@ -79,7 +80,7 @@ class Share:
     def split(self, parts: int) -> list[Share]:
         """``parts`` contiguous ranges whose sizes differ by at most one."""
         bounds = [self.start + (self.size * i) // parts for i in range(parts + 1)]
-        return [Share(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+        return [Share(a, b) for a, b in itertools.pairwise(bounds)]
 
     def __str__(self) -> str:
         return f"{self.start}:{self.stop}"
