@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     except (ProvisionError, CommandError) as exc:
         print(f"feedmesh provision: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader left (`| head`): not an error, and nothing to flush to
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def load_model(path: Path | None) -> ResourceModel:
