@@ -35,7 +35,7 @@ class UnresolvableError(ProvisionError):
     """The greedy planner met a violation that no decomposition resolves."""
 
     def __init__(self, service: str, resource: str, reason: str) -> None:
-        super().__init__(f"{service} violates its {resource} limit and no decomposition resolves "
+        super().__init__(f"{service} violates its {resource.replace('_', '-')} limit and no decomposition resolves "
                          f"it: {reason}")
         self.service = service
         self.resource = resource

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .decomposition import DECOMPOSITION, LOWERS, decompose, split_size
 from .errors import UnresolvableError
-from .loads import Load, predict
+from .loads import Load, predict, selectivity
 from .model import ResourceModel
 from .topology import RESOURCES, TIERS, NodeLimits, Targets, Topology
 
@@ -106,7 +106,10 @@ def find_violations(loads: dict[str, Load], tiers: dict[str, str],
             if value > limits.limit(resource):
                 found.append(Violation(name, tiers[name], resource, value,
                                        limits.limit(resource)))
-    potential = {id(v): indirect_potential(v, found) for v in found}
+    by_service: dict[str, list[Violation]] = {}
+    for violation in found:
+        by_service.setdefault(violation.service, []).append(violation)
+    potential = {id(v): indirect_potential(v, by_service[v.service]) for v in found}
     found.sort(key=lambda v: (potential[id(v)], TIERS.index(v.tier), -v.ratio, v.service,
                               RESOURCES.index(v.resource)))
     return found
@@ -129,8 +132,8 @@ def resolve(topology: Topology, violation: Violation, model: ResourceModel,
 
     def worst_replica(parts: int) -> float:
         trial = decompose(topology, violation.service, kind, parts)
-        loads = predict(trial, model)
-        return max(loads[n].of(violation.resource) for n in _new_names(topology, trial))
+        loads = predict(trial, model, only=_new_names(topology, trial))
+        return max(load.of(violation.resource) for load in loads.values())
 
     def fits(parts: int) -> bool:
         return worst_replica(parts) * (1 + limits.overprovision) <= violation.limit
@@ -146,8 +149,9 @@ def resolve(topology: Topology, violation: Violation, model: ResourceModel,
                 break
         else:
             floor = worst_replica(most) * (1 + limits.overprovision)
+            share = selectivity(model.filter.matches_per_article_per_subscription, smallest)
             raise UnresolvableError(violation.service, violation.resource, _floor_reason(
-                violation, kind, unit, size, smallest, floor))
+                violation, kind, unit, size, smallest, floor, share))
         while high - low > 1:
             middle = (low + high) // 2
             if fits(middle):
@@ -165,14 +169,14 @@ def _new_names(before: Topology, after: Topology) -> list[str]:
 
 
 def _floor_reason(violation: Violation, kind: str, unit: str, size: int, smallest: int,
-                  floor: float | None) -> str:
+                  floor: float | None, matched_share: float = 1.0) -> str:
     split = f"{kind}-decomposition (splitting its {size:,} {unit})"
     if floor is None:
         return f"{split} is impossible: it holds too few {unit} to split"
     value = in_units(violation.resource, floor)
     why = {"in_bandwidth": " (every reflector receives every article that matches one of its "
-                           "users, and nearly every article matches one of a few hundred)"
-           if violation.tier == "reflector" else "",
+                           f"users, and {matched_share:.4%} of articles match one of "
+                           f"{smallest:,})" if violation.tier == "reflector" else "",
            "memory": " (the process's fixed memory)"}.get(violation.resource, "")
     return (f"{split} into shares of {smallest:,} still leaves {value:,.3g} "
             f"{UNITS[violation.resource]}{why}; raise the node's limit or lower the targets")
