@@ -203,6 +203,18 @@ async def feed_load(urls: list[str], seconds: float, conditional: bool,
         return done / (time.perf_counter() - started)
 
 
+async def feed_wire_bytes(urls: list[str]) -> float:
+    """Median bytes on the wire of a private feed answered 200, as a reader asking for gzip gets
+    it (the provisioner's model of a reflector's outbound bandwidth: feedmesh provision)."""
+    sizes = []
+    async with aiohttp.ClientSession(auto_decompress=False) as session:
+        for url in urls[:100]:
+            async with session.get(url, headers={"Accept-Encoding": "gzip"}) as response:
+                sizes.append(len(await response.read()) + sum(
+                    len(k) + len(v) + 4 for k, v in response.raw_headers))
+    return float(statistics.median(sizes))
+
+
 def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, window: float,
              delivery: str, bus: str = "memory") -> dict:
     print(f"case {name}: {feeds} feeds, {subs} subscriptions, farm x{speed:g}, delivery "
@@ -268,6 +280,8 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             # The reflector's own memory (its rows, columns and caches, as it accounts them) and
             # the whole hub process (every tier, the crawler's state, numba and the libraries).
             figures["reflector_mb"] = round(after["feedmesh_reflector_memory_bytes"] / 2**20, 1)
+            # the filter's matching time (the provisioner's model: feedmesh provision calibrate)
+            figures["match_cpu_s_per_s"] = round(rate("feedmesh_match_seconds_sum"), 4)
             figures["hub_rss_mb"] = round(statistics.median(rss), 1)
             figures["hub_rss_max_mb"] = round(max(rss), 1)
             farm.stop()  # feeds now measured alone, once what was crawled has been reflected
@@ -275,6 +289,7 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())  # made by the hub
             step = max(1, subs // 500)
             urls = [f"{base}/f/{tokens.make(sub_id, 0)}.rss" for sub_id in range(1, subs, step)]
+            figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
             figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
             figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
         finally:

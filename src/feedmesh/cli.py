@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "filter": ("feedmesh.commands.filter", "run one filter shard in its own process, on NATS"),
     "up": ("feedmesh.commands.up", "start a hub as several processes joined by NATS JetStream"),
     "down": ("feedmesh.commands.down", "stop what `feedmesh up` started"),
+    "provision": ("feedmesh.provision.cli", "plan a topology of crawlers, filters and reflectors"),
 }
 
 
