@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -46,6 +47,7 @@ import msgspec
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
+from feedmesh.bus.nats_server import LocalNats
 from feedmesh.compose import FEED_SECRET_FILE
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.hub.tokens import FeedTokens
@@ -100,7 +102,7 @@ def provision(data: Path, subscriptions: int) -> float:
 
 
 def start_hub(data: Path, port: int, farm: FarmProcess, delivery: str,
-              interval: float) -> subprocess.Popen:
+              interval: float, bus: str = "memory") -> subprocess.Popen:
     def pin() -> None:
         if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
             os.sched_setaffinity(0, {1})
@@ -109,7 +111,8 @@ def start_hub(data: Path, port: int, farm: FarmProcess, delivery: str,
         [sys.executable, "-m", "feedmesh", "serve", "--data", str(data), "--port", str(port),
          "--policy", "interval", "--interval", str(interval), "--allow-network", "127.0.0.0/8", "--per-host", "64",
          "--opml", farm.opml_url, "--no-backlog", "--delivery", delivery,
-         "--feed-rate", "100000", "--feed-burst", "100000", "--log-level", "warning"],
+         "--feed-rate", "100000", "--feed-burst", "100000", "--log-level", "warning",
+         "--bus", bus],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=pin)
 
 
@@ -200,12 +203,27 @@ async def feed_load(urls: list[str], seconds: float, conditional: bool,
         return done / (time.perf_counter() - started)
 
 
+async def feed_wire_bytes(urls: list[str]) -> float:
+    """Median bytes on the wire of a private feed answered 200, as a reader asking for gzip gets
+    it (the provisioner's model of a reflector's outbound bandwidth: feedmesh provision)."""
+    sizes = []
+    async with aiohttp.ClientSession(auto_decompress=False) as session:
+        for url in urls[:100]:
+            async with session.get(url, headers={"Accept-Encoding": "gzip"}) as response:
+                sizes.append(len(await response.read()) + sum(
+                    len(k) + len(v) + 4 for k, v in response.raw_headers))
+    return float(statistics.median(sizes))
+
+
 def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, window: float,
-             delivery: str) -> dict:
+             delivery: str, bus: str = "memory") -> dict:
     print(f"case {name}: {feeds} feeds, {subs} subscriptions, farm x{speed:g}, delivery "
-          f"{delivery}", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
+          f"{delivery}, bus {bus}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as servers:
         data = Path(tmp)
+        bus_url = "memory"
+        if bus == "nats":  # its own server, its streams in this case's folder
+            bus_url = servers.enter_context(LocalNats(data / "nats")).url
         provision_s = provision(data, subs)
         print(f"  provisioned {subs} subscriptions in {provision_s:.1f} s", flush=True)
         # max_age_share=0: an accelerated farm's Cache-Control would be honoured in real seconds
@@ -214,7 +232,7 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         farm = FarmProcess(config, cpu=0).start()
-        hub = start_hub(data, port, farm, delivery, interval)
+        hub = start_hub(data, port, farm, delivery, interval, bus_url)
         try:
             first = wait_first_crawl(base, hub, feeds, timeout=1800)
             print(f"  hub up and first crawl done after {first:.0f} s", flush=True)
@@ -237,7 +255,7 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 return (after.get(key, 0.0) - before.get(key, 0.0)) / elapsed
 
             figures = {"case": name, "feeds": feeds, "subscriptions": subs,
-                       "delivery": delivery, "farm_speed": speed, "crawl_interval_s": interval,
+                       "delivery": delivery, "bus": bus, "farm_speed": speed, "crawl_interval_s": interval,
                        "first_crawl_s": round(first, 1), "window_s": round(elapsed, 1)}
             for tier in ("crawler", "filter", "reflector"):
                 figures[f"{tier}_articles_in_per_s"] = round(
@@ -262,6 +280,8 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             # The reflector's own memory (its rows, columns and caches, as it accounts them) and
             # the whole hub process (every tier, the crawler's state, numba and the libraries).
             figures["reflector_mb"] = round(after["feedmesh_reflector_memory_bytes"] / 2**20, 1)
+            # the filter's matching time (the provisioner's model: feedmesh provision calibrate)
+            figures["match_cpu_s_per_s"] = round(rate("feedmesh_match_seconds_sum"), 4)
             figures["hub_rss_mb"] = round(statistics.median(rss), 1)
             figures["hub_rss_max_mb"] = round(max(rss), 1)
             farm.stop()  # feeds now measured alone, once what was crawled has been reflected
@@ -269,6 +289,7 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())  # made by the hub
             step = max(1, subs // 500)
             urls = [f"{base}/f/{tokens.make(sub_id, 0)}.rss" for sub_id in range(1, subs, step)]
+            figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
             figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
             figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
         finally:
@@ -286,11 +307,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="case (a) alone")
     parser.add_argument("--window", type=float, default=60.0, help="measurement seconds")
+    parser.add_argument("--bus", choices=("memory", "nats"), default="memory",
+                        help="where the hub's tiers meet: in its process, or on a NATS "
+                        "JetStream server this benchmark starts (`feedmesh serve --bus`)")
+    parser.add_argument("--ids-only", action="store_true",
+                        help="skip case (a) with article delivery")
     args = parser.parse_args()
-    results = [run_case("a", *CASES["a"], args.window, "ids"),
-               run_case("a", *CASES["a"], args.window, "article")]
+    results = [run_case("a", *CASES["a"], args.window, "ids", args.bus)]
+    if not args.ids_only:
+        results.append(run_case("a", *CASES["a"], args.window, "article", args.bus))
     if not args.quick:
-        results.append(run_case("b", *CASES["b"], args.window, "ids"))
+        results.append(run_case("b", *CASES["b"], args.window, "ids", args.bus))
     print()
     header = (f"{'case':4} {'delivery':8} {'art/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'refl MB':>7} "
               f"{'hub MB':>7} "

@@ -5,53 +5,114 @@ constructs no implementation of them; a test (tests/test_architecture.py) checks
 module of ``src/`` imports one. A new engine (NATS JetStream, PostgreSQL) is added here, chosen by
 settings, and nowhere else.
 
-* :func:`embedded_hub`: the hub on one machine, on SQLite files in ``settings.data_dir`` and the
-  in-process bus (``feedmesh serve``, ``feedmesh demo``);
-* :func:`open_ingest_store`: the crawler's store alone (``feedmesh crawl``).
+* :func:`embedded_hub`: the hub on one machine, on SQLite files in ``settings.data_dir`` (or, given
+  ``store_url``, on PostgreSQL) and the in-process bus (``feedmesh serve``, ``feedmesh demo``), or
+  NATS JetStream (``serve --bus``);
+* :func:`open_bus`: a bus from its URL (``memory``, ``nats://HOST:PORT``);
+* :func:`open_ingest_store`, :func:`open_hub_state`, :func:`open_reflector_log`: one store alone,
+  at a *location*: a SQLite file's path, or a ``postgresql://`` URL (docs/distributed.md);
+  :func:`existing_hub_state` for a role that reads a hub's state (``feedmesh filter``).
 """
 
 from __future__ import annotations
 
 import functools
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp.abc import AbstractResolver
 
+from feedmesh.bus import Bus
+from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch import Fetcher
 from feedmesh.hub.app import Hub, HubSettings
-from feedmesh.store import IngestStore, storage_error
+from feedmesh.store import HubState, IngestStore, ReflectorLog, StoreError, storage_error
 from feedmesh.store.key_file import read_or_create_key
+from feedmesh.store.postgres import PostgresStore
+from feedmesh.store.postgres_hub import PostgresHubState
+from feedmesh.store.postgres_reflector import PostgresReflectorLog
 from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
-__all__ = ["FEED_SECRET_FILE", "embedded_hub", "open_ingest_store"]
+__all__ = ["FEED_SECRET_FILE", "embedded_hub", "existing_hub_state", "is_database_url",
+           "open_bus", "open_hub_state", "open_ingest_store", "open_reflector_log"]
 
 FEED_SECRET_FILE = "feed-secret.key"
 """The key that signs private feed URLs, in the data folder, readable by its owner only."""
 
 
-def open_ingest_store(path: str | Path) -> IngestStore:
-    """The ingest store in the SQLite file at ``path`` (created when missing)."""
-    return SQLiteStore(path)
+def is_database_url(location: str | Path) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+
+
+def open_ingest_store(location: str | Path) -> IngestStore:
+    """The ingest store at ``location``: a ``postgresql://`` URL (its tables created or migrated
+    when missing or older), else the SQLite file at that path (created when missing)."""
+    return PostgresStore(location) if is_database_url(location) else SQLiteStore(location)
+
+
+def open_hub_state(location: str | Path) -> HubState:
+    """Accounts and subscriptions at ``location`` (a ``postgresql://`` URL or a file path)."""
+    return PostgresHubState(location) if is_database_url(location) else SQLiteHubState(location)
+
+
+def open_reflector_log(location: str | Path, reflector: int) -> ReflectorLog:
+    """Reflector ``reflector``'s durable state: in the database of a ``postgresql://`` URL
+    (every reflector's in the same tables, by number, checkpoint included), else in the SQLite
+    file at that path (its checkpoint beside it)."""
+    if is_database_url(location):
+        return PostgresReflectorLog(location, reflector)
+    return SQLiteReflectorLog(location)
+
+
+def open_bus(url: str, *, buffer_bytes: int = 1024 * 1024, namespace: str = "feedmesh") -> Bus:
+    """The bus named by ``url``: ``memory`` (in this process, ``buffer_bytes`` per group) or
+    ``nats://HOST:PORT`` (JetStream; its streams named after ``namespace``, connected on first
+    use). Anything else is a ValueError that says what is accepted."""
+    if url in ("", "memory"):
+        return MemoryBus(buffer_bytes)
+    if url.startswith(("nats://", "tls://")):
+        return JetStreamBus(url, namespace=namespace)
+    raise ValueError(f"bus {url!r}: use 'memory' or a NATS URL such as nats://127.0.0.1:4222")
+
+
+def existing_hub_state(location: str | Path) -> tuple[HubState, Callable[[], HubState]]:
+    """A hub's accounts and subscriptions for a role in a process of its own: at a
+    ``postgresql://`` URL, or in the SQLite file a hub made (``DATA/hub.db``, which must exist:
+    a role never creates an empty hub), and a function that opens them again (for a child
+    process)."""
+    if not is_database_url(location) and not Path(location).is_file():
+        raise StoreError(f"no hub database at {location}: give the hub.db of a hub's data "
+                         "folder, or its postgresql:// URL")
+    return open_hub_state(location), functools.partial(open_hub_state, location)
 
 
 def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = None,
                  fetcher: Fetcher | None = None,
-                 resolver: AbstractResolver | None = None) -> Hub:
-    """Every tier in this process on SQLite and the in-process bus.
+                 resolver: AbstractResolver | None = None, store_url: str = "",
+                 bus: str = "memory", bus_namespace: str = "feedmesh") -> Hub:
+    """Every tier in this process on SQLite (or, given ``store_url``, on that PostgreSQL
+    database) and the in-process bus (or, given ``bus``, a NATS server's).
 
     Files in ``settings.data_dir`` (created 0700 when missing; the databases and the key are
     created 0600): ``feedmesh.db`` (the ingest store), ``hub.db`` (accounts, subscriptions),
     ``feed-secret.key`` (signs private feed URLs), ``reflector-<n>.db`` and their checkpoints,
-    the filters' index snapshots and the scheduler's snapshot. ``fetcher`` replaces the polite fetcher built from
+    the filters' index snapshots and the scheduler's snapshot. With ``store_url`` the three
+    stores (and the reflectors' checkpoints) are in PostgreSQL instead; the key and the
+    snapshots stay in the folder. ``fetcher`` replaces the polite fetcher built from
     ``settings.fetch`` (tests give one with a fixed resolver); ``resolver`` is the DNS resolver
-    of the one built here.
+    of the one built here. ``bus`` is :func:`open_bus`'s URL: every tier still runs here, but
+    they meet on a NATS server's streams, which outlive this process.
     """
     settings = settings or HubSettings()
+    if settings.external_filters and bus in ("", "memory"):
+        raise ValueError("filters in processes of their own (--external-filters) need a NATS "
+                         "bus to meet them on: --bus nats://HOST:PORT")
     clock = clock or SystemClock()
     data = Path(settings.data_dir)
     try:
@@ -59,26 +120,28 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
     except OSError as exc:
         raise storage_error(f"cannot create the data folder {data}: {exc.strerror or exc}",
                             exc) from exc
-    state_path = data / "hub.db"
+    state_location = store_url or data / "hub.db"
     opened: list = []
     try:
-        ingest = SQLiteStore(data / "feedmesh.db")
+        ingest = open_ingest_store(store_url or data / "feedmesh.db")
         opened.append(ingest)
-        state = SQLiteHubState(state_path)
+        state = (PostgresHubState(store_url) if store_url  # concrete: the legacy key below
+                 else SQLiteHubState(data / "hub.db"))
         opened.append(state)
         feed_secret = read_or_create_key(
             data / FEED_SECRET_FILE, lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
         state.forget_legacy_feed_secret()
         logs = []
         for n in range(settings.reflectors):
-            logs.append(SQLiteReflectorLog(data / f"reflector-{n}.db"))
+            logs.append(open_reflector_log(store_url or data / f"reflector-{n}.db", n))
             opened.append(logs[-1])
     except BaseException:
         for store in opened:  # a later file failed to open: close the earlier ones
             store.close()
         raise
     return Hub(settings, ingest=ingest, state=state, reflector_logs=logs,
-               bus=MemoryBus(settings.bus_buffer_bytes),
+               bus=open_bus(bus, buffer_bytes=settings.bus_buffer_bytes,
+                            namespace=bus_namespace),
                fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
-               clock=clock, open_state=functools.partial(SQLiteHubState, state_path),
+               clock=clock, open_state=functools.partial(open_hub_state, state_location),
                data_dir=data, feed_secret=feed_secret)

@@ -8,6 +8,7 @@ import resource
 import socket
 import time
 
+import msgspec
 import pytest
 
 from feedmesh import PROJECT_URL
@@ -255,3 +256,20 @@ def test_settings_are_validated():
         FetchSettings(allow_networks=("localhost",))
     with pytest.raises(ValueError, match="max_decoded_bytes"):
         FetchSettings(max_body_bytes=4096, max_decoded_bytes=1024)
+
+
+async def test_connections_leave_from_the_source_address(server):
+    base, rec = server
+    settings = msgspec.structs.replace(LOOPBACK, source_address="127.0.1.77")
+    async with Fetcher(settings) as fetcher:
+        result = await fetcher.fetch(f"{base}/conditional")
+    assert result.outcome == FetchOutcome.OK
+    assert rec.requests[-1].remote == "127.0.1.77"
+    async with Fetcher(LOOPBACK) as fetcher:
+        await fetcher.fetch(f"{base}/conditional")
+    assert rec.requests[-1].remote == "127.0.0.1"
+
+
+def test_a_source_address_must_be_an_ip_address():
+    with pytest.raises(ValueError, match="source_address: 'crawler-1' is not an IP address"):
+        FetchSettings(source_address="crawler-1")

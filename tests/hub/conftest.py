@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,6 +15,7 @@ from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import FetchSettings, StaticResolver
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.web import WebLimits
+from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 ORIGIN = 1_760_000_000.0
 
@@ -91,9 +93,25 @@ def hub_overrides() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def hub_env(tmp_path, farm_config, web_limits, hub_overrides) -> AsyncIterator[HubEnv]:
+def hub_bus(request) -> tuple[str, str]:
+    """The bus the hub's tiers meet on, as (URL, namespace): in-process unless a test asks for
+    ``"jetstream"`` (``@pytest.mark.parametrize("hub_bus", [...], indirect=True)``), then a real
+    NATS server's, in a namespace of the test's own."""
+    if getattr(request, "param", "memory") == "memory":
+        return "memory", "feedmesh"
+    return request.getfixturevalue("nats_url"), f"t{uuid.uuid4().hex[:12]}"
+
+
+BUSES = pytest.mark.parametrize("hub_bus", ["memory", "jetstream"], indirect=True)
+"""Run a hub test on both buses."""
+
+
+@pytest.fixture
+async def hub_env(tmp_path, farm_config, web_limits, hub_overrides,
+                  hub_bus) -> AsyncIterator[HubEnv]:
     async with FarmServer(farm_config) as farm, aiohttp.ClientSession() as session:
         # Names resolve from a fixed table (none): no test can send a DNS query off the machine.
         async with running_hub(hub_settings(str(tmp_path), **hub_overrides), "127.0.0.1", 0,
-                               limits=web_limits, resolver=StaticResolver({})) as (hub, base):
+                               limits=web_limits, resolver=StaticResolver({}), bus=hub_bus[0],
+                               bus_namespace=hub_bus[1]) as (hub, base):
             yield HubEnv(hub, base, farm, session)

@@ -45,7 +45,7 @@ async def test_a_redelivered_article_reaches_the_reflector_once():
     assert np.array_equal(shard.routes.reflector[[7, 8]], [0, 0])
 
 
-async def test_an_article_that_breaks_the_filter_is_retried_then_dropped(monkeypatch, caplog):
+async def test_an_article_that_breaks_the_filter_is_retried_then_parked(monkeypatch, caplog):
     import asyncio
 
     import feedmesh.hub.deliveries as deliveries
@@ -53,7 +53,8 @@ async def test_an_article_that_breaks_the_filter_is_retried_then_dropped(monkeyp
 
     monkeypatch.setattr(deliveries, "RETRY_BASE_S", 0.001)
     bus = MemoryBus()
-    shard = FilterTier(0, 1, bus, ManualClock(5.0), HubMetrics())
+    metrics = HubMetrics()
+    shard = FilterTier(0, 1, bus, ManualClock(5.0), metrics)
     shard.add(7, "privacy", reflector=0)
     match = shard.index.match_entry
     attempts = []
@@ -72,7 +73,20 @@ async def test_an_article_that_breaks_the_filter_is_retried_then_dropped(monkeyp
     await bus.publish("articles", encode(article(2, "privacy")))
     delivered = await reflector.get(10.0)  # the next article went through meanwhile
     assert decode(delivered.data).article.entry_id == 2
-    await eventually(lambda: "message_dropped" in caplog.text)
+    await eventually(lambda: "message_parked" in caplog.text)
     assert len(attempts) == deliveries.MAX_DELIVERIES
     await eventually(lambda: bus.depths()["articles/filter-0"] == (0, 0))  # nothing stuck
+    [parked] = await bus.parked()  # kept for an operator, with who and why
+    assert (parked.subject, parked.seq, parked.group) == ("articles", 1, "filter-0")
+    assert decode(parked.data).entry.title == "poison"
+    assert "failed 5 times: RuntimeError: a bug meets this article" in parked.reason
+    assert metrics.parked.labels("filter-0")._value.get() == 1
+    # Bytes that are not a message at all are parked at once, and the stream goes on.
+    await bus.publish("articles", b"\x00 not msgpack")
+    await bus.publish("articles", encode(article(3, "privacy")))
+    delivered = await reflector.get(10.0)
+    assert decode(delivered.data).article.entry_id == 3
+    newest = (await bus.parked())[0]
+    assert newest.data == b"\x00 not msgpack" and newest.reason.startswith("not a message")
+    assert metrics.parked.labels("filter-0")._value.get() == 2
     task.cancel()

@@ -2,30 +2,39 @@
 
 Each ``*_opener`` fixture returns a function that opens the same database again each time it is
 called (restarts are part of the contracts); the plain fixture is one open store, closed after the
-test. A new implementation (PostgreSQL) adds a parameter here, not tests.
+test. A new implementation adds a parameter here, not tests. PostgreSQL runs on a real server
+(tests/postgres.py: ``FEEDMESH_TEST_POSTGRES``, else one started for the session), a fresh
+database per test.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
 
 from feedmesh.store import HubState, IngestStore, ReflectorLog
+from feedmesh.store.postgres import PostgresStore
+from feedmesh.store.postgres_hub import PostgresHubState
+from feedmesh.store.postgres_reflector import PostgresReflectorLog
 from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
+from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
-IMPLEMENTATIONS = ["sqlite"]
+IMPLEMENTATIONS = ["sqlite", "postgresql"]
+
+
+def _url(request) -> str:
+    return request.getfixturevalue("postgres_url")
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 def ingest_opener(request, tmp_path) -> Callable[..., IngestStore]:
-    def open_store(**options: Any) -> IngestStore:
-        return SQLiteStore(tmp_path / "feedmesh.db", **options)
-
-    return open_store
+    if request.param == "postgresql":
+        url = _url(request)
+        return lambda **options: PostgresStore(url, **options)
+    return lambda **options: SQLiteStore(tmp_path / "feedmesh.db", **options)
 
 
 @pytest.fixture
@@ -37,6 +46,9 @@ def ingest(ingest_opener) -> Iterator[IngestStore]:
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 def hub_state_opener(request, tmp_path) -> Callable[[], HubState]:
+    if request.param == "postgresql":
+        url = _url(request)
+        return lambda: PostgresHubState(url)
     return lambda: SQLiteHubState(tmp_path / "hub.db")
 
 
@@ -48,8 +60,12 @@ def hub_state(hub_state_opener) -> Iterator[HubState]:
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
-def reflector_log_opener(request, tmp_path) -> Callable[[], ReflectorLog]:
-    return lambda: SQLiteReflectorLog(tmp_path / "reflector-0.db")
+def reflector_log_opener(request, tmp_path) -> Callable[..., ReflectorLog]:
+    """``opener(n)``: reflector number ``n``'s log (0 by default)."""
+    if request.param == "postgresql":
+        url = _url(request)
+        return lambda reflector=0: PostgresReflectorLog(url, reflector)
+    return lambda reflector=0: SQLiteReflectorLog(tmp_path / f"reflector-{reflector}.db")
 
 
 @pytest.fixture

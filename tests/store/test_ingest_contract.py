@@ -48,6 +48,25 @@ def test_apply_stores_new_then_only_changes(ingest):
     assert postings[0].published == datetime(2026, 11, 1, tzinfo=UTC).timestamp()
 
 
+def test_intents_of_one_feed_in_one_batch_apply_one_after_the_other(ingest):
+    (feed,) = ingest.add_feeds(["http://a/1"], now=0.0)
+    first = msgspec.structs.replace(feed.state, etag='"1"')
+    second = msgspec.structs.replace(feed.state, etag='"2"')
+    out = ingest.apply([
+        FeedUpdate(feed_id=feed.id, state=first, seen_at=1.0, info=FeedInfo(title="A"),
+                   entries=(entry(1), entry(2))),
+        FeedUpdate(feed_id=feed.id, state=second, seen_at=2.0,
+                   entries=(entry(1), entry(2, "edited"), entry(3), entry(4, "")))])
+    assert [(i.entry.key, i.updated, i.first_seen_at) for i in out] == [
+        ("guid-1", False, 1.0), ("guid-2", False, 1.0), ("guid-3", False, 2.0),
+        ("guid-4", False, 2.0), ("guid-2", True, 1.0)]
+    assert out[1].id == out[4].id and [i.id for i in out[:4]] == sorted(i.id for i in out[:4])
+    row = ingest.feed(feed.id)
+    assert row.state.etag == '"2"' and row.title == "A"
+    assert [e.entry for e in ingest.entries(feed.id)] == [entry(4, ""), entry(3),
+                                                          entry(2, "edited"), entry(1)]
+
+
 def test_entries_round_trip(ingest):
     (feed,) = ingest.add_feeds(["http://a/1"], now=0.0)
     ingest.apply([FeedUpdate(feed_id=feed.id, state=feed.state, seen_at=1.0,

@@ -60,3 +60,22 @@ def test_a_checkpoint_is_replaced_whole_and_survives_a_restart(reflector_log_ope
     assert np.array_equal(arrays["rows"], rows + 1) and arrays["extra_ids"].tolist() == [7]
     assert log.watermarks() == {0: 4}
     log.close()
+
+
+def test_each_reflector_keeps_its_own_state(reflector_log_opener):
+    """Reflectors may share one database (PostgreSQL) or not (SQLite): either way one never
+    sees another's items, log, watermarks or checkpoint."""
+    zero, one = reflector_log_opener(0), reflector_log_opener(1)
+    zero.store([(item(1), b"\x01", 0)], {0: 1})
+    one.store([(item(2), b"\x02", 0), (item(3), b"\x02", 0)], {0: 5})
+    one.write_checkpoint({"rows": np.ones(3)}, 7)
+    assert [entry for _, entry, _ in zero.log_after(0)] == [1]
+    assert [entry for _, entry, _ in one.log_after(0)] == [2, 3]
+    assert zero.watermarks() == {0: 1} and one.watermarks() == {0: 5}
+    assert zero.read_checkpoint() is None and one.read_checkpoint()[1] == 7
+    assert [i.entry_id for i in zero.items([1, 2, 3])] == [1]
+    assert zero.unheld_items(np.array([], dtype=np.int64)).tolist() == [1]
+    assert zero.truncate_log(10**9) == 1 and zero.delete_items(np.array([1, 2, 3])) == 1
+    assert zero.counts() == (0, 0) and one.counts() == (2, 2)
+    zero.close()
+    one.close()

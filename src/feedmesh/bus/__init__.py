@@ -1,7 +1,8 @@
-"""The bus that joins the hub's tiers: the port (:mod:`.ports`, JetStream's semantics) and its
-in-process implementation (:mod:`.memory`, the embedded default; constructed by the composition
-root, :mod:`feedmesh.compose`, only). A NATS JetStream implementation of the same port is the
-distributed deployment's.
+"""The bus that joins the hub's tiers: the port (:mod:`.ports`, JetStream's semantics), its
+in-process implementation (:mod:`.memory`, the embedded default) and the distributed
+deployment's, on NATS JetStream (:mod:`.jetstream`; :mod:`.nats_server` starts a server). Both are
+constructed by the composition root, :mod:`feedmesh.compose`, only, and pass one contract suite
+(tests/bus/test_contract.py).
 
 Exceptions drawn from this package::
 
@@ -10,6 +11,6 @@ Exceptions drawn from this package::
           └── BusClosedError   the bus was closed (publishing to it, or waiting for room in it)
 """
 
-from feedmesh.bus.ports import Bus, BusClosedError, BusError, Consumer, Delivery
+from feedmesh.bus.ports import Bus, BusClosedError, BusError, Consumer, Delivery, Parked
 
-__all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery"]
+__all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery", "Parked"]

@@ -14,10 +14,11 @@ watermarks, see :mod:`feedmesh.hub.app`).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 
-from feedmesh.bus.ports import BusClosedError, Consumer, Delivery
+from feedmesh.bus.ports import BusClosedError, Consumer, Delivery, Parked, reason_line
 
 __all__ = ["MemoryBus"]
 
@@ -201,9 +202,10 @@ class MemoryBus:
     """
 
     def __init__(self, capacity_bytes: int = 1024 * 1024, *,
-                 duplicate_window: int = 100_000) -> None:
+                 duplicate_window: int = 100_000, parked_limit: int = 1000) -> None:
         self.capacity_bytes = capacity_bytes
         self.duplicate_window = duplicate_window
+        self._parked: deque[Parked] = deque(maxlen=parked_limit)
         self._subjects: dict[str, _Subject] = {}
         self._closed = False
         self.dropped: dict[str, int] = {}
@@ -268,6 +270,15 @@ class MemoryBus:
         except TimeoutError:
             return False
         return all(group.floor >= seq for group in groups)
+
+    async def park(self, delivery: Delivery, group: str, reason: str) -> None:
+        self._parked.append(Parked(subject=delivery.subject, seq=delivery.seq, group=group,
+                                   reason=reason_line(reason), data=bytes(delivery.data),
+                                   parked_at=time.time()))
+        await delivery.ack()
+
+    async def parked(self, limit: int = 100) -> list[Parked]:
+        return list(reversed(self._parked))[:limit]
 
     def depths(self) -> dict[str, tuple[int, int]]:
         return {f"{name}/{group.name}": (group.unsettled, group.held)

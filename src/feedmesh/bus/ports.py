@@ -19,6 +19,11 @@ in-process one (:mod:`.memory`) without touching the tiers:
   subscription change was *applied* by every tier before it answers a person, without polling
   queue depths.
 
+* a message no member can process (a *poison* message: bytes that are not a message, or work
+  that failed every attempt) is *parked* (:meth:`Bus.park`): kept aside for an operator, with
+  who parked it and why, and settled, so it never blocks the group again. :meth:`Bus.parked`
+  lists the newest.
+
 Queue depths (:meth:`Bus.depths`) are for metrics only; no decision may rest on them.
 
 What is delivered is bytes: the tiers encode and decode their own typed messages
@@ -28,9 +33,10 @@ What is delivered is bytes: the tiers encode and decode their own typed messages
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery"]
+__all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery", "Parked"]
 
 
 class BusError(Exception):
@@ -39,6 +45,25 @@ class BusError(Exception):
 
 class BusClosedError(BusError):
     """The bus was closed: nothing more can be published."""
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A message kept aside because no member could process it."""
+
+    subject: str
+    seq: int
+    group: str
+    """Who parked it (a tier's group name)."""
+    reason: str
+    data: bytes
+    parked_at: float
+    """Unix seconds."""
+
+
+def reason_line(reason: str) -> str:
+    """A parking reason as kept: one line of at most 500 characters."""
+    return " ".join(reason.split())[:500] or "-"
 
 
 class Delivery(Protocol):
@@ -119,6 +144,16 @@ class Bus(Protocol):
     async def wait_acked(self, subject: str, seq: int, *, timeout: float) -> bool:
         """Wait until every group of ``subject`` has acknowledged every message up to ``seq``;
         False when ``timeout`` seconds pass first."""
+        ...
+
+    async def park(self, delivery: Delivery, group: str, reason: str) -> None:
+        """Keep ``delivery``'s message aside (with ``group`` and a one-line ``reason``) and
+        settle it: it is never delivered to that group again. Parked messages are bounded (the
+        oldest go first) and outlive nothing the bus itself does not."""
+        ...
+
+    async def parked(self, limit: int = 100) -> list[Parked]:
+        """The newest parked messages, newest first."""
         ...
 
     def depths(self) -> dict[str, tuple[int, int]]:

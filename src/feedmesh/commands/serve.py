@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 from aiohttp.abc import AbstractResolver
 
+from feedmesh.bus import BusError
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
 from feedmesh.compose import embedded_hub
 from feedmesh.crawl import CrawlSettings
@@ -63,6 +64,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="polls per second allowed per personalized feed")
     parser.add_argument("--feed-burst", type=int, default=WebLimits().feed_burst,
                         help="polls of one personalized feed allowed at once, above the rate")
+    parser.add_argument("--bus", default=os.environ.get("FEEDMESH_BUS", "memory"),
+                        metavar="URL", help="where the tiers meet: 'memory' (this process) or a "
+                        "NATS JetStream server, nats://HOST:PORT")
+    parser.add_argument("--external-filters", action="store_true",
+                        help="run no filter here: the --filters shards are `feedmesh filter` "
+                        "processes on the same --bus (NATS)")
+    parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
+                        help="prefix of this hub's streams on a shared NATS server")
     parser.add_argument("--log-level", default="info",
                         choices=("debug", "info", "warning", "error"),
                         help="the least severe log lines written to standard error")
@@ -72,6 +81,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> HubSettings:
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
+        external_filters=args.external_filters,
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
@@ -84,9 +94,10 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
 @contextlib.asynccontextmanager
 async def running_hub(settings: HubSettings, host: str, port: int, base_url: str = "",
                       limits: WebLimits | None = None,
-                      resolver: AbstractResolver | None = None) -> AsyncIterator[tuple[Hub, str]]:
+                      resolver: AbstractResolver | None = None, bus: str = "memory",
+                      bus_namespace: str = "feedmesh") -> AsyncIterator[tuple[Hub, str]]:
     """A started hub with its web server listening; stopped cleanly on exit."""
-    hub = embedded_hub(settings, resolver=resolver)
+    hub = embedded_hub(settings, resolver=resolver, bus=bus, bus_namespace=bus_namespace)
     await hub.start()
     if port == 0:  # let the OS choose, then build the URLs from the port it chose
         with socket.socket() as probe:
@@ -109,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     try:
         return asyncio.run(_serve(args))
-    except (OSError, OpmlError, ValueError, StoreError) as exc:
+    except (OSError, OpmlError, ValueError, StoreError, BusError) as exc:
         print(f"feedmesh serve: {exc}", file=sys.stderr)
         return 2
 
@@ -117,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace) -> int:
     limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst)
     async with running_hub(settings_from(args), args.host, args.port, args.base_url,
-                           limits) as (hub, url):
+                           limits, bus=args.bus, bus_namespace=args.bus_namespace) as (hub, url):
         if args.opml:
             outlines = (await load_opml(args.opml, hub.settings.fetch)).outlines
             await hub.add_feeds([o.url for o in outlines])

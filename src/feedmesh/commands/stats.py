@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 import urllib.request
 
+from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["configure", "run", "stats_table"]
+__all__ = ["configure", "run", "stats_table", "topology_rows"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default="http://127.0.0.1:8080", help="the hub's base URL")
+    parser.add_argument("--up", default="", metavar="DATA",
+                        help="every process of a `feedmesh up --data DATA` topology, one row each")
     parser.add_argument("--json", action="store_true", help="print the raw JSON")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.up:
+        return run_topology(args)
     try:
         with urllib.request.urlopen(f"{args.url.rstrip('/')}/api/stats", timeout=10) as answer:
             stats = json.load(answer)
@@ -60,3 +67,103 @@ def stats_table(stats: dict) -> Table:
         if key.startswith("feedmesh_fetches_total{"):
             table.add_row("fetches " + key.split("=", 1)[1].rstrip("}"), f"{value:.0f}")
     return table
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mb(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _figures(url: str) -> dict[str, float]:
+    """A process's Prometheus figures as ``name{labels}`` -> value (empty when unreachable)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return {}
+    figures = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            figures[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return figures
+
+
+def _sum(figures: dict[str, float], prefix: str) -> float:
+    return sum(v for k, v in figures.items() if k.startswith(prefix))
+
+
+def topology_rows(listing: dict, interval: float = 1.0) -> list[dict]:
+    """One row per process of a ``feedmesh up`` listing: role, shard, pid, CPU % and articles
+    in/out per second over ``interval`` seconds, RSS, and the queue depth of its bus groups."""
+    processes = listing["processes"]
+    before = [(_cpu_seconds(p["pid"]), _figures(p["metrics"]) if "metrics" in p else {})
+              for p in processes]
+    started = time.monotonic()
+    time.sleep(interval)
+    elapsed = time.monotonic() - started
+    rows = []
+    for process, (cpu0, figures0) in zip(processes, before, strict=True):
+        cpu1 = _cpu_seconds(process["pid"])
+        figures = _figures(process["metrics"]) if "metrics" in process else {}
+        rate_in = (_sum(figures, "feedmesh_tier_articles_in_total")
+                   - _sum(figures0, "feedmesh_tier_articles_in_total")) / elapsed
+        rate_out = (_sum(figures, "feedmesh_tier_articles_out_total")
+                    - _sum(figures0, "feedmesh_tier_articles_out_total")) / elapsed
+        rows.append({
+            "role": process["role"], "shard": process.get("shard", ""), "pid": process["pid"],
+            "alive": cpu1 is not None,
+            "cpu_percent": (round(100 * (cpu1 - cpu0) / elapsed, 1)
+                            if cpu0 is not None and cpu1 is not None else None),
+            "rss_mb": _rss_mb(process["pid"]),
+            "queue_messages": (int(_sum(figures, "feedmesh_queue_messages"))
+                               if figures else None),
+            "articles_in_per_s": round(rate_in, 1) if figures else None,
+            "articles_out_per_s": round(rate_out, 1) if figures else None,
+        })
+    return rows
+
+
+def run_topology(args: argparse.Namespace) -> int:
+    path = os.path.join(args.up, "up.json")
+    try:
+        with open(path) as f:
+            listing = json.load(f)
+    except (OSError, ValueError) as exc:
+        print(f"feedmesh stats: no running topology in {args.up} ({path}: {exc})",
+              file=sys.stderr)
+        return 2
+    rows = topology_rows(listing)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = Table(title=f"feedmesh topology, web UI at {listing.get('web', '?')}")
+    for column in ("role", "shard", "pid", "CPU %", "RSS MB", "queued", "in/s", "out/s"):
+        table.add_column(column, justify="left" if column in ("role", "shard") else "right")
+
+    def shown(value: object, spec: str = "") -> str:
+        return "-" if value is None else format(value, spec)
+
+    for row in rows:
+        table.add_row(row["role"] + ("" if row["alive"] else " (gone)"), row["shard"],
+                      str(row["pid"]), shown(row["cpu_percent"], ".0f"),
+                      shown(row["rss_mb"], ".0f"), shown(row["queue_messages"]),
+                      shown(row["articles_in_per_s"], ".0f"),
+                      shown(row["articles_out_per_s"], ".0f"))
+    Console().print(table)
+    return 0

@@ -10,7 +10,8 @@ Every later test, benchmark and demo crawls the farm. What it offers:
 * :class:`FarmServer` - the HTTP server, with its :class:`RequestLog`, ``truth()`` and ``stats()``;
 * :class:`FarmProcess` - the same in a child process (``with FarmProcess(config) as farm``);
 * :mod:`feedmesh.farm.testing` - pytest fixtures (imported separately: it needs pytest);
-* :class:`Fault` and :data:`DEFAULT_FAULT_MIX` - the misbehaviours.
+* :class:`Fault` and :data:`DEFAULT_FAULT_MIX` - the misbehaviours;
+* :class:`Geography` - emulated wide-area delays by (client address, host) region.
 
 In a test (``farm`` fixture, or directly)::
 
@@ -42,7 +43,7 @@ it. The ``farm-layers`` contract of ``.importlinter`` writes this list down, and
     content
     catalog
     config | posting
-    faultbodies | faults | http | rand | requestlog | words
+    faultbodies | faults | geography | http | rand | requestlog | words
 
 From the bottom: pure building blocks (random draws, words, HTTP parsing, faults and their bodies,
 the request log); settings and when feeds post; what each feed is; what its entries say; the
@@ -55,6 +56,7 @@ from feedmesh.farm.catalog import FeedSpec
 from feedmesh.farm.config import FarmConfig, FarmConfigError, host_address
 from feedmesh.farm.documents import FarmModel, FeedDocument
 from feedmesh.farm.faults import DEFAULT_FAULT_MIX, Fault, FaultSpecError
+from feedmesh.farm.geography import Geography, GeographyError
 from feedmesh.farm.posting import Post
 from feedmesh.farm.process import FarmProcess, FarmProcessError
 from feedmesh.farm.requestlog import FarmRequest, RequestLog
@@ -73,6 +75,8 @@ __all__ = [
     "FaultSpecError",
     "FeedDocument",
     "FeedSpec",
+    "Geography",
+    "GeographyError",
     "Post",
     "RequestLog",
     "host_address",

@@ -1,6 +1,7 @@
 """``feedmesh farm``: serve synthetic feeds on loopback until interrupted.
 
     feedmesh farm --feeds 1000 --port 8080 --seed 7 [--speed 60] [--hosts 4] [--faults none]
+                  [--geography wan3|FILE.json --client 127.0.1.2=eu ...]
 
 Prints where it serves (and, with ``--ready-json``, one JSON line on stdout that
 :class:`feedmesh.farm.process.FarmProcess` waits for). SIGTERM or Ctrl-C stops it cleanly.
@@ -26,6 +27,39 @@ def _override(text: str) -> tuple[int, str]:
     return int(feed), fault.strip()
 
 
+def _placement(text: str) -> tuple[str, str]:
+    address, eq, region = text.partition("=")
+    if not eq or not address.strip() or not region.strip():
+        raise argparse.ArgumentTypeError(f"expected ADDRESS=REGION, got {text!r}")
+    return address.strip(), region.strip()
+
+
+def _geography(spec: str | None, clients: list[tuple[str, str]]):
+    """The Geography that --geography and --client describe (None without --geography)."""
+    from feedmesh.farm.geography import Geography
+
+    import msgspec
+
+    if spec is None:
+        if clients:
+            raise ValueError("--client places a client in a region of --geography; give --geography")
+        return None
+    if spec == "wan3":
+        geography = Geography()
+    else:
+        try:
+            with open(spec, "rb") as file:
+                geography = msgspec.json.decode(file.read(), type=Geography)
+        except OSError as error:
+            raise ValueError(f"--geography {spec}: cannot read it: {error.strerror}") from error
+        except (msgspec.ValidationError, msgspec.DecodeError) as error:
+            raise ValueError(f"--geography {spec}: not a geography: {error}") from error
+    if clients:
+        geography = msgspec.structs.replace(geography, clients={**geography.clients,
+                                                                **dict(clients)})
+    return geography
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feeds", type=int, default=100, help="number of feeds (default 100)")
     parser.add_argument("--port", type=int, default=8080, help="port on every host (0: any free)")
@@ -40,6 +74,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="fault mix: default, none, or KIND=SHARE,... (see feedmesh.farm.faults)")
     parser.add_argument("--fault", action="append", type=_override, default=[], metavar="ID=KIND",
                         help="give feed ID exactly this fault (repeatable)")
+    parser.add_argument("--geography", default=None, metavar="wan3|FILE.json",
+                        help="emulate wide-area delays: wan3 (three regions, 20-250 ms round "
+                             "trips) or a JSON file of feedmesh.farm.geography.Geography")
+    parser.add_argument("--client", action="append", type=_placement, default=[],
+                        metavar="ADDR=REGION",
+                        help="a client source address and its region (repeatable; with --geography)")
     parser.add_argument("--cache-mb", type=float, default=1024.0,
                         help="memory budget for rendered documents (default 1024)")
     parser.add_argument("--log-capacity", type=int, default=200_000,
@@ -54,7 +94,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from feedmesh.farm.config import FarmConfig, FarmConfigError
+    from feedmesh.farm.config import FarmConfig
 
     import msgspec
 
@@ -66,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
                                 speed=args.speed, origin=args.origin, hosts=args.hosts,
                                 faults=args.faults, fault_overrides=dict(args.fault),
                                 cache_mb=args.cache_mb, log_capacity=args.log_capacity,
-                                prerender=args.prerender)
-    except (FarmConfigError, msgspec.ValidationError, msgspec.DecodeError) as error:
+                                prerender=args.prerender,
+                                geography=_geography(args.geography, args.client))
+    except (ValueError, msgspec.ValidationError, msgspec.DecodeError) as error:
         print(f"feedmesh farm: {error}", file=sys.stderr)
         return 2
     try:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import msgspec
 
 from feedmesh.farm.faults import Fault, FaultSpecError, parse_fault, parse_fault_mix
+from feedmesh.farm.geography import Geography, GeographyError
 
 __all__ = ["FarmConfig", "FarmConfigError", "host_address"]
 
@@ -86,6 +87,9 @@ class FarmConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Memory budget for rendered documents; past it, random documents are dropped and re-rendered."""
     log_capacity: int = 200_000
     """Requests kept in the request log (the oldest are dropped first; ~0.5 KB each)."""
+    geography: Geography | None = None
+    """Emulated wide-area delays between known client addresses and the hosts (see
+    :mod:`feedmesh.farm.geography`); None: answers go out at once."""
     prerender: bool = False
     """Render every document (and its compressed forms) before serving: a first crawl then
     measures the crawler, not the farm's rendering (~0.5 ms per feed, once)."""
@@ -115,6 +119,11 @@ class FarmConfig(msgspec.Struct, frozen=True, kw_only=True):
                                           f"(the farm has {self.feeds})")
         except FaultSpecError as error:
             raise FarmConfigError(str(error)) from error
+        if self.geography is not None:
+            try:
+                self.geography.check_hosts(self.hosts)
+            except GeographyError as error:
+                raise FarmConfigError(str(error)) from error
         if self.trickle_bytes < 1 or self.trickle_interval_s <= 0:
             raise FarmConfigError("trickle_bytes must be >= 1 and trickle_interval_s > 0")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import random
 import time
 from email.utils import formatdate
 
@@ -57,6 +58,8 @@ class _Connection(asyncio.Protocol):
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
         self.host = ""
+        self.client = ""
+        self.answered = 0
         self.busy = False
         self.closed = False
         self.task: asyncio.Task | None = None
@@ -66,6 +69,7 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.host = transport.get_extra_info("sockname")[0]
+        self.client = transport.get_extra_info("peername")[0]
         self.farm._connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -104,10 +108,15 @@ class _Connection(asyncio.Protocol):
             except Exception as error:  # a farm bug must not look like a network fault
                 logger.exception("farm failed on %s %s", request.method, request.target)
                 reply, record = text_reply(500, f"farm error: {error!r}\n"), None
+            round_trip = (self.farm.round_trip_s(self.client, self.host)
+                          if not request.path.startswith("/_farm/") else None)
+            new_connection = self.answered == 0
+            self.answered += 1
             if (reply.delay_s or reply.hold or reply.trickle or reply.chunks is not None
-                    or reply.pending is not None):
+                    or reply.pending is not None or round_trip is not None):
                 self.busy = True
-                self.task = asyncio.ensure_future(self._deliver_later(request, reply, record))
+                self.task = asyncio.ensure_future(self._deliver_later(
+                    request, reply, record, round_trip, new_connection))
                 return
             self._deliver(request, reply, record)
 
@@ -135,10 +144,14 @@ class _Connection(asyncio.Protocol):
         if not self.closed:
             self.transport.write(data)
 
-    async def _deliver_later(self, request, reply: Reply, record: list | None) -> None:
+    async def _deliver_later(self, request, reply: Reply, record: list | None,
+                             round_trip: float | None = None, new_connection: bool = False) -> None:
         try:
             if reply.pending is not None:
                 reply = await reply.pending
+            if round_trip is not None:  # the emulated wide-area network, then the reply's own
+                sent = 0 if request.method == "HEAD" or reply.status == 304 else len(reply.body)
+                await asyncio.sleep(self.farm.geography_delay_s(round_trip, sent, new_connection))
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             if reply.hold:
@@ -225,6 +238,8 @@ class FarmServer:
         self._date_value = ""
         self._started_real = 0.0
         self._status_counts: dict[int, int] = {}
+        self._host_index = {address: i for i, address in enumerate(self.addresses)}
+        self._jitter = random.Random(f"farm-jitter:{config.seed}")
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -374,6 +389,17 @@ class FarmServer:
             self.model.remember(doc)
             return doc
         return await asyncio.shield(waiting)
+
+    def round_trip_s(self, client: str, host: str) -> float | None:
+        """Emulated round trip between a client address and a farm host (None: no delay)."""
+        geography = self.config.geography
+        if geography is None:
+            return None
+        return geography.round_trip_s(client, self._host_index[host], self.config.seed)
+
+    def geography_delay_s(self, round_trip_s: float, body_bytes: int, new_connection: bool) -> float:
+        return self.config.geography.delay_s(round_trip_s, body_bytes, new_connection,
+                                             self._jitter.random())
 
     def next_nonce(self, feed_id: int) -> int:
         nonce = self._nonces.get(feed_id, 0) + 1

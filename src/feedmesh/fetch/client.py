@@ -77,7 +77,8 @@ class Fetcher:
                                   allow_networks=self.settings.allow_networks)
         self.hosts = HostConnections(self.settings.per_host_connections)
         self.transport = transport or AiohttpTransport(
-            self.guard, max_connections=self.settings.max_connections, resolver=resolver)
+            self.guard, max_connections=self.settings.max_connections, resolver=resolver,
+            source_address=self.settings.source_address)
 
     async def __aenter__(self) -> Fetcher:
         return self

@@ -41,6 +41,9 @@ class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
     """CIDR blocks that are allowed although private (e.g. ``127.0.0.0/8`` for the farm)."""
     user_agent: str = ""
     """Empty: :func:`user_agent` with the subscriber count of each request."""
+    source_address: str = ""
+    """Local IP address every connection is made from (empty: the system's choice). A crawler
+    that plays its own host on one machine binds its loopback address, e.g. ``127.0.1.2``."""
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_s", "total_timeout_s"):
@@ -56,6 +59,12 @@ class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"FetchSettings.max_redirects must be in 0..20, got {self.max_redirects}")
         if self.per_host_connections < 1 or self.max_connections < 1:
             raise ValueError("FetchSettings: connection limits must be >= 1")
+        if self.source_address:
+            try:
+                ipaddress.ip_address(self.source_address)
+            except ValueError as exc:
+                raise ValueError(f"FetchSettings.source_address: {self.source_address!r} is not "
+                                 "an IP address") from exc
         for block in self.allow_networks:
             try:
                 ipaddress.ip_network(block, strict=False)

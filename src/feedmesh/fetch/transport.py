@@ -146,12 +146,14 @@ class _AiohttpResponse:
 
 
 class AiohttpTransport:
-    """HTTP over real sockets, every resolved address checked by ``guard``."""
+    """HTTP over real sockets, every resolved address checked by ``guard``; connections are made
+    from ``source_address`` when given (an emulated host's own loopback address)."""
 
     def __init__(self, guard: AddressGuard, *, max_connections: int = 256,
-                 resolver: AbstractResolver | None = None) -> None:
+                 resolver: AbstractResolver | None = None, source_address: str = "") -> None:
         self.guard = guard
         self.max_connections = max_connections
+        self.source_address = source_address
         self._resolver = resolver
         self._session: aiohttp.ClientSession | None = None
 
@@ -161,6 +163,7 @@ class AiohttpTransport:
             connector = aiohttp.TCPConnector(
                 limit=self.max_connections, limit_per_host=0,
                 resolver=GuardedResolver(inner, self.guard), ttl_dns_cache=300,
+                local_addr=(self.source_address, 0) if self.source_address else None,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),

@@ -21,13 +21,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
-from feedmesh.bus import Bus
+from feedmesh.bus import Bus, BusError
 from feedmesh.clock import Clock
 from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlOutline
@@ -36,6 +36,7 @@ from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier, FeedMeta
 from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentMatch, SourceView
 from feedmesh.hub.filter import FilterTier, StateOpener
+from feedmesh.hub.supervise import supervise
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import (
     Matched,
@@ -98,6 +99,10 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     forward_backlog: bool = True
     """Match the entries a source already held when it was first crawled. Off for big hubs:
     100,000 new sources would otherwise push a million old articles through the filters."""
+    external_filters: bool = False
+    """The ``filters`` shards run as ``feedmesh filter`` processes (on a NATS bus): this hub runs
+    none of them, but creates their groups before it publishes, so nothing is lost while one is
+    not running yet."""
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
@@ -154,8 +159,9 @@ class Hub:
         self.metrics.watch_queues(self.bus.depths)
         self.metrics.reflector_memory.set_function(
             lambda: sum(r.memory_bytes() for r in self.reflectors))
-        self.filters = [FilterTier(n, s.filters, self.bus, self.clock, self.metrics,
-                                   delivery=s.delivery) for n in range(s.filters)]
+        self.filters = [] if s.external_filters else [
+            FilterTier(n, s.filters, self.bus, self.clock, self.metrics, delivery=s.delivery)
+            for n in range(s.filters)]
         self.reflectors = [
             Reflector(n, reflector_log, self.bus, self.clock, self.metrics, s.reflector,
                       index=SubscriptionIndex() if s.delivery == "article" else None)
@@ -188,41 +194,37 @@ class Hub:
         gc.freeze()
         for tier in (*self.filters, *self.reflectors):
             name = f"{type(tier).__name__}-{getattr(tier, 'shard', getattr(tier, 'number', 0))}"
-            self._tasks.append(asyncio.create_task(self._supervise(f"{name}.control",
-                                                                   tier.run_control)))
-            self._tasks.append(asyncio.create_task(self._supervise(name, tier.run)))
-        await asyncio.sleep(0)  # let every consumer register before anything is published
+            self._tasks.append(asyncio.create_task(
+                supervise(f"{name}.control", tier.run_control, self._stop)))
+            self._tasks.append(asyncio.create_task(supervise(name, tier.run, self._stop)))
+        await self._joined()  # a bus keeps messages only for the groups that exist
+        if self.settings.external_filters:
+            for shard in range(self.settings.filters):
+                for subject in ("control", "articles"):  # durable: they outlive the member
+                    await (await self.bus.consumer(subject, f"filter-{shard}")).close()
         await self._replay()
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
         log.info("hub_started feeds=%d subscriptions=%d filters=%d reflectors=%d",
-                 self.crawler.feed_count(), count, len(self.filters), len(self.reflectors))
+                 self.crawler.feed_count(), count, self.settings.filters, len(self.reflectors))
 
-    async def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
-        """Run a tier loop for the hub's lifetime: a crash is logged and the loop restarted, so
-        one bad message cannot stall the tiers upstream behind a full queue."""
-        delay = 0.1
-        while not self._stop.is_set():
-            try:
-                await run()
-                if self._stop.is_set():
-                    return
-                log.error("tier_stopped tier=%s reason=its input closed", name)
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("tier_crashed tier=%s restart_in_s=%.1f", name, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+    async def _joined(self, timeout: float = 60.0) -> None:
+        """Wait until every tier's groups exist on the bus (at once in-process; a network round
+        trip or a server being waited for on NATS)."""
+        events = [event for tier in (*self.filters, *self.reflectors)
+                  for event in (tier.control_joined, tier.stream_joined)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(e.wait() for e in events)), timeout)
+        except TimeoutError:
+            raise BusError(f"the tiers did not join the bus within {timeout:.0f} s") from None
 
     async def _replay(self) -> None:
         newest = self.store.max_entry_id()
         start = newest
         for reflector in self.reflectors:
             marks = reflector.log.watermarks()
-            for shard in range(len(self.filters)):
+            for shard in range(self.settings.filters):
                 if shard not in marks:  # a fresh reflector starts from now, not from history
                     reflector.log.set_watermarks({shard: newest})
                     marks[shard] = newest

@@ -51,6 +51,9 @@ class HubMetrics:
             "feedmesh_match_seconds", "Time to match one article against a filter shard",
             buckets=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0), registry=r)
         self.matches = Counter("feedmesh_matches", "Subscription matches found", registry=r)
+        self.parked = Counter("feedmesh_messages_parked",
+                              "Poison messages a tier kept aside on the bus (undecodable, or "
+                              "failed every attempt)", ["group"], registry=r)
         self.hub_latency = Histogram(
             "feedmesh_hub_latency_seconds",
             "Intra-hub latency: first seen by the crawler -> stored by the reflector",

@@ -30,7 +30,7 @@ import numpy as np
 
 from feedmesh.bus import Bus, Delivery
 from feedmesh.clock import Clock
-from feedmesh.hub.deliveries import decoded, retry_later
+from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.held import checkpoint_arrays, restore_held
 from feedmesh.hub.idcodec import decode_ids, encode_ids
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
@@ -97,6 +97,10 @@ class Reflector:
         self._spare: TopK | None = None
         """The copy checkpoints and garbage collection read while the stream goes on."""
         self._restored = False
+        self.settle = Settle(bus, f"reflector-{number}", metrics)
+        self.control_joined = asyncio.Event()
+        self.stream_joined = asyncio.Event()
+        """Set once the tier's groups exist on the bus (see FilterTier's)."""
 
     def restore(self) -> None:
         """Load the held entries (checkpoint + log) once the subscriptions are registered, so
@@ -173,8 +177,9 @@ class Reflector:
 
     async def run_control(self) -> None:
         consumer = await self.bus.consumer("control", f"reflector-{self.number}")
+        self.control_joined.set()
         async for delivery in consumer:
-            message = await decoded(delivery, "reflector")
+            message = await self.settle.decoded(delivery)
             if isinstance(message, SubscriptionAdded) and message.reflector == self.number:
                 self.register(message.sub_id, message.keep, message.generation,
                               self.clock.now(), query=message.query)
@@ -186,6 +191,7 @@ class Reflector:
         if not self._restored:
             self.restore()
         consumer = await self.bus.consumer(f"matches.{self.number}", f"reflector-{self.number}")
+        self.stream_joined.set()
         loop = asyncio.get_running_loop()
         next_checkpoint = loop.time() + self.settings.checkpoint_interval_s
         next_gc = loop.time() + self.settings.gc_interval_s
@@ -205,7 +211,7 @@ class Reflector:
                 await self._store_batch(pending)
             except Exception as exc:  # a bug: hand the batch back before the loop restarts
                 for delivery in pending:
-                    await retry_later(delivery, f"reflector-{self.number}", exc)
+                    await self.settle.retry_later(delivery, exc)
                 raise
             # Checkpoints and garbage collection run beside the stream, not in its way: the
             # next batches are stored while they work.
@@ -290,7 +296,7 @@ class Reflector:
         watermarks: dict[int, int] = {}
         settled: list[Delivery] = []
         for delivery in deliveries:
-            matched = await decoded(delivery, "reflector")
+            matched = await self.settle.decoded(delivery)
             if matched is None:
                 continue  # acknowledged as undecodable
             settled.append(delivery)
@@ -329,7 +335,7 @@ class Reflector:
                 seq = await self._writer.call(self.log.store, log_rows, watermarks)
             except StoreError as exc:  # nothing of the batch is stored, nor shown: try again
                 for delivery in settled:
-                    await retry_later(delivery, f"reflector-{self.number}", exc)
+                    await self.settle.retry_later(delivery, exc)
                 return
             self._apply(batch, now)
             self.applied_seq = max(self.applied_seq, seq)

@@ -1,8 +1,10 @@
 """Persistence: the storage ports (:mod:`.ports`: what each kind of state guarantees), Cobra's
 dedup decisions (:mod:`.dedup`), and the embedded SQLite implementations of the ports
-(:mod:`.sqlite`, :mod:`.sqlite_hub`, :mod:`.sqlite_reflector`, sharing :mod:`.sqlite_file`).
-Which implementation a program uses is chosen in its composition root (:mod:`feedmesh.compose`),
-nowhere else. A PostgreSQL implementation of the same ports is the distributed deployment's.
+(:mod:`.sqlite`, :mod:`.sqlite_hub`, :mod:`.sqlite_reflector`, sharing :mod:`.sqlite_file`),
+the distributed deployment's PostgreSQL implementations of the same ports (:mod:`.postgres`,
+:mod:`.postgres_hub`, :mod:`.postgres_reflector`, sharing :mod:`.postgres_db`), and a PostgreSQL
+server of our own for tests and ``feedmesh up`` (:mod:`.pg_server`). Which implementation a
+program uses is chosen in its composition root (:mod:`feedmesh.compose`), nowhere else.
 
 Exceptions drawn from this package::
 

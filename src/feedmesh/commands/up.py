@@ -1,0 +1,215 @@
+"""``feedmesh up``: a hub as several processes on this machine, joined by NATS JetStream.
+
+It starts a NATS server (unless ``--nats`` names one), the hub process (``feedmesh serve
+--external-filters``: crawler, reflectors, web) and one ``feedmesh filter`` process per shard;
+prints where the web UI is; and stops everything cleanly on Ctrl-C, SIGTERM or ``feedmesh down``
+(the hub first, so that it drains what the filters still hold, then the filters, then NATS).
+If a process dies, it says which and stops the rest.
+
+Every process is listed in ``DATA/up.json`` (role, shard, pid, metrics address), which
+``feedmesh down`` and ``feedmesh stats --up DATA`` read.
+
+Not built yet: crawlers and reflectors in processes of their own (they run inside the hub
+process: ``--reflectors N`` runs N there), and several web processes; ``--crawlers`` and
+``--web`` other than 1 are refused with that reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from feedmesh.bus.nats_server import LocalNats, NatsServerError
+
+__all__ = ["configure", "run"]
+
+UP_FILE = "up.json"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var-up"),
+                        help="the topology's folder: the hub's data, the filters' snapshots, "
+                        "NATS's streams, up.json")
+    parser.add_argument("--filters", type=int, default=2, help="filter shard processes")
+    parser.add_argument("--crawlers", type=int, default=1, help="crawler processes (1: in the "
+                        "hub process; more are not built yet)")
+    parser.add_argument("--reflectors", type=int, default=1,
+                        help="reflectors (run in the hub process)")
+    parser.add_argument("--web", type=int, default=1, help="web processes (1: the hub's)")
+    parser.add_argument("--host", default="127.0.0.1", help="the web UI's address")
+    parser.add_argument("--port", type=int, default=8080, help="the web UI's port (0: any)")
+    parser.add_argument("--nats", default="", metavar="URL",
+                        help="a NATS JetStream server to use (default: start one in DATA/nats)")
+    parser.add_argument("--opml", default="", metavar="FILE_OR_URL",
+                        help="feeds to crawl from the start (as `feedmesh serve --opml`)")
+    parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
+                        help="let the crawler fetch from this network (e.g. 127.0.0.0/8 for a "
+                        "local farm)")
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+class _Role:
+    """One child process, its standard error copied to ours with its name in front."""
+
+    def __init__(self, name: str, argv: list[str], **info: Any) -> None:
+        self.name = name
+        self.info = info
+        self.process = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                        stdin=subprocess.DEVNULL, text=True)
+        self.first_line = ""
+
+    def wait_ready(self, prefix: str, timeout: float = 600.0) -> str:
+        """Read its standard error until a line starts with ``prefix`` (its ready line);
+        then copy the rest to ours in the background."""
+        stream: IO[str] = self.process.stderr  # type: ignore[assignment]
+        deadline = time.monotonic() + timeout
+        seen: list[str] = []
+        while time.monotonic() < deadline:
+            line = stream.readline()
+            if not line:  # it exited
+                raise RuntimeError(f"{self.name} exited with status {self.process.wait()} "
+                                   f"before it was ready: {''.join(seen[-5:]).strip()}")
+            if line.startswith(prefix):
+                self.first_line = line.strip()
+                threading.Thread(target=self._copy, args=(stream,), daemon=True).start()
+                return self.first_line
+            seen.append(line)
+        raise RuntimeError(f"{self.name} was not ready within {timeout:.0f} s")
+
+    def _copy(self, stream: IO[str]) -> None:
+        for line in stream:
+            sys.stderr.write(f"[{self.name}] {line}")
+
+    def stop(self, timeout: float = 120.0) -> int | None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def run(args: argparse.Namespace) -> int:
+    refused = [f"--{flag} {value}" for flag, value in
+               (("crawlers", args.crawlers), ("web", args.web)) if value != 1]
+    if refused:
+        print(f"feedmesh up: {', '.join(refused)}: not built yet (the crawler and the web run "
+              f"in the hub process; docs/distributed.md)", file=sys.stderr)
+        return 2
+    if not 1 <= args.filters <= 64:
+        print("feedmesh up: --filters must be in 1..64", file=sys.stderr)
+        return 2
+    data = Path(args.data).resolve()
+    try:
+        data.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"feedmesh up: cannot create {data}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    nats: LocalNats | None = None
+    roles: list[_Role] = []
+    python = [sys.executable, "-m", "feedmesh"]
+    try:
+        if args.nats:
+            url = args.nats
+        else:
+            nats = LocalNats(data / "nats").start()
+            url = nats.url
+        port = args.port or _free_port(args.host)
+        hub_argv = [*python, "serve", "--data", str(data / "hub"), "--bus", url,
+                    "--filters", str(args.filters), "--external-filters", "--host", args.host,
+                    "--port", str(port), "--reflectors", str(args.reflectors)]
+        if args.opml:
+            hub_argv += ["--opml", args.opml]
+        for network in args.allow_network:
+            hub_argv += ["--allow-network", network]
+        hub = _Role("hub", hub_argv, metrics=f"http://{args.host}:{port}/metrics")
+        roles.append(hub)
+        web = hub.wait_ready("feedmesh hub on ").split()[3].rstrip("/")
+        for shard in range(args.filters):
+            metrics = f"127.0.0.1:{_free_port('127.0.0.1')}"
+            role = _Role(f"filter {shard}/{args.filters}",
+                         [*python, "filter", "--bus", url, "--state", str(data / "hub" / "hub.db"),
+                          "--shard", f"{shard}/{args.filters}", "--data",
+                          str(data / f"filter-{shard}-of-{args.filters}"), "--metrics", metrics,
+                          "--log-level", "warning"],
+                         shard=f"{shard}/{args.filters}", metrics=f"http://{metrics}/metrics")
+            roles.append(role)
+            role.wait_ready("feedmesh filter shard")
+        listing = {"pid": os.getpid(), "web": web, "bus": url, "processes": [
+            *([{"role": "nats", "pid": nats.process.pid, "address": url}]
+              if nats is not None and nats.process is not None else []),
+            *({"role": role.name.split()[0], "pid": role.process.pid, **role.info}
+              for role in roles)]}
+        (data / UP_FILE).write_text(json.dumps(listing, indent=2))
+        print(f"feedmesh up: web UI at {web}/ ; {args.filters} filter processes on {url}; "
+              f"`feedmesh stats --up {data}` shows them; Ctrl-C or `feedmesh down --data {data}` "
+              f"stops them", file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
+            dead = [role for role in roles if role.process.poll() is not None]
+            if dead:
+                print(f"feedmesh up: {dead[0].name} exited with status "
+                      f"{dead[0].process.returncode}; stopping the rest", file=sys.stderr)
+                return 1
+        print("feedmesh up: stopping (the hub drains first)", file=sys.stderr, flush=True)
+        return 0
+    except (RuntimeError, NatsServerError, OSError) as exc:
+        print(f"feedmesh up: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        for role in roles:  # the hub first: it drains what the filters still hold
+            role.stop()
+        if nats is not None:
+            nats.stop()
+        (data / UP_FILE).unlink(missing_ok=True)
+
+
+def configure_down(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var-up"),
+                        help="the folder `feedmesh up` was given")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds to wait for everything to stop")
+
+
+def run_down(args: argparse.Namespace) -> int:
+    listing = Path(args.data) / UP_FILE
+    try:
+        pid = int(json.loads(listing.read_text())["pid"])
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"feedmesh down: no running topology in {args.data} ({listing}: {exc})",
+              file=sys.stderr)
+        return 2
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        print(f"feedmesh down: the topology's process {pid} is gone; removing {listing}",
+              file=sys.stderr)
+        listing.unlink(missing_ok=True)
+        return 1
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists() or listing.exists() is False:
+            print("feedmesh down: stopped", file=sys.stderr)
+            return 0
+        time.sleep(0.2)
+    print(f"feedmesh down: still stopping after {args.timeout:.0f} s (pid {pid})",
+          file=sys.stderr)
+    return 1

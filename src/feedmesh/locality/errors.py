@@ -1,0 +1,15 @@
+"""The one exception of the locality package.
+
+::
+
+    ValueError
+     └── LocalityError        bad input: a feed URL, a latency matrix, an assignment request
+"""
+
+from __future__ import annotations
+
+__all__ = ["LocalityError"]
+
+
+class LocalityError(ValueError):
+    """Input the mapping cannot use; the message says what, where and why."""

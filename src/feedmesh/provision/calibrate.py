@@ -1,0 +1,176 @@
+"""A resource model from feedmesh's own benchmark outputs (their last-line JSON objects).
+
+Pure: the command reads the files (or runs the benchmarks) and the machine's description and
+hands the parsed objects here. Which figure comes from which benchmark key is written into the
+model's ``source`` (and docs/provisioning.md):
+
+* ``benchmarks/crawl_bandwidth.py``, run ``cd`` (conditional GET, deltas, whole-document and
+  per-entry hashes: the real crawler): bytes in and out, new articles, per feed per crawl;
+* ``benchmarks/crawl_throughput.py``: seconds per feed (one core, fetch + parse + dedup + store)
+  and crawler state per feed;
+* ``benchmarks/match.py``: index bytes per subscription; CPU per 61-word article per thousand
+  subscriptions;
+* ``benchmarks/hub.py``: the filter's match CPU per article on the farm's articles (the part that
+  does not grow with subscriptions), the matches per article per subscription, the bytes of one
+  matched article filter -> reflector (``article`` delivery, Cobra's final design), the
+  reflector's memory per held (subscription, entry) row, the bytes of a private feed answered to
+  a reader, and a process's fixed memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ModelError
+from .model import (
+    MODEL_VERSION,
+    CrawlerCosts,
+    FilterCosts,
+    Machine,
+    ReflectorCosts,
+    ResourceModel,
+    Workload,
+)
+
+__all__ = ["BENCHMARKS", "model_from_benchmarks"]
+
+BENCHMARKS = {
+    "crawl_bandwidth": "benchmarks/crawl_bandwidth.py --feeds 2000 --cycles 3",
+    "crawl_throughput": "benchmarks/crawl_throughput.py --feeds 10000 --cycles 3",
+    "match": "benchmarks/match.py --subs 1000000 --fewer 4 --naive-articles 0",
+    "hub": "benchmarks/hub.py --quick",
+}
+"""benchmark -> the (quick) command calibrate runs; the same commands reproduce the model."""
+
+
+def _get(obj: dict[str, Any], path: str, bench: str) -> float:
+    value: Any = obj
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise ModelError(f"{bench} output has no {path!r}: is it the last line of "
+                             f"{BENCHMARKS[bench].split()[0]}?")
+        value = value[key]
+    if not isinstance(value, (int, float)):
+        raise ModelError(f"{bench} output: {path!r} is not a number")
+    return float(value)
+
+
+def _hub_case(hub: dict[str, Any], delivery: str) -> dict[str, Any]:
+    for case in hub.get("cases", []):
+        if case.get("delivery") == delivery:
+            return case
+    raise ModelError(f"hub output has no case with delivery {delivery!r} (run benchmarks/hub.py "
+                     "--quick: it runs both)")
+
+
+def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
+                          sources: dict[str, str], workload: Workload | None = None
+                          ) -> ResourceModel:
+    """``outputs``: benchmark name (keys of BENCHMARKS) -> its last-line JSON; ``sources``: the
+    same names -> where that output came from (a file, a run), quoted in the model."""
+    workload = workload or Workload()
+    missing = sorted(set(BENCHMARKS) - set(outputs))
+    if missing:
+        raise ModelError(f"calibrate needs the output of {', '.join(missing)}")
+    bw, tp, match, hub = (outputs[k] for k in ("crawl_bandwidth", "crawl_throughput", "match",
+                                                "hub"))
+    fetches = _get(bw, "bytes.cd.fetched", "crawl_bandwidth")
+    if fetches <= 0:
+        raise ModelError("crawl_bandwidth output: no fetch in run cd")
+    subs = _get(match, "subs", "match")
+    index_per_sub = (_get(match, "index_mb", "match") + _get(match, "vocabulary_mb", "match")) \
+        * 2**20 / subs
+    bench_cpu_per_ksub = 1 / _get(match, "articles_per_cpu_s_61", "match") / (subs / 1000)
+
+    ids, article = _hub_case(hub, "ids"), _hub_case(hub, "article")
+    hub_subs = _get(article, "subscriptions", "hub")
+    hub_feeds = _get(article, "feeds", "hub")
+    filter_articles = _get(ids, "filter_articles_in_per_s", "hub")
+    if filter_articles <= 0:
+        raise ModelError("hub output: no article reached the filter in the window")
+    # Matching costs a part per article (decode, tokenize, send: the hub's match time on the
+    # farm's articles at its few subscriptions) and a part per subscription (the index at 1M
+    # subscriptions, 61-word articles): two points, two terms.
+    hub_cpu_per_article = _get(ids, "match_cpu_s_per_s", "hub") / filter_articles
+    cpu_per_ksub = bench_cpu_per_ksub
+    cpu_per_article = max(0.0, hub_cpu_per_article - cpu_per_ksub * hub_subs / 1000)
+    p = _get(ids, "matches_per_s", "hub") / filter_articles / hub_subs
+    message = (_get(article, "filter_bytes_out_per_s", "hub")
+               / _get(article, "filter_articles_out_per_s", "hub"))
+    reflector_bytes = _get(article, "reflector_mb", "hub") * 2**20
+    k = workload.held_per_subscription
+    # Every subscription holds k entries by the end of the window (each article matched ~1% of
+    # them, hundreds of articles a second): what the reflector holds beyond its index and its
+    # SQLite caches (2 x 2 MB), per held row.
+    per_row = max(0.0, reflector_bytes - hub_subs * index_per_sub - 4 * 2**20) / (hub_subs * k)
+    state_per_feed = _get(tp, "state_bytes_per_feed", "crawl_throughput")
+    # What a hub process holds beyond the reflector, the index and the feeds' state: libraries,
+    # the JIT's code, SQLite caches. Every service is its own process, so each pays it.
+    base = max(0.0, _get(article, "hub_rss_mb", "hub") * 2**20 - reflector_bytes
+               - hub_subs * index_per_sub - hub_feeds * state_per_feed)
+
+    def cite(bench: str, keys: str) -> str:
+        return f"{BENCHMARKS[bench]} -> {keys} ({sources.get(bench, 'given')})"
+
+    source = {
+        "crawler.bytes_in_per_feed_per_crawl": cite("crawl_bandwidth", "bytes.cd.in / "
+                                                    "bytes.cd.fetched"),
+        "crawler.bytes_out_per_feed_per_crawl": cite("crawl_bandwidth", "bytes.cd.out_new_"
+                                                     "entries / bytes.cd.fetched"),
+        "crawler.articles_per_feed_per_crawl": cite("crawl_bandwidth", "bytes.cd.new / "
+                                                    "bytes.cd.fetched"),
+        "crawler.cpu_s_per_feed_per_crawl": cite("crawl_throughput", "1 / feeds_per_s (steady "
+                                                 "cycles, one core: an upper bound on CPU)"),
+        "crawler.memory_bytes_per_feed": cite("crawl_throughput", "state_bytes_per_feed"),
+        "filter.cpu_s_per_article_per_ksubs": cite("match", "1 / articles_per_cpu_s_61 / "
+                                                   "(subs / 1000)"),
+        "filter.cpu_s_per_article": cite("hub", "cases[ids].match_cpu_s_per_s / "
+                                         "filter_articles_in_per_s - the per-ksubs part at its "
+                                         "subscriptions"),
+        "filter.memory_bytes_per_subscription": cite("match", "(index_mb + vocabulary_mb) / "
+                                                     "subs"),
+        "filter.matches_per_article_per_subscription": cite(
+            "hub", "cases[ids].matches_per_s / filter_articles_in_per_s / subscriptions"),
+        "filter.bytes_per_match_message": cite("hub", "cases[article].filter_bytes_out_per_s / "
+                                               "filter_articles_out_per_s"),
+        "reflector.cpu_s_per_article_per_ksubs": "= filter's (the reflector re-matches, "
+                                                 "Cobra's final design; top-k insertion not "
+                                                 "counted)",
+        "reflector.cpu_s_per_article": "= filter's",
+        "reflector.memory_bytes_per_subscription": "= filter.memory_bytes_per_subscription (its "
+                                                   "re-match index)",
+        "reflector.memory_bytes_per_held_entry": cite(
+            "hub", "(cases[article].reflector_mb - subscriptions * index per subscription - "
+                   f"4 MB of SQLite caches) / (subscriptions * k={k})"),
+        "reflector.bytes_per_poll_answer": cite("hub", "cases[article].feed_200_wire_bytes "
+                                                "(a private feed answered 200, gzip, with its "
+                                                "headers; every poll assumed to find news)"),
+        "memory_base_bytes": cite("hub", "cases[article].hub_rss_mb - reflector_mb - index - "
+                                         "feeds * crawler state (one process's fixed memory)"),
+        "workload": "Cobra: 15-minute crawls, readers polling every 30 minutes, k = 10",
+    }
+    return ResourceModel(
+        version=MODEL_VERSION, machine=machine, workload=workload,
+        crawler=CrawlerCosts(
+            bytes_in_per_feed_per_crawl=_get(bw, "bytes.cd.in", "crawl_bandwidth") / fetches,
+            bytes_out_per_feed_per_crawl=_get(bw, "bytes.cd.out_new_entries",
+                                              "crawl_bandwidth") / fetches,
+            articles_per_feed_per_crawl=_get(bw, "bytes.cd.new", "crawl_bandwidth") / fetches,
+            cpu_s_per_feed_per_crawl=1 / _get(tp, "feeds_per_s", "crawl_throughput"),
+            memory_bytes_per_feed=state_per_feed,
+            memory_base_bytes=base),
+        filter=FilterCosts(
+            cpu_s_per_article=cpu_per_article,
+            cpu_s_per_article_per_ksubs=cpu_per_ksub,
+            memory_bytes_per_subscription=index_per_sub,
+            memory_base_bytes=base,
+            matches_per_article_per_subscription=p,
+            bytes_per_match_message=message),
+        reflector=ReflectorCosts(
+            cpu_s_per_article=cpu_per_article,
+            cpu_s_per_article_per_ksubs=cpu_per_ksub,
+            memory_bytes_per_subscription=index_per_sub,
+            memory_bytes_per_held_entry=per_row,
+            memory_base_bytes=base,
+            bytes_per_poll_answer=_get(article, "feed_200_wire_bytes", "hub")),
+        source=source)

@@ -1,0 +1,267 @@
+"""``feedmesh provision``: plan a topology, calibrate the model, check a running one.
+
+    feedmesh provision --feeds 800000 --subs 8000000 --bandwidth-mbps 100 --memory-mb 1024 \\
+        --cpu 1 [--overprovision 0.1] [--model MODEL.json] [--json] [--picture topology.svg]
+    feedmesh provision calibrate [--run] [--hub FILE --match FILE ...] [--out MODEL.json]
+    feedmesh provision --check --metrics URL [URL...] [--seconds 10] [limits]
+
+The edge of the package: files, subprocesses (the benchmarks, Graphviz's ``dot``) and HTTP
+(``/metrics``) are here; everything it prints is decided by the pure modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from .calibrate import BENCHMARKS, model_from_benchmarks
+from .check import Scrape, check, live_loads
+from .errors import ProvisionError
+from .launch import launch_plan, topology_json
+from .model import Machine, ResourceModel, decode_model, encode_model
+from .planner import plan
+from .render import plan_table, topology_dot
+from .topology import NodeLimits, Targets
+
+__all__ = ["configure", "load_model", "run"]
+
+DEFAULT_MODEL = "default_model.json"
+BENCHMARK_DIR = Path(__file__).resolve().parents[3] / "benchmarks"
+
+
+class CommandError(Exception):
+    """A one-line failure of this command (the cause is in the message)."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=("calibrate",),
+                        help="`calibrate`: write a model file from the benchmarks' outputs")
+    plan_group = parser.add_argument_group("planning (and the limits --check checks against)")
+    plan_group.add_argument("--feeds", type=int, help="source feeds to crawl")
+    plan_group.add_argument("--subs", type=int, help="user subscriptions to serve")
+    plan_group.add_argument("--bandwidth-mbps", type=float, default=100.0,
+                            help="each node's inbound and outbound bandwidth")
+    plan_group.add_argument("--memory-mb", type=float, default=1024.0, help="each node's memory")
+    plan_group.add_argument("--cpu", type=float, default=1.0,
+                            help="each node's CPU relative to one core of the model's machine")
+    plan_group.add_argument("--overprovision", type=float, default=0.0,
+                            help="head-room: loads count (1 + this) times")
+    plan_group.add_argument("--model", type=Path, help="model file (default: the shipped one)")
+    plan_group.add_argument("--json", action="store_true", help="print the topology as JSON")
+    plan_group.add_argument("--picture", type=Path,
+                            help="draw the topology (Graphviz; .svg, .png or .pdf)")
+    check_group = parser.add_argument_group("checking running hubs (Cobra 3.6)")
+    check_group.add_argument("--check", action="store_true",
+                             help="read live figures and say what violates its limits")
+    check_group.add_argument("--metrics", nargs="+", default=[], metavar="URL",
+                             help="hubs' /metrics URLs (or their base URLs)")
+    check_group.add_argument("--seconds", type=float, default=10.0,
+                             help="seconds between the two scrapes rates are taken over")
+    calibrate_group = parser.add_argument_group("calibrate")
+    for name in BENCHMARKS:
+        calibrate_group.add_argument(f"--{name.replace('_', '-')}", type=Path, metavar="FILE",
+                                     help=f"output of {BENCHMARKS[name].split()[0]}")
+    calibrate_group.add_argument("--run", action="store_true",
+                                 help="run the benchmarks not given as files (quick commands)")
+    calibrate_group.add_argument("--out", type=Path, help="model file to write (default: stdout)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "calibrate":
+            return _calibrate(args)
+        model = load_model(args.model)
+        limits = NodeLimits.from_units(bandwidth_mbps=args.bandwidth_mbps,
+                                       memory_mb=args.memory_mb, cpu=args.cpu,
+                                       overprovision=args.overprovision)
+        if args.check:
+            return _check(args, model, limits)
+        return _plan(args, model, limits)
+    except (ProvisionError, CommandError) as exc:
+        print(f"feedmesh provision: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # the reader left (`| head`): not an error, and nothing to flush to
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def load_model(path: Path | None) -> ResourceModel:
+    if path is None:
+        return decode_model(resources.files(__package__).joinpath(DEFAULT_MODEL).read_bytes(),
+                            f"the shipped {DEFAULT_MODEL}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CommandError(f"cannot read model {path}: {exc.strerror}") from exc
+    return decode_model(data, str(path))
+
+
+def _plan(args: argparse.Namespace, model: ResourceModel, limits: NodeLimits) -> int:
+    if args.feeds is None or args.subs is None:
+        raise CommandError("--feeds and --subs are needed to plan (or --check, or calibrate)")
+    result = plan(Targets(args.feeds, args.subs), limits, model)
+    if args.json:
+        print(json.dumps(topology_json(result), indent=2))
+    else:
+        print(plan_table(result))
+        print(f"model: {model.machine.cpu_model}, {model.machine.cores} cores, measured "
+              f"{model.machine.measured_at}")
+    if args.picture:
+        note = draw(topology_dot(result), args.picture)
+        print(note, file=sys.stderr if args.json else sys.stdout)
+    if not args.json:
+        print("launch plan (for `feedmesh up`, not built yet):")
+        for row in launch_plan(result):
+            print(f"  {row['host']:12} feedmesh {row['flags']}")
+    return 0
+
+
+def draw(dot_text: str, picture: Path) -> str:
+    """Render with Graphviz's ``dot``; without it, write the .dot file and say so."""
+    dot = shutil.which("dot")
+    if dot is None:
+        path = picture.with_suffix(".dot")
+        path.write_text(dot_text)
+        return f"Graphviz `dot` is not installed: wrote {path} instead of {picture}"
+    fmt = picture.suffix.lstrip(".") or "svg"
+    done = subprocess.run([dot, f"-T{fmt}", "-o", str(picture)], input=dot_text, text=True,
+                          capture_output=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise CommandError(f"dot could not draw {picture}: {done.stderr.strip()}")
+    return f"picture: {picture}"
+
+
+# -- calibrate -------------------------------------------------------------------------------
+
+def _last_json_line(text: str, where: str) -> dict[str, Any]:
+    for line in reversed(text.strip().splitlines()):
+        if line.strip():
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CommandError(f"{where}: the last line is not JSON ({exc.msg})") from exc
+            if not isinstance(value, dict):
+                raise CommandError(f"{where}: the last line is not a JSON object")
+            return value
+    raise CommandError(f"{where}: empty")
+
+
+def machine() -> Machine:
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return Machine(model, os.cpu_count() or 1,
+                   datetime.datetime.now(datetime.UTC).date().isoformat())
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    outputs, sources = {}, {}
+    for name, command in BENCHMARKS.items():
+        path = getattr(args, name)
+        if path is not None:
+            try:
+                outputs[name] = _last_json_line(path.read_text(), str(path))
+            except OSError as exc:
+                raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+            sources[name] = f"read from {path}"
+        elif args.run:
+            script, *flags = command.split()
+            if not (BENCHMARK_DIR / Path(script).name).is_file():
+                raise CommandError(f"{script} is not here ({BENCHMARK_DIR}): --run needs a "
+                                   "checkout of feedmesh")
+            print(f"running {command} ...", file=sys.stderr, flush=True)
+            done = subprocess.run([sys.executable, str(BENCHMARK_DIR / Path(script).name),
+                                   *flags], capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                raise CommandError(f"{command} failed ({done.returncode}): {tail}")
+            outputs[name] = _last_json_line(done.stdout, command)
+            sources[name] = f"run {datetime.datetime.now(datetime.UTC).date().isoformat()}"
+    missing = [f"--{n.replace('_', '-')}" for n in BENCHMARKS if n not in outputs]
+    if missing:
+        raise CommandError(f"no output for {', '.join(missing)}: give the files or --run")
+    model = model_from_benchmarks(outputs, machine(), sources)
+    data = encode_model(model)
+    if args.out:
+        args.out.write_bytes(data)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(data.decode())
+    return 0
+
+
+# -- check -----------------------------------------------------------------------------------
+
+def scrape(url: str) -> Scrape:
+    if not url.rstrip("/").endswith("/metrics"):
+        url = url.rstrip("/") + "/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            text = answer.read().decode()
+    except OSError as exc:
+        raise CommandError(f"cannot read {url}: {exc}") from exc
+    figures: Scrape = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                label = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+                figures[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
+    except ValueError as exc:
+        raise CommandError(f"{url} is not a Prometheus exposition: {exc}") from exc
+    return figures
+
+
+def _check(args: argparse.Namespace, model: ResourceModel, limits: NodeLimits) -> int:
+    if not args.metrics:
+        raise CommandError("--check needs --metrics URL (a hub's /metrics)")
+    if args.seconds <= 0:
+        raise CommandError("--seconds must be > 0")
+    first = {url: scrape(url) for url in args.metrics}
+    started = time.monotonic()
+    time.sleep(args.seconds)  # rates are taken between two scrapes, this far apart
+    second = {url: scrape(url) for url in args.metrics}
+    elapsed = time.monotonic() - started
+    loads, estimated = {}, {}
+    for url in args.metrics:
+        hub = url.split("//", 1)[-1].split("/", 1)[0]
+        hub_loads, hub_estimated = live_loads(hub, first[url], second[url], elapsed, model)
+        loads.update(hub_loads)
+        estimated.update(hub_estimated)
+    findings = check(loads, limits)
+    if args.json:
+        print(json.dumps({"services": {name: load.as_dict() for name, load in loads.items()},
+                          "estimated": estimated,
+                          "violations": [{"service": f.violation.service,
+                                          "resource": f.violation.resource,
+                                          "load": f.violation.load, "limit": f.violation.limit,
+                                          "decomposition": f.decomposition,
+                                          "replicas": f.replicas} for f in findings]}, indent=2))
+    else:
+        for name, load in loads.items():
+            guessed = f" (estimated: {', '.join(estimated[name])})" if estimated[name] else ""
+            print(f"{name}: in {load.in_bandwidth * 8 / 1e6:.3f} Mbps, out "
+                  f"{load.out_bandwidth * 8 / 1e6:.3f} Mbps, CPU {load.cpu:.3f}, "
+                  f"{load.memory / 2**20:.0f} MB{guessed}")
+        if not findings:
+            print("every service fits its limits")
+        for finding in findings:
+            print(f"VIOLATION {finding.describe()}")
+    return 1 if findings else 0

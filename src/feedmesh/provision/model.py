@@ -1,0 +1,103 @@
+"""The resource model: what one feed, one article and one subscription cost each tier.
+
+A model file is JSON (docs/provisioning.md lists every field); ``feedmesh provision calibrate``
+writes it from feedmesh's own benchmark outputs. CPU figures are core-seconds of the machine named
+in ``machine``: a node of CPU constraint ``x`` does that work ``x`` times as fast (Cobra 3.5's
+dimensionless CPU constraint).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .errors import ModelError, ModelVersionError
+
+__all__ = ["MODEL_VERSION", "CrawlerCosts", "FilterCosts", "Machine", "ReflectorCosts",
+           "ResourceModel", "Workload", "decode_model", "encode_model"]
+
+MODEL_VERSION = 1
+
+
+class Machine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cpu_model: str
+    cores: int
+    measured_at: str  # ISO date
+
+
+class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    crawl_interval_s: float = 900.0  # Cobra's 15 minutes
+    poll_interval_s: float = 1800.0  # readers poll every 15-60 minutes (Cobra 3.3)
+    held_per_subscription: int = 10  # k, the newest entries a private feed keeps
+
+
+class CrawlerCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    bytes_in_per_feed_per_crawl: float  # on the wire, with conditional GET and deltas
+    bytes_out_per_feed_per_crawl: float  # new entries only, after per-entry dedup
+    articles_per_feed_per_crawl: float  # new entries per feed per crawl
+    cpu_s_per_feed_per_crawl: float
+    memory_bytes_per_feed: float
+    memory_base_bytes: float
+
+
+class FilterCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cpu_s_per_article: float  # whatever the subscriptions: decoding, tokenizing, sending
+    cpu_s_per_article_per_ksubs: float
+    memory_bytes_per_subscription: float  # the index
+    memory_base_bytes: float
+    matches_per_article_per_subscription: float  # p: an article matches a subscription
+    bytes_per_match_message: float  # one matched article, filter -> reflector
+
+
+class ReflectorCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    cpu_s_per_article: float
+    cpu_s_per_article_per_ksubs: float  # re-matching (Cobra's final design, our `article`)
+    memory_bytes_per_subscription: float  # re-match index and subscription columns
+    memory_bytes_per_held_entry: float  # one (subscription, entry) row of a private feed
+    memory_base_bytes: float
+    bytes_per_poll_answer: float  # one private feed answered to a reader
+
+
+class ResourceModel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    version: int
+    machine: Machine
+    workload: Workload
+    crawler: CrawlerCosts
+    filter: FilterCosts
+    reflector: ReflectorCosts
+    source: dict[str, str] = {}  # field path -> how it was measured (command, key)
+
+    def __post_init__(self) -> None:
+        for tier in ("crawler", "filter", "reflector"):
+            for field in getattr(self, tier).__struct_fields__:
+                value = getattr(getattr(self, tier), field)
+                if not value >= 0:  # also catches NaN
+                    raise ModelError(f"{tier}.{field} must be >= 0, got {value}")
+        if self.filter.matches_per_article_per_subscription > 1:
+            raise ModelError("filter.matches_per_article_per_subscription is a probability: "
+                             f"<= 1, got {self.filter.matches_per_article_per_subscription}")
+        if self.workload.crawl_interval_s <= 0 or self.workload.poll_interval_s <= 0:
+            raise ModelError("workload intervals must be > 0 seconds")
+
+
+def decode_model(data: bytes, where: str = "model") -> ResourceModel:
+    """A model from its JSON; the version is checked first, so an unknown version is named as
+    such rather than as a missing field."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ModelError(f"{where}: not JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ModelError(f"{where}: a model is a JSON object")
+    version = raw.get("version")
+    if version != MODEL_VERSION:
+        raise ModelVersionError(f"{where}: model version {version!r} is not known to this "
+                                f"feedmesh (it reads version {MODEL_VERSION}); re-run "
+                                "`feedmesh provision calibrate` to write a current one")
+    try:
+        return msgspec.convert(raw, ResourceModel)
+    except msgspec.ValidationError as exc:
+        raise ModelError(f"{where}: {exc}") from exc
+
+
+def encode_model(model: ResourceModel) -> bytes:
+    return msgspec.json.format(msgspec.json.encode(model), indent=2) + b"\n"

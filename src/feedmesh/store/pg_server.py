@@ -1,0 +1,218 @@
+"""A real PostgreSQL server of our own, in a folder: what the tests start when no
+``FEEDMESH_TEST_POSTGRES`` URL is given, and what ``feedmesh up`` starts when it is given no
+``postgresql://`` URL.
+
+``LocalPostgres(folder).start()`` runs Debian's (or any) ``initdb`` into ``folder/data`` the
+first time, then ``postgres`` listening on ``127.0.0.1`` (or the address given) on a free port,
+its Unix socket in ``folder`` too; :attr:`LocalPostgres.url` is where to connect; :meth:`stop`
+shuts it down cleanly (a *fast* shutdown: open sessions are ended, committed work is on disk).
+The data folder stays: starting again on the same folder serves the same databases.
+
+PostgreSQL refuses to run as root. When this process is root, the server runs as the
+``postgres`` system user (Debian's package creates it) and the folder is handed to that user.
+
+Access: a random password for the ``feedmesh`` role, kept in ``folder/password`` (0600),
+``scram-sha-256`` for every connection; nothing listens beyond the address given.
+``durable=False`` turns off fsync and full-page writes: for throw-away test servers only, where
+a power cut is not a concern and speed is.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Self
+
+__all__ = ["LocalPostgres", "LocalPostgresError", "find_bindir"]
+
+SUPERUSER = "feedmesh"
+SERVER_USER = "postgres"
+"""The system user the server runs as when this process is root."""
+
+
+class LocalPostgresError(Exception):
+    """The server could not be set up, started or stopped (the message says which and why)."""
+
+
+def find_bindir() -> Path:
+    """The folder holding ``initdb`` and ``postgres``: ``$FEEDMESH_PG_BINDIR``, else the newest
+    ``/usr/lib/postgresql/<version>/bin`` (Debian), else the one of ``initdb`` on ``PATH``."""
+    given = os.environ.get("FEEDMESH_PG_BINDIR")
+    candidates = [Path(given)] if given else []
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
+                      key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit()
+                      else 0, reverse=True)
+    candidates += [Path(p) for p in versions]
+    on_path = shutil.which("initdb")
+    if on_path:
+        candidates.append(Path(on_path).parent)
+    for folder in candidates:
+        if (folder / "initdb").exists() and (folder / "postgres").exists():
+            return folder
+    raise LocalPostgresError(
+        "no PostgreSQL server binaries found (looked in $FEEDMESH_PG_BINDIR, "
+        "/usr/lib/postgresql/*/bin and PATH): install Debian's `postgresql` package "
+        "(scripts/apt-test-packages) or give a postgresql:// URL")
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+class LocalPostgres:
+    """One PostgreSQL server whose files live in ``folder``."""
+
+    def __init__(self, folder: str | Path, *, host: str = "127.0.0.1", port: int | None = None,
+                 durable: bool = True, bindir: str | Path | None = None) -> None:
+        self.folder = Path(folder).resolve()
+        self.host = host
+        self.port = port
+        self.durable = durable
+        self.bindir = Path(bindir) if bindir else None
+        self._process: subprocess.Popen | None = None
+        self._as_user = SERVER_USER if os.geteuid() == 0 else None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.folder / "data"
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / "postgres.log"
+
+    @property
+    def password(self) -> str:
+        return (self.folder / "password").read_text().strip()
+
+    def url(self, database: str = "postgres") -> str:
+        """The URL of ``database`` on this server (running)."""
+        if self.port is None:
+            raise LocalPostgresError(f"the PostgreSQL server in {self.folder} is not started")
+        return (f"postgresql://{SUPERUSER}:{self.password}@{self.host}:{self.port}/{database}")
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> Self:
+        """Initialize the folder when needed, start the server and wait until it accepts
+        connections; returns self."""
+        if self._process is not None:
+            return self
+        bindir = self.bindir or find_bindir()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._hand_over(self.folder)
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb(bindir)
+        port = self.port or _free_port(self.host)
+        settings = {
+            "listen_addresses": self.host,
+            "port": str(port),
+            "unix_socket_directories": str(self.folder),
+            "max_connections": "200",
+            "shared_buffers": "64MB",
+        }
+        if not self.durable:
+            settings |= {"fsync": "off", "full_page_writes": "off", "synchronous_commit": "off"}
+        command = [str(bindir / "postgres"), "-D", str(self.data_dir)]
+        for name, value in settings.items():
+            command += ["-c", f"{name}={value}"]
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the server keeps writing to it
+        try:
+            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, user=self._as_user,
+                                             start_new_session=True)
+        except OSError as exc:
+            raise LocalPostgresError(f"cannot run {command[0]}: {exc}") from exc
+        finally:
+            log.close()
+        self.port = port
+        self._wait_ready(timeout)
+        return self
+
+    def _hand_over(self, path: Path, mode: int = 0o700) -> None:
+        """As root, the folder must belong to the server's user (and nobody else)."""
+        if self._as_user is None:
+            path.chmod(mode)
+            return
+        try:
+            user = pwd.getpwnam(self._as_user)
+        except KeyError as exc:
+            raise LocalPostgresError(
+                f"running as root, PostgreSQL needs the system user {self._as_user!r} "
+                "(Debian's postgresql package creates it)") from exc
+        os.chown(path, user.pw_uid, user.pw_gid)
+        path.chmod(mode)
+
+    def _initdb(self, bindir: Path) -> None:
+        password_file = self.folder / "password"
+        password_file.write_text(secrets.token_urlsafe(24) + "\n")
+        self._hand_over(password_file, 0o600)
+        command = [str(bindir / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
+                   "--auth=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8",
+                   "--locale=C.UTF-8"]
+        if not self.durable:
+            command.append("--no-sync")
+        done = subprocess.run(command, capture_output=True, text=True, user=self._as_user,
+                              stdin=subprocess.DEVNULL, check=False)
+        if done.returncode != 0:
+            raise LocalPostgresError(f"initdb into {self.data_dir} failed "
+                                     f"(exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Until a connection succeeds; fails early when the server exits."""
+        import psycopg
+
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                code = self._process.returncode
+                self._process = None
+                raise LocalPostgresError(f"postgres exited ({code}) while starting: "
+                                         f"{self._log_tail()}")
+            try:
+                psycopg.connect(self.url(), connect_timeout=2).close()
+                return
+            except psycopg.OperationalError as exc:
+                last = exc
+                time.sleep(0.05)
+        self.stop()
+        raise LocalPostgresError(f"postgres in {self.folder} did not accept connections within "
+                                 f"{timeout:.0f} s ({last}): {self._log_tail()}")
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-2000:].strip()
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """A fast shutdown (SIGINT): sessions are ended, the server checkpoints and exits."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGQUIT)  # immediate shutdown: recovery at next start
+            process.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

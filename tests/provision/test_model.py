@@ -1,0 +1,75 @@
+"""The model file: versioned, validated, tagged with its machine; the shipped one is calibrate's
+output from the benchmark outputs kept in tests/provision/data/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from feedmesh.provision import ModelError, ModelVersionError, decode_model, encode_model
+from feedmesh.provision.calibrate import BENCHMARKS, model_from_benchmarks
+from feedmesh.provision.cli import load_model
+
+DATA = Path(__file__).parent / "data"
+
+
+def shipped() -> dict:
+    return msgspec.json.decode(encode_model(load_model(None)))
+
+
+def test_the_shipped_model_is_tagged_with_its_machine_and_sources():
+    model = load_model(None)
+    assert model.version == 1
+    assert model.machine.cores >= 1 and model.machine.cpu_model and model.machine.measured_at
+    for tier in ("crawler", "filter", "reflector"):
+        for field in getattr(model, tier).__struct_fields__:
+            if field != "memory_base_bytes":
+                assert f"{tier}.{field}" in model.source, f"{tier}.{field} has no source"
+
+
+def test_the_shipped_model_is_calibrates_output_from_the_kept_benchmark_outputs():
+    outputs = {name: json.loads((DATA / f"{name}.json").read_text()) for name in BENCHMARKS}
+    model = load_model(None)
+    sources = {name: f"read from tests/provision/data/{name}.json" for name in BENCHMARKS}
+    again = model_from_benchmarks(outputs, model.machine, sources)
+    assert again == model
+
+
+def test_an_unknown_version_is_refused_by_name():
+    raw = shipped()
+    raw["version"] = 2
+    with pytest.raises(ModelVersionError, match="model version 2 is not known"):
+        decode_model(msgspec.json.encode(raw), "m.json")
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda m: m["filter"].pop("cpu_s_per_article_per_ksubs"), "cpu_s_per_article_per_ksubs"),
+    (lambda m: m["crawler"].update(bytes_in_per_feed_per_crawl=-1), "must be >= 0"),
+    (lambda m: m["filter"].update(matches_per_article_per_subscription=2), "probability"),
+    (lambda m: m["machine"].update(gpu="x"), "gpu"),
+])
+def test_a_bad_field_is_named(change, says):
+    raw = shipped()
+    change(raw)
+    with pytest.raises(ModelError, match=says):
+        decode_model(msgspec.json.encode(raw), "m.json")
+
+
+def test_not_json_is_one_clear_error():
+    with pytest.raises(ModelError, match="m.json: not JSON"):
+        decode_model(b"{", "m.json")
+
+
+def test_encoding_round_trips():
+    model = load_model(None)
+    assert decode_model(encode_model(model)) == model
+
+
+def test_calibrate_names_a_missing_benchmark_figure():
+    outputs = {name: json.loads((DATA / f"{name}.json").read_text()) for name in BENCHMARKS}
+    del outputs["match"]["index_mb"]
+    with pytest.raises(ModelError, match="match output has no 'index_mb'"):
+        model_from_benchmarks(outputs, load_model(None).machine, {})
