@@ -132,7 +132,8 @@ def run_experiment(count: int, *, seed: int = 1, items: int = 10, interval: floa
                lambda now, s=subscriber: s.subscribe(now, FEED_URL, writer.feed), subscriber.handle.addr)
     sim.run_until(t0 + 5.0)
     joined = Counter(sim.sent) - before
-    scribe_join = (joined["Route/Subscribe"] + joined["JoinAck"]) / max(1, len(subscribers))
+    scribe_join = sum(joined[k] for k in ("Route/Subscribe", "JoinAck", "Redirect", "Adopt")
+                      ) / max(1, len(subscribers))
 
     delivered: dict[int, dict[int, tuple[float, bool]]] = {s.handle.addr: {} for s in subscribers}
 

@@ -35,8 +35,8 @@ from feedmesh.mesh.overlay.pastry import PastryConfig, PastryNode
 from feedmesh.mesh.records import FeedLog, Record
 
 __all__ = [
-    "Delivery", "Heartbeat", "Item", "JoinAck", "Publish", "Recover", "Refresh", "ScribeConfig",
-    "ScribeNode", "Subscribe", "Unsubscribe",
+    "Adopt", "Delivery", "Heartbeat", "Item", "JoinAck", "Publish", "Recover", "Redirect", "Refresh",
+    "ScribeConfig", "ScribeNode", "Subscribe", "Unsubscribe",
 ]
 
 
@@ -77,6 +77,21 @@ class Item:
 
 
 @dataclass(frozen=True, slots=True)
+class Redirect:
+    """A full parent sends the joiner to one of its children, ``to``."""
+
+    group: int
+    to: Handle
+
+
+@dataclass(frozen=True, slots=True)
+class Adopt:
+    """Sent straight to the node a ``Redirect`` named: "take me as your child"."""
+
+    group: int
+
+
+@dataclass(frozen=True, slots=True)
 class Heartbeat:
     group: int
     path: tuple[int, ...]
@@ -109,7 +124,7 @@ class Delivery:
     recovered: bool = False   # released by a gap recovery rather than arriving down the tree
 
 
-_DIRECT = (Item, Heartbeat, JoinAck, Refresh, Recover, Unsubscribe)
+_DIRECT = (Item, Heartbeat, JoinAck, Refresh, Recover, Unsubscribe, Redirect, Adopt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +134,8 @@ class ScribeConfig:
     refresh_period: float = 2.0
     join_retry: float = 2.0
     buffer_size: int = 32
+    max_children: int = 16          # 0: no bound (plain Scribe)
+    adopt_wait: float = 0.5
     recover_retry: float = 0.5
 
 
@@ -257,6 +274,19 @@ class ScribeNode:
                 self.pastry.send(sender, Unsubscribe(group.id))
         elif kind is Recover:
             self._on_recover(now, group, sender, body.seqs)
+        elif kind is Redirect:
+            if group.parent is None and not group.root and body.to.id != self.handle.id:
+                self.pastry.send(body.to, Adopt(group.id))
+                # no JoinAck within a short while: join again (the sibling may be dead)
+                group.joining_since = now - self.config.join_retry + self.config.adopt_wait
+        elif kind is Adopt:
+            if group.parent is not None or group.root:
+                if sender.id in group.path:
+                    self.pastry.send(sender, Unsubscribe(group.id))   # would close a loop
+                else:
+                    self._adopt(now, group, sender)
+            else:
+                self.pastry.send(sender, Unsubscribe(group.id))
         elif kind is Unsubscribe:
             if sender.id in group.children:
                 self._remove_child(group, sender.id)
@@ -315,6 +345,18 @@ class ScribeNode:
 
     def _adopt(self, now: float, group: _Group, child: Handle) -> None:
         if child.id == self.handle.id:
+            return
+        limit = self.config.max_children
+        if limit and child.id not in group.children and len(group.children) >= limit:
+            # full (Scribe's bottleneck remover, simplified): hand the joiner to one of our
+            # children; siblings' subtrees are disjoint from the joiner's, so no loop can form
+            # a child heard from lately, varied per attempt so a retry tries another sibling
+            fresh = [h for h in group.children.values()
+                     if now - group.child_heard.get(h.id, 0.0) <= self.config.refresh_period * 1.25]
+            salt = int(now * 1000)
+            target = min(fresh or group.children.values(), key=lambda h: h.id ^ child.id ^ salt)
+            self.counters["redirected"] += 1
+            self.pastry.send(child, Redirect(group.id, target))
             return
         group.children[child.id] = child
         group.child_heard[child.id] = now
