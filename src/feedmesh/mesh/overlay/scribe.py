@@ -12,6 +12,8 @@ Keeping the tree whole:
   ``heartbeat_period`` to children that got nothing else; a parent silent for ``parent_timeout``
   is declared dead to Pastry and the child joins again, now routed around it;
 * children send ``Refresh`` every ``refresh_period``; a parent forgets a child silent 3x that long;
+* a parent with ``max_children`` children hands a further joiner to one of them (``Redirect``, then
+  ``Adopt`` straight to that child): a sibling's subtree cannot hold the joiner, so no loop forms;
 * a root that learns of a node closer to the group id joins it (the tree hangs below the new root);
 * an adoption that would close a loop (the joiner is on our path to the root) is passed on.
 
