@@ -503,12 +503,13 @@ class FeedExNode:
         on_path = set(bundle.path)
         holders = self._holders.get(bundle.did, ())
         batch = self.settings.forward_batch_s
+        ratio = self.settings.deficit_ratio
         for address, neighbour in self.neighbours.items():
             hops = neighbour.subset.get(bundle.feed)
             if (hops is None or hops > max_hops or address == sender or address in on_path
                     or address in holders):
                 continue
-            if neighbour.deficit > self.settings.max_deficit:
+            if neighbour.owes(ratio) > self.settings.max_deficit:
                 self.stats["refused_deficit"] += 1
                 continue
             pending = self._outgoing.setdefault(address, {})
@@ -667,7 +668,8 @@ class FeedExNode:
             out.append(Send(sender, Error("not_neighbour", "query_feed from a node that is not "
                                                            "a neighbour")))
             return
-        if neighbour.deficit > self.settings.max_deficit or message.qid in self._seen_queries:
+        if neighbour.owes(self.settings.deficit_ratio) > self.settings.max_deficit \
+                or message.qid in self._seen_queries:
             out.append(Send(sender, QueryAnswer(message.qid, [])))
             return
         self._seen_queries[message.qid] = now

@@ -37,6 +37,10 @@ class Neighbour:
         """d_ij = c_ij - c_ji: how much more we gave than we got."""
         return self.given - self.received
 
+    def owes(self, ratio: float) -> float:
+        """c_ij - ratio * c_ji, what the bound D applies to."""
+        return self.given - ratio * self.received
+
 
 class Standing:
     """Every peer's standing (0 for strangers, lowered by bad calls), bans and a per-peer call

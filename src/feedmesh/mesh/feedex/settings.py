@@ -27,8 +27,13 @@ class FeedExSettings:
     """``d`` of u(Q) = sum w_i d^-h_i (section 3.2)."""
     contribution_base: float = 2.0
     """``alpha`` of c_ji += w_f alpha^-h_f (section 3.5)."""
-    max_deficit: float = 200.0
-    """``D``: a neighbour we gave this much more than it gave us is no longer served."""
+    max_deficit: float = 20.0
+    """``D``: a neighbour is no longer served once c_ij - ratio * c_ji > D (3.5)."""
+    deficit_ratio: float = 4.0
+    """The paper bounds c_ij - c_ji; here c_ji counts ``deficit_ratio`` times. Between two
+    cooperators the flow is lopsided where one relays the other's feeds (it credits relayed
+    entries at alpha^-h, the other credits them at 1), so the paper's bound (ratio 1) cuts
+    cooperators too; a free rider (c_ji = 0) is cut at D either way."""
     maintain_interval_s: float = 60.0
     """How often neighbours are checked (dead ones dropped, the set replenished)."""
     dead_after_s: float = 900.0
@@ -70,7 +75,7 @@ class FeedExSettings:
         if not 1 <= self.min_neighbours <= self.max_neighbours <= 1000:
             raise SettingsError("need 1 <= min_neighbours <= max_neighbours <= 1000, got "
                                 f"{self.min_neighbours} and {self.max_neighbours}")
-        for name in ("usefulness_base", "contribution_base"):
+        for name in ("usefulness_base", "contribution_base", "deficit_ratio"):
             if getattr(self, name) < 1.0:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("advertise_interval_s", "maintain_interval_s", "dead_after_s",

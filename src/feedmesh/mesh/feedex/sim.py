@@ -176,6 +176,7 @@ def simulate(config: SimConfig) -> SimResult:
                         rng=random.Random(rng.getrandbits(64))) for i in range(n)]
     spread = config.spread_fetches and config.exchange
     planned: list[dict[int, float]] = [{} for _ in range(n)]  # first fetches not yet made
+    next_fetch: list[dict[int, float]] = [{} for _ in range(n)]
     relax_s = config.settings.advertise_interval_s
     url_index = {f.url: k for k, f in enumerate(feeds)}
     heap: list = []
@@ -264,12 +265,9 @@ def simulate(config: SimConfig) -> SimResult:
             timer_at[a] = None
             carry(a, t, node.handle_timer(t))
         elif kind == _FETCH:
-            if spread:
-                plan = planned[a].get(b)
-                if plan is not None:
-                    if plan != t:
-                        continue  # moved by a re-plan
-                    del planned[a][b]
+            if next_fetch[a].get(b) != t:
+                continue  # moved by a re-plan
+            planned[a].pop(b, None)
             fetches += 1
             feed = feeds[b]
             j = bisect.bisect_right(feed.times, t)
@@ -282,23 +280,26 @@ def simulate(config: SimConfig) -> SimResult:
             sln_seen[a][b] = max(seen, j - 1)
             if exchange:
                 carry(a, t, node.fetched(t, feed.url, feed.document(t)))
+            next_fetch[a][b] = t + config.interval_s
             push(t + config.interval_s, _FETCH, a, b)
         elif kind == _START:
             if exchange:
                 carry(a, t, node.start(t))
             if spread:  # random phases, advertised; then relaxed every advertisement round
                 for k in subs[a]:
-                    planned[a][k] = at = node.plan_fetch(t, feeds[k].url, config.interval_s)
+                    planned[a][k] = next_fetch[a][k] = at = node.plan_fetch(
+                        t, feeds[k].url, config.interval_s)
                     push(at, _FETCH, a, k)
                 push(t + relax_s * (0.5 + rng.random()), _PLAN, a)
             else:
                 for k in subs[a]:
-                    push(t + rng.random() * config.interval_s, _FETCH, a, k)
+                    next_fetch[a][k] = at = t + rng.random() * config.interval_s
+                    push(at, _FETCH, a, k)
         elif kind == _PLAN:
             for k in list(planned[a]):
                 at = node.replan_fetch(t, feeds[k].url, config.interval_s)
                 if at is not None:
-                    planned[a][k] = at
+                    planned[a][k] = next_fetch[a][k] = at
                     push(at, _FETCH, a, k)
             if planned[a]:
                 push(t + relax_s, _PLAN, a)
