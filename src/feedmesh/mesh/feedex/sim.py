@@ -100,6 +100,9 @@ class SimResult:
     put_per_node_min: float
     bytes_per_node_min: float
     entries_published: int
+    reachable_coverage: float
+    """Coverage if every entry that any node's fetch saw reached every follower at once: what
+    the exchange can reach at most with these fetches."""
     surviving_nodes: int
     events: int
     seconds: float
@@ -199,6 +202,7 @@ def simulate(config: SimConfig) -> SimResult:
     for i in range(n):
         for k in subs[i]:
             sln_seen[i][k] = bisect.bisect_right(feeds[k].times, start) - 1
+    captured = [np.zeros(len(f.times), dtype=bool) for f in feeds]  # by any node's fetch
     sln_sum = [0.0] * n
     sln_count = [0] * n
     xch_sum = [0.0] * n
@@ -278,6 +282,7 @@ def simulate(config: SimConfig) -> SimResult:
                 sln_count[a] += hi - lo
                 sln_sum[a] += (hi - lo) * t - (feed.prefix[hi] - feed.prefix[lo])
             sln_seen[a][b] = max(seen, j - 1)
+            captured[b][max(0, j - feed.cap):j] = True
             if exchange:
                 carry(a, t, node.fetched(t, feed.url, feed.document(t)))
             next_fetch[a][b] = t + config.interval_s
@@ -326,6 +331,10 @@ def simulate(config: SimConfig) -> SimResult:
                           float(np.percentile(lags, 95)) if len(lags) else 0.0, 1.0 - coverage)
 
     minutes = (end - start) / 60.0
+    reach = [int(captured[k][lo:hi].sum()) for k, (lo, hi) in enumerate(window)]
+    reachable = float(np.mean([sum(reach[k] for k in subs[i]) / max(1, sum(published[k]
+                                                                         for k in subs[i]))
+                               for i in stay_coop])) if stay_coop else 0.0
     return SimResult(
         config=config,
         xch=mode(xch_sum, xch_count, stay_coop) if exchange else mode(sln_sum, sln_count,
@@ -336,6 +345,7 @@ def simulate(config: SimConfig) -> SimResult:
         put_per_node_min=float(np.mean([puts[i] for i in stay])) / minutes,
         bytes_per_node_min=float(np.mean([traffic[i] for i in stay])) / minutes,
         entries_published=int(sum(published)),
+        reachable_coverage=reachable,
         surviving_nodes=len(stay),
         events=events,
         seconds=time.perf_counter() - began,
