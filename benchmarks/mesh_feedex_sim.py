@@ -23,7 +23,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import replace
 
 from feedmesh.mesh.feedex import FeedExSettings
 from feedmesh.mesh.feedex.sim import SimConfig, SimResult, simulate

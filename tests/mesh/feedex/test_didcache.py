@@ -49,5 +49,5 @@ def test_did_cache_is_exact_for_the_latest_and_forgets_in_generations():
     for i in range(10, 400):
         cache.add(did(i))
     assert len(cache) <= 10 + 200
-    forgotten = sum(did(i) not in cache for i in range(0, 100))
+    forgotten = sum(did(i) not in cache for i in range(100))
     assert forgotten > 90  # old generations are cleared (a few may be false positives)

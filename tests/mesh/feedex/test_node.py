@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from feedmesh.mesh.feedex import FeedExSettings, bundle_did
@@ -27,7 +29,7 @@ F1, F2, F3, F4 = (f"http://pub.test/feed/{i}" for i in range(1, 5))
 def chain(net: Net, *feeds: list[str]):
     """Nodes 1..n, each connected to the next."""
     nodes = [net.add(i + 1, f) for i, f in enumerate(feeds)]
-    for a, b in zip(nodes, nodes[1:]):
+    for a, b in itertools.pairwise(nodes):
         net.connect(a, b)
     return nodes
 
@@ -300,4 +302,26 @@ def test_query_without_hops_answers_locally(hops):
     a = net.add(1, [F1])
     net.fetch(a, F1, [entry("e", 1.0)])
     qid, out = a.query(net.now, F1, hops=hops)
-    assert out[-1].holders[0].count == 1
+    assert out[-1].qid == qid and out[-1].holders[0].count == 1
+
+
+def test_batched_forwards_offer_several_dids_in_one_check_did():
+    net = Net(FeedExSettings(forward_batch_s=5.0))
+    a, b = chain(net, [F1, F2], [F1, F2])
+    net.fetch(a, F1, [entry("one")])
+    net.run(1)
+    net.fetch(a, F2, [entry("two")])
+    assert not net.calls(CheckDid)  # held for the batch window
+    net.run(10)
+    checks = net.calls(CheckDid, to=b.address)
+    assert len(checks) == 1 and len(checks[0].dids) == 2
+    puts = net.calls(PutEntries, to=b.address)
+    assert len(puts) == 1 and len(puts[0].bundles) == 2
+    assert sorted(net.keys(b)) == ["one", "two"]
+
+
+def test_a_node_answers_get_neighbors_with_its_neighbours():
+    net = Net()
+    a, b, c = chain(net, [F1], [F1], [F1])
+    out = b.receive(net.now, address(7), GetNeighbors(5))
+    assert sorted(out[0].message.peers) == sorted([a.address, c.address])

@@ -22,7 +22,7 @@ def test_answers_with_other_live_nodes_and_forgets_silent_ones():
 
 def test_samples_without_repeats_or_the_caller_in_a_large_list():
     tracker = Tracker(rng=random.Random(2))
-    nodes = [("127.0.4.%d" % (i % 250), 8000 + i) for i in range(1000)]
+    nodes = [(f"127.0.4.{i % 250}", 8000 + i) for i in range(1000)]
     for node in nodes:
         tracker.receive(0.0, node, GetNeighbors(0))
     answer = tracker.receive(1.0, nodes[0], GetNeighbors(40)).peers

@@ -7,6 +7,7 @@ messages it receives and carries out what the node returns. Layers, bottom-up::
 
     settings, messages, didcache, subsets
     events, peers, tracker, phases
+    queries
     node
     sim
 

@@ -19,7 +19,7 @@ The protocol, section by section of the paper: bootstrapping and advertisements 
 ``_on_connect``, ``_advertise``); neighbour selection by usefulness (3.2: ``_on_connect``,
 ``_maintain``); dissemination with check_did before put_entries (3.4: ``_forward``,
 ``_on_check_did``, ``_on_did_status``, ``_on_put``); incentives (3.5: ``Neighbour.deficit``);
-recursive queries (3.6: ``query``, ``_on_query``, ``_on_answer``).
+recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from . import phases, subsets
 from .didcache import DidCache
-from .events import Deliver, Output, QueryResult, Send, bundle_did
+from .events import Deliver, Output, Send, bundle_did
 from .messages import (
     Address,
     Bundle,
@@ -51,6 +51,7 @@ from .messages import (
     UpdateSubset,
 )
 from .peers import Neighbour, Standing
+from .queries import QueryRelay
 from .settings import FeedExSettings
 
 __all__ = ["FeedExNode"]
@@ -60,20 +61,6 @@ _MAX_HOLDER_DIDS = 4096
 _MAX_PUT_BUNDLES = 64
 _MAX_CHECK_DIDS = 64
 _RETRY_CANDIDATE_S = 600.0
-
-
-class _Query:
-    __slots__ = ("deadline", "feed", "holders", "origin", "since", "until", "waiting")
-
-    def __init__(self, origin: Address | None, feed: str, since: float | None,
-                 until: float | None, waiting: set[Address], deadline: float) -> None:
-        self.origin = origin
-        self.feed = feed
-        self.since = since
-        self.until = until
-        self.waiting = waiting
-        self.deadline = deadline
-        self.holders: dict[Address, Holder] = {}
 
 
 class FeedExNode:
@@ -100,9 +87,8 @@ class FeedExNode:
         self._batched: dict[Address, list[bytes]] = {}
         self._flush_at: float | None = None
         self._known: dict[str, dict[str, float | None]] = {}
-        self._queries: dict[bytes, _Query] = {}
-        self._seen_queries: dict[bytes, float] = {}
-        self._answers: dict[tuple, tuple[float, list[Holder]]] = {}
+        self._queries = QueryRelay(self._holding, s.query_timeout_s, s.query_max_hops,
+                                   s.answer_cache_s)
         self._query_counter = 0
         self._dirty = True  # the advertisement may have changed
         self.fetch_plans: dict[str, float] = {}
@@ -203,8 +189,7 @@ class FeedExNode:
         qid = hashlib.sha1(f"{self.address}|{self._query_counter}|{now}".encode(),
                            usedforsecurity=False).digest()[:16]
         out: list[Output] = []
-        self._seen_queries[qid] = now
-        self._start_query(now, qid, None, feed, since, until, hops, out)
+        self._queries.start(now, qid, None, feed, since, until, hops, self.neighbours, out)
         return qid, out
 
     def unreachable(self, now: float, address: Address) -> list[Output]:
@@ -235,8 +220,9 @@ class FeedExNode:
             at = self._next_advertise
         if self._flush_at is not None and self._flush_at < at:
             at = self._flush_at
-        if self._queries:
-            at = min(at, min(q.deadline for q in self._queries.values()))
+        deadline = self._queries.next_deadline()
+        if deadline is not None and deadline < at:
+            at = deadline
         return at
 
     def handle_timer(self, now: float) -> list[Output]:
@@ -249,8 +235,7 @@ class FeedExNode:
         if self._next_advertise is not None and now >= self._next_advertise:
             self._next_advertise = now + self.settings.advertise_interval_s
             self._advertise(now, out)
-        for qid in [q for q, state in self._queries.items() if state.deadline <= now]:
-            self._finish_query(now, qid, out)
+        self._queries.expire(now, out)
         return out
 
     # -- messages ------------------------------------------------------------------------------
@@ -306,7 +291,7 @@ class FeedExNode:
             case QueryFeed():
                 self._on_query(now, sender, neighbour, message, out)
             case QueryAnswer():
-                self._on_answer(now, sender, message, out)
+                self._queries.answer(now, sender, message, out)
             case Error():
                 self._pending_connects.pop(sender, None)
         return out
@@ -452,12 +437,7 @@ class FeedExNode:
                 del self._outgoing[address]
         if self._held:
             self._held = {d: until for d, until in self._held.items() if until > now}
-        if self._seen_queries:
-            self._seen_queries = {q: at for q, at in self._seen_queries.items()
-                                  if now - at <= s.answer_cache_s}
-        if self._answers:
-            self._answers = {k: v for k, v in self._answers.items()
-                             if now - v[0] <= s.answer_cache_s}
+        self._queries.sweep(now)
         self.standing.forget_calls(now)
         if now - self._tracker_asked_at >= s.tracker_refresh_s:
             self._ask_tracker(now, out)  # stay listed; fresh candidates
@@ -647,62 +627,15 @@ class FeedExNode:
             return None
         return Holder(self.address, count, max(times) if times else None)
 
-    def _start_query(self, now: float, qid: bytes, origin: Address | None, feed: str,
-                     since: float | None, until: float | None, hops: int,
-                     out: list[Output]) -> None:
-        waiting = {a for a in self.neighbours if a != origin} if hops > 0 else set()
-        state = _Query(origin, feed, since, until, waiting,
-                       now + self.settings.query_timeout_s * (hops + 1))
-        mine = self._holding(feed, since, until)
-        if mine is not None:
-            state.holders[mine.address] = mine
-        self._queries[qid] = state
-        for address in waiting:
-            out.append(Send(address, QueryFeed(qid, feed, since, until, hops - 1)))
-        if not waiting:
-            self._finish_query(now, qid, out)
-
     def _on_query(self, now: float, sender: Address, neighbour: Neighbour | None,
                   message: QueryFeed, out: list[Output]) -> None:
         if neighbour is None:
             out.append(Send(sender, Error("not_neighbour", "query_feed from a node that is not "
                                                            "a neighbour")))
-            return
-        if neighbour.owes(self.settings.deficit_ratio) > self.settings.max_deficit \
-                or message.qid in self._seen_queries:
-            out.append(Send(sender, QueryAnswer(message.qid, [])))
-            return
-        self._seen_queries[message.qid] = now
-        key = (message.feed, message.since, message.until)
-        cached = self._answers.get(key)
-        if cached is not None and now - cached[0] <= self.settings.answer_cache_s:
-            out.append(Send(sender, QueryAnswer(message.qid, cached[1])))
-            return
-        self._start_query(now, message.qid, sender, message.feed, message.since, message.until,
-                          min(message.hops_left, self.settings.query_max_hops), out)
-
-    def _on_answer(self, now: float, sender: Address, message: QueryAnswer,
-                   out: list[Output]) -> None:
-        state = self._queries.get(message.qid)
-        if state is None or sender not in state.waiting:
-            return
-        state.waiting.discard(sender)
-        for holder in message.holders[:1000]:
-            if len(state.holders) < 1000:
-                state.holders.setdefault(holder.address, holder)
-        if not state.waiting:
-            self._finish_query(now, message.qid, out)
-
-    def _finish_query(self, now: float, qid: bytes, out: list[Output]) -> None:
-        state = self._queries.pop(qid, None)
-        if state is None:
-            return
-        holders = sorted(state.holders.values(), key=lambda h: -h.count)
-        self._answers[(state.feed, state.since, state.until)] = (now, holders)
-        if state.origin is None:
-            out.append(QueryResult(qid, state.feed, holders))
+        elif neighbour.owes(self.settings.deficit_ratio) > self.settings.max_deficit:
+            out.append(Send(sender, QueryAnswer(message.qid, [])))  # not served (3.5, 3.6)
         else:
-            out.append(Send(state.origin, QueryAnswer(qid, holders)))
+            self._queries.relay(now, sender, message, self.neighbours, out)
 
     # -- introspection -------------------------------------------------------------------------
 

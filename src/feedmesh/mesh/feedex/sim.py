@@ -181,7 +181,6 @@ def simulate(config: SimConfig) -> SimResult:
     planned: list[dict[int, float]] = [{} for _ in range(n)]  # first fetches not yet made
     next_fetch: list[dict[int, float]] = [{} for _ in range(n)]
     relax_s = config.settings.advertise_interval_s
-    url_index = {f.url: k for k, f in enumerate(feeds)}
     heap: list = []
     seq = 0
 
