@@ -69,7 +69,7 @@ class Bundle(msgspec.Struct, frozen=True):
     entries: Annotated[list[Entry], Meta(min_length=1, max_length=500)]
     path: Annotated[list[Address], Meta(max_length=64)] = []
     fetched_at: float = 0.0
-    """When the origin fetched it (the network-as-one-monitor part reads it)."""
+    """When the origin fetched it (unchecked, informative: how old the news is on arrival)."""
 
 
 class Holder(msgspec.Struct, frozen=True, array_like=True):
