@@ -1,0 +1,646 @@
+"""A FeedEx node as a sans-IO state machine: (now, message from an address) and (now, local event)
+in; messages to addresses, new entries for the archive and a next wake-up time out.
+
+Nothing here opens a socket, sleeps or reads a clock. A driver (an aiohttp transport, or
+:mod:`feedmesh.mesh.feedex.sim`) does this::
+
+    outputs = node.start(now)                        # ask the tracker for candidates
+    outputs = node.receive(now, (host, port), msg)   # host from the connection, port as stated
+    outputs = node.fetched(now, feed, entries)       # our own fetch of a feed found these entries
+    outputs = node.handle_timer(now)                 # when now >= node.next_timer()
+    outputs = node.unreachable(now, address)         # a send to address failed
+    outputs = node.malformed(now, address, why)      # bytes from address did not decode
+
+and carries out each output: :class:`Send` (deliver the message), :class:`Deliver` (store the
+entries, show them to the reader), :class:`QueryResult`. A peer is known by the address the
+transport gives, never by anything it claims about itself.
+
+The protocol, section by section of the paper: bootstrapping and advertisements (3.1:
+``_on_connect``, ``_advertise``); neighbour selection by usefulness (3.2: ``_on_connect``,
+``_maintain``); dissemination with check_did before put_entries (3.4: ``_forward``,
+``_on_check_did``, ``_on_did_status``, ``_on_put``); incentives (3.5: ``Neighbour.deficit``);
+recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterable, Mapping, Sequence
+
+from . import phases, subsets
+from .didcache import DidCache
+from .events import Deliver, Output, Send, bundle_did
+from .messages import (
+    Address,
+    Bundle,
+    CheckDid,
+    Connect,
+    ConnectReply,
+    DidStatus,
+    Disconnect,
+    Entry,
+    Error,
+    GetNeighbors,
+    Holder,
+    Message,
+    Neighbors,
+    PutEntries,
+    QueryAnswer,
+    QueryFeed,
+    UpdateSubset,
+)
+from .peers import Neighbour, Standing
+from .queries import QueryRelay
+from .settings import FeedExSettings
+
+__all__ = ["FeedExNode"]
+
+_MAX_CANDIDATES = 200
+_MAX_HOLDER_DIDS = 4096
+_MAX_PUT_BUNDLES = 64
+_MAX_CHECK_DIDS = 64
+_RETRY_CANDIDATE_S = 600.0
+
+
+class FeedExNode:
+    """One FeedEx peer. ``weights`` is the direct subscription set (feed URL -> preference w_i)."""
+
+    def __init__(self, address: Address, settings: FeedExSettings | None = None, *,
+                 weights: Mapping[str, float] = (), tracker: Address | None = None,
+                 rng: random.Random | None = None) -> None:
+        self.address = address
+        self.settings = s = settings or FeedExSettings()
+        self.weights: dict[str, float] = dict(weights)
+        self.tracker = tracker
+        self._rng = rng or random.Random(hash(address))
+        self.neighbours: dict[Address, Neighbour] = {}
+        self.standing = Standing(s.drop_standing, s.ban_s, s.max_calls_per_minute)
+        self._pending_connects: dict[Address, float] = {}
+        self._candidates: dict[Address, None] = {}
+        self._tried: dict[Address, float] = {}
+        self._tracker_asked_at = float("-inf")
+        self._seen = DidCache(s.did_cache_exact, s.did_cache_bloom)
+        self._held: dict[bytes, float] = {}  # did -> until when we answer "seen" (3.4)
+        self._holders: dict[bytes, set[Address]] = {}  # did -> neighbours known to have it
+        self._outgoing: dict[Address, dict[bytes, tuple[Bundle, float]]] = {}
+        self._batched: dict[Address, list[bytes]] = {}
+        self._flush_at: float | None = None
+        self._known: dict[str, dict[str, float | None]] = {}
+        self._queries = QueryRelay(self._holding, s.query_timeout_s, s.query_max_hops,
+                                   s.answer_cache_s)
+        self._query_counter = 0
+        self._dirty = True  # the advertisement may have changed
+        self.fetch_plans: dict[str, float] = {}
+        self._next_advertise: float | None = None
+        self._next_maintain: float | None = None
+        self.stats = {"check_did": 0, "put_entries": 0, "update_subset": 0, "forged": 0,
+                      "malformed": 0, "loops": 0, "refused_deficit": 0}
+
+    # -- local events --------------------------------------------------------------------------
+
+    def start(self, now: float, candidates: Iterable[Address] = ()) -> list[Output]:
+        """Join: take known candidates (earlier neighbours from disk), ask the tracker for more."""
+        self.add_candidates(candidates)
+        self._next_advertise = now + self.settings.advertise_interval_s
+        self._next_maintain = now + self.settings.maintain_interval_s
+        out: list[Output] = []
+        self._ask_tracker(now, out)
+        self._fill(now, out)
+        return out
+
+    def add_candidates(self, addresses: Iterable[Address]) -> None:
+        for address in addresses:
+            address = (address[0], address[1])
+            if address != self.address and address not in self.neighbours:
+                self._candidates[address] = None
+        while len(self._candidates) > _MAX_CANDIDATES:
+            del self._candidates[next(iter(self._candidates))]
+
+    def connect(self, now: float, address: Address) -> list[Output]:
+        """Connect to ``address`` now (an earlier neighbour kept on disk, a node the user named)."""
+        address = (address[0], address[1])
+        if (address in self.neighbours or address in self._pending_connects
+                or address == self.address or self.standing.banned(now, address)):
+            return []
+        self._tried[address] = now
+        self._pending_connects[address] = now
+        return [Send(address, self._connect_message(address))]
+
+    def subscribe(self, now: float, feed: str, weight: float = 1.0) -> list[Output]:
+        """Add ``feed`` to the direct set; neighbours learn it at the next advertisement."""
+        self.weights[feed] = weight
+        self._dirty = True
+        return []
+
+    def unsubscribe(self, now: float, feed: str) -> list[Output]:
+        self.weights.pop(feed, None)
+        self.fetch_plans.pop(feed, None)
+        self._dirty = True
+        return []
+
+    def fetched(self, now: float, feed: str, entries: Sequence[Entry]) -> list[Output]:
+        """Our fetch of ``feed`` returned ``entries``: keep the new ones, send them as a bundle."""
+        new = self._keep_new(feed, entries)
+        out: list[Output] = []
+        if not new:
+            return out
+        out.append(Deliver(feed, new, None, now))
+        bundle = Bundle(bundle_did(feed, (e.key for e in new)), feed, new, [], now)
+        self._seen.add(bundle.did)
+        self._forward(now, bundle, None, out)
+        return out
+
+    def plan_fetch(self, now: float, feed: str, interval_s: float) -> float:
+        """When to fetch ``feed`` first: the middle of the largest gap between the fetches our
+        neighbours advertised (:mod:`.phases`); advertised in turn when ``share_fetch_times``."""
+        at = phases.fill_largest_gap(now, interval_s, self.known_plans(feed), self._rng)
+        self.fetch_plans[feed] = at
+        self._dirty = True
+        return at
+
+    def replan_fetch(self, now: float, feed: str, interval_s: float) -> float | None:
+        """Move our planned (not yet made) first fetch of ``feed`` into the largest gap if it sits
+        crowded next to another node's; None if it stays (:func:`phases.crowded`)."""
+        planned = self.fetch_plans.get(feed)
+        if planned is None or planned <= now:
+            return None
+        known = self.known_plans(feed)
+        if not phases.crowded(planned, known, interval_s):
+            return None
+        return self.plan_fetch(now, feed, interval_s)
+
+    def known_plans(self, feed: str) -> list[float]:
+        """Planned fetch times of ``feed`` by nodes one and two hops away, as advertised."""
+        known = []
+        for neighbour in self.neighbours.values():
+            own = neighbour.fetch_times.get(feed)
+            if own is not None:
+                known.append(own)
+            known.extend(neighbour.relayed_times.get(feed, ()))
+        return known
+
+    def query(self, now: float, feed: str, since: float | None = None, until: float | None = None,
+              hops: int | None = None) -> tuple[bytes, list[Output]]:
+        """Ask the network who holds entries of ``feed`` published in [since, until] (3.6); the
+        answer comes as a :class:`QueryResult` output once every neighbour answered or timed out."""
+        hops = self.settings.query_max_hops if hops is None else min(hops, 16)
+        self._query_counter += 1
+        qid = hashlib.sha1(f"{self.address}|{self._query_counter}|{now}".encode(),
+                           usedforsecurity=False).digest()[:16]
+        out: list[Output] = []
+        self._queries.start(now, qid, None, feed, since, until, hops, self.neighbours, out)
+        return qid, out
+
+    def unreachable(self, now: float, address: Address) -> list[Output]:
+        """The transport could not reach ``address``: a neighbour there is dead (3.2)."""
+        out: list[Output] = []
+        self._pending_connects.pop(address, None)
+        self._candidates.pop(address, None)
+        if address in self.neighbours:
+            self._drop(now, address, None, out)
+            self._fill(now, out)
+        return out
+
+    def malformed(self, now: float, address: Address, why: str) -> list[Output]:
+        """Bytes from ``address`` were not a valid message: it counts against the sender."""
+        self.stats["malformed"] += 1
+        out: list[Output] = [Send(address, Error("malformed", why[:500]))]
+        self._penalize(now, address, self.settings.malformed_penalty, out)
+        return out
+
+    # -- timers --------------------------------------------------------------------------------
+
+    def next_timer(self) -> float | None:
+        """When :meth:`handle_timer` wants to run next (None before :meth:`start`)."""
+        at = self._next_maintain
+        if at is None:
+            return None
+        if self._next_advertise is not None and self._next_advertise < at:
+            at = self._next_advertise
+        if self._flush_at is not None and self._flush_at < at:
+            at = self._flush_at
+        deadline = self._queries.next_deadline()
+        if deadline is not None and deadline < at:
+            at = deadline
+        return at
+
+    def handle_timer(self, now: float) -> list[Output]:
+        out: list[Output] = []
+        if self._flush_at is not None and now >= self._flush_at:
+            self._flush(now, out)
+        if self._next_maintain is not None and now >= self._next_maintain:
+            self._next_maintain = now + self.settings.maintain_interval_s
+            self._maintain(now, out)
+        if self._next_advertise is not None and now >= self._next_advertise:
+            self._next_advertise = now + self.settings.advertise_interval_s
+            self._advertise(now, out)
+        self._queries.expire(now, out)
+        return out
+
+    # -- messages ------------------------------------------------------------------------------
+
+    def receive(self, now: float, sender: Address, message: Message) -> list[Output]:
+        """Handle one message from ``sender`` = (host of the connection, stated port)."""
+        out: list[Output] = []
+        if self.standing.banned(now, sender):
+            if isinstance(message, Connect):
+                out.append(Send(sender, ConnectReply(False, reason="refused: low standing")))
+            return out
+        if not self.standing.allow_call(now, sender):
+            self._penalize(now, sender, 0.1, out)
+            return out
+        neighbour = self.neighbours.get(sender)
+        if neighbour is not None:
+            neighbour.last_heard = now
+            neighbour.probed_at = None
+        match message:
+            case CheckDid():
+                self._on_check_did(now, sender, neighbour, message, out)
+            case DidStatus():
+                self._on_did_status(now, sender, neighbour, message, out)
+            case PutEntries():
+                self._on_put(now, sender, neighbour, message, out)
+            case UpdateSubset():
+                if neighbour is None:
+                    out.append(Send(sender, Error("not_neighbour", "update_subset from a node "
+                                                                   "that is not a neighbour")))
+                else:
+                    neighbour.subset = subsets.apply_update(neighbour.subset, message.added,
+                                                            message.removed)
+                    neighbour.fetch_times.update(message.fetch_times)
+                    neighbour.relayed_times.update(message.relayed_times)
+                    if message.added or message.removed or message.fetch_times:
+                        self._dirty = True
+            case Connect():
+                self._on_connect(now, sender, message, out)
+            case ConnectReply():
+                self._on_connect_reply(now, sender, message, out)
+            case Disconnect():
+                if neighbour is not None:
+                    self._drop(now, sender, None, out)
+                    self._tried[sender] = now
+                    self._fill(now, out)
+            case Neighbors():
+                if sender == self.tracker or neighbour is not None:
+                    self.add_candidates(message.peers)
+                    self._fill(now, out)
+            case GetNeighbors():  # a node answers like a small tracker: with its neighbours
+                peers = [a for a in self.neighbours if a != sender][:message.want]
+                out.append(Send(sender, Neighbors(peers)))
+            case QueryFeed():
+                self._on_query(now, sender, neighbour, message, out)
+            case QueryAnswer():
+                self._queries.answer(now, sender, message, out)
+            case Error():
+                self._pending_connects.pop(sender, None)
+        return out
+
+    # -- 3.1 bootstrapping and advertisements --------------------------------------------------
+
+    def _ask_tracker(self, now: float, out: list[Output]) -> None:
+        if self.tracker is not None:
+            self._tracker_asked_at = now
+            out.append(Send(self.tracker, GetNeighbors(4 * self.settings.max_neighbours)))
+
+    def _fill(self, now: float, out: list[Output]) -> None:
+        """Below the minimum, connect to candidates until the maximum is reached (3.2)."""
+        s = self.settings
+        if len(self.neighbours) >= s.min_neighbours and self.neighbours:
+            return
+        room = s.max_neighbours - len(self.neighbours) - len(self._pending_connects)
+        for address in list(self._candidates):
+            if room <= 0:
+                break
+            del self._candidates[address]
+            if (address in self.neighbours or address in self._pending_connects
+                    or address == self.address or self.standing.banned(now, address)
+                    or now - self._tried.get(address, float("-inf")) < _RETRY_CANDIDATE_S):
+                continue
+            self._tried[address] = now
+            self._pending_connects[address] = now
+            out.append(Send(address, self._connect_message(address)))
+            room -= 1
+        if room > 0 and now - self._tracker_asked_at >= s.tracker_refresh_s / 10:
+            self._ask_tracker(now, out)
+
+    def _connect_message(self, address: Address) -> Connect:
+        own, relayed = self._times_for(address)
+        return Connect(self._advertisement_for(address), own, relayed, len(self.neighbours))
+
+    def _advertisement_for(self, address: Address) -> dict[str, int]:
+        sets = {a: n.subset for a, n in self.neighbours.items()}
+        return subsets.advertisement(self.weights, sets, address, self.settings.max_subset_hops)
+
+    def _times_for(self, address: Address) -> tuple[dict[str, float], dict[str, list[float]]]:
+        """Planned fetch times to advertise to ``address``: ours, and our other neighbours' own
+        (never what they relay: a plan travels two hops and cannot circulate after it changed)."""
+        if not self.settings.share_fetch_times:
+            return {}, {}
+        relayed: dict[str, list[float]] = {}
+        for other, neighbour in self.neighbours.items():
+            if other != address:
+                for feed, at in neighbour.fetch_times.items():
+                    relayed.setdefault(feed, []).append(at)
+        cap = phases.MAX_PLANS_PER_FEED
+        return dict(self.fetch_plans), {f: sorted(ts)[-cap:] for f, ts in relayed.items()}
+
+    def _on_connect(self, now: float, sender: Address, message: Connect,
+                    out: list[Output]) -> None:
+        s = self.settings
+        subset = {f: h for f, h in message.subset.items() if h <= s.max_subset_hops}
+        if sender not in self.neighbours and len(self.neighbours) >= s.max_neighbours:
+            worst = min(self.neighbours.values(), key=self.usefulness_of)
+            needy = message.neighbours < s.min_neighbours
+            if not needy and subsets.usefulness(self.weights, subset, s.usefulness_base) \
+                    <= self.usefulness_of(worst):
+                out.append(Send(sender, ConnectReply(False, reason="full")))
+                return
+            self._drop(now, worst.address, "replaced by a more useful neighbour", out)
+        self._pending_connects.pop(sender, None)
+        mine = self._advertisement_for(sender)
+        neighbour = self.neighbours.get(sender) or Neighbour(sender, subset, now)
+        neighbour.subset = subset
+        neighbour.advertised = mine
+        neighbour.fetch_times.update(message.fetch_times)
+        neighbour.relayed_times.update(message.relayed_times)
+        self.neighbours[sender] = neighbour
+        self._candidates.pop(sender, None)
+        self._dirty = True
+        own, relayed = self._times_for(sender)
+        out.append(Send(sender, ConnectReply(True, mine, fetch_times=own, relayed_times=relayed)))
+
+    def _on_connect_reply(self, now: float, sender: Address, message: ConnectReply,
+                          out: list[Output]) -> None:
+        if self._pending_connects.pop(sender, None) is None and sender not in self.neighbours:
+            return  # a reply we did not ask for
+        if not message.accepted:
+            self._fill(now, out)
+            return
+        if sender not in self.neighbours and len(self.neighbours) >= self.settings.max_neighbours:
+            out.append(Send(sender, Disconnect("full")))
+            return
+        subset = {f: h for f, h in message.subset.items() if h <= self.settings.max_subset_hops}
+        neighbour = self.neighbours.get(sender) or Neighbour(sender, subset, now)
+        neighbour.subset = subset
+        neighbour.advertised = self._advertisement_for(sender)
+        neighbour.fetch_times.update(message.fetch_times)
+        neighbour.relayed_times.update(message.relayed_times)
+        self.neighbours[sender] = neighbour
+        self._dirty = True
+
+    def _advertise(self, now: float, out: list[Output]) -> None:
+        """Periodic, incremental, per neighbour without its own advertisement (3.1). Nothing is
+        sent to a neighbour whose view did not change; a silent one gets a keep-alive instead."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        sets = {a: n.subset for a, n in self.neighbours.items()}
+        ads = subsets.advertisements(self.weights, sets, self.settings.max_subset_hops)
+        share = self.settings.share_fetch_times
+        for address, neighbour in self.neighbours.items():
+            added, removed = subsets.diff(neighbour.advertised, ads[address])
+            own: dict[str, float] = {}
+            relayed: dict[str, list[float]] = {}
+            if share:
+                own, relayed = self._times_for(address)
+                sent_own, sent_relayed = neighbour.sent_times
+                neighbour.sent_times = (own, relayed)
+                own = {f: t for f, t in own.items() if sent_own.get(f) != t}
+                relayed = {f: t for f, t in relayed.items() if sent_relayed.get(f) != t}
+            if added or removed or own or relayed:
+                neighbour.advertised = ads[address]
+                self.stats["update_subset"] += 1
+                out.append(Send(address, UpdateSubset(added, removed, own, relayed)))
+
+    # -- 3.2 neighbour selection and upkeep ----------------------------------------------------
+
+    def usefulness_of(self, neighbour: Neighbour) -> float:
+        return subsets.usefulness(self.weights, neighbour.subset, self.settings.usefulness_base)
+
+    def _maintain(self, now: float, out: list[Output]) -> None:
+        s = self.settings
+        for address, at in list(self._pending_connects.items()):
+            if now - at > s.connect_timeout_s:
+                del self._pending_connects[address]
+        for address, neighbour in list(self.neighbours.items()):
+            silent = now - neighbour.last_heard
+            if silent > s.dead_after_s:
+                self._drop(now, address, None, out)
+            elif silent > s.dead_after_s / 2 and neighbour.probed_at is None:
+                neighbour.probed_at = now
+                out.append(Send(address, UpdateSubset()))  # keep-alive: an empty update
+        for address, pending in list(self._outgoing.items()):
+            for did in [d for d, (_, at) in pending.items() if now - at > s.reply_timeout_s]:
+                del pending[did]
+            if not pending:
+                del self._outgoing[address]
+        if self._held:
+            self._held = {d: until for d, until in self._held.items() if until > now}
+        self._queries.sweep(now)
+        self.standing.forget_calls(now)
+        if now - self._tracker_asked_at >= s.tracker_refresh_s:
+            self._ask_tracker(now, out)  # stay listed; fresh candidates
+        self._fill(now, out)
+
+    def _drop(self, now: float, address: Address, reason: str | None,
+              out: list[Output]) -> None:
+        """Forget a neighbour; tell it why unless it is dead (``reason`` None)."""
+        if self.neighbours.pop(address, None) is None:
+            return
+        self._outgoing.pop(address, None)
+        self._batched.pop(address, None)
+        self._dirty = True
+        if reason is not None:
+            out.append(Send(address, Disconnect(reason)))
+
+    def _penalize(self, now: float, address: Address, amount: float, out: list[Output]) -> None:
+        if self.standing.lower(now, address, amount):
+            self._candidates.pop(address, None)
+            self._drop(now, address, "low standing", out)
+
+    # -- 3.4 dissemination ---------------------------------------------------------------------
+
+    def _keep_new(self, feed: str, entries: Iterable[Entry]) -> list[Entry]:
+        known = self._known.get(feed)
+        if known is None:
+            known = self._known[feed] = {}
+        new = []
+        for entry in entries:
+            if entry.key not in known:
+                known[entry.key] = entry.published
+                new.append(entry)
+        cap = self.settings.known_entries_per_feed
+        while len(known) > cap:
+            del known[next(iter(known))]
+        return new
+
+    def _forward(self, now: float, bundle: Bundle, sender: Address | None,
+                 out: list[Output]) -> None:
+        """Offer ``bundle`` to each neighbour interested in its feed within max hops, not on its
+        path, not known to hold it, and not in deficit past D: check_did first (3.4, 3.5)."""
+        max_hops = self.settings.max_subset_hops
+        on_path = set(bundle.path)
+        holders = self._holders.get(bundle.did, ())
+        batch = self.settings.forward_batch_s
+        ratio = self.settings.deficit_ratio
+        for address, neighbour in self.neighbours.items():
+            hops = neighbour.subset.get(bundle.feed)
+            if (hops is None or hops > max_hops or address == sender or address in on_path
+                    or address in holders):
+                continue
+            if neighbour.owes(ratio) > self.settings.max_deficit:
+                self.stats["refused_deficit"] += 1
+                continue
+            pending = self._outgoing.setdefault(address, {})
+            if bundle.did in pending:
+                continue
+            pending[bundle.did] = (bundle, now)
+            if batch > 0:
+                self._batched.setdefault(address, []).append(bundle.did)
+                if self._flush_at is None:
+                    self._flush_at = now + batch
+            else:
+                self.stats["check_did"] += 1
+                out.append(Send(address, CheckDid([bundle.did])))
+
+    def _flush(self, now: float, out: list[Output]) -> None:
+        self._flush_at = None
+        for address, dids in self._batched.items():
+            for i in range(0, len(dids), _MAX_CHECK_DIDS):
+                self.stats["check_did"] += 1
+                out.append(Send(address, CheckDid(dids[i:i + _MAX_CHECK_DIDS])))
+        self._batched.clear()
+
+    def _note_holder(self, did: bytes, address: Address) -> None:
+        holders = self._holders.get(did)
+        if holders is None:
+            holders = self._holders[did] = set()
+            if len(self._holders) > _MAX_HOLDER_DIDS:
+                del self._holders[next(iter(self._holders))]
+        holders.add(address)
+
+    def _on_check_did(self, now: float, sender: Address, neighbour: Neighbour | None,
+                      message: CheckDid, out: list[Output]) -> None:
+        if neighbour is None:
+            out.append(Send(sender, Error("not_neighbour", "check_did from a node that is not "
+                                                           "a neighbour")))
+            return
+        unseen, seen = [], []
+        hold = self.settings.check_hold_s
+        for did in message.dids:
+            self._note_holder(did, sender)
+            pending = self._outgoing.get(sender)
+            if pending is not None:
+                pending.pop(did, None)  # it has it: no need to offer it back
+            if did in self._seen or self._held.get(did, 0.0) > now:
+                seen.append(did)
+            else:
+                unseen.append(did)
+                self._held[did] = now + hold
+        out.append(Send(sender, DidStatus(unseen, seen)))
+
+    def _on_did_status(self, now: float, sender: Address, neighbour: Neighbour | None,
+                       message: DidStatus, out: list[Output]) -> None:
+        pending = self._outgoing.get(sender)
+        if neighbour is None or pending is None:
+            return
+        for did in message.seen:
+            pending.pop(did, None)
+            self._note_holder(did, sender)
+        bundles = []
+        alpha = self.settings.contribution_base
+        for did in message.unseen:
+            item = pending.pop(did, None)
+            if item is None:
+                continue  # we never offered it: ignore
+            bundle = item[0]
+            bundles.append(bundle)
+            self._note_holder(did, sender)
+            hops = neighbour.subset.get(bundle.feed, self.settings.max_subset_hops)
+            neighbour.given += len(bundle.entries) * alpha ** -hops
+            neighbour.entries_to += len(bundle.entries)
+        for i in range(0, len(bundles), _MAX_PUT_BUNDLES):
+            self.stats["put_entries"] += 1
+            out.append(Send(sender, PutEntries(bundles[i:i + _MAX_PUT_BUNDLES])))
+
+    def _on_put(self, now: float, sender: Address, neighbour: Neighbour | None,
+                message: PutEntries, out: list[Output]) -> None:
+        if neighbour is None:
+            out.append(Send(sender, Error("not_neighbour", "put_entries from a node that is not "
+                                                           "a neighbour")))
+            return
+        s = self.settings
+        alpha = s.contribution_base
+        for bundle in message.bundles:
+            path = bundle.path
+            if self.address in path:
+                if bundle.did in self._seen:  # it went round: a loop (3.4)
+                    self.stats["loops"] += 1
+                    continue
+                self._forged(now, sender, out, "the path names us but we never sent this bundle")
+                continue
+            if sender in path or len(set(path)) != len(path):
+                self._forged(now, sender, out, "the path repeats a node or names its sender")
+                continue
+            if not path and bundle.did != bundle_did(bundle.feed, (e.key for e in bundle.entries)):
+                self._forged(now, sender, out, "the did is not the digest of the bundle")
+                continue
+            self._note_holder(bundle.did, sender)
+            for hop in path:
+                self._note_holder(bundle.did, hop)
+            self._held.pop(bundle.did, None)
+            if bundle.did in self._seen:
+                continue
+            self._seen.add(bundle.did)
+            new = self._keep_new(bundle.feed, bundle.entries)
+            if not new:
+                continue
+            hops = 0 if bundle.feed in self.weights else \
+                neighbour.advertised.get(bundle.feed, s.max_subset_hops + 1)
+            weight = self.weights.get(bundle.feed, 1.0)
+            neighbour.received += len(new) * weight * alpha ** -hops
+            neighbour.entries_from += len(new)
+            if bundle.feed in self.weights:
+                out.append(Deliver(bundle.feed, new, sender, now))
+            forward = Bundle(bundle.did, bundle.feed, new, [*path, sender], bundle.fetched_at)
+            self._forward(now, forward, sender, out)
+
+    def _forged(self, now: float, sender: Address, out: list[Output], why: str) -> None:
+        self.stats["forged"] += 1
+        out.append(Send(sender, Error("forged_path", why)))
+        self._penalize(now, sender, self.settings.forged_path_penalty, out)
+
+    # -- 3.6 recursive queries -----------------------------------------------------------------
+
+    def _holding(self, feed: str, since: float | None, until: float | None) -> Holder | None:
+        known = self._known.get(feed)
+        if not known:
+            return None
+        lo = float("-inf") if since is None else since
+        hi = float("inf") if until is None else until
+        times = [t for t in known.values() if t is not None and lo <= t <= hi]
+        undated = sum(1 for t in known.values() if t is None) if since is None and until is None \
+            else 0
+        count = len(times) + undated
+        if count == 0:
+            return None
+        return Holder(self.address, count, max(times) if times else None)
+
+    def _on_query(self, now: float, sender: Address, neighbour: Neighbour | None,
+                  message: QueryFeed, out: list[Output]) -> None:
+        if neighbour is None:
+            out.append(Send(sender, Error("not_neighbour", "query_feed from a node that is not "
+                                                           "a neighbour")))
+        elif neighbour.owes(self.settings.deficit_ratio) > self.settings.max_deficit:
+            out.append(Send(sender, QueryAnswer(message.qid, [])))  # not served (3.5, 3.6)
+        else:
+            self._queries.relay(now, sender, message, self.neighbours, out)
+
+    # -- introspection -------------------------------------------------------------------------
+
+    def has_entry(self, feed: str, key: str) -> bool:
+        return key in self._known.get(feed, ())
+
+    def seen_did(self, did: bytes) -> bool:
+        return did in self._seen

@@ -1,0 +1,92 @@
+"""FeedEx settings: one frozen object, Table 2 of the paper for defaults, checked on construction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["FeedExSettings", "SettingsError"]
+
+
+class SettingsError(ValueError):
+    """A FeedEx setting is out of range; the message names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeedExSettings:
+    """Everything a FeedEx node can be tuned by. Times are seconds.
+
+    The paper's Table 2: ``max_subset_hops`` 3, ``advertise_interval_s`` 300, ``max_neighbours``
+    10, ``min_neighbours`` 8 (subscription set size 20 is the experiment's, not a setting).
+    """
+
+    max_subset_hops: int = 3
+    advertise_interval_s: float = 300.0
+    min_neighbours: int = 8
+    max_neighbours: int = 10
+    usefulness_base: float = 2.0
+    """``d`` of u(Q) = sum w_i d^-h_i (section 3.2)."""
+    contribution_base: float = 2.0
+    """``alpha`` of c_ji += w_f alpha^-h_f (section 3.5)."""
+    max_deficit: float = 20.0
+    """``D``: a neighbour is no longer served once c_ij - ratio * c_ji > D (3.5)."""
+    deficit_ratio: float = 4.0
+    """The paper bounds c_ij - c_ji; here c_ji counts ``deficit_ratio`` times. Between two
+    cooperators the flow is lopsided where one relays the other's feeds (it credits relayed
+    entries at alpha^-h, the other credits them at 1), so the paper's bound (ratio 1) cuts
+    cooperators too; a free rider (c_ji = 0) is cut at D either way."""
+    maintain_interval_s: float = 60.0
+    """How often neighbours are checked (dead ones dropped, the set replenished)."""
+    dead_after_s: float = 900.0
+    """A neighbour silent this long is dead (adverts go out every 300 s, so three missed)."""
+    connect_timeout_s: float = 30.0
+    reply_timeout_s: float = 30.0
+    """A check_did left unanswered this long is given up."""
+    check_hold_s: float = 20.0
+    """After answering "unseen" to one neighbour, answer "seen" to others for this long: the first
+    one's put_entries is on its way (saves duplicate puts when neighbours forward at once)."""
+    tracker_refresh_s: float = 1800.0
+    """Re-announce to the tracker this often, and no more often ask it for more candidates."""
+    did_cache_exact: int = 1000
+    """Latest dids kept exactly (the paper's prototype: 1,000)."""
+    did_cache_bloom: int = 100_000
+    """Older dids go to a Bloom filter sized for this many (1% false positives)."""
+    known_entries_per_feed: int = 2048
+    """Entry keys remembered per feed, to strip what is already stored before forwarding."""
+    query_timeout_s: float = 10.0
+    """A relayed query waits this long per remaining hop for its neighbours' answers."""
+    query_max_hops: int = 4
+    answer_cache_s: float = 600.0
+    forged_path_penalty: float = 5.0
+    malformed_penalty: float = 1.0
+    drop_standing: float = -10.0
+    """A peer whose standing falls to this is dropped and refused for ``ban_s``."""
+    ban_s: float = 3600.0
+    max_calls_per_minute: int = 300
+    """Calls a peer may make per minute; more are refused (flood protection)."""
+    forward_batch_s: float = 0.0
+    """Hold forwards to a neighbour this long to send several dids in one check_did (0: at once)."""
+    share_fetch_times: bool = False
+    """Advertise last-fetch times so neighbours spread their fetches of a shared feed (the network
+    as one monitor; see :mod:`feedmesh.mesh.feedex.phases`)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.max_subset_hops <= 16:
+            raise SettingsError(f"max_subset_hops must be within 0..16, got {self.max_subset_hops}")
+        if not 1 <= self.min_neighbours <= self.max_neighbours <= 1000:
+            raise SettingsError("need 1 <= min_neighbours <= max_neighbours <= 1000, got "
+                                f"{self.min_neighbours} and {self.max_neighbours}")
+        for name in ("usefulness_base", "contribution_base", "deficit_ratio"):
+            if getattr(self, name) < 1.0:
+                raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("advertise_interval_s", "maintain_interval_s", "dead_after_s",
+                     "connect_timeout_s", "reply_timeout_s", "tracker_refresh_s",
+                     "query_timeout_s", "max_deficit"):
+            if getattr(self, name) <= 0:
+                raise SettingsError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.forward_batch_s < 0 or self.check_hold_s < 0:
+            raise SettingsError("forward_batch_s and check_hold_s must be >= 0")
+        if self.did_cache_exact < 1 or self.did_cache_bloom < 1 or self.known_entries_per_feed < 1:
+            raise SettingsError("did_cache_exact, did_cache_bloom and known_entries_per_feed "
+                                "must be >= 1")
+        if self.drop_standing >= 0:
+            raise SettingsError(f"drop_standing must be < 0, got {self.drop_standing}")

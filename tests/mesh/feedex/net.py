@@ -1,0 +1,105 @@
+"""A tiny driver for FeedEx node tests: nodes on a manual clock, messages delivered after a fixed
+latency, in order. Not the simulator: small enough to read next to each test."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import replace
+
+from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, QueryResult, Send, Tracker
+from feedmesh.mesh.feedex.messages import Address, Entry, Message, decode, encode
+
+TRACKER: Address = ("127.0.9.1", 9000)
+
+
+def address(i: int) -> Address:
+    return (f"127.0.8.{i}", 8400)
+
+
+def entry(key: str, published: float = 0.0) -> Entry:
+    return Entry(key, published, f"title {key}", f"http://pub.test/{key}")
+
+
+class Net:
+    def __init__(self, settings: FeedExSettings | None = None, latency: float = 0.05) -> None:
+        self.settings = settings or FeedExSettings()
+        self.latency = latency
+        self.now = 0.0
+        self.nodes: dict[Address, FeedExNode] = {}
+        self.tracker = Tracker()
+        self.down: set[Address] = set()
+        self.sent: list[tuple[Address, Address, Message]] = []  # (from, to, message)
+        self.delivered: dict[Address, list[Deliver]] = {}
+        self.results: list[QueryResult] = []
+        self._queue: list = []
+        self._seq = 0
+
+    def add(self, i: int, feeds: list[str], *, tracker: bool = False, **settings) -> FeedExNode:
+        """A started node (its timers run) subscribed to ``feeds``."""
+        s = replace(self.settings, **settings)
+        node = FeedExNode(address(i), s, weights={f: 1.0 for f in feeds},
+                          tracker=TRACKER if tracker else None)
+        self.nodes[node.address] = node
+        self.delivered[node.address] = []
+        self.carry(node, node.start(self.now))
+        return node
+
+    def carry(self, node: FeedExNode, outputs: list) -> None:
+        for output in outputs:
+            if isinstance(output, Send):
+                # every message crosses the codec, as on a real wire
+                body = decode(encode(output.message, node.address[1])).body
+                self.sent.append((node.address, output.to, body))
+                self._seq += 1
+                heapq.heappush(self._queue, (self.now + self.latency, self._seq, node.address,
+                                             output.to, body))
+            elif isinstance(output, Deliver):
+                self.delivered[node.address].append(output)
+            elif isinstance(output, QueryResult):
+                self.results.append(output)
+
+    def connect(self, a: FeedExNode, b: FeedExNode) -> None:
+        """Make a and b neighbours through the real handshake."""
+        self.carry(a, a.connect(self.now, b.address))
+        self.run(1.0)
+
+    def run(self, seconds: float) -> None:
+        """Deliver messages and fire timers until ``seconds`` from now."""
+        until = self.now + seconds
+        while True:
+            timers = [(n.next_timer(), a) for a, n in self.nodes.items()
+                      if a not in self.down and n.next_timer() is not None]
+            next_timer = min(timers) if timers else (float("inf"), None)
+            next_message = self._queue[0][0] if self._queue else float("inf")
+            at = min(next_timer[0], next_message)
+            if at > until:
+                break
+            self.now = max(self.now, at)
+            if next_message <= next_timer[0]:
+                _, _, src, dst, body = heapq.heappop(self._queue)
+                if dst == TRACKER:
+                    reply = self.tracker.receive(self.now, src, body)
+                    self._seq += 1
+                    heapq.heappush(self._queue, (self.now + self.latency, self._seq, TRACKER,
+                                                 src, reply))
+                    continue
+                if dst in self.down or dst not in self.nodes:
+                    sender = self.nodes.get(src)
+                    if sender is not None and src not in self.down:
+                        self.carry(sender, sender.unreachable(self.now, dst))
+                    continue
+                node = self.nodes[dst]
+                self.carry(node, node.receive(self.now, src, body))
+            else:
+                node = self.nodes[next_timer[1]]
+                self.carry(node, node.handle_timer(self.now))
+        self.now = until
+
+    def fetch(self, node: FeedExNode, feed: str, entries: list[Entry]) -> None:
+        self.carry(node, node.fetched(self.now, feed, entries))
+
+    def calls(self, kind: type, to: Address | None = None) -> list:
+        return [m for s, d, m in self.sent if isinstance(m, kind) and (to is None or d == to)]
+
+    def keys(self, node: FeedExNode) -> list[str]:
+        return [e.key for d in self.delivered[node.address] for e in d.entries]

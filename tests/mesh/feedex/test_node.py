@@ -1,0 +1,327 @@
+"""The FeedEx node core, one operation at a time, on a manual clock (tests/mesh/feedex/net.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from feedmesh.mesh.feedex import FeedExSettings, bundle_did
+from feedmesh.mesh.feedex.messages import (
+    Bundle,
+    CheckDid,
+    Connect,
+    ConnectReply,
+    DidStatus,
+    Disconnect,
+    Error,
+    GetNeighbors,
+    PutEntries,
+    QueryFeed,
+    UpdateSubset,
+)
+
+from .net import TRACKER, Net, address, entry
+
+F1, F2, F3, F4 = (f"http://pub.test/feed/{i}" for i in range(1, 5))
+
+
+def chain(net: Net, *feeds: list[str]):
+    """Nodes 1..n, each connected to the next."""
+    nodes = [net.add(i + 1, f) for i, f in enumerate(feeds)]
+    for a, b in itertools.pairwise(nodes):
+        net.connect(a, b)
+    return nodes
+
+
+def test_connect_reply_is_computed_without_the_callers_advertisement():
+    net = Net()
+    a, b = chain(net, [F1], [F2])
+    assert b.neighbours[a.address].subset == {F1: 0}
+    assert a.neighbours[b.address].subset == {F2: 0, }
+    c = net.add(3, [F3])
+    net.connect(c, b)
+    reply = net.calls(ConnectReply, to=c.address)[-1]
+    assert reply.accepted
+    # b's own feed at 0, a's at 1; c's own F3 is not echoed back to it
+    assert reply.subset == {F2: 0, F1: 1}
+    # c advertised F3: b now advertises it to a (hop 1) at the next round, never to c
+    net.run(301)
+    update = [m for m in net.calls(UpdateSubset, to=a.address) if m.added][-1]
+    assert update.added == {F3: 1} and update.removed == []
+    assert a.neighbours[b.address].subset == {F2: 0, F3: 1}
+    assert F3 not in c.neighbours[b.address].subset
+
+
+def test_updates_are_incremental_periodic_and_respect_max_hops():
+    net = Net(FeedExSettings(max_subset_hops=2))
+    a, b, c, d = chain(net, [F1], [], [], [])
+    net.run(3 * 301)
+    assert b.neighbours[c.address].subset.get(F1) is None  # c advertises nothing b gave it
+    assert c.neighbours[b.address].subset == {F1: 1}
+    assert d.neighbours[c.address].subset == {F1: 2}
+    assert c.neighbours[d.address].subset == {}  # hop 3 > max_subset_hops 2: not advertised
+    def changes():  # empty updates are keep-alives to silent neighbours
+        return [m for m in net.calls(UpdateSubset) if m.added or m.removed]
+
+    before = len(changes())
+    net.run(301)
+    assert len(changes()) == before  # nothing changed, nothing sent
+    b.subscribe(net.now, F4)
+    assert len(changes()) == before  # not immediately (3.1)
+    net.run(301)
+    updates = [m for m in net.calls(UpdateSubset, to=a.address) if m.added]
+    assert updates[-1].added == {F4: 0}
+    a.unsubscribe(net.now, F1)
+    net.run(301)
+    assert [m for m in net.calls(UpdateSubset, to=b.address) if m.removed][-1].removed == [F1]
+
+
+def test_bundle_travels_with_check_did_before_put_and_path_added_by_receiver():
+    net = Net()
+    a, b, c = chain(net, [F1], [F1], [F1])
+    net.fetch(a, F1, [entry("x1", 10.0), entry("x2", 20.0)])
+    net.run(5)
+    assert net.keys(b) == ["x1", "x2"] and net.keys(c) == ["x1", "x2"]
+    assert net.delivered[c.address][0].source == b.address
+    puts_to_c = net.calls(PutEntries, to=c.address)
+    assert [bundle.path for bundle in puts_to_c[0].bundles] == [[a.address]]
+    did = bundle_did(F1, ["x1", "x2"])
+    assert c.seen_did(did)
+    # every put was preceded by a check_did of the same did to the same node
+    for _, dst, message in net.sent:
+        if isinstance(message, PutEntries):
+            assert any(isinstance(m, CheckDid) and did in m.dids and d == dst
+                       for _, d, m in net.sent)
+    # nobody got the bundle twice
+    assert len(net.calls(PutEntries)) == 2
+
+
+def test_entries_already_stored_are_stripped_and_known_bundles_not_sent_again():
+    net = Net()
+    a, b, c = chain(net, [F1], [F1], [F1])
+    net.fetch(b, F1, [entry("old")])
+    net.run(5)
+    net.fetch(a, F1, [entry("old"), entry("new")])
+    net.run(5)
+    forwarded = net.calls(PutEntries, to=c.address)[-1].bundles[0]
+    assert [e.key for e in forwarded.entries] == ["new"]
+    assert net.keys(c) == ["old", "new"]
+    # the same fetch again: a has nothing new, sends nothing
+    sent = len(net.sent)
+    net.fetch(a, F1, [entry("old"), entry("new")])
+    net.run(5)
+    assert len(net.sent) == sent
+
+
+def test_seen_did_gets_no_put_and_uninterested_neighbours_get_nothing():
+    net = Net(FeedExSettings(max_subset_hops=0))
+    a = net.add(1, [F1])
+    b = net.add(2, [F1])
+    c = net.add(3, [F2])
+    net.connect(a, b)
+    net.connect(a, c)
+    net.fetch(b, F1, [entry("e")])  # b has it first and tells a
+    net.run(5)
+    assert net.keys(a) == ["e"]
+    assert not net.calls(CheckDid, to=c.address)  # c advertised no F1 (max hops 0)
+    # a second offer of the same did is answered "seen"
+    did = bundle_did(F1, ["e"])
+    out = a.receive(net.now, b.address, CheckDid([did]))
+    assert out[0].message == DidStatus([], [did])
+
+
+def test_loops_are_dropped_and_forged_paths_lower_standing_until_dropped():
+    net = Net(FeedExSettings(forged_path_penalty=4.0, drop_standing=-10.0))
+    a, b = chain(net, [F1], [F1])
+    net.fetch(a, F1, [entry("e")])
+    net.run(5)
+    did = bundle_did(F1, ["e"])
+    # b sends the bundle back to a with a in the path: a loop, dropped quietly
+    looped = Bundle(did, F1, [entry("e")], [a.address])
+    assert a.receive(net.now, b.address, PutEntries([looped])) == []
+    assert a.stats["loops"] == 1
+    # a path naming a for a bundle a never saw: forged
+    fake = Bundle(bundle_did(F1, ["f"]), F1, [entry("f")], [a.address])
+    out = a.receive(net.now, b.address, PutEntries([fake]))
+    assert isinstance(out[0].message, Error) and out[0].message.code == "forged_path"
+    assert a.standing.score(b.address) == -4.0
+    # a path that lists its own sender, and an origin bundle whose did is not its digest
+    a.receive(net.now, b.address, PutEntries([Bundle(did, F1, [entry("g")], [b.address])]))
+    assert b.address in a.neighbours
+    out = a.receive(net.now, b.address, PutEntries([Bundle(did, F1, [entry("h")], [])]))
+    assert b.address not in a.neighbours  # -12 <= -10: dropped and banned
+    assert any(isinstance(o.message, Disconnect) for o in out)
+    refused = a.receive(net.now, b.address, Connect({F1: 0}))
+    assert refused[0].message.accepted is False
+    assert net.keys(a) == ["e"]  # nothing of the forged bundles reached the reader
+
+
+def test_malformed_calls_count_against_the_sender_and_floods_are_cut():
+    net = Net(FeedExSettings(max_calls_per_minute=5))
+    a, b = chain(net, [F1], [F1])
+    out = a.malformed(net.now, b.address, "truncated msgpack")
+    assert out[0].message.code == "malformed"
+    assert a.standing.score(b.address) == -1.0
+    net.run(60)
+    answered = [a.receive(net.now, b.address, CheckDid([bytes(20)])) for _ in range(8)]
+    assert all(answered[:5]) and not any(answered[5:])
+    assert a.standing.score(b.address) < -1.0
+
+
+def test_calls_from_strangers_are_refused():
+    net = Net()
+    a = net.add(1, [F1])
+    stranger = address(99)
+    for message in (CheckDid([bytes(20)]), UpdateSubset(),
+                    QueryFeed(bytes(8), F1, hops_left=1)):
+        out = a.receive(net.now, stranger, message)
+        assert out[0].message.code == "not_neighbour"
+
+
+def test_deficit_beyond_d_stops_serving_a_neighbour():
+    net = Net(FeedExSettings(max_deficit=3.0))
+    a, b = chain(net, [F1], [F1])
+    for i in range(6):
+        net.fetch(a, F1, [entry(f"e{i}")])
+        net.run(2)
+    # b never gives back: a served it while the deficit stayed within D = 3
+    assert net.keys(b) == ["e0", "e1", "e2", "e3"]
+    assert a.neighbours[b.address].deficit == 4.0
+    assert a.stats["refused_deficit"] == 2
+    net.fetch(b, F1, [entry("from-b-1"), entry("from-b-2")])  # b contributes: served again
+    net.run(2)
+    assert a.neighbours[b.address].received == 2.0
+    net.fetch(a, F1, [entry("e9")])
+    net.run(2)
+    assert net.keys(b)[-1] == "e9"
+
+
+def test_full_node_replaces_its_least_useful_neighbour_and_refuses_a_less_useful_one():
+    net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2))
+    spare = net.add(9, [F4])  # gives each newcomer one neighbour: none of them is needy
+    hub = net.add(1, [F1, F2, F3])
+    weak = net.add(2, [F4])
+    mid = net.add(3, [F1])
+    strong = net.add(4, [F1, F2])
+    weaker = net.add(5, [F4])
+    for node in (weak, mid, strong, weaker):
+        net.connect(node, spare)
+    net.connect(weak, hub)
+    net.connect(mid, hub)
+    net.connect(strong, hub)
+    assert set(hub.neighbours) == {mid.address, strong.address}
+    assert net.calls(Disconnect, to=weak.address)
+    assert hub.address not in weak.neighbours
+    net.connect(weaker, hub)
+    assert net.calls(ConnectReply, to=weaker.address)[-1].accepted is False
+    assert hub.address not in weaker.neighbours
+
+
+def test_a_full_node_takes_a_needy_newcomer_so_late_joiners_are_not_left_out():
+    net = Net(FeedExSettings(min_neighbours=2, max_neighbours=3))
+    early = [net.add(i, [F1]) for i in range(1, 5)]
+    for a in early:
+        for b in early:
+            if a is not b:
+                net.connect(a, b)
+    assert all(len(n.neighbours) == 3 for n in early)
+    late = net.add(5, [F1])
+    net.connect(late, early[0])
+    net.connect(late, early[1])
+    assert len(late.neighbours) == 2
+    assert all(len(n.neighbours) >= 2 for n in early)
+
+
+def test_dead_neighbours_are_detected_and_the_set_replenished_from_the_tracker():
+    net = Net(FeedExSettings(min_neighbours=2, max_neighbours=3))
+    nodes = [net.add(i, [F1], tracker=True) for i in range(1, 6)]
+    net.run(800)  # the first node asks the tracker again and retries refusals after 600 s
+    assert all(len(n.neighbours) >= 2 for n in nodes)
+    first = nodes[0]
+    victims = list(first.neighbours)[:2]
+    net.down.update(victims)
+    for v in victims:
+        net.tracker.forget(v)
+    net.run(2 * 900 + 200)  # silent past dead_after_s (keep-alive probes go unanswered)
+    assert not set(victims) & set(first.neighbours)
+    assert len(first.neighbours) >= 2
+    assert any(d == TRACKER and isinstance(m, GetNeighbors) for s, d, m in net.sent
+               if s == first.address)
+
+
+def test_unreachable_neighbour_is_dropped_at_once():
+    net = Net(FeedExSettings(min_neighbours=1))
+    a, b = chain(net, [F1], [F1])
+    net.down.add(b.address)
+    net.fetch(a, F1, [entry("e")])
+    net.run(2)
+    assert b.address not in a.neighbours
+
+
+def test_query_is_recursive_aggregated_and_cached():
+    net = Net()
+    a, b, c, d = chain(net, [F1], [F2], [F1], [F2])
+    net.fetch(c, F1, [entry("old1", 100.0), entry("old2", 200.0)])
+    net.run(5)
+    qid, out = a.query(net.now, F1, since=150.0, hops=3)
+    net.carry(a, out)
+    net.run(30)
+    result = net.results[-1]
+    assert result.qid == qid
+    holders = {h.address: h for h in result.holders}
+    assert holders[c.address].count == 1 and holders[c.address].newest == 200.0
+    assert holders[b.address].count == 1  # b relays F1 (hop 1) between a and c: it keeps them
+    assert d.address not in holders  # d neither follows nor relays F1
+    # b answers a second query for the same feed and range from its cache, without relaying
+    relayed = len(net.calls(QueryFeed, to=c.address))
+    qid2, out = a.query(net.now, F1, since=150.0, hops=3)
+    net.carry(a, out)
+    net.run(30)
+    assert net.results[-1].qid == qid2 and net.results[-1].holders
+    assert len(net.calls(QueryFeed, to=c.address)) == relayed
+
+
+def test_query_times_out_when_a_neighbour_is_silent():
+    net = Net(FeedExSettings(query_timeout_s=2.0))
+    a, b = chain(net, [F1], [F1])
+    net.fetch(a, F1, [entry("mine", 5.0)])
+    net.run(2)
+    net.down.add(b.address)
+    net.nodes.pop(b.address)
+    qid, out = a.query(net.now, F1, hops=1)
+    net.carry(a, [o for o in out if o.to != b.address] if out else [])
+    net.run(10)
+    assert [r.qid for r in net.results] == [qid]
+    assert [h.address for h in net.results[0].holders] == [a.address]
+
+
+@pytest.mark.parametrize("hops", [0, 1])
+def test_query_without_hops_answers_locally(hops):
+    net = Net()
+    a = net.add(1, [F1])
+    net.fetch(a, F1, [entry("e", 1.0)])
+    qid, out = a.query(net.now, F1, hops=hops)
+    assert out[-1].qid == qid and out[-1].holders[0].count == 1
+
+
+def test_batched_forwards_offer_several_dids_in_one_check_did():
+    net = Net(FeedExSettings(forward_batch_s=5.0))
+    a, b = chain(net, [F1, F2], [F1, F2])
+    net.fetch(a, F1, [entry("one")])
+    net.run(1)
+    net.fetch(a, F2, [entry("two")])
+    assert not net.calls(CheckDid)  # held for the batch window
+    net.run(10)
+    checks = net.calls(CheckDid, to=b.address)
+    assert len(checks) == 1 and len(checks[0].dids) == 2
+    puts = net.calls(PutEntries, to=b.address)
+    assert len(puts) == 1 and len(puts[0].bundles) == 2
+    assert sorted(net.keys(b)) == ["one", "two"]
+
+
+def test_a_node_answers_get_neighbors_with_its_neighbours():
+    net = Net()
+    a, b, c = chain(net, [F1], [F1], [F1])
+    out = b.receive(net.now, address(7), GetNeighbors(5))
+    assert sorted(out[0].message.peers) == sorted([a.address, c.address])
