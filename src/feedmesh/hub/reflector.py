@@ -339,8 +339,9 @@ class Reflector:
                 return
             self._apply(batch, now)
             self.applied_seq = max(self.applied_seq, seq)
-        for delivery in settled:
-            await delivery.ack()
+        # Together: on NATS each acknowledgement is a round trip to the server, and the next
+        # batch waits for these.
+        await asyncio.gather(*(delivery.ack() for delivery in settled))
 
     def _item(self, article: Article, now: float, memory: int,
               matched_at: float = 0.0) -> ReflectedItem | None:
