@@ -68,8 +68,11 @@ class _Role:
     def __init__(self, name: str, argv: list[str], **info: Any) -> None:
         self.name = name
         self.info = info
+        # A session of its own: Ctrl-C reaches `up` alone, which stops the roles in drain
+        # order (the hub before the filters it waits for).
         self.process = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                        stdin=subprocess.DEVNULL, text=True)
+                                        stdin=subprocess.DEVNULL, text=True,
+                                        start_new_session=True)
         self.first_line = ""
 
     def wait_ready(self, prefix: str, timeout: float = 600.0) -> str:
