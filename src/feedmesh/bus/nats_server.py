@@ -79,8 +79,11 @@ class LocalNats:
         )
         log = open(self.folder / "nats-server.log", "ab")  # noqa: SIM115 (kept for the child)
         try:
+            # A session of its own: a Ctrl-C meant for its owner must not stop the server
+            # before the owner has stopped what still talks to it.
             self.process = subprocess.Popen([binary, "-c", str(config)], stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)
         finally:
             log.close()
         deadline = time.monotonic() + timeout
