@@ -251,8 +251,10 @@ class JetStreamBus:
                     max(0.1, deadline - time.monotonic()))
             except (OSError, *_UNREACHABLE, nats.errors.NoServersError) as failure:
                 if time.monotonic() >= deadline:
-                    raise BusError(f"bus: cannot reach the NATS server at {self.url} "
-                                   f"({type(failure).__name__}: {failure})") from failure
+                    why = f"{type(failure).__name__}: {failure}" if str(failure) else \
+                        type(failure).__name__
+                    raise BusError(f"bus: cannot reach the NATS server at {self.url} within "
+                                   f"{self.connect_timeout:g} s ({why})") from failure
                 await asyncio.sleep(0.25)
 
     # -- health ----------------------------------------------------------------------------

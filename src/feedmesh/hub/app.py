@@ -178,6 +178,8 @@ class Hub:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
+        # A bus that cannot be reached fails here, as one error, rather than in every tier.
+        await self.bus.last_seq("control")
         columns = self.state.subscription_columns()
         for tier in self.filters:
             tier.load(self.state, columns, self._data, self._open_state)
