@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import itertools
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from feedmesh.store.columns import SUBSCRIPTION_COLUMNS, subscription_columns
 from feedmesh.store.ports import Account, FollowedSource, Subscription
 from feedmesh.store.postgres_db import LOCK_CLASS, LOCKS, PostgresDatabase
 
@@ -180,14 +180,8 @@ class PostgresHubState:
     def subscription_columns(self) -> dict[str, np.ndarray]:
         """Every subscription's ``id, keep, reflector, generation, created_at`` as numpy columns:
         what start-up needs, without a Python object per subscription (there may be millions)."""
-        names = ("id", "keep", "reflector", "generation", "created_at")
-        parts: list[np.ndarray] = []
-        rows = self._db.stream(f"SELECT {', '.join(names)} FROM subscriptions ORDER BY id")
-        while chunk := list(itertools.islice(rows, 100_000)):
-            parts.append(np.array(chunk, dtype=np.float64))
-        table = np.concatenate(parts) if parts else np.zeros((0, len(names)))
-        return {name: (table[:, i] if name == "created_at" else table[:, i].astype(np.int64))
-                for i, name in enumerate(names)}
+        return subscription_columns(self._db.stream(
+            f"SELECT {', '.join(SUBSCRIPTION_COLUMNS)} FROM subscriptions ORDER BY id"))
 
     def queries(self, ids: Iterable[int] | None = None) -> Iterator[tuple[int, str]]:
         """``(id, query)`` of the given subscriptions (all when None), streamed by id."""

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import itertools
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from feedmesh.store.columns import SUBSCRIPTION_COLUMNS, subscription_columns
 from feedmesh.store.ports import Account, FollowedSource, Subscription
 from feedmesh.store.sqlite_file import SQLiteFile
 
@@ -167,14 +167,8 @@ class SQLiteHubState:
     def subscription_columns(self) -> dict[str, np.ndarray]:
         """Every subscription's ``id, keep, reflector, generation, created_at`` as numpy columns:
         what start-up needs, without a Python object per subscription (there may be millions)."""
-        names = ("id", "keep", "reflector", "generation", "created_at")
-        parts: list[np.ndarray] = []
-        rows = self._file.stream(f"SELECT {', '.join(names)} FROM subscriptions ORDER BY id")
-        while chunk := list(itertools.islice(rows, 100_000)):
-            parts.append(np.array(chunk, dtype=np.float64))
-        table = np.concatenate(parts) if parts else np.zeros((0, len(names)))
-        return {name: (table[:, i] if name == "created_at" else table[:, i].astype(np.int64))
-                for i, name in enumerate(names)}
+        return subscription_columns(self._file.stream(
+            f"SELECT {', '.join(SUBSCRIPTION_COLUMNS)} FROM subscriptions ORDER BY id"))
 
     def queries(self, ids: Iterable[int] | None = None) -> Iterator[tuple[int, str]]:
         """``(id, query)`` of the given subscriptions (all when None), streamed by id."""
