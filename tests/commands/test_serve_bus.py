@@ -82,3 +82,11 @@ async def test_the_streams_outlive_the_hub(tmp_path, nats_url):
         assert groups == {"filter-0"}
     finally:
         await bus.close()
+
+
+def test_a_store_that_is_not_postgresql_is_one_line(tmp_path):
+    hub = serve(tmp_path, "--store", "mysql://127.0.0.1/feedmesh")
+    err = hub.communicate(timeout=60)[1]
+    assert hub.returncode == 2
+    assert err.strip() == ("feedmesh serve: --store 'mysql://127.0.0.1/feedmesh': give a "
+                           "postgresql:// URL (or nothing, for SQLite files in --data)"), err

@@ -1,6 +1,6 @@
 """`feedmesh up` / `stats --up` / `down`: a hub as several processes on this machine (its own NATS
-server, the hub process, two filter processes) crawling a real farm, seen in one table, stopped
-cleanly."""
+server, the hub process keeping its state in a real PostgreSQL, two filter processes reading the
+subscriptions from there) crawling a real farm, seen in one table, stopped cleanly."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import aiohttp
 
 from feedmesh.farm import FarmConfig, FarmServer
 from tests.eventually import eventually
+from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 ORIGIN = 1_760_000_000.0
 
@@ -24,13 +25,14 @@ async def feedmesh(*argv: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path):
+async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, postgres_url):
     data = tmp_path / "topology"
     config = FarmConfig(feeds=20, seed=3, faults="none", speed=3600.0, origin=ORIGIN)
     async with FarmServer(config) as farm, aiohttp.ClientSession() as session:
         up = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "feedmesh", "up", "--data", str(data), "--filters", "2",
             "--port", "0", "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8",
+            "--store", postgres_url,
             stderr=asyncio.subprocess.PIPE)
         lines: list[str] = []
 

@@ -67,6 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bus", default=os.environ.get("FEEDMESH_BUS", "memory"),
                         metavar="URL", help="where the tiers meet: 'memory' (this process) or a "
                         "NATS JetStream server, nats://HOST:PORT")
+    parser.add_argument("--store", default=os.environ.get("FEEDMESH_STORE", ""), metavar="URL",
+                        help="keep the hub's state in this PostgreSQL database "
+                        "(postgresql://...) instead of SQLite files in --data")
     parser.add_argument("--external-filters", action="store_true",
                         help="run no filter here: the --filters shards are `feedmesh filter` "
                         "processes on the same --bus (NATS)")
@@ -95,9 +98,14 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
 async def running_hub(settings: HubSettings, host: str, port: int, base_url: str = "",
                       limits: WebLimits | None = None,
                       resolver: AbstractResolver | None = None, bus: str = "memory",
-                      bus_namespace: str = "feedmesh") -> AsyncIterator[tuple[Hub, str]]:
+                      bus_namespace: str = "feedmesh",
+                      store: str = "") -> AsyncIterator[tuple[Hub, str]]:
     """A started hub with its web server listening; stopped cleanly on exit."""
-    hub = embedded_hub(settings, resolver=resolver, bus=bus, bus_namespace=bus_namespace)
+    if store and not store.startswith(("postgresql://", "postgres://")):
+        raise ValueError(f"--store {store!r}: give a postgresql:// URL (or nothing, for "
+                         "SQLite files in --data)")
+    hub = embedded_hub(settings, resolver=resolver, bus=bus, bus_namespace=bus_namespace,
+                       store_url=store)
     await hub.start()
     if port == 0:  # let the OS choose, then build the URLs from the port it chose
         with socket.socket() as probe:
@@ -128,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace) -> int:
     limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst)
     async with running_hub(settings_from(args), args.host, args.port, args.base_url,
-                           limits, bus=args.bus, bus_namespace=args.bus_namespace) as (hub, url):
+                           limits, bus=args.bus, bus_namespace=args.bus_namespace,
+                           store=args.store) as (hub, url):
         if args.opml:
             outlines = (await load_opml(args.opml, hub.settings.fetch)).outlines
             await hub.add_feeds([o.url for o in outlines])

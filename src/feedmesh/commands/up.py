@@ -49,6 +49,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8080, help="the web UI's port (0: any)")
     parser.add_argument("--nats", default="", metavar="URL",
                         help="a NATS JetStream server to use (default: start one in DATA/nats)")
+    parser.add_argument("--store", default="", metavar="URL",
+                        help="keep the hub's state in this PostgreSQL database (postgresql://...); "
+                        "the filters read the subscriptions there (default: SQLite files in "
+                        "DATA/hub, which the filters read on this machine)")
     parser.add_argument("--opml", default="", metavar="FILE_OR_URL",
                         help="feeds to crawl from the start (as `feedmesh serve --opml`)")
     parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
@@ -136,8 +140,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             nats = LocalNats(data / "nats").start()
             url = nats.url
+        store = args.store
         port = args.port or _free_port(args.host)
-        hub_argv = [*python, "serve", "--data", str(data / "hub"), "--bus", url,
+        hub_argv = [*python, "serve", "--data", str(data / "hub"), "--bus", url, "--store", store,
                     "--filters", str(args.filters), "--external-filters", "--host", args.host,
                     "--port", str(port), "--reflectors", str(args.reflectors)]
         if args.opml:
@@ -150,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         for shard in range(args.filters):
             metrics = f"127.0.0.1:{_free_port('127.0.0.1')}"
             role = _Role(f"filter {shard}/{args.filters}",
-                         [*python, "filter", "--bus", url, "--state", str(data / "hub" / "hub.db"),
+                         [*python, "filter", "--bus", url,
+                          "--state", store or str(data / "hub" / "hub.db"),
                           "--shard", f"{shard}/{args.filters}", "--data",
                           str(data / f"filter-{shard}-of-{args.filters}"), "--metrics", metrics,
                           "--log-level", "warning"],
@@ -160,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         listing = {"pid": os.getpid(), "web": web, "bus": url, "processes": [
             *([{"role": "nats", "pid": nats.process.pid, "address": url}]
               if nats is not None and nats.process is not None else []),
+
             *({"role": role.name.split()[0], "pid": role.process.pid, **role.info}
               for role in roles)]}
         (data / UP_FILE).write_text(json.dumps(listing, indent=2))
@@ -182,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
             role.stop()
         if nats is not None:
             nats.stop()
+
         (data / UP_FILE).unlink(missing_ok=True)
 
 

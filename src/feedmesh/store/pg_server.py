@@ -100,6 +100,13 @@ class LocalPostgres:
             raise LocalPostgresError(f"the PostgreSQL server in {self.folder} is not started")
         return (f"postgresql://{SUPERUSER}:{self.password}@{self.host}:{self.port}/{database}")
 
+    @property
+    def pid(self) -> int | None:
+        """The server's (postmaster's) process id while it runs."""
+        if self._process is None or self._process.poll() is not None:
+            return None
+        return self._process.pid
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self, timeout: float = 60.0) -> Self:
