@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -41,6 +40,7 @@ from feedmesh.bus.nats_server import LocalNats
 from feedmesh.hub.messages import Article, encode
 from feedmesh.match.workload import Workload
 from feedmesh.model import Entry
+from feedmesh.procstat import cpu_seconds
 from feedmesh.store.sqlite_hub import SQLiteHubState
 
 
@@ -50,12 +50,6 @@ def provision(path: Path, subscriptions: int) -> None:
     queries = Workload(seed=1).subscriptions(subscriptions)
     state.add_subscriptions(((account.id, "", q, 10, 0) for q in queries), time.time())
     state.close()
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def fill(url: str, namespace: str, shards: int, articles: list[bytes]) -> int:

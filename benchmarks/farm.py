@@ -24,14 +24,7 @@ from urllib.parse import urlsplit
 
 from feedmesh.farm import FarmConfig, FarmModel, FarmProcess
 from feedmesh.feeds.render import FORMATS, writer_for
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+from feedmesh.procstat import cpu_seconds
 
 
 class _LoadClient(asyncio.Protocol):

@@ -7,27 +7,16 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import uuid
 
 from feedmesh.commands.serve import running_hub
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import StaticResolver
+from tests.commands.test_filter_role import start_filter
 from tests.eventually import eventually
 
 from .conftest import ORIGIN, hub_settings
 from .test_hub import QUERY, expected_newest, held_newest
-
-
-def start_filter(data, nats_url: str, namespace: str, shard: str) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "feedmesh", "filter", "--bus", nats_url, "--bus-namespace",
-         namespace, "--state", str(data / "hub.db"), "--shard", shard,
-         "--data", str(data / f"filter-{shard.replace('/', '-')}"), "--log-level", "warning"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
-    line = process.stderr.readline()
-    assert line.startswith(f"feedmesh filter shard {shard}:"), line + process.stderr.read()
-    return process
 
 
 async def test_filter_shards_in_their_own_processes_miss_nothing(tmp_path, nats_url):

@@ -43,8 +43,7 @@ import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import api
 
-from feedmesh.bus.ports import (BusClosedError, BusError, Consumer, Delivery, Parked,
-                                reason_line)
+from feedmesh.bus.ports import BusClosedError, BusError, Consumer, Delivery, Parked, reason_line
 
 __all__ = ["JetStreamBus"]
 
@@ -204,6 +203,8 @@ class JetStreamBus:
         self._js: Any = None
         self._opening: asyncio.Lock | None = None
         self._streams: set[str] = set()
+        """The hub's streams known to exist (those :meth:`depths` watches)."""
+        self._parked_ready = False
         self._consumers: list[_JetStreamConsumer] = []
         self._depths: dict[str, tuple[int, int]] = {}
         self._depth_task: asyncio.Task[None] | None = None
@@ -293,29 +294,34 @@ class JetStreamBus:
             self.note_reachable()
             return result
 
+    async def _ensure(self, config: api.StreamConfig, *, create: bool = True) -> bool:
+        """Whether the stream ``config.name`` exists, made from ``config`` when missing (unless
+        not ``create``)."""
+        await self.open()
+
+        async def find_or_add() -> bool:
+            try:
+                await self._js.stream_info(config.name)
+            except nats.js.errors.NotFoundError:
+                if not create:
+                    return False
+                await self._js.add_stream(config)
+            return True
+
+        return await self._call(f"opening stream {config.name}", find_or_add)
+
     async def _stream(self, subject: str, *, create: bool = True) -> str | None:
         nats_subject, stream = self._names(subject)
         if stream in self._streams:
             return stream
-        await self.open()
-
-        async def find_or_add() -> str | None:
-            try:
-                await self._js.stream_info(stream)
-            except nats.js.errors.NotFoundError:
-                if not create:
-                    return None
-                await self._js.add_stream(api.StreamConfig(
-                    name=stream, subjects=[nats_subject],
-                    retention=api.RetentionPolicy.INTEREST, discard=api.DiscardPolicy.NEW,
-                    storage=api.StorageType.FILE, max_bytes=self.capacity_bytes,
-                    duplicate_window=self.duplicate_window_s))
-            return stream
-
-        found = await self._call(f"opening stream {stream}", find_or_add)
-        if found is not None:
-            self._streams.add(found)
-        return found
+        if not await self._ensure(api.StreamConfig(
+                name=stream, subjects=[nats_subject], retention=api.RetentionPolicy.INTEREST,
+                discard=api.DiscardPolicy.NEW, storage=api.StorageType.FILE,
+                max_bytes=self.capacity_bytes, duplicate_window=self.duplicate_window_s),
+                create=create):
+            return None
+        self._streams.add(stream)
+        return stream
 
     # -- the port --------------------------------------------------------------------------
 
@@ -415,23 +421,14 @@ class JetStreamBus:
 
     async def _parked_stream(self) -> str:
         stream = f"{self.namespace}__parked"
-        if stream in self._streams:
-            return stream
-        await self.open()
-
-        async def find_or_add() -> None:
-            try:
-                await self._js.stream_info(stream)
-            except nats.js.errors.NotFoundError:
-                # Not the hub's flow: kept for an operator, by age and size, read by nobody.
-                await self._js.add_stream(api.StreamConfig(
-                    name=stream, subjects=[f"{self.namespace}._parked"],
-                    retention=api.RetentionPolicy.LIMITS, discard=api.DiscardPolicy.OLD,
-                    storage=api.StorageType.FILE, max_bytes=self.parked_bytes,
-                    max_age=self.parked_age_s))
-
-        await self._call(f"opening stream {stream}", find_or_add)
-        self._streams.add(stream)
+        if not self._parked_ready:
+            # Not the hub's flow: kept for an operator, by age and size, read by nobody.
+            await self._ensure(api.StreamConfig(
+                name=stream, subjects=[f"{self.namespace}._parked"],
+                retention=api.RetentionPolicy.LIMITS, discard=api.DiscardPolicy.OLD,
+                storage=api.StorageType.FILE, max_bytes=self.parked_bytes,
+                max_age=self.parked_age_s))
+            self._parked_ready = True
         return stream
 
     async def park(self, delivery: Delivery, group: str, reason: str) -> None:

@@ -13,6 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 from rich.table import Table
 
+from feedmesh.procstat import cpu_seconds, rss_bytes
+
 __all__ = ["configure", "run", "stats_table", "topology_rows"]
 
 
@@ -69,26 +71,6 @@ def stats_table(stats: dict) -> Table:
     return table
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _rss_mb(pid: int) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
 def _figures(url: str) -> dict[str, float]:
     """A process's Prometheus figures as ``name{labels}`` -> value (empty when unreachable)."""
     try:
@@ -112,14 +94,14 @@ def topology_rows(listing: dict, interval: float = 1.0) -> list[dict]:
     """One row per process of a ``feedmesh up`` listing: role, shard, pid, CPU % and articles
     in/out per second over ``interval`` seconds, RSS, and the queue depth of its bus groups."""
     processes = listing["processes"]
-    before = [(_cpu_seconds(p["pid"]), _figures(p["metrics"]) if "metrics" in p else {})
+    before = [(cpu_seconds(p["pid"]), _figures(p["metrics"]) if "metrics" in p else {})
               for p in processes]
     started = time.monotonic()
     time.sleep(interval)
     elapsed = time.monotonic() - started
     rows = []
     for process, (cpu0, figures0) in zip(processes, before, strict=True):
-        cpu1 = _cpu_seconds(process["pid"])
+        cpu1 = cpu_seconds(process["pid"])
         figures = _figures(process["metrics"]) if "metrics" in process else {}
         rate_in = (_sum(figures, "feedmesh_tier_articles_in_total")
                    - _sum(figures0, "feedmesh_tier_articles_in_total")) / elapsed
@@ -130,7 +112,7 @@ def topology_rows(listing: dict, interval: float = 1.0) -> list[dict]:
             "alive": cpu1 is not None,
             "cpu_percent": (round(100 * (cpu1 - cpu0) / elapsed, 1)
                             if cpu0 is not None and cpu1 is not None else None),
-            "rss_mb": _rss_mb(process["pid"]),
+            "rss_mb": None if (rss := rss_bytes(process["pid"])) is None else rss / 2**20,
             "queue_messages": (int(_sum(figures, "feedmesh_queue_messages"))
                                if figures else None),
             "articles_in_per_s": round(rate_in, 1) if figures else None,

@@ -217,7 +217,7 @@ def run_down(args: argparse.Namespace) -> int:
         return 1
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
-        if not Path(f"/proc/{pid}").exists() or listing.exists() is False:
+        if not Path(f"/proc/{pid}").exists() or not listing.exists():
             print("feedmesh down: stopped", file=sys.stderr)
             return 0
         time.sleep(0.2)

@@ -23,6 +23,7 @@ import msgspec
 
 from feedmesh.farm.config import FarmConfig
 from feedmesh.farm.requestlog import FarmRequest
+from feedmesh.procstat import rss_bytes
 
 __all__ = ["FarmProcess", "FarmProcessError"]
 
@@ -121,11 +122,7 @@ class FarmProcess:
 
     def rss_bytes(self) -> int:
         """Resident memory of the farm process (from /proc)."""
-        with open(f"/proc/{self.pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        return 0
+        return rss_bytes(self.pid) or 0
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.process is None or self.process.poll() is not None:
