@@ -1,0 +1,6 @@
+"""WebSub (W3C Recommendation, 2018-01-23): the protocol's pure parts.
+
+Both directions of push use these: the subscriber (publishers' hubs push to us) and the hub for
+personalized feeds (we push to readers). Nothing here touches a socket, a file or a clock; the
+aiohttp edges live in the hub's web tier and the crawler.
+"""
