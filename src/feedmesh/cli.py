@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("feedmesh.commands.serve", "run the hub: crawler, filters, reflectors and web, on SQLite"),
     "stats": ("feedmesh.commands.stats", "print a running hub's figures"),
     "filter": ("feedmesh.commands.filter", "run one filter shard in its own process, on NATS"),
+    "reflector": ("feedmesh.commands.reflector", "run one reflector in its own process, on NATS"),
     "up": ("feedmesh.commands.up", "start a hub as several processes joined by NATS JetStream"),
     "down": ("feedmesh.commands.down", "stop what `feedmesh up` started"),
     "provision": ("feedmesh.provision.cli", "plan a topology of crawlers, filters and reflectors"),

@@ -113,6 +113,9 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
     if settings.external_filters and bus in ("", "memory"):
         raise ValueError("filters in processes of their own (--external-filters) need a NATS "
                          "bus to meet them on: --bus nats://HOST:PORT")
+    if settings.external_reflectors and bus in ("", "memory"):
+        raise ValueError("reflectors in processes of their own (--external-reflectors) need a "
+                         "NATS bus to meet them on: --bus nats://HOST:PORT")
     clock = clock or SystemClock()
     data = Path(settings.data_dir)
     try:
@@ -132,7 +135,7 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
             data / FEED_SECRET_FILE, lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
         state.forget_legacy_feed_secret()
         logs = []
-        for n in range(settings.reflectors):
+        for n in range(0 if settings.external_reflectors else settings.reflectors):
             logs.append(open_reflector_log(store_url or data / f"reflector-{n}.db", n))
             opened.append(logs[-1])
     except BaseException:

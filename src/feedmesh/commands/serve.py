@@ -73,6 +73,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--external-filters", action="store_true",
                         help="run no filter here: the --filters shards are `feedmesh filter` "
                         "processes on the same --bus (NATS)")
+    parser.add_argument("--external-reflectors", default="", metavar="URL,URL,...",
+                        help="run no reflector here: the --reflectors are `feedmesh reflector` "
+                        "processes on the same --bus (NATS), answering at these URLs, in order")
     parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
                         help="prefix of this hub's streams on a shared NATS server")
     parser.add_argument("--log-level", default="info",
@@ -85,6 +88,8 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
         external_filters=args.external_filters,
+        external_reflectors=tuple(url.strip() for url in args.external_reflectors.split(",")
+                                  if url.strip()),
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),

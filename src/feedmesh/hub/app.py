@@ -34,7 +34,13 @@ from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier, FeedMeta
-from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentMatch, SourceView
+from feedmesh.hub.facade import (
+    FeedUnavailable,
+    FeedVersion,
+    FollowLimitError,
+    RecentMatch,
+    SourceView,
+)
 from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.supervise import supervise
 from feedmesh.hub.idcodec import encode_ids
@@ -47,6 +53,7 @@ from feedmesh.hub.messages import (
 )
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
+from feedmesh.hub.reflector_service import ReflectorClient
 from feedmesh.hub.tokens import FeedTokens
 from feedmesh.match import (
     Query,
@@ -103,6 +110,9 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The ``filters`` shards run as ``feedmesh filter`` processes (on a NATS bus): this hub runs
     none of them, but creates their groups before it publishes, so nothing is lost while one is
     not running yet."""
+    external_reflectors: tuple[str, ...] = ()
+    """The ``reflectors`` run as ``feedmesh reflector`` processes (on a NATS bus), reached at
+    these URLs, one per reflector in order: this hub holds no feed; it asks them."""
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
@@ -112,6 +122,9 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("HubSettings: filters and reflectors must be in 1..64")
         if self.crawl_interval_s <= 0:
             raise ValueError("HubSettings.crawl_interval_s must be > 0")
+        if self.external_reflectors and len(self.external_reflectors) != self.reflectors:
+            raise ValueError(f"{self.reflectors} reflectors need {self.reflectors} URLs, got "
+                             f"{len(self.external_reflectors)}")
 
 
 class _Owners:
@@ -140,8 +153,9 @@ class Hub:
                  reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
                  clock: Clock, open_state: StateOpener, data_dir: Path,
                  feed_secret: bytes) -> None:
-        if len(reflector_logs) != settings.reflectors:
-            raise ValueError(f"{settings.reflectors} reflectors need as many logs, "
+        local = 0 if settings.external_reflectors else settings.reflectors
+        if len(reflector_logs) != local:
+            raise ValueError(f"{local} reflectors in this process need as many logs, "
                              f"got {len(reflector_logs)}")
         self.settings = s = settings
         self.clock = clock
@@ -166,6 +180,8 @@ class Hub:
             Reflector(n, reflector_log, self.bus, self.clock, self.metrics, s.reflector,
                       index=SubscriptionIndex() if s.delivery == "article" else None)
             for n, reflector_log in enumerate(reflector_logs)]
+        self.remote_reflectors = [ReflectorClient(n, url)
+                                  for n, url in enumerate(s.external_reflectors)]
         self.crawler = CrawlerTier(self.store, self.fetcher, self.bus, self.clock, self.metrics,
                                    s.crawl, followers=state.followers(),
                                    forward_backlog=s.forward_backlog, schedule=s.schedule,
@@ -200,16 +216,21 @@ class Hub:
                 supervise(f"{name}.control", tier.run_control, self._stop)))
             self._tasks.append(asyncio.create_task(supervise(name, tier.run, self._stop)))
         await self._joined()  # a bus keeps messages only for the groups that exist
+        groups = []  # of the tiers in processes of their own: durable, they outlive a member
         if self.settings.external_filters:
-            for shard in range(self.settings.filters):
-                for subject in ("control", "articles"):  # durable: they outlive the member
-                    await (await self.bus.consumer(subject, f"filter-{shard}")).close()
+            groups += [(subject, f"filter-{shard}") for shard in range(self.settings.filters)
+                       for subject in ("control", "articles")]
+        groups += [(subject, f"reflector-{r.number}") for r in self.remote_reflectors
+                   for subject in ("control", f"matches.{r.number}")]
+        for subject, group in groups:
+            await (await self.bus.consumer(subject, group)).close()
         await self._replay()
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
         log.info("hub_started feeds=%d subscriptions=%d filters=%d reflectors=%d",
-                 self.crawler.feed_count(), count, self.settings.filters, len(self.reflectors))
+                 self.crawler.feed_count(), count, self.settings.filters,
+                 self.settings.reflectors)
 
     async def _joined(self, timeout: float = 60.0) -> None:
         """Wait until every tier's groups exist on the bus (at once in-process; a network round
@@ -231,6 +252,11 @@ class Hub:
                     reflector.log.set_watermarks({shard: newest})
                     marks[shard] = newest
             start = min(start, *marks.values())
+        for remote in self.remote_reflectors:
+            marks = await self._remote_watermarks(remote)
+            # A shard it has stored nothing of yet: it starts from now, not from history.
+            start = min(start, *(marks.get(shard, newest)
+                                 for shard in range(self.settings.filters)))
         replayed = 0
         meta = self.crawler.feed_meta
         while start < newest:
@@ -247,6 +273,29 @@ class Hub:
         if replayed:
             log.warning("hub_replayed entries=%d reason=entries committed but not reflected "
                         "before the last stop", replayed)
+
+    async def _remote_watermarks(self, remote: ReflectorClient,
+                                 timeout_s: float = 120.0) -> dict[int, int]:
+        """A reflector process's watermarks, waiting (one log line) while it is not up yet."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        waiting = False
+        while True:
+            try:
+                marks = await remote.watermarks()
+                if waiting:
+                    log.info("reflector_reached reflector=%d url=%s", remote.number, remote.url)
+                return marks
+            except FeedUnavailable as exc:
+                if loop.time() > deadline:
+                    raise BusError(f"{exc}; start it (feedmesh reflector --shard "
+                                   f"{remote.number}/{self.settings.reflectors}) before the "
+                                   "hub") from None
+                if not waiting:
+                    log.warning("reflector_waiting reflector=%d error=%r", remote.number,
+                                str(exc))
+                    waiting = True
+                await asyncio.sleep(0.5)
 
     async def stop(self) -> None:
         """Finish in-flight work, let every tier process what was published, close everything."""
@@ -267,6 +316,8 @@ class Hub:
         await self.fetcher.close()
         for reflector in self.reflectors:
             await reflector.close_async()
+        for remote in self.remote_reflectors:
+            await remote.close()
         self._io.close()
         self.store.close()
         self.state.close()
@@ -277,7 +328,8 @@ class Hub:
         it has published its matches, so the matches are waited for after."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        subjects = ["control", "articles", *(f"matches.{r.number}" for r in self.reflectors)]
+        subjects = ["control", "articles",
+                    *(f"matches.{n}" for n in range(self.settings.reflectors))]
         for subject in subjects:
             seq = await self.bus.last_seq(subject)
             if not await self.bus.wait_acked(subject, seq,
@@ -305,7 +357,7 @@ class Hub:
     # acknowledged (applied) them, so what the web layer tells a person is already true.
 
     def reflector_for(self, account_id: int) -> int:
-        return account_id % len(self.reflectors)
+        return account_id % self.settings.reflectors
 
     async def _announce(self, message: SubscriptionAdded | SubscriptionRemoved) -> None:
         seq = await self.bus.publish("control", encode(message))
@@ -375,13 +427,20 @@ class Hub:
             return reflector if reflector.subs.is_active(sub_id) else None
         return reflector if reflector.serves(sub_id, generation) else None
 
-    def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
+    async def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
+        if self.remote_reflectors:
+            owner = self._owners.get(sub_id)
+            return (await self.remote_reflectors[owner].feed_version(sub_id, generation)
+                    if owner >= 0 else None)
         reflector = self._serving(sub_id, generation)
         if reflector is None:
             return None
         return FeedVersion(*reflector.version(sub_id))
 
     async def feed_items(self, sub_id: int) -> list[ReflectedItem]:
+        if self.remote_reflectors:
+            owner = self._owners.get(sub_id)
+            return await self.remote_reflectors[owner].items(sub_id) if owner >= 0 else []
         reflector = self._serving(sub_id)
         return await reflector.items(sub_id) if reflector is not None else []
 
@@ -489,8 +548,15 @@ class Hub:
                 label = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
                 figures[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
         cycle = self.crawler.last_cycle
+        held = sum(r.subs.count() for r in self.reflectors)
+        for remote in self.remote_reflectors:
+            try:
+                status = await remote.status()
+            except FeedUnavailable:
+                status = None
+            held += status.subscriptions if status is not None else 0
         return {"feeds": self.crawler.feed_count(),
-                "subscriptions": sum(r.subs.count() for r in self.reflectors),
+                "subscriptions": held,
                 "entries_stored": await self._io.call(self.store.entry_count),
                 "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
                 "crawl_cycles": self.crawler.cycles,

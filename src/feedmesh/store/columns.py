@@ -9,7 +9,7 @@ import numpy as np
 
 __all__ = ["SUBSCRIPTION_COLUMNS", "subscription_columns"]
 
-SUBSCRIPTION_COLUMNS = ("id", "keep", "reflector", "generation", "created_at")
+SUBSCRIPTION_COLUMNS = ("id", "keep", "reflector", "generation", "created_at", "changed_at")
 """What start-up needs of every subscription, in the order the rows give them."""
 
 
@@ -21,5 +21,5 @@ def subscription_columns(rows: Iterable[Sequence[float]]) -> dict[str, np.ndarra
     while chunk := list(itertools.islice(rows, 100_000)):
         parts.append(np.array(chunk, dtype=np.float64))
     table = np.concatenate(parts) if parts else np.zeros((0, len(SUBSCRIPTION_COLUMNS)))
-    return {name: (table[:, i] if name == "created_at" else table[:, i].astype(np.int64))
+    return {name: (table[:, i] if name.endswith("_at") else table[:, i].astype(np.int64))
             for i, name in enumerate(SUBSCRIPTION_COLUMNS)}
