@@ -72,6 +72,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="above this resident size, drop entry bodies")
     parser.add_argument("--hard-memory-mb", type=int, default=0,
                         help="above this resident size, drop new entries")
+    parser.add_argument("--checkpoint-interval", type=float,
+                        default=ReflectorSettings().checkpoint_interval_s, metavar="SECONDS",
+                        help="how often the held entries are checkpointed and the log truncated")
     parser.add_argument("--log-level", default="info",
                         choices=("debug", "info", "warning", "error"),
                         help="the least severe log lines written to standard error")
@@ -100,7 +103,8 @@ async def _run(args: argparse.Namespace, number: int, count: int, host: str,
     metrics = HubMetrics()
     bus = open_bus(args.bus, namespace=args.bus_namespace)
     settings = ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
-                                 hard_memory_bytes=args.hard_memory_mb << 20)
+                                 hard_memory_bytes=args.hard_memory_mb << 20,
+                                 checkpoint_interval_s=args.checkpoint_interval)
     reflector_log = open_reflector_log(args.store or data / f"reflector-{number}.db", number)
     tier = Reflector(number, reflector_log, bus, SystemClock(), metrics, settings,
                      index=SubscriptionIndex() if args.delivery == "article" else None)
