@@ -1,17 +1,17 @@
 """``feedmesh up``: a hub as several processes on this machine, joined by NATS JetStream.
 
-It starts a NATS server (unless ``--nats`` names one), the hub process (``feedmesh serve
---external-filters``: crawler, reflectors, web) and one ``feedmesh filter`` process per shard;
-prints where the web UI is; and stops everything cleanly on Ctrl-C, SIGTERM or ``feedmesh down``
-(the hub first, so that it drains what the filters still hold, then the filters, then NATS).
-If a process dies, it says which and stops the rest.
+It starts a NATS server (unless ``--nats`` names one), one ``feedmesh reflector`` process per
+reflector, the hub process (``feedmesh serve --external-filters --external-reflectors``: the
+crawler and the web) and one ``feedmesh filter`` process per shard; prints where the web UI is;
+and stops everything cleanly on Ctrl-C, SIGTERM or ``feedmesh down`` (the hub first, so that it
+drains what the filters and reflectors still hold, then the filters, then the reflectors, which
+checkpoint, then NATS). If a process dies, it says which and stops the rest.
 
 Every process is listed in ``DATA/up.json`` (role, shard, pid, metrics address), which
 ``feedmesh down`` and ``feedmesh stats --up DATA`` read.
 
-Not built yet: crawlers and reflectors in processes of their own (they run inside the hub
-process: ``--reflectors N`` runs N there), and several web processes; ``--crawlers`` and
-``--web`` other than 1 are refused with that reason.
+Not built yet: crawlers in processes of their own (the crawler runs in the hub process) and
+several web processes; ``--crawlers`` and ``--web`` other than 1 are refused with that reason.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from feedmesh.bus.nats_server import LocalNats, NatsServerError
+from feedmesh.compose import open_hub_state
+from feedmesh.store import StoreError
 
 __all__ = ["configure", "run"]
 
@@ -43,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crawlers", type=int, default=1, help="crawler processes (1: in the "
                         "hub process; more are not built yet)")
     parser.add_argument("--reflectors", type=int, default=1,
-                        help="reflectors (run in the hub process)")
+                        help="reflector processes (each serves the feeds of part of the accounts)")
     parser.add_argument("--web", type=int, default=1, help="web processes (1: the hub's)")
     parser.add_argument("--host", default="127.0.0.1", help="the web UI's address")
     parser.add_argument("--port", type=int, default=8080, help="the web UI's port (0: any)")
@@ -119,8 +121,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"feedmesh up: {', '.join(refused)}: not built yet (the crawler and the web run "
               f"in the hub process; docs/distributed.md)", file=sys.stderr)
         return 2
-    if not 1 <= args.filters <= 64:
-        print("feedmesh up: --filters must be in 1..64", file=sys.stderr)
+    if not 1 <= args.filters <= 64 or not 1 <= args.reflectors <= 64:
+        print("feedmesh up: --filters and --reflectors must be in 1..64", file=sys.stderr)
         return 2
     data = Path(args.data).resolve()
     try:
@@ -141,27 +143,42 @@ def run(args: argparse.Namespace) -> int:
             nats = LocalNats(data / "nats").start()
             url = nats.url
         store = args.store
+        state = store or str(data / "hub" / "hub.db")
+        _create_state(data / "hub", store)  # the reflectors read it before the hub starts
+        reflectors = []
+        for number in range(args.reflectors):
+            listen = f"127.0.0.1:{_free_port('127.0.0.1')}"
+            shard = f"{number}/{args.reflectors}"
+            role = _Role(f"reflector {shard}",
+                         [*python, "reflector", "--bus", url, "--state", state, "--store", store,
+                          "--shard", shard, "--data", str(data / "hub"), "--listen", listen,
+                          "--log-level", "warning"],
+                         shard=shard, metrics=f"http://{listen}/metrics")
+            roles.append(role)
+            role.wait_ready("feedmesh reflector")
+            reflectors.append(f"http://{listen}")
         port = args.port or _free_port(args.host)
         hub_argv = [*python, "serve", "--data", str(data / "hub"), "--bus", url, "--store", store,
                     "--filters", str(args.filters), "--external-filters", "--host", args.host,
-                    "--port", str(port), "--reflectors", str(args.reflectors)]
+                    "--port", str(port), "--reflectors", str(args.reflectors),
+                    "--external-reflectors", ",".join(reflectors)]
         if args.opml:
             hub_argv += ["--opml", args.opml]
         for network in args.allow_network:
             hub_argv += ["--allow-network", network]
         hub = _Role("hub", hub_argv, metrics=f"http://{args.host}:{port}/metrics")
-        roles.append(hub)
+        roles.insert(0, hub)  # stopped first
         web = hub.wait_ready("feedmesh hub on ").split()[3].rstrip("/")
         for shard in range(args.filters):
             metrics = f"127.0.0.1:{_free_port('127.0.0.1')}"
             role = _Role(f"filter {shard}/{args.filters}",
                          [*python, "filter", "--bus", url,
-                          "--state", store or str(data / "hub" / "hub.db"),
+                          "--state", state,
                           "--shard", f"{shard}/{args.filters}", "--data",
                           str(data / f"filter-{shard}-of-{args.filters}"), "--metrics", metrics,
                           "--log-level", "warning"],
                          shard=f"{shard}/{args.filters}", metrics=f"http://{metrics}/metrics")
-            roles.append(role)
+            roles.insert(1 + shard, role)  # after the hub, before the reflectors
             role.wait_ready("feedmesh filter shard")
         listing = {"pid": os.getpid(), "web": web, "bus": url, "processes": [
             *([{"role": "nats", "pid": nats.process.pid, "address": url}]
@@ -170,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
             *({"role": role.name.split()[0], "pid": role.process.pid, **role.info}
               for role in roles)]}
         (data / UP_FILE).write_text(json.dumps(listing, indent=2))
-        print(f"feedmesh up: web UI at {web}/ ; {args.filters} filter processes on {url}; "
+        print(f"feedmesh up: web UI at {web}/ ; {args.filters} filter and {args.reflectors} "
+              f"reflector processes on {url}; "
               f"`feedmesh stats --up {data}` shows them; Ctrl-C or `feedmesh down --data {data}` "
               f"stops them", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
@@ -181,16 +199,23 @@ def run(args: argparse.Namespace) -> int:
                 return 1
         print("feedmesh up: stopping (the hub drains first)", file=sys.stderr, flush=True)
         return 0
-    except (RuntimeError, NatsServerError, OSError) as exc:
+    except (RuntimeError, NatsServerError, OSError, StoreError) as exc:
         print(f"feedmesh up: {exc}", file=sys.stderr)
         return 2
     finally:
-        for role in roles:  # the hub first: it drains what the filters still hold
+        for role in roles:  # the hub first: it drains what the others still hold
             role.stop()
         if nats is not None:
             nats.stop()
 
         (data / UP_FILE).unlink(missing_ok=True)
+
+
+def _create_state(folder: Path, store: str) -> None:
+    """The hub's database, made (or migrated) before any process reads it."""
+    if not store:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    open_hub_state(store or folder / "hub.db").close()
 
 
 def configure_down(parser: argparse.ArgumentParser) -> None:
