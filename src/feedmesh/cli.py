@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("feedmesh.commands.stats", "print a running hub's figures"),
     "filter": ("feedmesh.commands.filter", "run one filter shard in its own process, on NATS"),
     "reflector": ("feedmesh.commands.reflector", "run one reflector in its own process, on NATS"),
+    "web": ("feedmesh.commands.web", "run the web layer (sign-up, API, private feeds) on its own"),
+    "crawler": ("feedmesh.commands.crawler", "run the crawling hub without a web server"),
     "up": ("feedmesh.commands.up", "start a hub as several processes joined by NATS JetStream"),
     "down": ("feedmesh.commands.down", "stop what `feedmesh up` started"),
     "provision": ("feedmesh.provision.cli", "plan a topology of crawlers, filters and reflectors"),

@@ -442,3 +442,14 @@ class HubFront:
                 "queues": {k: {"messages": m, "bytes": b}
                            for k, (m, b) in self.bus.depths().items()},
                 "metrics": figures}
+
+    async def aclose(self) -> None:
+        """Close what a web process's facade holds (the hub's :meth:`~.app.Hub.stop` closes
+        its own)."""
+        await self.bus.close()
+        close = getattr(self.holders, "close", None)
+        if close is not None:
+            await close()
+        self._io.close()
+        self.store.close()
+        self.state.close()
