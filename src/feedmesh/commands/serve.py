@@ -131,14 +131,19 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
 
 
 def metrics_app(hub: Hub) -> web.Application:
-    """The crawling hub's only HTTP: its Prometheus figures."""
+    """The crawling hub's only HTTP: its Prometheus figures and its ``/api/stats`` (what
+    ``feedmesh stats`` reads: feeds, crawl cycles, queues)."""
 
     async def figures(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(hub.metrics.registry),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
+    async def stats(_: web.Request) -> web.Response:
+        return web.json_response(await hub.stats())
+
     app = web.Application()
     app.router.add_get("/metrics", figures)
+    app.router.add_get("/api/stats", stats)
     return app
 
 
