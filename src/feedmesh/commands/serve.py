@@ -17,6 +17,7 @@ from aiohttp.abc import AbstractResolver
 
 from feedmesh.bus import BusError
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
+from feedmesh.commands.filter import parse_shard
 from feedmesh.compose import embedded_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlError
@@ -89,6 +90,7 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
         external_filters=args.external_filters,
+        crawler_shard=parse_shard(getattr(args, "shard", "0/1")),
         external_reflectors=tuple(url.strip() for url in args.external_reflectors.split(",")
                                   if url.strip()),
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
