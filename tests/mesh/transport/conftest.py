@@ -1,0 +1,68 @@
+"""Overlay nodes as real UDP endpoints on loopback (127.0.4.x: this package's range)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+
+from feedmesh.mesh.overlay import Handle
+from feedmesh.mesh.overlay.wire import encode_datagram
+from feedmesh.mesh.transport import UdpNode
+from tests.eventually import eventually
+
+
+@contextlib.asynccontextmanager
+async def udp_ring(count: int, first_host: int = 1) -> AsyncIterator[list[UdpNode]]:
+    """``count`` endpoints, each on its own address 127.0.4.N, joined one after another."""
+    nodes = [UdpNode(f"127.0.4.{first_host + i}") for i in range(count)]
+    try:
+        for node in nodes:
+            await node.open()
+        await nodes[0].start(None)
+        for node in nodes[1:]:
+            await node.start(nodes[0].handle)
+            await eventually(lambda node=node: node.node.pastry.joined, timeout=10)
+        yield nodes
+    finally:
+        for node in nodes:
+            node.close()
+
+
+async def subscribed(nodes: list[UdpNode], group: int) -> None:
+    """Wait until every node has a place in the group's tree."""
+    def attached() -> bool:
+        return all(n.closed or (g := n.node.groups.get(group)) is not None
+                   and (g.parent is not None or g.root) for n in nodes)
+    await eventually(attached, timeout=20, what="every subscriber attached to the tree")
+
+
+class Rogue:
+    """A raw UDP socket on 127.0.4.250 that sends whatever a test wants."""
+
+    def __init__(self, handle_id: int = 1) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.4.250", 0))
+        self.handle = Handle(handle_id, self.sock.getsockname())
+
+    def send_raw(self, data: bytes, to: UdpNode) -> None:
+        self.sock.sendto(data, to.addr)
+
+    def send(self, message, to: UdpNode, sender: Handle | None = None) -> None:
+        self.sock.sendto(encode_datagram(sender or self.handle, message), to.addr)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def rogue():
+    sender = Rogue()
+    yield sender
+    sender.close()
+
+
+__all__ = ["Rogue", "asyncio", "subscribed", "udp_ring"]
