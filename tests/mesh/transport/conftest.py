@@ -26,10 +26,23 @@ async def udp_ring(count: int, first_host: int = 1) -> AsyncIterator[list[UdpNod
         for node in nodes[1:]:
             await node.start(nodes[0].handle)
             await eventually(lambda node=node: node.node.pastry.joined, timeout=10)
+        await eventually(lambda: ring_complete(nodes), timeout=20,
+                         what="every node's leaf set holds every other node")
         yield nodes
     finally:
         for node in nodes:
             node.close()
+
+
+def ring_complete(nodes: list[UdpNode]) -> bool:
+    """A small ring (at most 17 nodes) has converged when every leaf set holds every other node:
+    only then does every node agree which one is closest to a group id (its root)."""
+    everyone = {n.handle.id for n in nodes}
+    for node in nodes:
+        leaves = node.node.pastry.leaves
+        if {h.id for h in (*leaves.left, *leaves.right)} | {node.handle.id} != everyone:
+            return False
+    return True
 
 
 async def subscribed(nodes: list[UdpNode], group: int) -> None:
@@ -66,3 +79,19 @@ def rogue():
 
 
 __all__ = ["Rogue", "asyncio", "subscribed", "udp_ring"]
+
+
+def tree(nodes: list[UdpNode], group: int) -> str:
+    """The group's tree as the nodes see it, for failure messages."""
+    lines = []
+    for n in nodes:
+        g = n.node.groups.get(group)
+        if g is None:
+            lines.append(f"{n.addr[0]} {n.handle.id % 1000:03d} -")
+            continue
+        parent = g.parent.id % 1000 if g.parent else None
+        lines.append(f"{n.addr[0]} {n.handle.id % 1000:03d} closed={n.closed} parent={parent} "
+                     f"root={g.root} children={sorted(c % 1000 for c in g.children)} "
+                     f"newest={g.newest} log={g.log.seq if g.log else None} "
+                     f"joining={g.joining_since} {dict(n.node.counters)} {dict(n.counters)}")
+    return "\n".join(lines)

@@ -14,7 +14,7 @@ from feedmesh.mesh.overlay.wire import MAGIC
 from feedmesh.mesh.records import FeedWriter, record_hash
 from feedmesh.mesh.records.record import MAGIC as RECORD_MAGIC
 from tests.eventually import eventually
-from tests.mesh.transport.conftest import subscribed, udp_ring
+from tests.mesh.transport.conftest import subscribed, tree, udp_ring
 
 URL = "http://127.0.4.200:8000/feed.xml"
 
@@ -109,18 +109,22 @@ async def test_a_killed_parent_is_repaired_around() -> None:
         publisher.publish(URL, 1, writer.append({"id": "1"}))
         await eventually(lambda: all(seqs(n) == [1] for n in subscribers), timeout=10)
 
-        # kill the node with the most children: the root, or the busiest forwarder
-        victim = max(subscribers, key=lambda n: len(n.node.groups[gid].children))
-        orphans = [n for n in subscribers
-                   if (p := n.node.groups[gid].parent) is not None and p.id == victim.handle.id]
-        assert orphans, "the victim has children"
+        # kill the subscriber that is the parent of the most nodes (the root, or a forwarder)
+        def orphans_of(candidate) -> list:
+            return [n for n in nodes if n is not candidate and (g := n.node.groups.get(gid))
+                    and g.parent is not None and g.parent.id == candidate.handle.id]
+        victim = max(subscribers, key=lambda n: len(orphans_of(n)))
+        orphans = orphans_of(victim)
+        assert orphans, tree(nodes, gid)
         victim.close()
         live = [n for n in subscribers if n is not victim]
         publisher.publish(URL, 2, writer.append({"id": "2"}))
-        await eventually(lambda: all(seqs(n) == [1, 2] for n in live), timeout=20,
-                         what="every live subscriber got record 2 after the repair")
+        def repaired() -> bool:
+            assert all(seqs(n) == [1, 2] for n in live), tree(nodes, gid)
+            return True
+        await eventually(repaired, timeout=20)
         for orphan in orphans:
-            parent = orphan.node.groups[gid].parent
+            parent = orphan.node.groups[gid].parent if gid in orphan.node.groups else None
             assert parent is None or parent.id != victim.handle.id
         assert sum(n.node.counters["parent-silent"] + n.node.counters["parent-lost"]
                    for n in orphans) >= len(orphans)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedmesh.feeds import parse_feed
-from feedmesh.mesh.overlay import Delivery
+from feedmesh.mesh.overlay import Delivery, republication_topic
 from feedmesh.mesh.transport.udp import UdpNode
 from feedmesh.model import Entry, FetchResult
 
@@ -68,8 +68,11 @@ class Subscriber:
         self._task: asyncio.Task[None] | None = None
 
     def subscribe(self, url: str, feed_key: str, *, republication: bool = False) -> int:
+        """Follow the log of ``url`` signed by ``feed_key`` (the publisher's key, or with
+        ``republication`` a republisher's, trusted by this call); returns the group id."""
         self._known.setdefault(url, set())
-        return self.endpoint.subscribe(url, feed_key, republication=republication)
+        topic = republication_topic(url, feed_key) if republication else None
+        return self.endpoint.subscribe(url, feed_key, republication=republication, topic=topic)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self.run())

@@ -106,12 +106,13 @@ class UdpNode(asyncio.DatagramProtocol):
         self._flush()
         return result
 
-    def subscribe(self, url: str, feed_key: str, *, republication: bool = False) -> int:
-        return self.act(lambda node, now: node.subscribe(now, url, feed_key,
+    def subscribe(self, url: str, feed_key: str, *, republication: bool = False,
+                  topic: str | None = None) -> int:
+        return self.act(lambda node, now: node.subscribe(now, url, feed_key, topic=topic,
                                                          republication=republication))
 
-    def publish(self, url: str, seq: int, wire: bytes) -> None:
-        self.act(lambda node, now: node.publish(now, url, seq, wire))
+    def publish(self, url: str, seq: int, wire: bytes, *, topic: str | None = None) -> None:
+        self.act(lambda node, now: node.publish(now, url, seq, wire, topic=topic))
 
     # ---- asyncio's side ----------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

@@ -1,0 +1,103 @@
+"""``feedmesh republish --opml FILE_OR_URL --key DIR --listen HOST:PORT``: a standalone
+republisher (issue 14, section 4.3.2 of the paper). It joins the overlay on a UDP endpoint (a new
+ring, or the one ``--bootstrap HOST:PORT`` is in), polls the listed legacy feeds and multicasts
+what is new, signed with the key in DIR (``feedmesh keys make --dir DIR``) and marked as a
+republication. It prints one line per feed saying how to subscribe, then ``ready``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
+from feedmesh.feeds.opml import OpmlError
+from feedmesh.fetch import Fetcher
+from feedmesh.logs import setup_logging
+from feedmesh.mesh.keys import KeyFileError, KeyStore
+from feedmesh.mesh.overlay import Handle, node_id
+from feedmesh.mesh.republish import Republisher
+from feedmesh.mesh.transport import UdpNode
+
+__all__ = ["configure", "host_port", "run"]
+
+log = logging.getLogger("feedmesh.mesh.republish")
+
+
+def host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if not host or not 0 <= number < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (e.g. 127.0.4.1:7000)")
+    return host, number
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--opml", required=True, metavar="FILE_OR_URL",
+                        help="the legacy feeds to republish (OPML file or http(s) URL)")
+    parser.add_argument("--key", required=True, metavar="DIR",
+                        help="key folder made by `feedmesh keys make --dir DIR`")
+    parser.add_argument("--listen", required=True, type=host_port, metavar="HOST:PORT",
+                        help="UDP address of this overlay node (port 0: any free port)")
+    parser.add_argument("--bootstrap", type=host_port, metavar="HOST:PORT",
+                        help="an overlay node to join through (default: start a new ring)")
+    parser.add_argument("--interval", type=float, default=60.0,
+                        help="seconds between polls of every feed")
+    parser.add_argument("--log-level", default="info", help="debug, info, warning or error")
+    add_fetch_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    setup_logging(args.log_level)
+    os.umask(0o077)
+    try:
+        return asyncio.run(_main(args))
+    except (OpmlError, KeyFileError) as error:
+        print(f"feedmesh republish: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"feedmesh republish: cannot listen on {args.listen[0]}:{args.listen[1]}: "
+              f"{error.strerror}", file=sys.stderr)
+        return 2
+
+
+async def _main(args: argparse.Namespace) -> int:
+    keys = KeyStore(args.key)
+    keys.signing_key()   # a missing, corrupt or too-open key fails now, before anything starts
+    settings = fetch_settings(args)
+    opml = await load_opml(args.opml, settings)
+    for reason in opml.skipped:
+        log.warning("opml_skipped why=%r", reason)
+    endpoint = UdpNode(*args.listen)
+    await endpoint.open()
+    bootstrap = None
+    if args.bootstrap is not None:
+        host, port = args.bootstrap
+        bootstrap = Handle(node_id(f"{host}:{port}".encode()), (host, port))
+    await endpoint.start(bootstrap)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with Fetcher(settings) as fetcher:
+            republisher = Republisher(endpoint, keys, fetcher, (o.url for o in opml.outlines))
+            host, port = endpoint.addr
+            for url in republisher.urls:
+                print(f"feed {url} key={republisher.identity} republication=true "
+                      f"bootstrap={host}:{port}", flush=True)
+            sent = republisher.send_outbox()
+            if sent:
+                log.info("outbox_sent records=%d", sent)
+            print(f"ready {host}:{port} feeds={len(republisher.urls)}", flush=True)
+            await republisher.run(args.interval, stop)
+    finally:
+        endpoint.close()
+    return 0
