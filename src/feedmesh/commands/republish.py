@@ -14,14 +14,15 @@ import os
 import signal
 import sys
 
+from aiohttp import web
+
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
-from feedmesh.feeds.opml import OpmlError
+from feedmesh.feeds.opml import OpmlError, OpmlOutline, render_opml
 from feedmesh.fetch import Fetcher
 from feedmesh.logs import setup_logging
 from feedmesh.mesh.keys import KeyFileError, KeyStore
-from feedmesh.mesh.overlay import Handle, node_id
 from feedmesh.mesh.republish import Republisher
-from feedmesh.mesh.transport import UdpNode
+from feedmesh.mesh.transport import UdpNode, handle_at
 
 __all__ = ["configure", "host_port", "run"]
 
@@ -48,6 +49,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="UDP address of this overlay node (port 0: any free port)")
     parser.add_argument("--bootstrap", type=host_port, metavar="HOST:PORT",
                         help="an overlay node to join through (default: start a new ring)")
+    parser.add_argument("--http", type=host_port, metavar="HOST:PORT",
+                        help="also serve the republished feeds with their <subscribe> element: "
+                             "/feeds/N (N: the OPML's order) and /opml")
     parser.add_argument("--interval", type=float, default=60.0,
                         help="seconds between polls of every feed")
     parser.add_argument("--log-level", default="info", help="debug, info, warning or error")
@@ -79,8 +83,7 @@ async def _main(args: argparse.Namespace) -> int:
     await endpoint.open()
     bootstrap = None
     if args.bootstrap is not None:
-        host, port = args.bootstrap
-        bootstrap = Handle(node_id(f"{host}:{port}".encode()), (host, port))
+        bootstrap = handle_at(*args.bootstrap)
     await endpoint.start(bootstrap)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -96,8 +99,48 @@ async def _main(args: argparse.Namespace) -> int:
             sent = republisher.send_outbox()
             if sent:
                 log.info("outbox_sent records=%d", sent)
+            runner = None
+            if args.http is not None:
+                runner, base = await _serve_feeds(republisher, args.http, f"{host}:{port}")
+                print(f"http {base}/opml", flush=True)
             print(f"ready {host}:{port} feeds={len(republisher.urls)}", flush=True)
-            await republisher.run(args.interval, stop)
+            try:
+                await republisher.run(args.interval, stop)
+            finally:
+                if runner is not None:
+                    await runner.cleanup()
     finally:
         endpoint.close()
     return 0
+
+
+async def _serve_feeds(republisher: Republisher, address: tuple[str, int],
+                       bootstrap: str) -> tuple[web.AppRunner, str]:
+    """The republished feeds over HTTP: ``/feeds/N`` (RSS 2.0 with ``<subscribe>``), ``/opml``."""
+    app = web.Application()
+    base = ""
+
+    async def feed(request: web.Request) -> web.Response:
+        try:
+            index = int(request.match_info["index"])
+            republisher.urls[index]
+        except (ValueError, IndexError):
+            raise web.HTTPNotFound(text=f"no feed {request.match_info['index']!r}; see /opml\n")
+        body = republisher.feed_document(index, bootstrap, f"{base}/feeds/{index}")
+        return web.Response(body=body, content_type="application/rss+xml", charset="utf-8")
+
+    async def opml(request: web.Request) -> web.Response:
+        outlines = [OpmlOutline(url=f"{base}/feeds/{i}", title=f"{url} (republished)")
+                    for i, url in enumerate(republisher.urls)]
+        return web.Response(body=render_opml("republished feeds", outlines),
+                            content_type="text/x-opml", charset="utf-8")
+
+    app.router.add_get("/feeds/{index}", feed)
+    app.router.add_get("/opml", opml)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, address[0], address[1])
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    base = f"http://{host}:{port}"
+    return runner, base

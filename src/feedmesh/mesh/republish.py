@@ -11,28 +11,34 @@ The first poll of a feed only learns what is there (history is not multicast); e
 multicasts what is new, oldest first. Edits of an entry already multicast are not sent again.
 Records signed by ``feedmesh keys rotate``/``revoke`` (the folder's outbox) are multicast first.
 The log heads live in the key folder, so a restarted republisher continues its logs.
+
+It also serves, over HTTP (``feedmesh republish --http``), its own RSS feed of each legacy feed:
+the entries it multicast lately and the ``<subscribe>`` element (its key, the group, its overlay
+address) from which a client bootstraps with one fetch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from datetime import datetime
 
 from feedmesh.feeds import parse_feed
+from feedmesh.feeds.render import render_feed
 from feedmesh.fetch import Fetcher, FetchRequest
 from feedmesh.mesh.keys import KeyStore
 from feedmesh.mesh.overlay import republication_topic
 from feedmesh.mesh.records import FeedWriter, open_record
 from feedmesh.mesh.transport.udp import UdpNode
-from feedmesh.model import Entry, FetchOutcome
+from feedmesh.model import Entry, FeedInfo, FetchOutcome, MeshSubscribe
 
 __all__ = ["Republisher", "entry_record"]
 
 log = logging.getLogger("feedmesh.mesh.republish")
 MAX_TEXT = 4_000   # characters of summary kept in a record: records must fit a datagram
+RECENT = 20        # entries of each feed in the republisher's own HTTP feed
 
 
 def entry_record(entry: Entry, source: str) -> dict[str, object]:
@@ -56,8 +62,20 @@ class Republisher:
         self.identity = keys.identity()
         self.counters: Counter[str] = Counter()
         self._seen: dict[str, set[str]] = {}
+        self.recent: dict[str, deque[Entry]] = {url: deque(maxlen=RECENT) for url in self.urls}
         self._validators: dict[str, tuple[str, str]] = {}
         self._writers: dict[str, FeedWriter] = {}
+
+    def feed_document(self, index: int, bootstrap: str, self_link: str) -> bytes:
+        """The republisher's own RSS 2.0 feed of legacy feed ``index``: what it multicast lately,
+        with the ``<subscribe>`` element a client bootstraps from (key, group, overlay node)."""
+        url = self.urls[index]
+        info = FeedInfo(title=f"{url} (republished)", link=url, self_link=self_link,
+                        description=f"Entries of {url} republished on the mesh, signed by "
+                                    f"{self.identity}",
+                        subscribe=MeshSubscribe(group=url, public_key=self.identity,
+                                                bootstrap=(bootstrap,), republication=True))
+        return render_feed(info, list(self.recent[url]), "rss2.0")
 
     def topic(self, url: str) -> str:
         """The group this republisher's log of ``url`` travels in (not the publisher's own)."""
@@ -122,6 +140,7 @@ class Republisher:
         wire = writer.append(entry_record(entry, url))
         self.keys.save_head(writer)
         self.endpoint.publish(url, writer.seq, wire, topic=self.topic(url))
+        self.recent[url].appendleft(entry)
         self.counters["multicast"] += 1
         log.info("republished feed=%s seq=%d entry=%s bytes=%d", url, writer.seq, entry.key,
                  len(wire))

@@ -20,11 +20,11 @@ from feedmesh.feeds import parse_feed
 from feedmesh.feeds.opml import OpmlOutline, render_opml
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.mesh.keys import KeyStore
-from feedmesh.mesh.overlay import Handle, group_id, node_id, republication_topic
+from feedmesh.mesh.overlay import group_id, republication_topic
 from feedmesh.mesh.overlay.scribe import Item
 from feedmesh.mesh.republish import Republisher
-from feedmesh.mesh.transport import UdpNode
-from feedmesh.mesh.transport.subscriber import Subscriber
+from feedmesh.mesh.transport import UdpNode, handle_at
+from feedmesh.mesh.transport.subscriber import NotMulticast, Subscriber, discover
 from tests.eventually import eventually
 from tests.mesh.transport.conftest import Rogue, subscribed, tree, udp_ring
 
@@ -100,6 +100,12 @@ async def test_new_farm_posts_reach_trusting_subscribers_verified(tmp_path) -> N
         assert all(keys.logs()[url]["seq"] == len(fresh[url]) for url in urls if fresh[url])
 
 
+def free_tcp_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
 def free_udp_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind((host, 0))
@@ -117,10 +123,12 @@ async def test_the_republish_command(tmp_path: Path) -> None:
         keys = KeyStore(tmp_path / "keys")
         keys.make(clock.now())
         port = free_udp_port("127.0.4.30")
+        http_port = free_tcp_port("127.0.4.30")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "feedmesh.cli", "republish", "--opml", str(opml),
             "--key", str(keys.folder), "--listen", f"127.0.4.30:{port}",
+            "--http", f"127.0.4.30:{http_port}",
             "--interval", "0.3", "--allow-network", "127.0.0.0/8", "--log-level", "warning",
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         readers: list[Subscriber] = []
@@ -132,14 +140,22 @@ async def test_the_republish_command(tmp_path: Path) -> None:
                 lines.append(line.decode().strip())
             assert lines[0] == f"feed {urls[0]} key={keys.identity()} republication=true " \
                                f"bootstrap=127.0.4.30:{port}"
-            bootstrap = Handle(node_id(f"127.0.4.30:{port}".encode()), ("127.0.4.30", port))
+            base = f"http://127.0.4.30:{http_port}"
+            assert f"http {base}/opml" in lines
+            # a client bootstraps with one HTTP fetch of the republisher's feed
+            found = [await discover(fetcher.fetch, f"{base}/feeds/{i}") for i in range(FEEDS)]
+            assert [f.group for f in found] == urls
+            assert {(f.public_key, f.republication, f.bootstrap) for f in found} == \
+                {(keys.identity(), True, (f"127.0.4.30:{port}",))}
+            host, _, number = found[0].bootstrap[0].rpartition(":")
             nodes = [UdpNode(f"127.0.4.{31 + i}") for i in range(3)]
             for node in nodes:
-                await node.start(bootstrap)
+                await node.start(handle_at(host, int(number)))
                 await eventually(lambda node=node: node.node.pastry.joined, timeout=10)
                 readers.append(Subscriber(node, fetcher.fetch))
-                for url in urls:
-                    readers[-1].subscribe(url, keys.identity(), republication=True)
+                for element in found:
+                    readers[-1].subscribe(element.group, element.public_key,
+                                          republication=element.republication)
             for url in urls:
                 await subscribed(nodes, group_id(republication_topic(url, keys.identity())))
             # the republisher has polled every feed at least once before the farm posts
@@ -155,6 +171,12 @@ async def test_the_republish_command(tmp_path: Path) -> None:
             await eventually(delivered, timeout=20)
             for reader in readers:
                 assert all(d.record.republication for d in reader.endpoint.deliveries)
+            # and the republisher's own feed now lists what it multicast
+            for i, url in enumerate(urls):
+                republished = await document_keys(fetcher, f"{base}/feeds/{i}")
+                assert set(republished) == fresh[url]
+            with pytest.raises(NotMulticast, match="no <subscribe> element"):
+                await discover(fetcher.fetch, urls[0])        # the legacy feed itself
         finally:
             for reader in readers:
                 reader.endpoint.close()

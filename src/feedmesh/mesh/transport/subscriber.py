@@ -20,12 +20,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from feedmesh.feeds import parse_feed
 from feedmesh.mesh.overlay import Delivery, republication_topic
 from feedmesh.mesh.transport.udp import UdpNode
-from feedmesh.model import Entry, FetchResult
+from feedmesh.model import Entry, FetchResult, MeshSubscribe
 
-__all__ = ["Received", "Subscriber", "entry_identities"]
+__all__ = ["NotMulticast", "Received", "Subscriber", "discover", "entry_identities"]
 
 log = logging.getLogger("feedmesh.mesh.subscriber")
 
@@ -48,6 +50,31 @@ def entry_identities(entry: dict[str, Any] | Entry) -> set[str]:
     else:
         values = (entry.get("key"), entry.get("guid"), entry.get("id"), entry.get("link"))
     return {v for v in values if isinstance(v, str) and v}
+
+
+class NotMulticast(Exception):
+    """The feed cannot be followed on the mesh (it has no usable ``<subscribe>``); says why."""
+
+
+async def discover(fetch: Callable[[str], Awaitable[FetchResult]], feed_url: str) -> MeshSubscribe:
+    """Bootstrap with one ordinary HTTP fetch: the feed's ``<subscribe>`` element, its group
+    defaulting to the feed's own URL."""
+    result = await fetch(feed_url)
+    if not result.ok:
+        raise NotMulticast(f"cannot fetch {feed_url}: "
+                           f"{result.error.message if result.error else result.outcome}")
+    parsed = parse_feed(result.body, url=result.final_url or feed_url,
+                        content_type=result.content_type)
+    found = parsed.feed.subscribe
+    if found is None:
+        why = "; ".join(w.message for w in parsed.warnings) or "it has no <subscribe> element"
+        raise NotMulticast(f"{feed_url} is not multicast: {why}")
+    if not found.public_key:
+        raise NotMulticast(f"{feed_url} names its key by URI only ({found.key_url}); fetching "
+                           "keys by URI is not supported yet")
+    if not found.group:
+        found = msgspec.structs.replace(found, group=parsed.feed.self_link or feed_url)
+    return found
 
 
 class Subscriber:

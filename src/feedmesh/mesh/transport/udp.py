@@ -28,7 +28,7 @@ from feedmesh.logs import Throttled
 from feedmesh.mesh.overlay import Delivery, Handle, LatencyMatrix, ScribeNode, node_id
 from feedmesh.mesh.overlay.wire import MAX_DATAGRAM, WireError, decode_datagram, encode_datagram
 
-__all__ = ["Address", "UdpNode", "address_key", "pair_latency"]
+__all__ = ["Address", "UdpNode", "address_key", "handle_at", "pair_latency"]
 
 log = logging.getLogger("feedmesh.mesh.udp")
 Address = tuple[str, int]
@@ -37,6 +37,11 @@ Address = tuple[str, int]
 def address_key(addr: Address) -> int:
     """An address as one int (IPv4 << 16 | port), for the latency matrix's pair hash."""
     return int(ipaddress.IPv4Address(addr[0])) << 16 | addr[1]
+
+
+def handle_at(host: str, port: int) -> Handle:
+    """The handle of the endpoint bound at ``host:port`` (its id is drawn from that address)."""
+    return Handle(node_id(f"{host}:{port}".encode()), (host, port))
 
 
 def pair_latency(matrix: LatencyMatrix | None = None) -> Callable[[Address, Address], float]:
@@ -81,7 +86,7 @@ class UdpNode(asyncio.DatagramProtocol):
         assert self._transport is not None
         host, port = self._transport.get_extra_info("sockname")[:2]
         self.addr = (host, port)
-        self.node = self.make_node(Handle(node_id(f"{host}:{port}".encode()), self.addr))
+        self.node = self.make_node(handle_at(host, port))
 
     async def start(self, bootstrap: Handle | None = None) -> None:
         if self.node is None:
