@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator
@@ -77,8 +76,6 @@ def rogue():
     yield sender
     sender.close()
 
-
-__all__ = ["Rogue", "asyncio", "subscribed", "udp_ring"]
 
 
 def tree(nodes: list[UdpNode], group: int) -> str:
