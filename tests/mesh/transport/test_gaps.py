@@ -1,8 +1,13 @@
 """A gap no parent can fill is taken from the publisher's HTTP feed (a real server on loopback,
-fetched with feedmesh's fetcher), and the signed chain resumes after it."""
+fetched with feedmesh's fetcher), and the signed chain resumes after it. Bootstrapping from a
+feed whose ``<publicKey>`` is a URI plus fingerprint."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
+import pytest
 from aiohttp import web
 from nacl.signing import SigningKey
 
@@ -10,8 +15,8 @@ from feedmesh.feeds.render import render_feed
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.mesh.overlay import group_id
 from feedmesh.mesh.records import FeedWriter
-from feedmesh.mesh.transport.subscriber import Subscriber
-from feedmesh.model import Entry, FeedInfo
+from feedmesh.mesh.transport.subscriber import NotMulticast, Subscriber, discover
+from feedmesh.model import Entry, FeedInfo, MeshSubscribe
 from tests.eventually import eventually
 from tests.mesh.transport.conftest import subscribed, udp_ring
 
@@ -67,5 +72,40 @@ async def test_a_gap_missing_from_every_buffer_comes_from_the_http_feed() -> Non
                                          and r.received[-1].via == "tree" for r in readers))
             for reader in readers:
                 await reader.stop()
+    finally:
+        await runner.cleanup()
+
+
+async def test_discover_fetches_a_key_named_by_uri_and_checks_its_fingerprint() -> None:
+    key = SigningKey.generate().verify_key
+    text = base64.b64encode(bytes(key)).decode()
+    good = "sha256:" + hashlib.sha256(bytes(key)).hexdigest()
+    app = web.Application()
+    base = ""
+
+    async def feed(request: web.Request) -> web.Response:
+        fingerprint = good if request.match_info["which"] == "good" else "sha256:" + "0" * 64
+        info = FeedInfo(title="pub", self_link=f"{base}/feed/good",
+                        subscribe=MeshSubscribe(key_url=f"{base}/key", fingerprint=fingerprint))
+        return web.Response(body=render_feed(info, [], "atom1.0"),
+                            content_type="application/atom+xml")
+
+    async def key_document(request: web.Request) -> web.Response:
+        return web.Response(text=text + "\n")
+
+    app.router.add_get("/feed/{which}", feed)
+    app.router.add_get("/key", key_document)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.4.101", 0).start()
+    base = f"http://127.0.4.101:{runner.addresses[0][1]}"
+    try:
+        async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",))) as fetcher:
+            found = await discover(fetcher.fetch, f"{base}/feed/good")
+            assert found.public_key == text and found.group == f"{base}/feed/good"
+            with pytest.raises(NotMulticast, match="has fingerprint .* refused"):
+                await discover(fetcher.fetch, f"{base}/feed/bad")
+            with pytest.raises(NotMulticast, match="cannot fetch"):
+                await discover(fetcher.fetch, f"{base}/nothing")
     finally:
         await runner.cleanup()

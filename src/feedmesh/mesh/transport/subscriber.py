@@ -14,6 +14,9 @@ the publisher's own URL is), and the log moves past the gap to the next signed r
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import hashlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -70,11 +73,32 @@ async def discover(fetch: Callable[[str], Awaitable[FetchResult]], feed_url: str
         why = "; ".join(w.message for w in parsed.warnings) or "it has no <subscribe> element"
         raise NotMulticast(f"{feed_url} is not multicast: {why}")
     if not found.public_key:
-        raise NotMulticast(f"{feed_url} names its key by URI only ({found.key_url}); fetching "
-                           "keys by URI is not supported yet")
+        found = msgspec.structs.replace(found, public_key=await _fetch_key(fetch, found))
     if not found.group:
         found = msgspec.structs.replace(found, group=parsed.feed.self_link or feed_url)
     return found
+
+
+async def _fetch_key(fetch: Callable[[str], Awaitable[FetchResult]], found: MeshSubscribe) -> str:
+    """The key a ``<publicKey href=... fingerprint=...>`` names: base64 text at the URI whose raw
+    32 bytes hash to the fingerprint (so the URI's host cannot swap the key)."""
+    result = await fetch(found.key_url)
+    if not result.ok:
+        raise NotMulticast(f"cannot fetch the key at {found.key_url}: "
+                           f"{result.error.message if result.error else result.outcome}")
+    text = result.body.decode("ascii", "replace").strip()
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 32:
+        raise NotMulticast(f"the key at {found.key_url} is not a base64 Ed25519 key "
+                           f"({len(result.body)} bytes)")
+    digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+    if digest != found.fingerprint:
+        raise NotMulticast(f"the key at {found.key_url} has fingerprint {digest}, the feed names "
+                           f"{found.fingerprint}: refused")
+    return text
 
 
 class Subscriber:
