@@ -117,13 +117,15 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
              filters: int, reflectors: int) -> dict:
     print(f"mode {name}: {feeds} feeds, {subs} subscriptions, 1 crawler, {filters} filters, "
           f"{reflectors} reflectors, 1 web process; NATS + PostgreSQL", flush=True)
-    folder = Path(tempfile.mkdtemp(prefix="feedmesh-bench-"))  # PostgreSQL's user must enter
+    folder = Path(tempfile.mkdtemp(prefix="feedmesh-bench-"))
     processes: list[Process] = []
     farm = None
     try:
         with contextlib.ExitStack() as servers:
             nats = servers.enter_context(LocalNats(folder / "nats"))
-            pg = LocalPostgres(folder / "pg", durable=True).start()
+            pg_folder = tempfile.mkdtemp(prefix="feedmesh-bench-pg-")  # its own: the server's
+            servers.callback(shutil.rmtree, pg_folder, True)           # user takes it over
+            pg = LocalPostgres(pg_folder, durable=True).start()
             servers.callback(pg.stop)
             url = pg.url()
             data = folder / "hub"
