@@ -163,8 +163,15 @@ def held(log_at: str, reflector: int, subs: dict[int, tuple[str, int]]
 Disturb = Callable[[dict[str, Role], random.Random, list[str]], Awaitable[None]]
 
 
+def filter_role(common: list[str], state_at: str, shard: int, shards: int,
+                tmp_path: Path) -> Role:
+    return Role(f"filter{shard}", ["filter", *common, "--state", state_at, "--shard",
+                                   f"{shard}/{shards}", "--data", str(tmp_path / f"f{shard}")],
+                f"feedmesh filter shard {shard}/{shards}", tmp_path)
+
+
 async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb, store_url: str = "",
-                       crawlers: int = 0) -> tuple[int, int, int, list[str]]:
+                       crawlers: int = 0, filters: int = 2) -> tuple[int, int, int, list[str]]:
     """Start the five processes (with ``crawlers``, that many ``feedmesh crawler --shard``
     processes instead of the crawling hub with its web), ``disturb`` them while the farm posts,
     stop them in drain order, and check the result offline: (lost, duplicated, pairs expected,
@@ -184,11 +191,10 @@ async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb, store_ur
                                      "--shard", f"{n}/2", "--data", str(data), "--listen",
                                      reflector_urls[n], "--checkpoint-interval", "0.5"],
                    f"feedmesh reflector {n}/2", tmp_path) for n in (0, 1)),
-            *(Role(f"filter{n}", ["filter", *common, "--state", state_at, "--shard", f"{n}/2",
-                                  "--data", str(tmp_path / f"f{n}")],
-                   f"feedmesh filter shard {n}/2", tmp_path) for n in (0, 1)),
+            *(filter_role(common, state_at, n, filters, tmp_path) for n in range(filters)),
         ]
-        crawling = ["--data", str(data), "--port", "0", "--filters", "2", "--external-filters",
+        crawling = ["--data", str(data), "--port", "0", "--filters", str(filters),
+                    "--external-filters",
                     "--reflectors", "2", "--external-reflectors",
                     ",".join(f"http://{u}" for u in reflector_urls), "--policy", "interval",
                     "--interval", "0.5", "--allow-network", "127.0.0.0/8", "--opml",
@@ -213,10 +219,12 @@ async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb, store_ur
         finally:
             # Drain order: the hub stops crawling and waits until the tiers acknowledged all it
             # published; then the filters, then the reflectors (a checkpoint each).
-            firsts = ["hub"] if not crawlers else [f"crawler{n}" for n in range(crawlers)]
-            for name in (*firsts, "filter0", "filter1", "reflector0", "reflector1"):
-                if by_name[name].process is not None:
-                    codes[name] = await by_name[name].stop()
+            # (A disturbance may have added roles: a filter shard, say.)
+            for kind in ("hub", "crawler", "filter", "reflector"):
+                for name in sorted(by_name):
+                    if name.startswith(kind) and by_name[name].process is not None:
+                        codes[name] = await by_name[name].stop()
+            roles = list(by_name.values())
     logs = {role.name: role.text() for role in roles}
     assert codes == dict.fromkeys(codes, 0), (done, logs)
     assert not any("Traceback" in text for text in logs.values()), logs
@@ -284,6 +292,40 @@ async def test_two_crawlers_share_the_feeds_and_kills_lose_nothing(tmp_path, nat
               for name in ("crawler0", "crawler1")]
     assert shares == [15, 15]  # feed ids 1..30: odd and even
     assert (lost, duplicated) == (0, 0), done
+
+
+async def test_a_filter_shard_added_by_a_restart_loses_nothing(tmp_path, nats_url):
+    """Ownership moves by a restart with new flags (docs/distributed.md): the crawling hub is
+    stopped (it drains: the one shard acknowledged every article), then the shard; the hub
+    starts with --filters 2 (it makes both shards' groups before it publishes), then shards 0/2
+    and 1/2. The subscriptions of shard 1 go on getting every entry."""
+
+    def flags(argv: list[str], flag: str, value: str) -> list[str]:
+        argv = list(argv)
+        argv[argv.index(flag) + 1] = value
+        return argv
+
+    async def reshard(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
+        await asyncio.sleep(3.0)
+        hub, shard = roles["hub"], roles["filter0"]
+        assert await hub.stop() == 0 and await shard.stop() == 0
+        hub.argv = flags(hub.argv, "--filters", "2")
+        hub.start()
+        await hub.wait_ready()
+        common = shard.argv[1:shard.argv.index("--state")]
+        state_at = shard.argv[shard.argv.index("--state") + 1]
+        for n in (0, 1):
+            roles[f"filter{n}"] = filter_role(common, state_at, n, 2, tmp_path)
+            roles[f"filter{n}"].starts = 10  # its own log files
+            roles[f"filter{n}"].start()
+        for n in (0, 1):
+            await roles[f"filter{n}"].wait_ready()
+        done.append("1 shard -> 2")
+        await asyncio.sleep(3.0)
+
+    lost, duplicated, _, done = await run_topology(tmp_path, nats_url, reshard, filters=1)
+    assert done == ["1 shard -> 2"]
+    assert (lost, duplicated) == (0, 0)
 
 
 async def test_a_nats_outage_of_ten_seconds_is_waited_out(tmp_path):
