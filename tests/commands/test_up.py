@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import aiohttp
+import pytest
 
 from feedmesh.farm import FarmConfig, FarmServer
 from tests.eventually import eventually
-from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 ORIGIN = 1_760_000_000.0
 
@@ -26,15 +30,16 @@ async def feedmesh(*argv: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, postgres_url):
-    data = tmp_path / "topology"
+async def test_up_runs_a_topology_that_stats_shows_and_down_stops():
+    # Not in pytest's folder: up starts a PostgreSQL of its own in DATA/postgres, and as root
+    # its server's user must be able to pass through every folder above.
+    data = Path(tempfile.mkdtemp(prefix="feedmesh-test-up-"))
     config = FarmConfig(feeds=20, seed=3, faults="none", speed=3600.0, origin=ORIGIN)
     async with FarmServer(config) as farm, aiohttp.ClientSession() as session:
         up = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "feedmesh", "up", "--data", str(data), "--filters", "2",
             "--reflectors", "2", "--web", "2", "--crawlers", "2",
             "--port", "0", "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8",
-            "--store", postgres_url,
             stderr=asyncio.subprocess.PIPE)
         lines: list[str] = []
 
@@ -69,8 +74,8 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, post
             assert code == 0, err
             rows = json.loads(out)
             assert sorted(row["role"] for row in rows) == [
-                "crawler", "crawler", "filter", "filter", "nats", "reflector", "reflector", "web",
-                "web"]
+                "crawler", "crawler", "filter", "filter", "nats", "postgres", "reflector",
+                "reflector", "web", "web"]
             assert all(row["alive"] and row["rss_mb"] > 0 for row in rows)
             filters = [row for row in rows if row["role"] == "filter"]
             assert sorted(row["shard"] for row in filters) == ["0/2", "1/2"]
@@ -91,13 +96,24 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, post
     text = "".join(lines)
     assert "Traceback" not in text, text
     assert not (data / "up.json").exists()
+    shutil.rmtree(data, ignore_errors=True)
 
 
 async def test_up_refuses_what_cannot_work_and_down_without_up_is_one_line(tmp_path):
-    code, _, err = await feedmesh("up", "--data", str(tmp_path), "--crawlers", "2")
+    code, _, err = await feedmesh("up", "--data", str(tmp_path), "--crawlers", "2", "--store",
+                                  "sqlite")
     assert code == 2 and err.strip() == (
         "feedmesh up: several crawlers share one ingest store: give --store postgresql://... "
         "(SQLite takes one writer at a time)")
     code, _, err = await feedmesh("down", "--data", str(tmp_path))
     assert code == 2 and err.startswith("feedmesh down: no running topology in") and \
         len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands PostgreSQL to another user")
+async def test_up_says_when_its_postgresql_could_not_reach_the_data_folder(tmp_path):
+    # pytest's folders are 0700: the postgres user cannot pass through them.
+    code, _, err = await feedmesh("up", "--data", str(tmp_path / "topology"))
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "does not let other users pass through" in lines[0], err

@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from feedmesh.bus.nats_server import LocalNats, NatsServerError
 from feedmesh.compose import open_hub_state
+from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 from feedmesh.store import StoreError
 
 __all__ = ["configure", "run"]
@@ -56,9 +57,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nats", default="", metavar="URL",
                         help="a NATS JetStream server to use (default: start one in DATA/nats)")
     parser.add_argument("--store", default="", metavar="URL",
-                        help="keep the hub's state in this PostgreSQL database (postgresql://...); "
-                        "the filters read the subscriptions there (default: SQLite files in "
-                        "DATA/hub, which the filters read on this machine)")
+                        help="the hub's database, which every process reads: a postgresql:// "
+                        "URL, or 'sqlite' for SQLite files in DATA/hub (one machine, one "
+                        "crawler); default: a PostgreSQL server started in DATA/postgres")
     parser.add_argument("--opml", default="", metavar="FILE_OR_URL",
                         help="feeds to crawl from the start (as `feedmesh serve --opml`)")
     parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.crawlers <= 16:
         print("feedmesh up: --crawlers must be in 1..16", file=sys.stderr)
         return 2
-    if args.crawlers > 1 and not args.store:
+    if args.crawlers > 1 and args.store == "sqlite":
         print("feedmesh up: several crawlers share one ingest store: give --store "
               "postgresql://... (SQLite takes one writer at a time)", file=sys.stderr)
         return 2
@@ -142,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     nats: LocalNats | None = None
+    postgres: LocalPostgres | None = None
     roles: list[_Role] = []
     python = [sys.executable, "-m", "feedmesh"]
     try:
@@ -150,7 +152,16 @@ def run(args: argparse.Namespace) -> int:
         else:
             nats = LocalNats(data / "nats").start()
             url = nats.url
-        store = args.store
+        if args.store == "sqlite":
+            store = ""
+        elif args.store:
+            store = args.store
+        else:
+            if os.geteuid() == 0:  # the server runs as its own user, who must reach its folder
+                _reachable_by_others(data)
+                data.chmod(0o711)  # (others may pass through DATA, not list it)
+            postgres = LocalPostgres(data / "postgres").start()
+            store = postgres.url()
         state = store or str(data / "hub" / "hub.db")
         _create_state(data / "hub", store)  # the reflectors read it before the hub starts
         reflectors = []
@@ -207,6 +218,9 @@ def run(args: argparse.Namespace) -> int:
         listing = {"pid": os.getpid(), "web": web, "webs": webs, "bus": url, "processes": [
             *([{"role": "nats", "pid": nats.process.pid, "address": url}]
               if nats is not None and nats.process is not None else []),
+            *([{"role": "postgres", "pid": postgres.pid,
+                "address": f"{postgres.host}:{postgres.port}"}]
+              if postgres is not None and postgres.pid is not None else []),
 
             *({"role": role.name.split()[0], "pid": role.process.pid, **role.info}
               for role in roles)]}
@@ -224,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
                 return 1
         print("feedmesh up: stopping (the crawler drains first)", file=sys.stderr, flush=True)
         return 0
-    except (RuntimeError, NatsServerError, OSError, StoreError) as exc:
+    except (RuntimeError, NatsServerError, LocalPostgresError, OSError, StoreError) as exc:
         print(f"feedmesh up: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -232,8 +246,22 @@ def run(args: argparse.Namespace) -> int:
             role.stop()
         if nats is not None:
             nats.stop()
+        if postgres is not None:
+            postgres.stop()
 
         (data / UP_FILE).unlink(missing_ok=True)
+
+
+def _reachable_by_others(data: Path) -> None:
+    """As root, PostgreSQL runs as the ``postgres`` user: every folder above DATA must let
+    others pass through, or its server cannot reach DATA/postgres."""
+    for parent in data.parents:
+        if not parent.stat().st_mode & 0o001:
+            raise RuntimeError(
+                f"PostgreSQL runs as the postgres user here (this is root), and {parent} does "
+                f"not let other users pass through, so it cannot reach {data}/postgres: give a "
+                "--data folder it can reach (under /tmp or /var/lib, say), or --store "
+                "postgresql://... (or --store sqlite)")
 
 
 def _create_state(folder: Path, store: str) -> None:
