@@ -26,6 +26,7 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
+from aiohttp.abc import AbstractResolver
 
 from feedmesh.bus import Bus, BusError
 from feedmesh.clock import Clock
@@ -35,6 +36,7 @@ from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier, FeedMeta
 from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentMatch, SourceView
+from feedmesh.hub.feed_document import render_private_feed
 from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.supervise import supervise
 from feedmesh.hub.idcodec import encode_ids
@@ -46,6 +48,7 @@ from feedmesh.hub.messages import (
     encode,
 )
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.push import PushService, PushSettings, RenderedDocuments
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.tokens import FeedTokens
 from feedmesh.match import (
@@ -64,11 +67,14 @@ from feedmesh.store import (
     HubState,
     IngestedEntry,
     IngestStore,
+    PushAttempt,
+    PushTarget,
     ReflectedItem,
     ReflectorLog,
     StoreThread,
     Subscription,
 )
+from feedmesh.websub.hub_requests import HubRequest
 
 __all__ = ["Hub", "HubSettings"]
 
@@ -106,6 +112,8 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
+    push: PushSettings = PushSettings()
+    """The WebSub hub of the private feeds and the webhooks (:mod:`.push`)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.filters <= 64 or not 1 <= self.reflectors <= 64:
@@ -139,13 +147,14 @@ class Hub:
     def __init__(self, settings: HubSettings, *, ingest: IngestStore, state: HubState,
                  reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
                  clock: Clock, open_state: StateOpener, data_dir: Path,
-                 feed_secret: bytes) -> None:
+                 feed_secret: bytes, resolver: AbstractResolver | None = None) -> None:
         if len(reflector_logs) != settings.reflectors:
             raise ValueError(f"{settings.reflectors} reflectors need as many logs, "
                              f"got {len(reflector_logs)}")
         self.settings = s = settings
         self.clock = clock
         self.metrics = HubMetrics()
+        self.lease_bounds = s.push.lease
         self.store = ingest
         self.state = state
         self.bus = bus
@@ -170,6 +179,12 @@ class Hub:
                                    s.crawl, followers=state.followers(),
                                    forward_backlog=s.forward_backlog, schedule=s.schedule,
                                    schedule_path=data_dir / "schedule.bin")
+        self.push = PushService(state, s.push, s.fetch, clock, self.metrics,
+                                document=self._push_document, subscription=self.subscription,
+                                resolver=resolver)
+        self._push_documents = RenderedDocuments()
+        for reflector in self.reflectors:
+            reflector.on_applied = self.push.matched
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self._crawl_task: asyncio.Task[None] | None = None
@@ -204,6 +219,9 @@ class Hub:
             for shard in range(self.settings.filters):
                 for subject in ("control", "articles"):  # durable: they outlive the member
                     await (await self.bus.consumer(subject, f"filter-{shard}")).close()
+        await self.push.load()
+        self._tasks.append(asyncio.create_task(
+            supervise("push", lambda: self.push.run(self._stop), self._stop)))
         await self._replay()
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
@@ -263,6 +281,7 @@ class Hub:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.push.close()
         await self.bus.close()
         await self.fetcher.close()
         for reflector in self.reflectors:
@@ -350,11 +369,14 @@ class Hub:
         if changed is None:  # deleted meanwhile (another request of the same account)
             return sub
         await self._announce(self._added(changed))
+        if new_url:
+            await self.push.topics_gone(sub.id)
         return changed
 
     async def remove_subscription(self, sub: Subscription) -> None:
         await self._io.call(self.state.delete_subscription, sub.id)
         await self._announce(SubscriptionRemoved(sub_id=sub.id, reflector=sub.reflector))
+        self.push.subscription_removed(sub.id)
         self._owners.set(sub.id, -1)
         self.metrics.subscriptions.dec()
 
@@ -431,6 +453,41 @@ class Hub:
             return False
         self.crawler.follow(feed_id, -1)
         return True
+
+    # -- HubFacade: push --------------------------------------------------------------------
+
+    async def _push_document(self, sub_id: int, fmt: str, topic: str) -> bytes:
+        """The feed a WebSub subscriber of ``topic`` gets now: what a reader polling the topic
+        would be served (rendered once per version for every subscriber of the topic)."""
+        reflector = self._serving(sub_id)
+        version = reflector.version(sub_id)[0] if reflector is not None else -1
+        key = (sub_id, fmt, version, topic)
+        body = self._push_documents.get(key)
+        if body is None:
+            sub = await self.subscription(sub_id)
+            items = await reflector.items(sub_id) if reflector is not None else []
+            body = render_private_feed(sub, items, fmt, base_url=topic.rsplit("/f/", 1)[0],
+                                       self_url=topic)
+            self._push_documents.put(key, body)
+        return body
+
+    def websub_request(self, request: HubRequest, sub_id: int, fmt: str) -> None:
+        self.push.request(request, sub_id, fmt)
+
+    def push_targets(self, sub_id: int) -> list[PushTarget]:
+        return self.push.of_subscription(sub_id)
+
+    async def add_webhook(self, sub_id: int, url: str) -> PushTarget:
+        return await self.push.add_webhook(sub_id, url)
+
+    async def remove_push_target(self, target: PushTarget) -> None:
+        await self.push.remove(target)
+
+    async def push_attempts(self, target_id: int) -> list[PushAttempt]:
+        return await self.push.attempts(target_id)
+
+    def test_webhook(self, target: PushTarget) -> None:
+        self.push.test(target)
 
     # -- HubFacade: the rest ----------------------------------------------------------------
 

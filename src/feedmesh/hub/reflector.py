@@ -89,6 +89,9 @@ class Reflector:
         """Only with the filters' ``article`` delivery: this reflector's own subscriptions, to
         re-match each article against (Cobra's final design)."""
         self.memory_probe = memory_probe
+        self.on_applied: Callable[[list[tuple[ReflectedItem, np.ndarray, int]]], None] | None \
+            = None
+        """Told of every batch once it is committed and shown (the push worker listens)."""
         self._writer = StoreThread()
         self._reader = StoreThread()
         self._last_warning: dict[str, float] = {}
@@ -386,6 +389,8 @@ class Reflector:
             if shard >= 0:  # stored entries given to a new subscription are not latency
                 self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
             self.metrics.articles_out.labels("reflector").inc()
+        if self.on_applied is not None and batch:
+            self.on_applied(batch)
 
     def _warn(self, message: str) -> None:
         """Log a degradation, each kind at most once a minute (it may happen per entry)."""
