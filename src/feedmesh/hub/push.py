@@ -13,8 +13,9 @@
    target (so each target sees its deliveries in order) and ``max_in_flight`` in all. A WebSub
    target gets the updated feed in its topic's format (a fat ping), with ``X-Hub-Signature`` when
    it gave a secret; a webhook gets the new entries as JSON, signed in ``X-Feedmesh-Signature``.
-   Failures retry with backoff; a target that keeps failing (or answers 410 Gone) is dropped, and
-   a WebSub subscription whose lease ran out is dropped too.
+   Failures retry with backoff; a WebSub subscriber that keeps failing (or answers 410 Gone) is
+   dropped, as is one whose lease ran out; a webhook that keeps failing loses the entries that
+   waited (its delivery log shows the failures) but stays.
 
 Every address is judged by the crawler's address guard (:mod:`.push_http`).
 """
@@ -363,9 +364,14 @@ class PushService:
                     self.settings.log_keep)
             except StoreError as exc:
                 log.error("push_log_not_written target=%d error=%s", target.id, exc)
-        if outcome is Outcome.DROPPED:
+        if outcome is Outcome.DROPPED and target.kind == WEBSUB:
             await self._drop(target, "gone (HTTP 410)" if status == 410 else
                              f"{send.attempt} failed deliveries in a row; last: {error}")
+        elif outcome is Outcome.DROPPED:
+            # A webhook is its owner's: what waited is dropped (the log shows why), the
+            # webhook stays, and the next entries are tried afresh.
+            log.warning("webhook_entries_dropped target=%d sub=%d entries=%d error=%s",
+                        target.id, target.sub_id, len(send.keys), error)
 
     async def _message(self, target: PushTarget, send: Send) -> tuple[bytes, dict[str, str]]:
         if target.kind == WEBSUB:
