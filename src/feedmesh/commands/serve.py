@@ -64,6 +64,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="polls per second allowed per personalized feed")
     parser.add_argument("--feed-burst", type=int, default=WebLimits().feed_burst,
                         help="polls of one personalized feed allowed at once, above the rate")
+    parser.add_argument("--hub-rate", type=float, default=WebLimits().hub_rate_per_s,
+                        help="WebSub subscription requests (POST /hub) per second per client "
+                        "address")
+    parser.add_argument("--hub-burst", type=int, default=WebLimits().hub_burst,
+                        help="WebSub subscription requests allowed at once, above the rate")
     parser.add_argument("--bus", default=os.environ.get("FEEDMESH_BUS", "memory"),
                         metavar="URL", help="where the tiers meet: 'memory' (this process) or a "
                         "NATS JetStream server, nats://HOST:PORT")
@@ -134,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst)
+    limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst,
+                       hub_rate_per_s=args.hub_rate, hub_burst=args.hub_burst)
     async with running_hub(settings_from(args), args.host, args.port, args.base_url,
                            limits, bus=args.bus, bus_namespace=args.bus_namespace,
                            store=args.store) as (hub, url):

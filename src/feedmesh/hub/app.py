@@ -183,6 +183,8 @@ class Hub:
                                 document=self._push_document, subscription=self.subscription,
                                 resolver=resolver)
         self._push_documents = RenderedDocuments()
+        self._push_subs: dict[int, Subscription | None] = {}
+        """Subscriptions as pushed documents title them; forgotten when one changes."""
         for reflector in self.reflectors:
             reflector.on_applied = self.push.matched
         self._tasks: list[asyncio.Task] = []
@@ -369,6 +371,7 @@ class Hub:
         if changed is None:  # deleted meanwhile (another request of the same account)
             return sub
         await self._announce(self._added(changed))
+        self._push_subs.pop(sub.id, None)
         if new_url:
             await self.push.topics_gone(sub.id)
         return changed
@@ -377,6 +380,7 @@ class Hub:
         await self._io.call(self.state.delete_subscription, sub.id)
         await self._announce(SubscriptionRemoved(sub_id=sub.id, reflector=sub.reflector))
         self.push.subscription_removed(sub.id)
+        self._push_subs.pop(sub.id, None)
         self._owners.set(sub.id, -1)
         self.metrics.subscriptions.dec()
 
@@ -464,8 +468,15 @@ class Hub:
         key = (sub_id, fmt, version, topic)
         body = self._push_documents.get(key)
         if body is None:
-            sub = await self.subscription(sub_id)
-            items = await reflector.items(sub_id) if reflector is not None else []
+            # The subscription's name and query title the feed; a change to either bumps the
+            # version (the reflector re-registers it), so the key above renders it afresh.
+            sub = self._push_subs.get(sub_id)
+            if sub is None:
+                if len(self._push_subs) > 100_000:
+                    self._push_subs.clear()
+                sub = self._push_subs[sub_id] = await self.subscription(sub_id)
+            items = (await reflector.items(sub_id, self.push.recent_items)
+                     if reflector is not None else [])
             body = render_private_feed(sub, items, fmt, base_url=topic.rsplit("/f/", 1)[0],
                                        self_url=topic)
             self._push_documents.put(key, body)

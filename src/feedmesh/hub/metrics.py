@@ -82,6 +82,8 @@ class HubMetrics:
         self.push_deliveries = Counter("feedmesh_push_deliveries",
                                        "Deliveries to push targets by kind and result",
                                        ["kind", "result"], registry=r)
+        self.push_entries = Counter("feedmesh_push_entries",
+                                    "(target, entry) pairs queued for delivery", registry=r)
         self.push_latency = Histogram(
             "feedmesh_push_latency_seconds",
             "First seen by the crawler -> delivered to a push target (the oldest entry sent)",

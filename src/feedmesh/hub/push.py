@@ -85,6 +85,8 @@ class PushSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_webhooks_per_subscription: int = 5
     log_keep: int = 20
     """Attempts kept per webhook in its delivery log."""
+    recent_items: int = 20_000
+    """Entries kept in memory to build pushed documents from (see ``recent_items``)."""
     sweep_interval_s: float = 60.0
     """How often leases that ran out are looked for (they are also checked at each send)."""
 
@@ -114,6 +116,9 @@ class PushService:
         self._sending: set[asyncio.Task[None]] = set()
         self._verifying: set[asyncio.Task[bool]] = set()
         self._tests = 0
+        self.recent_items: OrderedDict[int, ReflectedItem] = OrderedDict()
+        """Entries recently queued for some target, newest last: the documents pushed are
+        mostly made of them, and need not read them back from the reflector's log."""
 
     # -- the targets held in memory ---------------------------------------------------------
 
@@ -274,18 +279,24 @@ class PushService:
         """Entries a reflector committed, with the subscriptions they joined (shard < 0: the
         stored entries a new subscription starts with, which are not news)."""
         watched = self._watched
-        added = False
+        added = 0
         for item, ids, shard in batch:
             if shard < 0 or not self.targets:
                 continue
             ids = ids[ids < len(watched)]
-            for sub_id in ids[watched[ids]].tolist():
+            hits = ids[watched[ids]]
+            if len(hits):
+                self.recent_items[item.entry_id] = item
+            for sub_id in hits.tolist():
                 for target_id in self._by_sub.get(sub_id, ()):
                     webhook = self.targets[target_id].kind == WEBHOOK
                     self.queues.add(target_id, item.entry_id,
                                     item if webhook else item.first_seen_at)
-                    added = True
+                    added += 1
+        while len(self.recent_items) > self.settings.recent_items:
+            self.recent_items.popitem(last=False)
         if added:
+            self.metrics.push_entries.inc(added)
             self._wake.set()
 
     async def run(self, stop: asyncio.Event) -> None:

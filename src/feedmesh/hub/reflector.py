@@ -22,7 +22,7 @@ import asyncio
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import msgspec
 import nh3
@@ -422,9 +422,18 @@ class Reflector:
     def held(self, sub_id: int) -> int:
         return min(self.topk.count(sub_id), int(self.subs.keep[sub_id]))
 
-    async def items(self, sub_id: int) -> list[ReflectedItem]:
+    async def items(self, sub_id: int,
+                    known: Mapping[int, ReflectedItem] | None = None) -> list[ReflectedItem]:
+        """The entries the feed shows, newest first; those in ``known`` (items the caller
+        kept from recent batches) are not read from the log again."""
         keep = int(self.subs.keep[sub_id]) or WIDTH
-        return await self._reader.call(self.log.items, self.topk.newest_ids(sub_id, keep))
+        ids = [int(e) for e in self.topk.newest_ids(sub_id, keep)]
+        if known is None:
+            return await self._reader.call(self.log.items, ids)
+        missing = [e for e in ids if e not in known]
+        found = {i.entry_id: i for i in await self._reader.call(self.log.items, missing)} \
+            if missing else {}
+        return [item for e in ids if (item := known.get(e) or found.get(e)) is not None]
 
     async def close_async(self) -> None:
         """Checkpoint, so the next start-up replays as little as possible, then close."""
