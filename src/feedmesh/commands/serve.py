@@ -20,6 +20,7 @@ from feedmesh.compose import embedded_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlError
 from feedmesh.hub.app import Hub, HubSettings
+from feedmesh.hub.push import PushSettings
 from feedmesh.hub.reflector import ReflectorSettings
 from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
@@ -69,6 +70,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "address")
     parser.add_argument("--hub-burst", type=int, default=WebLimits().hub_burst,
                         help="WebSub subscription requests allowed at once, above the rate")
+    parser.add_argument("--push-rate", type=float,
+                        default=PushSettings().max_deliveries_per_s,
+                        help="deliveries per second to WebSub subscribers and webhooks, all "
+                        "together (beyond it, entries coalesce into later deliveries)")
     parser.add_argument("--bus", default=os.environ.get("FEEDMESH_BUS", "memory"),
                         metavar="URL", help="where the tiers meet: 'memory' (this process) or a "
                         "NATS JetStream server, nats://HOST:PORT")
@@ -95,6 +100,7 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog,
         crawl=CrawlSettings(),
+        push=PushSettings(max_deliveries_per_s=args.push_rate),
         reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
                                     hard_memory_bytes=args.hard_memory_mb << 20))
 

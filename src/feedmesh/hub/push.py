@@ -79,6 +79,11 @@ class PushSettings(msgspec.Struct, frozen=True, kw_only=True):
     timeout_s: float = 10.0
     """Per verification or delivery, connection included."""
     max_in_flight: int = 256
+    max_deliveries_per_s: float = 400.0
+    """The worker's budget, all targets together: it shares the event loop with the crawler
+    and the reflectors, which must keep up with the articles however many subscribers there
+    are. Beyond it deliveries wait, and the entries for one target coalesce into its next
+    delivery (a fat ping carries the whole feed)."""
     max_verifications: int = 1000
     """Intent verifications waiting or running; beyond, requests are refused (429)."""
     max_subscribers_per_feed: int = 100
@@ -112,7 +117,8 @@ class PushService:
         self._by_sub: dict[int, set[int]] = {}
         self._watched = np.zeros(1024, dtype=bool)
         self._io = StoreThread()
-        self._wake = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
+        self._woken = False
         self._sending: set[asyncio.Task[None]] = set()
         self._verifying: set[asyncio.Task[bool]] = set()
         self._tests = 0
@@ -271,7 +277,7 @@ class PushService:
         """Queue a test delivery (no entries) behind what waits for the webhook."""
         self._tests += 1
         self.queues.add(target.id, (_TEST, self._tests), _TEST)
-        self._wake.set()
+        self._wake()
 
     # -- matching and delivering ------------------------------------------------------------
 
@@ -297,16 +303,22 @@ class PushService:
             self.recent_items.popitem(last=False)
         if added:
             self.metrics.push_entries.inc(added)
-            self._wake.set()
+            self._wake()
 
     async def run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         next_sweep = loop.time() + self.settings.sweep_interval_s
+        rate = self.settings.max_deliveries_per_s
+        burst = max(1.0, rate / 10)
+        tokens, filled_at = burst, loop.time()
         while not stop.is_set():
-            self._wake.clear()
-            free = self.settings.max_in_flight - len(self._sending)
+            self._woken = False
+            tokens = min(burst, tokens + (loop.time() - filled_at) * rate)
+            filled_at = loop.time()
+            free = min(self.settings.max_in_flight - len(self._sending), int(tokens))
             if free > 0:
                 for send in self.queues.due(self.clock.now(), free):
+                    tokens -= 1
                     task = asyncio.create_task(self._deliver(send))
                     self._sending.add(task)
                     task.add_done_callback(self._sent)
@@ -318,17 +330,27 @@ class PushService:
             due = self.queues.next_due()
             wait = self.settings.sweep_interval_s
             if due is not None and len(self._sending) < self.settings.max_in_flight:
-                wait = min(wait, max(0.0, due - self.clock.now()))
-            stopping = asyncio.ensure_future(stop.wait())
-            woken = asyncio.ensure_future(self._wake.wait())
-            await asyncio.wait((stopping, woken), timeout=wait,
-                               return_when=asyncio.FIRST_COMPLETED)
-            stopping.cancel()
-            woken.cancel()
+                wait = min(wait, max(0.0, due - self.clock.now(), (1.0 - tokens) / rate))
+            # A bare future and a timer: this loop turns once per delivery at full load, and
+            # asyncio.wait's tasks would cost more than the delivery's own bookkeeping.
+            if not self._woken:
+                self._waiter = waiter = loop.create_future()
+                timer = loop.call_later(wait, _resolve, waiter)
+                try:
+                    await waiter
+                finally:
+                    timer.cancel()
+                    self._waiter = None
+
+    def _wake(self) -> None:
+        """Have :meth:`run` look at the queues again (something was added or finished)."""
+        self._woken = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     def _sent(self, task: asyncio.Task[None]) -> None:
         self._sending.discard(task)
-        self._wake.set()
+        self._wake()
         if not task.cancelled() and task.exception() is not None:
             log.error("push_delivery_failed error=%r", task.exception())
 
@@ -412,6 +434,11 @@ class PushService:
         await asyncio.gather(*self._sending, *self._verifying, return_exceptions=True)
         await self.client.close()
         self._io.close()
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def webhook_entry(item: ReflectedItem) -> dict[str, object]:

@@ -38,12 +38,7 @@ class HubEndpoint:
         self.limiter = RateLimiter(hub.clock, limits.hub_rate_per_s, limits.hub_burst)
 
     def routes(self) -> list[web.RouteDef]:
-        return [web.post("/hub", self.handle), web.get("/hub", self.describe)]
-
-    async def describe(self, request: web.Request) -> web.Response:
-        return web.Response(text="This is the WebSub hub of feedmesh's private feeds: POST a "
-                            "form with hub.mode, hub.topic (a private feed URL) and "
-                            "hub.callback. See https://www.w3.org/TR/websub/\n")
+        return [web.post("/hub", self.handle)]
 
     def topic_of(self, topic: str) -> tuple[int, str]:
         """``(subscription id, format)`` of a topic that is one of our feeds, else 404."""
