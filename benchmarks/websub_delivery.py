@@ -18,7 +18,8 @@ reported beside the latencies.
 
     .venv/bin/python benchmarks/websub_delivery.py [--quick] [--window 60] [--phases 1000 10000]
 
-It measures 1,000 subscribers, then adds 9,000 and measures 10,000, on the same hub. The hub's
+It measures 1,000 subscribers, then adds 9,000 and measures 10,000, on the same hub (15 s after
+each window, with the farm still posting, for its entries to arrive before the next phase). The hub's
 delivery budget (``serve --push-rate``, 400/s) keeps the crawler and the reflectors at the
 articles' pace; beyond it entries coalesce into later deliveries.
 
@@ -209,6 +210,9 @@ async def run(window: float, phases: list[int], hosts: int, drain_s: float,
                 results.append({"subscribers": phase, **await measure(base, subscribers,
                                                                        window)})
                 print(f"  measured {phase} subscribers", flush=True)
+                if phase != phases[-1]:
+                    # The window's entries arrive under this phase's load, not the next one's.
+                    await asyncio.sleep(drain_s)
             farm.stop()  # what was first seen in the window gets its chance to arrive
             await asyncio.sleep(drain_s)
             for runner in runners:
