@@ -49,6 +49,12 @@ _SUB_FIELDS = {
              "description": "entries kept in the feed"},
 }
 _ID = {"type": "integer", "minimum": 1}
+_PUSH_URL = {"type": "string", "maxLength": 2000,
+             "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[a-z0-9]+(\\.[a-z0-9]+)*(:[1-9][0-9]{0,3})?"
+                        "(/[!$&-.0-9;=?A-Z_a-z~/]*)?$",
+             "description": "an http(s) URL without credentials or fragment; its address must "
+                            "pass the hub's address guard (no private, loopback or metadata "
+                            "address unless allowed)"}
 _STR = {"type": "string"}
 
 
@@ -193,7 +199,7 @@ def openapi(base_url: str) -> dict[str, Any]:
                            {"201": _answer("Created (or the one already at url)", webhook),
                             **_LIMIT},
                            _json_body({"type": "object", "required": ["url"], "properties": {
-                               "url": {"type": "string", "maxLength": 2000}}}))},
+                               "url": _PUSH_URL}}))},
             "/api/subscriptions/{id}/webhooks/{hook}": {
                 **hook_path, "delete": op("Remove a webhook", {"204": _answer("Removed")})},
             "/api/subscriptions/{id}/webhooks/{hook}/deliveries": {
@@ -273,10 +279,13 @@ def openapi(base_url: str) -> dict[str, Any]:
                         ("hub.mode", "hub.topic", "hub.callback"), **{
                             "hub.mode": {"type": "string",
                                          "enum": ["subscribe", "unsubscribe"]},
-                            "hub.topic": {"type": "string", "maxLength": 2000},
-                            "hub.callback": {"type": "string", "maxLength": 2000},
-                            "hub.lease_seconds": {"type": "string", "pattern": "^[0-9]+$"},
-                            "hub.secret": {"type": "string", "maxLength": 199}})}}},
+                            "hub.topic": {"type": "string", "minLength": 1, "maxLength": 2000,
+                                          "description": "one of this hub's private feed URLs "
+                                                         "(anything else: 404 unknown_topic)"},
+                            "hub.callback": _PUSH_URL,
+                            "hub.lease_seconds": {"type": "string", "pattern": "^[0-9]{1,12}$"},
+                            "hub.secret": {"type": "string", "maxLength": 199,
+                                           "pattern": "^[ -~]*$"}})}}},
                 "responses": {
                     "202": {"description": "Accepted; intent is being verified",
                             "content": {"text/plain": {"schema": _STR}}},
