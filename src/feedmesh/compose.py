@@ -8,6 +8,9 @@ settings, and nowhere else.
 * :func:`embedded_hub`: the hub on one machine, on SQLite files in ``settings.data_dir`` (or, given
   ``store_url``, on PostgreSQL) and the in-process bus (``feedmesh serve``, ``feedmesh demo``), or
   NATS JetStream (``serve --bus``);
+* :func:`web_front`: what a web process of its own (``feedmesh web``) serves people from: the
+  hub's state and entries (a data folder's SQLite files, or PostgreSQL), the bus, and the
+  reflector processes' URLs;
 * :func:`open_bus`: a bus from its URL (``memory``, ``nats://HOST:PORT``);
 * :func:`open_ingest_store`, :func:`open_hub_state`, :func:`open_reflector_log`: one store alone,
   at a *location*: a SQLite file's path, or a ``postgresql://`` URL (docs/distributed.md);
@@ -29,7 +32,18 @@ from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch import Fetcher
 from feedmesh.hub.app import Hub, HubSettings
-from feedmesh.store import HubState, IngestStore, ReflectorLog, StoreError, storage_error
+from feedmesh.hub.front import HubFront, RemoteHolders, RemoteSources
+from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.reflector_service import ReflectorClient
+from feedmesh.hub.tokens import FeedTokens
+from feedmesh.store import (
+    HubState,
+    IngestStore,
+    ReflectorLog,
+    StoreError,
+    StoreThread,
+    storage_error,
+)
 from feedmesh.store.key_file import read_or_create_key
 from feedmesh.store.postgres import PostgresStore
 from feedmesh.store.postgres_hub import PostgresHubState
@@ -38,7 +52,7 @@ from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
-__all__ = ["FEED_SECRET_FILE", "embedded_hub", "existing_hub_state", "is_database_url",
+__all__ = ["FEED_SECRET_FILE", "embedded_hub", "web_front", "existing_hub_state", "is_database_url",
            "open_bus", "open_hub_state", "open_ingest_store", "open_reflector_log"]
 
 FEED_SECRET_FILE = "feed-secret.key"
@@ -113,6 +127,9 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
     if settings.external_filters and bus in ("", "memory"):
         raise ValueError("filters in processes of their own (--external-filters) need a NATS "
                          "bus to meet them on: --bus nats://HOST:PORT")
+    if settings.external_reflectors and bus in ("", "memory"):
+        raise ValueError("reflectors in processes of their own (--external-reflectors) need a "
+                         "NATS bus to meet them on: --bus nats://HOST:PORT")
     clock = clock or SystemClock()
     data = Path(settings.data_dir)
     try:
@@ -132,7 +149,7 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
             data / FEED_SECRET_FILE, lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
         state.forget_legacy_feed_secret()
         logs = []
-        for n in range(settings.reflectors):
+        for n in range(0 if settings.external_reflectors else settings.reflectors):
             logs.append(open_reflector_log(store_url or data / f"reflector-{n}.db", n))
             opened.append(logs[-1])
     except BaseException:
@@ -145,3 +162,56 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
                fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
                clock=clock, open_state=functools.partial(open_hub_state, state_location),
                data_dir=data, feed_secret=feed_secret, resolver=resolver)
+
+
+def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_url: str = "",
+              bus_namespace: str = "feedmesh", starting_entries: int = 500,
+              clock: Clock | None = None) -> HubFront:
+    """The facade a web process of its own serves people from (``feedmesh web``): accounts and
+    subscriptions in the hub's state, entries in its ingest store (both at ``store_url``, or
+    the SQLite files of the hub's ``data_dir``), changes told to the tiers on ``bus``, feeds
+    read from the reflector processes at ``reflectors`` (one URL per reflector, in order). The
+    key that signs private feed URLs is read from ``data_dir`` (the crawling hub made it: copy
+    it to every machine that runs a web process); this process never makes one, since a new
+    key would break every reader's link."""
+    if bus in ("", "memory"):
+        raise ValueError("a web process of its own meets the other processes on a NATS bus: "
+                         "--bus nats://HOST:PORT")
+    if not reflectors:
+        raise ValueError("--reflectors: give the URL of every reflector process, in order")
+    data = Path(data_dir)
+    key = data / FEED_SECRET_FILE
+    if not key.is_file():
+        raise StoreError(f"no {FEED_SECRET_FILE} in {data}: give the crawling hub's data "
+                         "folder (or a copy of its key), which signs every private feed URL")
+
+    def no_new_key() -> bytes:
+        raise StoreError(f"no key in {key}")
+
+    clients = [ReflectorClient(n, url) for n, url in enumerate(reflectors)]
+    clock = clock or SystemClock()
+    opened: list = []
+    try:
+        state = open_hub_state(store_url or existing_file(data / "hub.db"))
+        opened.append(state)
+        ingest = open_ingest_store(store_url or existing_file(data / "feedmesh.db"))
+        opened.append(ingest)
+        secret = read_or_create_key(key, no_new_key)
+    except BaseException:
+        for store in opened:
+            store.close()
+        raise
+    io = StoreThread()
+    bus_port = open_bus(bus, namespace=bus_namespace)
+    return HubFront(state=state, store=ingest, bus=bus_port, clock=clock, metrics=HubMetrics(),
+                    tokens=FeedTokens(secret), holders=RemoteHolders(clients, state, io),
+                    sources=RemoteSources(ingest, bus_port, clock, io),
+                    reflectors=len(clients), starting_entries=starting_entries, io=io)
+
+
+def existing_file(path: Path) -> Path:
+    """``path``, which a role that reads a hub's files must find made by the hub."""
+    if not path.is_file():
+        raise StoreError(f"no {path.name} in {path.parent}: give the crawling hub's data folder "
+                         "(or a postgresql:// URL with --store)")
+    return path

@@ -1,6 +1,7 @@
 """`feedmesh up` / `stats --up` / `down`: a hub as several processes on this machine (its own NATS
-server, the hub process keeping its state in a real PostgreSQL, two filter processes reading the
-subscriptions from there) crawling a real farm, seen in one table, stopped cleanly."""
+server, the crawler keeping the hub's state in a real PostgreSQL, two filter processes reading the
+subscriptions from there, two reflector processes keeping their logs there, two web processes)
+crawling a real farm, seen in one table, stopped cleanly."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, post
     async with FarmServer(config) as farm, aiohttp.ClientSession() as session:
         up = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "feedmesh", "up", "--data", str(data), "--filters", "2",
+            "--reflectors", "2", "--web", "2",
             "--port", "0", "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8",
             "--store", postgres_url,
             stderr=asyncio.subprocess.PIPE)
@@ -66,11 +68,16 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, post
             code, out, err = await feedmesh("stats", "--up", str(data), "--json")
             assert code == 0, err
             rows = json.loads(out)
-            assert sorted(row["role"] for row in rows) == ["filter", "filter", "hub", "nats"]
+            assert sorted(row["role"] for row in rows) == ["crawler", "filter", "filter", "nats",
+                                                           "reflector", "reflector", "web",
+                                                           "web"]
             assert all(row["alive"] and row["rss_mb"] > 0 for row in rows)
             filters = [row for row in rows if row["role"] == "filter"]
             assert sorted(row["shard"] for row in filters) == ["0/2", "1/2"]
             assert all(row["queue_messages"] is not None for row in filters)
+            reflectors = [row for row in rows if row["role"] == "reflector"]
+            assert sorted(row["shard"] for row in reflectors) == ["0/2", "1/2"]
+            assert all(row["queue_messages"] is not None for row in reflectors)
             code, _, err = await feedmesh("stats", "--up", str(data))  # the table, for a person
             assert code == 0, err
             code, _, err = await feedmesh("down", "--data", str(data))
@@ -89,8 +96,8 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, post
 async def test_up_refuses_what_is_not_built_and_down_without_up_is_one_line(tmp_path):
     code, _, err = await feedmesh("up", "--data", str(tmp_path), "--crawlers", "2")
     assert code == 2 and err.strip() == (
-        "feedmesh up: --crawlers 2: not built yet (the crawler and the web run in the hub "
-        "process; docs/distributed.md)")
+        "feedmesh up: --crawlers 2: not built yet (one crawler process crawls every feed; "
+        "docs/distributed.md)")
     code, _, err = await feedmesh("down", "--data", str(tmp_path))
     assert code == 2 and err.startswith("feedmesh down: no running topology in") and \
         len(err.strip().splitlines()) == 1

@@ -106,7 +106,7 @@ def test_log_and_checkpoint_recover_the_same_state(tmp_path):
     # (Its original row was truncated by the checkpoint, so it is logged again, harmlessly.)
     seq = store.store([(_item(42), encode_ids(np.array([1, 2, 3])), 0)], {0: 42})
     live.insert(42, np.array([1, 2, 3]), keep[[1, 2, 3]].astype(np.int64))
-    loaded, last = restore_held(store, keep)
+    loaded, last, *_ = restore_held(store, keep)
     for sub in range(1, 5):
         assert loaded.newest_ids(sub, int(keep[sub])) == live.newest_ids(sub, int(keep[sub]))
     assert store.watermarks() == {0: 300}

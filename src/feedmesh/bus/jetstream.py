@@ -55,6 +55,8 @@ _STREAM_FULL = {10077, 10078}  # maximum bytes / messages exceeded
 _UNREACHABLE = (nats.errors.TimeoutError, nats.errors.NoRespondersError,
                 nats.errors.ConnectionReconnectingError, nats.errors.OutboundBufferLimitError,
                 nats.errors.StaleConnectionError, nats.errors.ConnectionClosedError,
+                # JetStream answers 503 while the server starts or stops
+                nats.js.errors.ServiceUnavailableError,
                 asyncio.TimeoutError, ConnectionError)
 
 
@@ -141,8 +143,8 @@ class _JetStreamConsumer:
                 # Ask for up to `batch` messages; the server answers with what it has at once
                 # and otherwise holds the request until one arrives or it expires.
                 msgs = await self._sub.fetch(self._bus.batch, timeout=max(0.01, min(left, 1.0)))
-            except nats.errors.TimeoutError:
-                continue
+            except TimeoutError:  # nothing came in time (nats' and asyncio's alike); an outage
+                continue          # is noticed by the connection's own callbacks
             except _UNREACHABLE as error:
                 if self._closed or self._bus.closed:
                     return None
@@ -267,6 +269,9 @@ class JetStreamBus:
                         self.url, doing, type(error).__name__)
 
     def note_reachable(self) -> None:
+        # A message fetched just before the connection dropped is not the server being back.
+        if self._nc is not None and not self._nc.is_connected:
+            return
         if self._unreachable_since is not None:
             gone = time.monotonic() - self._unreachable_since
             self._unreachable_since = None

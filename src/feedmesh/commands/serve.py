@@ -12,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from aiohttp.abc import AbstractResolver
 
 from feedmesh.bus import BusError
@@ -83,6 +84,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--external-filters", action="store_true",
                         help="run no filter here: the --filters shards are `feedmesh filter` "
                         "processes on the same --bus (NATS)")
+    parser.add_argument("--external-reflectors", default="", metavar="URL,URL,...",
+                        help="run no reflector here: the --reflectors are `feedmesh reflector` "
+                        "processes on the same --bus (NATS), answering at these URLs, in order")
     parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
                         help="prefix of this hub's streams on a shared NATS server")
     parser.add_argument("--log-level", default="info",
@@ -95,6 +99,8 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
         external_filters=args.external_filters,
+        external_reflectors=tuple(url.strip() for url in args.external_reflectors.split(",")
+                                  if url.strip()),
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
@@ -110,8 +116,9 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
                       limits: WebLimits | None = None,
                       resolver: AbstractResolver | None = None, bus: str = "memory",
                       bus_namespace: str = "feedmesh",
-                      store: str = "") -> AsyncIterator[tuple[Hub, str]]:
-    """A started hub with its web server listening; stopped cleanly on exit."""
+                      store: str = "", web_layer: bool = True) -> AsyncIterator[tuple[Hub, str]]:
+    """A started hub with its web server listening (without ``web_layer``: only its
+    ``/metrics``, as ``feedmesh crawler``); stopped cleanly on exit."""
     if store and not store.startswith(("postgresql://", "postgres://")):
         raise ValueError(f"--store {store!r}: give a postgresql:// URL (or nothing, for "
                          "SQLite files in --data)")
@@ -123,8 +130,8 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
             probe.bind((host, 0))
             port = probe.getsockname()[1]
     base = base_url or f"http://{host}:{port}"
-    runner = web.AppRunner(build_app(hub, base_url=base, limits=limits), handle_signals=False,
-                           access_log=None)
+    app = build_app(hub, base_url=base, limits=limits) if web_layer else metrics_app(hub)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
@@ -134,29 +141,46 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
         await hub.stop()
 
 
-def run(args: argparse.Namespace) -> int:
+def metrics_app(hub: Hub) -> web.Application:
+    """The crawling hub's only HTTP: its Prometheus figures."""
+
+    async def figures(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(hub.metrics.registry),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_get("/metrics", figures)
+    return app
+
+
+def run(args: argparse.Namespace, *, web_layer: bool = True) -> int:
     setup_logging(args.log_level)
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
+    name = "serve" if web_layer else "crawler"
     try:
-        return asyncio.run(_serve(args))
+        return asyncio.run(_serve(args, web_layer))
     except (OSError, OpmlError, ValueError, StoreError, BusError) as exc:
-        print(f"feedmesh serve: {exc}", file=sys.stderr)
+        print(f"feedmesh {name}: {exc}", file=sys.stderr)
         return 2
 
 
-async def _serve(args: argparse.Namespace) -> int:
+async def _serve(args: argparse.Namespace, web_layer: bool) -> int:
     limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst,
                        hub_rate_per_s=args.hub_rate, hub_burst=args.hub_burst)
     async with running_hub(settings_from(args), args.host, args.port, args.base_url,
                            limits, bus=args.bus, bus_namespace=args.bus_namespace,
-                           store=args.store) as (hub, url):
+                           store=args.store, web_layer=web_layer) as (hub, url):
         if args.opml:
             outlines = (await load_opml(args.opml, hub.settings.fetch)).outlines
             await hub.add_feeds([o.url for o in outlines])
             del outlines
             release_memory()
-        print(f"feedmesh hub on {url}/ (API: {url}/api/openapi.json, metrics: {url}/metrics)",
-              file=sys.stderr)
+        if web_layer:
+            print(f"feedmesh hub on {url}/ (API: {url}/api/openapi.json, metrics: "
+                  f"{url}/metrics)", file=sys.stderr, flush=True)
+        else:
+            print(f"feedmesh crawler: {hub.crawler.feed_count()} feeds, metrics at "
+                  f"{url}/metrics", file=sys.stderr, flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

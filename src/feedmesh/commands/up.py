@@ -1,17 +1,17 @@
 """``feedmesh up``: a hub as several processes on this machine, joined by NATS JetStream.
 
-It starts a NATS server (unless ``--nats`` names one), the hub process (``feedmesh serve
---external-filters``: crawler, reflectors, web) and one ``feedmesh filter`` process per shard;
-prints where the web UI is; and stops everything cleanly on Ctrl-C, SIGTERM or ``feedmesh down``
-(the hub first, so that it drains what the filters still hold, then the filters, then NATS).
-If a process dies, it says which and stops the rest.
+It starts a NATS server (unless ``--nats`` names one), one ``feedmesh reflector`` process per
+reflector, the crawler (``feedmesh crawler --external-filters --external-reflectors``), one
+``feedmesh web`` process per ``--web`` and one ``feedmesh filter`` process per shard; prints
+where the web UI is; and stops everything cleanly on Ctrl-C, SIGTERM or ``feedmesh down`` (the
+web processes, then the crawler, which drains what the filters and reflectors still hold, then
+the filters, then the reflectors, which checkpoint, then NATS). If a process dies, it says which
+and stops the rest.
 
 Every process is listed in ``DATA/up.json`` (role, shard, pid, metrics address), which
 ``feedmesh down`` and ``feedmesh stats --up DATA`` read.
 
-Not built yet: crawlers and reflectors in processes of their own (they run inside the hub
-process: ``--reflectors N`` runs N there), and several web processes; ``--crawlers`` and
-``--web`` other than 1 are refused with that reason.
+Not built yet: several crawlers (``--crawlers`` other than 1 is refused with that reason).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from feedmesh.bus.nats_server import LocalNats, NatsServerError
+from feedmesh.compose import open_hub_state
+from feedmesh.store import StoreError
 
 __all__ = ["configure", "run"]
 
@@ -43,10 +45,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crawlers", type=int, default=1, help="crawler processes (1: in the "
                         "hub process; more are not built yet)")
     parser.add_argument("--reflectors", type=int, default=1,
-                        help="reflectors (run in the hub process)")
-    parser.add_argument("--web", type=int, default=1, help="web processes (1: the hub's)")
-    parser.add_argument("--host", default="127.0.0.1", help="the web UI's address")
-    parser.add_argument("--port", type=int, default=8080, help="the web UI's port (0: any)")
+                        help="reflector processes (each serves the feeds of part of the accounts)")
+    parser.add_argument("--web", type=int, default=1,
+                        help="web processes (each serves the UI, the API and private feeds)")
+    parser.add_argument("--host", default="127.0.0.1", help="the web processes' address")
+    parser.add_argument("--port", type=int, default=8080,
+                        help="the first web process's port (0: any; the others take any)")
     parser.add_argument("--nats", default="", metavar="URL",
                         help="a NATS JetStream server to use (default: start one in DATA/nats)")
     parser.add_argument("--store", default="", metavar="URL",
@@ -113,14 +117,15 @@ class _Role:
 
 
 def run(args: argparse.Namespace) -> int:
-    refused = [f"--{flag} {value}" for flag, value in
-               (("crawlers", args.crawlers), ("web", args.web)) if value != 1]
-    if refused:
-        print(f"feedmesh up: {', '.join(refused)}: not built yet (the crawler and the web run "
-              f"in the hub process; docs/distributed.md)", file=sys.stderr)
+    if args.crawlers != 1:
+        print(f"feedmesh up: --crawlers {args.crawlers}: not built yet (one crawler process "
+              "crawls every feed; docs/distributed.md)", file=sys.stderr)
         return 2
-    if not 1 <= args.filters <= 64:
-        print("feedmesh up: --filters must be in 1..64", file=sys.stderr)
+    if not 1 <= args.web <= 16:
+        print("feedmesh up: --web must be in 1..16", file=sys.stderr)
+        return 2
+    if not 1 <= args.filters <= 64 or not 1 <= args.reflectors <= 64:
+        print("feedmesh up: --filters and --reflectors must be in 1..64", file=sys.stderr)
         return 2
     data = Path(args.data).resolve()
     try:
@@ -141,36 +146,66 @@ def run(args: argparse.Namespace) -> int:
             nats = LocalNats(data / "nats").start()
             url = nats.url
         store = args.store
-        port = args.port or _free_port(args.host)
-        hub_argv = [*python, "serve", "--data", str(data / "hub"), "--bus", url, "--store", store,
-                    "--filters", str(args.filters), "--external-filters", "--host", args.host,
-                    "--port", str(port), "--reflectors", str(args.reflectors)]
+        state = store or str(data / "hub" / "hub.db")
+        _create_state(data / "hub", store)  # the reflectors read it before the hub starts
+        reflectors = []
+        for number in range(args.reflectors):
+            listen = f"127.0.0.1:{_free_port('127.0.0.1')}"
+            shard = f"{number}/{args.reflectors}"
+            role = _Role(f"reflector {shard}",
+                         [*python, "reflector", "--bus", url, "--state", state, "--store", store,
+                          "--shard", shard, "--data", str(data / "hub"), "--listen", listen,
+                          "--log-level", "warning"],
+                         shard=shard, metrics=f"http://{listen}/metrics")
+            roles.append(role)
+            role.wait_ready("feedmesh reflector")
+            reflectors.append(f"http://{listen}")
+        metrics_port = _free_port("127.0.0.1")
+        crawler_argv = [*python, "crawler", "--data", str(data / "hub"), "--bus", url,
+                        "--store", store, "--filters", str(args.filters), "--external-filters",
+                        "--host", "127.0.0.1", "--port", str(metrics_port),
+                        "--reflectors", str(args.reflectors),
+                        "--external-reflectors", ",".join(reflectors)]
         if args.opml:
-            hub_argv += ["--opml", args.opml]
+            crawler_argv += ["--opml", args.opml]
         for network in args.allow_network:
-            hub_argv += ["--allow-network", network]
-        hub = _Role("hub", hub_argv, metrics=f"http://{args.host}:{port}/metrics")
-        roles.append(hub)
-        web = hub.wait_ready("feedmesh hub on ").split()[3].rstrip("/")
+            crawler_argv += ["--allow-network", network]
+        crawler = _Role("crawler", crawler_argv,
+                        metrics=f"http://127.0.0.1:{metrics_port}/metrics")
+        roles.insert(0, crawler)  # stopped before the tiers: it drains what it published
+        crawler.wait_ready("feedmesh crawler:")  # it made the database and the feeds' key
+        webs = []
+        for n in range(args.web):
+            port = (args.port if n == 0 and args.port else _free_port(args.host))
+            role = _Role(f"web {n}", [*python, "web", "--data", str(data / "hub"), "--bus", url,
+                                      "--store", store, "--reflectors", ",".join(reflectors),
+                                      "--listen", f"{args.host}:{port}", "--log-level",
+                                      "warning"],
+                         metrics=f"http://{args.host}:{port}/metrics")
+            roles.insert(n, role)  # stopped first: they hold nothing
+            webs.append(role.wait_ready("feedmesh web on ").split()[3].rstrip("/"))
+        web = webs[0]
         for shard in range(args.filters):
             metrics = f"127.0.0.1:{_free_port('127.0.0.1')}"
             role = _Role(f"filter {shard}/{args.filters}",
                          [*python, "filter", "--bus", url,
-                          "--state", store or str(data / "hub" / "hub.db"),
+                          "--state", state,
                           "--shard", f"{shard}/{args.filters}", "--data",
                           str(data / f"filter-{shard}-of-{args.filters}"), "--metrics", metrics,
                           "--log-level", "warning"],
                          shard=f"{shard}/{args.filters}", metrics=f"http://{metrics}/metrics")
-            roles.append(role)
+            roles.insert(args.web + 1 + shard, role)  # after the crawler, before the reflectors
             role.wait_ready("feedmesh filter shard")
-        listing = {"pid": os.getpid(), "web": web, "bus": url, "processes": [
+        listing = {"pid": os.getpid(), "web": web, "webs": webs, "bus": url, "processes": [
             *([{"role": "nats", "pid": nats.process.pid, "address": url}]
               if nats is not None and nats.process is not None else []),
 
             *({"role": role.name.split()[0], "pid": role.process.pid, **role.info}
               for role in roles)]}
         (data / UP_FILE).write_text(json.dumps(listing, indent=2))
-        print(f"feedmesh up: web UI at {web}/ ; {args.filters} filter processes on {url}; "
+        others = f" (and {', '.join(w + '/' for w in webs[1:])})" if len(webs) > 1 else ""
+        print(f"feedmesh up: web UI at {web}/{others}; {args.filters} filter and "
+              f"{args.reflectors} reflector processes on {url}; "
               f"`feedmesh stats --up {data}` shows them; Ctrl-C or `feedmesh down --data {data}` "
               f"stops them", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
@@ -179,18 +214,25 @@ def run(args: argparse.Namespace) -> int:
                 print(f"feedmesh up: {dead[0].name} exited with status "
                       f"{dead[0].process.returncode}; stopping the rest", file=sys.stderr)
                 return 1
-        print("feedmesh up: stopping (the hub drains first)", file=sys.stderr, flush=True)
+        print("feedmesh up: stopping (the crawler drains first)", file=sys.stderr, flush=True)
         return 0
-    except (RuntimeError, NatsServerError, OSError) as exc:
+    except (RuntimeError, NatsServerError, OSError, StoreError) as exc:
         print(f"feedmesh up: {exc}", file=sys.stderr)
         return 2
     finally:
-        for role in roles:  # the hub first: it drains what the filters still hold
+        for role in roles:  # the hub first: it drains what the others still hold
             role.stop()
         if nats is not None:
             nats.stop()
 
         (data / UP_FILE).unlink(missing_ok=True)
+
+
+def _create_state(folder: Path, store: str) -> None:
+    """The hub's database, made (or migrated) before any process reads it."""
+    if not store:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    open_hub_state(store or folder / "hub.db").close()
 
 
 def configure_down(parser: argparse.ArgumentParser) -> None:

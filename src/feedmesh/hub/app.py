@@ -25,66 +25,42 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
-import numpy as np
 from aiohttp.abc import AbstractResolver
 
 from feedmesh.bus import Bus, BusError
 from feedmesh.clock import Clock
 from feedmesh.crawl import CrawlSettings
-from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.fetch.redact import redact_credentials
-from feedmesh.hub.crawler_tier import CrawlerTier, FeedMeta
-from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentMatch, SourceView
+from feedmesh.hub.crawler_tier import CrawlerTier
+from feedmesh.hub.deliveries import Settle
+from feedmesh.hub.facade import FeedUnavailable, FeedVersion, SourceView
 from feedmesh.hub.feed_document import render_private_feed
 from feedmesh.hub.filter import FilterTier, StateOpener
-from feedmesh.hub.supervise import supervise
-from feedmesh.hub.idcodec import encode_ids
-from feedmesh.hub.messages import (
-    Matched,
-    SubscriptionAdded,
-    SubscriptionRemoved,
-    article_of,
-    encode,
-)
+from feedmesh.hub.front import HubFront, Owners, RemoteHolders
+from feedmesh.hub.messages import FeedMeta, FeedsAdded, FollowsChanged, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.push import PushService, PushSettings, RenderedDocuments
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
+from feedmesh.hub.reflector_service import ReflectorClient
+from feedmesh.hub.supervise import supervise
 from feedmesh.hub.tokens import FeedTokens
-from feedmesh.match import (
-    Query,
-    SubscriptionIndex,
-    TokenizedArticle,
-    article_from_entry,
-    parse_query,
-    tokenize_article,
-)
+from feedmesh.match import SubscriptionIndex
 from feedmesh.memory import release_memory
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import (
-    Account,
     FollowedSource,
     HubState,
-    IngestedEntry,
     IngestStore,
-    PushAttempt,
-    PushTarget,
     ReflectedItem,
     ReflectorLog,
     StoreThread,
-    Subscription,
 )
-from feedmesh.websub.hub_requests import HubRequest
 
 __all__ = ["Hub", "HubSettings"]
 
 log = logging.getLogger("feedmesh.hub")
 
-APPLY_TIMEOUT_S = 5.0
-"""How long a person's change waits for every tier to apply it before the answer goes anyway."""
-RECENT_TTL_S = 5.0
-"""How long the newest stored entries, tokenized, serve previews before they are read again."""
-_NO_SOURCE = FeedMeta("")
 
 
 class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -109,84 +85,145 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The ``filters`` shards run as ``feedmesh filter`` processes (on a NATS bus): this hub runs
     none of them, but creates their groups before it publishes, so nothing is lost while one is
     not running yet."""
+    external_reflectors: tuple[str, ...] = ()
+    """The ``reflectors`` run as ``feedmesh reflector`` processes (on a NATS bus), reached at
+    these URLs, one per reflector in order: this hub holds no feed; it asks them."""
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
     push: PushSettings = PushSettings()
-    """The WebSub hub of the private feeds and the webhooks (:mod:`.push`)."""
+    """The WebSub hub of the private feeds and the webhooks (:mod:`.push`); served only with
+    the reflectors in this process."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.filters <= 64 or not 1 <= self.reflectors <= 64:
             raise ValueError("HubSettings: filters and reflectors must be in 1..64")
         if self.crawl_interval_s <= 0:
             raise ValueError("HubSettings.crawl_interval_s must be > 0")
+        if self.external_reflectors and len(self.external_reflectors) != self.reflectors:
+            raise ValueError(f"{self.reflectors} reflectors need {self.reflectors} URLs, got "
+                             f"{len(self.external_reflectors)}")
 
 
-class _Owners:
-    """Which reflector serves each subscription (-1: none), one byte-pair per subscription id,
-    so a feed request finds its reflector without a lookup in storage."""
+class LocalHolders:
+    """The reflectors of this process: a feed's version from memory, its items from its log."""
 
-    def __init__(self) -> None:
-        self._of = np.full(1024, -1, dtype=np.int16)
+    def __init__(self, reflectors: Sequence[Reflector]) -> None:
+        self.reflectors = reflectors
+        self.owners = Owners()
 
-    def set(self, sub_ids: np.ndarray | int, reflector: np.ndarray | int) -> None:
-        top = int(np.max(sub_ids)) if np.size(sub_ids) else -1
-        if top >= len(self._of):
-            grown = np.full(max(top + 1, 2 * len(self._of)), -1, dtype=np.int16)
-            grown[: len(self._of)] = self._of
-            self._of = grown
-        self._of[sub_ids] = reflector
+    def serving(self, sub_id: int, generation: int | None = None) -> Reflector | None:
+        owner = self.owners.get(sub_id)
+        if owner < 0:
+            return None
+        reflector = self.reflectors[owner]
+        if generation is None:
+            return reflector if reflector.subs.is_active(sub_id) else None
+        return reflector if reflector.serves(sub_id, generation) else None
 
-    def get(self, sub_id: int) -> int:
-        return int(self._of[sub_id]) if 0 <= sub_id < len(self._of) else -1
+    async def version(self, sub_id: int, generation: int) -> FeedVersion | None:
+        reflector = self.serving(sub_id, generation)
+        return FeedVersion(*reflector.version(sub_id)) if reflector is not None else None
+
+    async def items(self, sub_id: int) -> list[ReflectedItem]:
+        reflector = self.serving(sub_id)
+        return await reflector.items(sub_id) if reflector is not None else []
+
+    async def held(self) -> int:
+        return sum(r.subs.count() for r in self.reflectors)
 
 
-class Hub:
-    """The embedded hub. Implements :class:`~.facade.HubFacade` for the web layer."""
+class LocalSources:
+    """The crawler tier of this process, as a person's source feeds need it."""
+
+    def __init__(self, crawler: CrawlerTier) -> None:
+        self.crawler = crawler
+
+    async def count_new(self, urls: Sequence[str], followed: set[int]) -> int:
+        return sum(1 for url in urls if self.crawler.known_feed(url) not in followed)
+
+    async def add(self, urls: Sequence[str]) -> list[int]:
+        return await self.crawler.add_feeds(list(urls))
+
+    async def follow(self, changes: dict[int, int]) -> None:
+        for feed_id, change in changes.items():
+            self.crawler.follow(feed_id, change)
+
+    async def views(self, followed: Sequence[FollowedSource]) -> list[SourceView]:
+        views = []
+        for f in followed:
+            state = self.crawler.fetch_state(f.feed_id)
+            meta = self.crawler.feed_meta.get(f.feed_id)
+            views.append(SourceView(
+                id=f.feed_id, url=redact_credentials(state.url) if state else "",
+                title=(meta.title if meta else "") or f.title, added_at=f.added_at,
+                active=bool(state and state.active),
+                last_outcome=state.last_outcome if state else "",
+                last_error=state.last_error if state else "", category=f.category,
+                html_url=f.html_url, next_fetch_at=self.crawler.next_fetch_at(f.feed_id)))
+        return views
+
+    async def metas(self, feed_ids: set[int]) -> dict[int, FeedMeta]:
+        meta = self.crawler.feed_meta
+        return {fid: meta[fid] for fid in feed_ids if fid in meta}
+
+    async def figures(self) -> dict[str, object]:
+        cycle = self.crawler.last_cycle
+        return {"feeds": self.crawler.feed_count(),
+                "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
+                "crawl_cycles": self.crawler.cycles}
+
+
+class Hub(HubFront):
+    """The embedded hub: the tiers of this process, and the facade (:class:`~.front.HubFront`)
+    the web layer uses."""
 
     def __init__(self, settings: HubSettings, *, ingest: IngestStore, state: HubState,
                  reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
                  clock: Clock, open_state: StateOpener, data_dir: Path,
                  feed_secret: bytes, resolver: AbstractResolver | None = None) -> None:
-        if len(reflector_logs) != settings.reflectors:
-            raise ValueError(f"{settings.reflectors} reflectors need as many logs, "
+        local = 0 if settings.external_reflectors else settings.reflectors
+        if len(reflector_logs) != local:
+            raise ValueError(f"{local} reflectors in this process need as many logs, "
                              f"got {len(reflector_logs)}")
         self.settings = s = settings
-        self.clock = clock
-        self.metrics = HubMetrics()
-        self.lease_bounds = s.push.lease
-        self.store = ingest
-        self.state = state
-        self.bus = bus
+        metrics = HubMetrics()
         self.fetcher = fetcher
-        self.tokens = FeedTokens(feed_secret)
         self._data = data_dir
         self._open_state = open_state
-        self._io = StoreThread()  # the web layer's reads and writes, off the event loop
-        self._owners = _Owners()
-        self._recent: tuple[float, int, list] = (-float("inf"), 0, [])
+        io = StoreThread()  # the web layer's reads and writes, off the event loop
+        self.crawler = CrawlerTier(ingest, fetcher, bus, clock, metrics,
+                                   s.crawl, followers=state.followers(),
+                                   forward_backlog=s.forward_backlog, schedule=s.schedule,
+                                   schedule_path=data_dir / "schedule.bin")
+        self.reflectors = [
+            Reflector(n, reflector_log, bus, clock, metrics, s.reflector,
+                      index=SubscriptionIndex() if s.delivery == "article" else None)
+            for n, reflector_log in enumerate(reflector_logs)]
+        self.remote_reflectors = [ReflectorClient(n, url)
+                                  for n, url in enumerate(s.external_reflectors)]
+        holders: LocalHolders | RemoteHolders = (
+            RemoteHolders(self.remote_reflectors, state, io) if self.remote_reflectors
+            else LocalHolders(self.reflectors))
+        super().__init__(state=state, store=ingest, bus=bus, clock=clock, metrics=metrics,
+                         tokens=FeedTokens(feed_secret), holders=holders,
+                         sources=LocalSources(self.crawler), reflectors=s.reflectors,
+                         starting_entries=s.starting_entries, io=io)
         self.metrics.watch_queues(self.bus.depths)
+        self.feeds_joined = asyncio.Event()
+        self._feeds_settle = Settle(bus, "crawler", metrics)
         self.metrics.reflector_memory.set_function(
             lambda: sum(r.memory_bytes() for r in self.reflectors))
         self.filters = [] if s.external_filters else [
             FilterTier(n, s.filters, self.bus, self.clock, self.metrics, delivery=s.delivery)
             for n in range(s.filters)]
-        self.reflectors = [
-            Reflector(n, reflector_log, self.bus, self.clock, self.metrics, s.reflector,
-                      index=SubscriptionIndex() if s.delivery == "article" else None)
-            for n, reflector_log in enumerate(reflector_logs)]
-        self.crawler = CrawlerTier(self.store, self.fetcher, self.bus, self.clock, self.metrics,
-                                   s.crawl, followers=state.followers(),
-                                   forward_backlog=s.forward_backlog, schedule=s.schedule,
-                                   schedule_path=data_dir / "schedule.bin")
-        self.push = PushService(state, s.push, s.fetch, clock, self.metrics,
-                                document=self._push_document, subscription=self.subscription,
-                                resolver=resolver)
+        self.lease_bounds = s.push.lease
+        if self.reflectors:  # push follows the reflectors' batches, so it runs beside them
+            self.push = PushService(state, s.push, s.fetch, clock, self.metrics,
+                                    document=self._push_document, resolver=resolver)
+            for reflector in self.reflectors:
+                reflector.on_applied = self.push.matched
         self._push_documents = RenderedDocuments()
-        self._push_subs: dict[int, Subscription | None] = {}
-        """Subscriptions as pushed documents title them; forgotten when one changes."""
-        for reflector in self.reflectors:
-            reflector.on_applied = self.push.matched
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self._crawl_task: asyncio.Task[None] | None = None
@@ -202,7 +239,7 @@ class Hub:
             tier.load(self.state, columns, self._data, self._open_state)
         for reflector in self.reflectors:
             reflector.load(columns, self.state.queries() if reflector.index is not None else ())
-        self._owners.set(columns["id"], columns["reflector"])
+        self.holders.owners.set(columns["id"], columns["reflector"])
         count = len(columns["id"])
         del columns
         release_memory()  # start-up tables for a million subscriptions are gone: give it back
@@ -216,30 +253,54 @@ class Hub:
             self._tasks.append(asyncio.create_task(
                 supervise(f"{name}.control", tier.run_control, self._stop)))
             self._tasks.append(asyncio.create_task(supervise(name, tier.run, self._stop)))
-        await self._joined()  # a bus keeps messages only for the groups that exist
-        if self.settings.external_filters:
-            for shard in range(self.settings.filters):
-                for subject in ("control", "articles"):  # durable: they outlive the member
-                    await (await self.bus.consumer(subject, f"filter-{shard}")).close()
-        await self.push.load()
         self._tasks.append(asyncio.create_task(
-            supervise("push", lambda: self.push.run(self._stop), self._stop)))
+            supervise("crawler.feeds", self.run_feed_changes, self._stop)))
+        await self._joined()  # a bus keeps messages only for the groups that exist
+        groups = []  # of the tiers in processes of their own: durable, they outlive a member
+        if self.settings.external_filters:
+            groups += [(subject, f"filter-{shard}") for shard in range(self.settings.filters)
+                       for subject in ("control", "articles")]
+        groups += [(subject, f"reflector-{r.number}") for r in self.remote_reflectors
+                   for subject in ("control", f"matches.{r.number}")]
+        for subject, group in groups:
+            await (await self.bus.consumer(subject, group)).close()
+        if self.push is not None:
+            await self.push.load()
+            push = self.push
+            self._tasks.append(asyncio.create_task(
+                supervise("push", lambda: push.run(self._stop), self._stop)))
         await self._replay()
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
         log.info("hub_started feeds=%d subscriptions=%d filters=%d reflectors=%d",
-                 self.crawler.feed_count(), count, self.settings.filters, len(self.reflectors))
+                 self.crawler.feed_count(), count, self.settings.filters,
+                 self.settings.reflectors)
 
     async def _joined(self, timeout: float = 60.0) -> None:
         """Wait until every tier's groups exist on the bus (at once in-process; a network round
         trip or a server being waited for on NATS)."""
         events = [event for tier in (*self.filters, *self.reflectors)
                   for event in (tier.control_joined, tier.stream_joined)]
+        events.append(self.feeds_joined)
         try:
             await asyncio.wait_for(asyncio.gather(*(e.wait() for e in events)), timeout)
         except TimeoutError:
             raise BusError(f"the tiers did not join the bus within {timeout:.0f} s") from None
+
+    async def run_feed_changes(self) -> None:
+        """Apply what web processes of their own ask of the crawler on ``feeds``: feeds to
+        crawl (already in the shared store), followers gained or lost."""
+        consumer = await self.bus.consumer("feeds", "crawler")
+        self.feeds_joined.set()
+        async for delivery in consumer:
+            message = await self._feeds_settle.decoded(delivery)
+            if isinstance(message, FeedsAdded):
+                await self.crawler.add_feeds(list(message.urls))
+            elif isinstance(message, FollowsChanged):
+                for feed_id, change in message.changes.items():
+                    self.crawler.follow(feed_id, change)
+            await delivery.ack()
 
     async def _replay(self) -> None:
         newest = self.store.max_entry_id()
@@ -251,6 +312,11 @@ class Hub:
                     reflector.log.set_watermarks({shard: newest})
                     marks[shard] = newest
             start = min(start, *marks.values())
+        for remote in self.remote_reflectors:
+            marks = await self._remote_watermarks(remote)
+            # A shard it has stored nothing of yet: it starts from now, not from history.
+            start = min(start, *(marks.get(shard, newest)
+                                 for shard in range(self.settings.filters)))
         replayed = 0
         meta = self.crawler.feed_meta
         while start < newest:
@@ -268,6 +334,29 @@ class Hub:
             log.warning("hub_replayed entries=%d reason=entries committed but not reflected "
                         "before the last stop", replayed)
 
+    async def _remote_watermarks(self, remote: ReflectorClient,
+                                 timeout_s: float = 120.0) -> dict[int, int]:
+        """A reflector process's watermarks, waiting (one log line) while it is not up yet."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        waiting = False
+        while True:
+            try:
+                marks = await remote.watermarks()
+                if waiting:
+                    log.info("reflector_reached reflector=%d url=%s", remote.number, remote.url)
+                return marks
+            except FeedUnavailable as exc:
+                if loop.time() > deadline:
+                    raise BusError(f"{exc}; start it (feedmesh reflector --shard "
+                                   f"{remote.number}/{self.settings.reflectors}) before the "
+                                   "hub") from None
+                if not waiting:
+                    log.warning("reflector_waiting reflector=%d error=%r", remote.number,
+                                str(exc))
+                    waiting = True
+                await asyncio.sleep(0.5)
+
     async def stop(self) -> None:
         """Finish in-flight work, let every tier process what was published, close everything."""
         self._stop.set()
@@ -283,11 +372,14 @@ class Hub:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.push.close()
+        if self.push is not None:
+            await self.push.close()
         await self.bus.close()
         await self.fetcher.close()
         for reflector in self.reflectors:
             await reflector.close_async()
+        for remote in self.remote_reflectors:
+            await remote.close()
         self._io.close()
         self.store.close()
         self.state.close()
@@ -298,7 +390,8 @@ class Hub:
         it has published its matches, so the matches are waited for after."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        subjects = ["control", "articles", *(f"matches.{r.number}" for r in self.reflectors)]
+        subjects = ["control", "articles",
+                    *(f"matches.{n}" for n in range(self.settings.reflectors))]
         for subject in subjects:
             seq = await self.bus.last_seq(subject)
             if not await self.bus.wait_acked(subject, seq,
@@ -310,258 +403,19 @@ class Hub:
         """Crawl these feeds (an operator's list, followed by no account); their ids."""
         return await self.crawler.add_feeds(list(urls))
 
-    # -- HubFacade: accounts ----------------------------------------------------------------
-
-    async def create_account(self, name: str) -> tuple[Account, str]:
-        return await self._io.call(self.state.create_account, name, self.clock.now())
-
-    async def authenticate(self, token: str) -> Account | None:
-        return await self._io.call(self.state.authenticate, token)
-
-    async def rotate_token(self, account_id: int) -> str:
-        return await self._io.call(self.state.rotate_token, account_id)
-
-    # -- HubFacade: subscriptions -----------------------------------------------------------
-    # Changes go to the tiers as control messages; the answer waits until every tier has
-    # acknowledged (applied) them, so what the web layer tells a person is already true.
-
-    def reflector_for(self, account_id: int) -> int:
-        return account_id % len(self.reflectors)
-
-    async def _announce(self, message: SubscriptionAdded | SubscriptionRemoved) -> None:
-        seq = await self.bus.publish("control", encode(message))
-        if not await self.bus.wait_acked("control", seq, timeout=APPLY_TIMEOUT_S):
-            log.warning("control_not_applied seq=%d sub=%d timeout_s=%.0f", seq,
-                        message.sub_id, APPLY_TIMEOUT_S)
-
-    def _added(self, sub: Subscription) -> SubscriptionAdded:
-        return SubscriptionAdded(sub_id=sub.id, query=sub.query, reflector=sub.reflector,
-                                 keep=sub.keep, generation=sub.generation)
-
-    async def subscriptions(self, account_id: int) -> list[Subscription]:
-        return await self._io.call(self.state.subscriptions, account_id)
-
-    async def subscription(self, sub_id: int) -> Subscription | None:
-        return await self._io.call(self.state.subscription, sub_id)
-
-    async def count_subscriptions(self, account_id: int) -> int:
-        return await self._io.call(self.state.count_subscriptions, account_id)
-
-    async def add_subscription(self, account_id: int, *, name: str, query: str,
-                               keep: int) -> Subscription:
-        parsed = parse_query(query)  # raises QueryError with a position and a hint
-        sub = await self._io.call(
-            lambda: self.state.add_subscription(account_id, name=name, query=parsed.text,
-                                                keep=keep, now=self.clock.now(),
-                                                reflector=self.reflector_for(account_id)))
-        self._owners.set(sub.id, sub.reflector)
-        await self._announce(self._added(sub))
-        self.metrics.subscriptions.inc()
-        await self._start_full(sub, parsed)
-        return sub
-
-    async def change_subscription(self, sub: Subscription, *, name: str | None,
-                                  query: str | None, keep: int | None,
-                                  new_url: bool) -> Subscription:
-        if query is not None:
-            parse_query(query)
-        changed = await self._io.call(
-            lambda: self.state.change_subscription(sub.id, now=self.clock.now(), name=name,
-                                                   query=query, keep=keep, new_url=new_url))
-        if changed is None:  # deleted meanwhile (another request of the same account)
-            return sub
-        await self._announce(self._added(changed))
-        self._push_subs.pop(sub.id, None)
-        if new_url:
-            await self.push.topics_gone(sub.id)
-        return changed
-
-    async def remove_subscription(self, sub: Subscription) -> None:
-        await self._io.call(self.state.delete_subscription, sub.id)
-        await self._announce(SubscriptionRemoved(sub_id=sub.id, reflector=sub.reflector))
-        self.push.subscription_removed(sub.id)
-        self._push_subs.pop(sub.id, None)
-        self._owners.set(sub.id, -1)
-        self.metrics.subscriptions.dec()
-
-    # -- HubFacade: private feeds -----------------------------------------------------------
-
-    def feed_token(self, sub: Subscription) -> str:
-        return self.tokens.make(sub.id, sub.generation)
-
-    def read_feed_token(self, token: str) -> tuple[int, int] | None:
-        return self.tokens.read(token)
-
-    def _serving(self, sub_id: int, generation: int | None = None) -> Reflector | None:
-        owner = self._owners.get(sub_id)
-        if owner < 0:
-            return None
-        reflector = self.reflectors[owner]
-        if generation is None:
-            return reflector if reflector.subs.is_active(sub_id) else None
-        return reflector if reflector.serves(sub_id, generation) else None
-
-    def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
-        reflector = self._serving(sub_id, generation)
-        if reflector is None:
-            return None
-        return FeedVersion(*reflector.version(sub_id))
-
-    async def feed_items(self, sub_id: int) -> list[ReflectedItem]:
-        reflector = self._serving(sub_id)
-        return await reflector.items(sub_id) if reflector is not None else []
-
-    # -- HubFacade: source feeds ------------------------------------------------------------
-
-    def _source_view(self, followed: FollowedSource) -> SourceView:
-        feed_id = followed.feed_id
-        state = self.crawler.fetch_state(feed_id)
-        meta = self.crawler.feed_meta.get(feed_id)
-        return SourceView(id=feed_id, url=redact_credentials(state.url) if state else "",
-                          title=(meta.title if meta else "") or followed.title,
-                          added_at=followed.added_at, active=bool(state and state.active),
-                          last_outcome=state.last_outcome if state else "",
-                          last_error=state.last_error if state else "",
-                          category=followed.category, html_url=followed.html_url,
-                          next_fetch_at=self.crawler.next_fetch_at(feed_id))
-
-    async def sources(self, account_id: int) -> list[SourceView]:
-        followed = await self._io.call(self.state.sources, account_id)
-        return [self._source_view(f) for f in followed]
-
-    async def follow_sources(self, account_id: int, outlines: Sequence[OpmlOutline], *,
-                             limit: int | None = None) -> list[tuple[int, bool]]:
-        if limit is not None:  # checked before anything is added to the crawl
-            followed = {f.feed_id for f in await self._io.call(self.state.sources, account_id)}
-            adding = sum(1 for o in outlines
-                         if self.crawler.known_feed(o.url) not in followed)
-            if len(followed) + adding > limit:
-                raise FollowLimitError(len(followed), adding, limit)
-        ids = await self.crawler.add_feeds([o.url for o in outlines])
-        now = self.clock.now()
-
-        def follow() -> list[bool]:
-            return [self.state.follow_source(account_id, feed_id, outline.title, now,
-                                             category=outline.category,
-                                             html_url=outline.html_url)
-                    for feed_id, outline in zip(ids, outlines, strict=True)]
-
-        news = await self._io.call(follow)
-        for feed_id, new in zip(ids, news, strict=True):
-            if new:
-                self.crawler.follow(feed_id, +1)
-        return list(zip(ids, news, strict=True))
-
-    async def unfollow_source(self, account_id: int, feed_id: int) -> bool:
-        if not await self._io.call(self.state.unfollow_source, account_id, feed_id):
-            return False
-        self.crawler.follow(feed_id, -1)
-        return True
-
-    # -- HubFacade: push --------------------------------------------------------------------
-
     async def _push_document(self, sub_id: int, fmt: str, topic: str) -> bytes:
         """The feed a WebSub subscriber of ``topic`` gets now: what a reader polling the topic
         would be served (rendered once per version for every subscriber of the topic)."""
-        reflector = self._serving(sub_id)
+        assert self.push is not None and isinstance(self.holders, LocalHolders)
+        reflector = self.holders.serving(sub_id)
         version = reflector.version(sub_id)[0] if reflector is not None else -1
         key = (sub_id, fmt, version, topic)
         body = self._push_documents.get(key)
         if body is None:
-            # The subscription's name and query title the feed; a change to either bumps the
-            # version (the reflector re-registers it), so the key above renders it afresh.
-            sub = self._push_subs.get(sub_id)
-            if sub is None:
-                if len(self._push_subs) > 100_000:
-                    self._push_subs.clear()
-                sub = self._push_subs[sub_id] = await self.subscription(sub_id)
+            sub = await self.push.subscription(sub_id)
             items = (await reflector.items(sub_id, self.push.recent_items)
                      if reflector is not None else [])
             body = render_private_feed(sub, items, fmt, base_url=topic.rsplit("/f/", 1)[0],
                                        self_url=topic)
             self._push_documents.put(key, body)
         return body
-
-    def websub_request(self, request: HubRequest, sub_id: int, fmt: str) -> None:
-        self.push.request(request, sub_id, fmt)
-
-    def push_targets(self, sub_id: int) -> list[PushTarget]:
-        return self.push.of_subscription(sub_id)
-
-    async def add_webhook(self, sub_id: int, url: str) -> PushTarget:
-        return await self.push.add_webhook(sub_id, url)
-
-    async def remove_push_target(self, target: PushTarget) -> None:
-        await self.push.remove(target)
-
-    async def push_attempts(self, target_id: int) -> list[PushAttempt]:
-        return await self.push.attempts(target_id)
-
-    def test_webhook(self, target: PushTarget) -> None:
-        self.push.test(target)
-
-    # -- HubFacade: the rest ----------------------------------------------------------------
-
-    async def _recent_tokenized(self, searched: int) -> list[tuple[IngestedEntry, FeedMeta,
-                                                                    TokenizedArticle]]:
-        """The ``searched`` newest stored entries, tokenized once for every query that asks
-        within a few seconds (a person typing a query asks for a preview at each pause)."""
-        stamp, size, cached = self._recent
-        now = self.clock.now()
-        if now - stamp < RECENT_TTL_S and size == searched:
-            return cached
-        rows = await self._io.call(self.store.recent_entries, searched)
-        meta = self.crawler.feed_meta
-        recent = []
-        for row in rows:
-            source = meta.get(row.feed_id, _NO_SOURCE)
-            recent.append((row, source, tokenize_article(
-                article_from_entry(row.entry, source.url, source.language))))
-        self._recent = (now, searched, recent)
-        return recent
-
-    async def recent_matches(self, query: Query, searched: int) -> tuple[int, list[RecentMatch]]:
-        recent = await self._recent_tokenized(searched)
-        return len(recent), [
-            RecentMatch(row, source.url, source.title, source.language,
-                        tuple(query.matched_terms(tokenized)))
-            for row, source, tokenized in recent if query.matches(tokenized)]
-
-    async def _start_full(self, sub: Subscription, query: Query) -> None:
-        """Give a new subscription the newest stored entries it matches, through its reflector's
-        log like any match (shard ``-sub_id``: logged once, no watermark), and wait until they
-        are stored, so that its feed is full when the person first reads it."""
-        _, found = await self.recent_matches(query, self.settings.starting_entries)
-        chosen = sorted(found, key=lambda m: m.item.id)[-sub.keep:]
-        if not chosen:
-            return
-        subject, seq = f"matches.{sub.reflector}", 0
-        ids = encode_ids(np.array([sub.id], dtype=np.int64))
-        now = self.clock.now()
-        for match in chosen:
-            article = article_of(match.item, match.feed_url, match.feed_title,
-                                 match.feed_language)
-            seq = await self.bus.publish(subject, encode(Matched(
-                article=article, sub_ids=ids, shard=-sub.id, matched_at=now)))
-        if not await self.bus.wait_acked(subject, seq, timeout=APPLY_TIMEOUT_S):
-            log.warning("subscription_start_not_stored sub=%d entries=%d timeout_s=%.0f",
-                        sub.id, len(chosen), APPLY_TIMEOUT_S)
-
-    async def stats(self) -> dict[str, object]:
-        registry = self.metrics.registry
-        figures: dict[str, object] = {}
-        for family in registry.collect():
-            for sample in family.samples:
-                if sample.name.endswith(("_created", "_bucket")):
-                    continue
-                label = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-                figures[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value
-        cycle = self.crawler.last_cycle
-        return {"feeds": self.crawler.feed_count(),
-                "subscriptions": sum(r.subs.count() for r in self.reflectors),
-                "entries_stored": await self._io.call(self.store.entry_count),
-                "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
-                "crawl_cycles": self.crawler.cycles,
-                "queues": {k: {"messages": m, "bytes": b}
-                           for k, (m, b) in self.bus.depths().items()},
-                "metrics": figures}

@@ -21,7 +21,7 @@ from feedmesh.clock import Clock
 from feedmesh.crawl import Crawler, CrawlSettings, CrawlStats
 from feedmesh.crawl.scheduled import ScheduledCrawler
 from feedmesh.fetch import FeedFetchState, Fetcher
-from feedmesh.hub.messages import article_of, encode
+from feedmesh.hub.messages import FeedMeta, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.model import FeedInfo
 from feedmesh.schedule import SchedulerSettings
@@ -30,14 +30,6 @@ from feedmesh.store import IngestedEntry, IngestStore
 __all__ = ["CrawlerTier", "FeedMeta"]
 
 log = logging.getLogger("feedmesh.hub.crawler")
-
-
-class FeedMeta(msgspec.Struct, frozen=True):
-    """What the tiers downstream need to know of a source feed besides its entries."""
-
-    url: str
-    title: str = ""
-    language: str = ""
 
 
 class CrawlerTier:

@@ -28,8 +28,8 @@ from feedmesh.store import (
 )
 from feedmesh.websub.hub_requests import HubRequest, LeaseBounds
 
-__all__ = ["FeedVersion", "FollowLimitError", "HubFacade", "PushRefusedError", "RecentMatch",
-           "SourceView"]
+__all__ = ["FeedUnavailable", "FeedVersion", "FollowLimitError", "HubFacade", "PushRefusedError",
+           "RecentMatch", "SourceView"]
 
 
 class FollowLimitError(Exception):
@@ -53,6 +53,11 @@ class PushRefusedError(Exception):
         self.code = code
         self.message = message
         self.detail = detail
+
+
+class FeedUnavailable(Exception):
+    """A private feed's owner (a reflector in another process) cannot answer now; the message
+    says which and why. The web layer answers 503 with Retry-After."""
 
 
 class SourceView(msgspec.Struct, frozen=True, kw_only=True):
@@ -125,13 +130,15 @@ class HubFacade(Protocol):
         """``(sub_id, generation)`` of an authentic token spelled exactly as issued."""
         ...
 
-    def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
-        """The feed's version, from memory (no disk: a reader's 304 costs nothing); None when
-        no feed is served at that subscription and generation."""
+    async def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
+        """The feed's version, from its reflector's memory (no disk: a reader's 304 costs
+        nothing; one round trip when the reflector is another process); None when no feed is
+        served at that subscription and generation. Raises :class:`FeedUnavailable`."""
         ...
 
     async def feed_items(self, sub_id: int) -> list[ReflectedItem]:
-        """The entries a subscription's feed shows, newest first."""
+        """The entries a subscription's feed shows, newest first. Raises
+        :class:`FeedUnavailable`."""
         ...
 
     # source feeds

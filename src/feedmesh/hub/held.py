@@ -5,9 +5,16 @@ held entries from the checkpoint and the log rows written after it.
 Top-k insertion is idempotent and order-independent, so log rows that the checkpoint already
 partly includes are harmless: a crash at any point loses nothing that was committed and
 duplicates nothing.
+
+Feeds' versions (what their ETags carry) are not idempotent (each match moves them on), so a
+checkpoint holds the version columns as they were at its log position exactly, and start-up
+replays the log rows after it, in order, by the same rule the live reflector applied: a feed
+answers the same validators after a restart as before it (docs/distributed.md).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,17 +22,43 @@ from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.topk import WIDTH, TopK
 from feedmesh.store import ReflectorLog
 
-__all__ = ["checkpoint", "checkpoint_arrays", "restore_held"]
+__all__ = ["Restored", "VersionColumns", "checkpoint", "checkpoint_arrays", "restore_held"]
 
 
-def checkpoint_arrays(topk: TopK) -> dict[str, np.ndarray]:
-    """The arrays a checkpoint of ``topk`` holds (the rows themselves, not a copy)."""
+class VersionColumns(NamedTuple):
+    """Every feed's version and last change, copied at one log position, and when."""
+
+    version: np.ndarray
+    modified: np.ndarray
+    taken_at: float
+
+
+class Restored(NamedTuple):
+    topk: TopK
+    last_seq: int
+    """The last log sequence number applied."""
+    versions: VersionColumns | None
+    """The checkpoint's version columns (None: no checkpoint, or one written before they were
+    kept: ``checkpointed`` tells which)."""
+    checkpointed: bool
+    replayed: list[tuple[int, np.ndarray]]
+    """``(entry_id, subscription ids)`` of the log rows after the checkpoint, in log order."""
+
+
+def checkpoint_arrays(topk: TopK, versions: VersionColumns | None = None
+                      ) -> dict[str, np.ndarray]:
+    """The arrays a checkpoint of ``topk`` holds (the rows themselves, not a copy), and the
+    version columns when given."""
     extra_ids = np.fromiter(topk.extra, dtype=np.int64, count=len(topk.extra))
     lengths = np.array([len(topk.extra[int(s)]) for s in extra_ids], dtype=np.int64)
     values = (np.concatenate([topk.extra[int(s)] for s in extra_ids]) if len(extra_ids)
               else np.zeros(0, dtype=np.int64))
-    return {"rows": topk.rows, "extra_ids": extra_ids, "extra_lengths": lengths,
-            "extra_values": values}
+    arrays = {"rows": topk.rows, "extra_ids": extra_ids, "extra_lengths": lengths,
+              "extra_values": values}
+    if versions is not None:
+        arrays.update(version=versions.version, modified=versions.modified,
+                      taken_at=np.array([versions.taken_at], dtype=np.float64))
+    return arrays
 
 
 def checkpoint(log: ReflectorLog, topk: TopK, upto_seq: int) -> None:
@@ -36,15 +69,19 @@ def checkpoint(log: ReflectorLog, topk: TopK, upto_seq: int) -> None:
         pass
 
 
-def restore_held(log: ReflectorLog, keep: np.ndarray | None = None) -> tuple[TopK, int]:
+def restore_held(log: ReflectorLog, keep: np.ndarray | None = None) -> Restored:
     """The held entries as of the last commit: checkpoint plus the log rows after it.
-    ``keep[sub_id]`` is each subscription's keep (missing or 0: the row width). Returns the
-    entries and the last log sequence number applied."""
+    ``keep[sub_id]`` is each subscription's keep (missing or 0: the row width)."""
     topk = TopK()
     upto = 0
+    versions = None
+    replayed: list[tuple[int, np.ndarray]] = []
     saved = log.read_checkpoint()
     if saved is not None:
         arrays, upto = saved
+        if "version" in arrays:
+            versions = VersionColumns(arrays["version"], arrays["modified"],
+                                      float(arrays["taken_at"][0]))
         topk.load_rows(arrays["rows"])
         offset = 0
         for sub_id, length in zip(arrays["extra_ids"].tolist(),
@@ -57,8 +94,9 @@ def restore_held(log: ReflectorLog, keep: np.ndarray | None = None) -> tuple[Top
         if len(ids):
             topk.ensure(int(ids.max()))
             topk.insert(entry_id, ids, _keeps(keep, ids))
+            replayed.append((entry_id, ids))
         last = seq
-    return topk, last
+    return Restored(topk, last, versions, saved is not None, replayed)
 
 
 def _keeps(keep: np.ndarray | None, ids: np.ndarray) -> np.ndarray:

@@ -9,6 +9,8 @@ Subjects:
 * ``matches.<reflector>`` filter -> one reflector: :class:`Matched`
 * ``control``             web -> filters and reflectors: :class:`SubscriptionAdded`,
                           :class:`SubscriptionRemoved`
+* ``feeds``               web processes -> the crawler: :class:`FeedsAdded`,
+                          :class:`FollowsChanged`
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from feedmesh.store import IngestedEntry
 
 __all__ = [
     "Article",
+    "FeedMeta",
+    "FeedsAdded",
+    "FollowsChanged",
     "HubMessage",
     "Matched",
     "SubscriptionAdded",
@@ -85,7 +90,28 @@ class SubscriptionRemoved(msgspec.Struct, frozen=True, tag="sub_removed", kw_onl
     reflector: int
 
 
-HubMessage = Article | Matched | SubscriptionAdded | SubscriptionRemoved
+class FeedsAdded(msgspec.Struct, frozen=True, tag="feeds_added", kw_only=True):
+    """Crawl these feeds (a web process already stored them: known ones keep their ids)."""
+
+    urls: tuple[str, ...]
+
+
+class FollowsChanged(msgspec.Struct, frozen=True, tag="follows_changed", kw_only=True):
+    """Feeds gained or lost followers: feed id -> change (what weighs a feed in the budget)."""
+
+    changes: dict[int, int]
+
+
+class FeedMeta(msgspec.Struct, frozen=True):
+    """What the tiers downstream need to know of a source feed besides its entries."""
+
+    url: str
+    title: str = ""
+    language: str = ""
+
+
+HubMessage = (Article | Matched | SubscriptionAdded | SubscriptionRemoved | FeedsAdded
+              | FollowsChanged)
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(HubMessage)

@@ -103,14 +103,13 @@ Document = Callable[[int, str, str], Awaitable[bytes]]
 class PushService:
     def __init__(self, state: HubState, settings: PushSettings, fetch: FetchSettings,
                  clock: Clock, metrics: HubMetrics, *, document: Document,
-                 subscription: Callable[[int], Awaitable[Subscription | None]],
                  resolver: AbstractResolver | None = None) -> None:
         self.state = state
         self.settings = settings
         self.clock = clock
         self.metrics = metrics
         self.document = document
-        self.subscription = subscription
+        self._subs: dict[int, Subscription | None] = {}
         self.client = CallbackClient(fetch, resolver=resolver, timeout_s=settings.timeout_s)
         self.queues = DeliveryQueues(settings.retry)
         self.targets: dict[int, PushTarget] = {}
@@ -175,16 +174,28 @@ class PushService:
     def of_subscription(self, sub_id: int) -> list[PushTarget]:
         return [self.targets[t] for t in sorted(self._by_sub.get(sub_id, ()))]
 
+    async def subscription(self, sub_id: int) -> Subscription | None:
+        """The subscription as pushed documents and webhooks name it (kept until it changes)."""
+        if sub_id not in self._subs:
+            if len(self._subs) > 100_000:
+                self._subs.clear()
+            self._subs[sub_id] = await self._io.call(self.state.subscription, sub_id)
+        return self._subs[sub_id]
+
     def subscription_removed(self, sub_id: int) -> None:
         """Its targets went with it (the store deletes them in the same transaction)."""
+        self._subs.pop(sub_id, None)
         for target_id in list(self._by_sub.get(sub_id, ())):
             self._release(target_id)
 
-    async def topics_gone(self, sub_id: int) -> None:
-        """The subscription's feed got a new URL: the old topics no longer exist."""
-        for target in self.of_subscription(sub_id):
-            if target.kind == WEBSUB:
-                await self._drop(target, "the feed's URL was replaced")
+    async def subscription_changed(self, sub_id: int, new_url: bool) -> None:
+        """Its name or query changed (documents name them), or its feed got a new URL: then
+        the old topics no longer exist, nor do their WebSub subscriptions."""
+        self._subs.pop(sub_id, None)
+        if new_url:
+            for target in self.of_subscription(sub_id):
+                if target.kind == WEBSUB:
+                    await self._drop(target, "the feed's URL was replaced")
 
     # -- WebSub subscriptions ----------------------------------------------------------------
 

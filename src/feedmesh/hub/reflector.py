@@ -28,10 +28,10 @@ import msgspec
 import nh3
 import numpy as np
 
-from feedmesh.bus import Bus, Delivery
+from feedmesh.bus import Bus, Consumer, Delivery
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
-from feedmesh.hub.held import checkpoint_arrays, restore_held
+from feedmesh.hub.held import Restored, VersionColumns, checkpoint_arrays, restore_held
 from feedmesh.hub.idcodec import decode_ids, encode_ids
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
 from feedmesh.hub.metrics import HubMetrics, process_rss_bytes
@@ -54,6 +54,9 @@ COPY_SLICE = 65_536
 TRUNCATE_CHUNK = 100
 """Match log rows deleted per transaction after a checkpoint (~5 ms)."""
 DELETE_CHUNK = 2000
+EDITED_OFFSET = 1 << 40
+"""Added to the version of a feed edited after the last checkpoint when it is restored: above
+every version it had (entry ids stay far below), so no reader's old copy is taken as current."""
 """Items deleted per transaction by garbage collection, so the stream's writes interleave."""
 
 
@@ -100,6 +103,9 @@ class Reflector:
         self._spare: TopK | None = None
         """The copy checkpoints and garbage collection read while the stream goes on."""
         self._restored = False
+        self._control: Consumer | None = None
+        self._changed_at = np.zeros(0, dtype=np.float64)
+        """When each subscription was last edited, as loaded at start-up (for its version)."""
         self.settle = Settle(bus, f"reflector-{number}", metrics)
         self.control_joined = asyncio.Event()
         self.stream_joined = asyncio.Event()
@@ -107,8 +113,10 @@ class Reflector:
 
     def restore(self) -> None:
         """Load the held entries (checkpoint + log) once the subscriptions are registered, so
-        that each one's keep is known; rows of subscriptions that no longer exist are dropped."""
-        self.topk, self.applied_seq = restore_held(self.log, self.subs.keep)
+        that each one's keep is known; rows of subscriptions that no longer exist are dropped.
+        Feeds' versions come back as they were (see :meth:`_restore_versions`)."""
+        restored = restore_held(self.log, self.subs.keep)
+        self.topk, self.applied_seq = restored.topk, restored.last_seq
         self._checkpointed_seq = 0  # the log after the checkpoint is folded in at the next one
         subs = self.subs
         self.topk.ensure(subs.capacity - 1)
@@ -118,12 +126,45 @@ class Reflector:
             self.topk.drop(sub_id)
         for sub_id in [s for s in self.topk.extra if not subs.is_active(s)]:
             self.topk.drop(sub_id)
-        held = self.topk.newest.astype(np.int64)
-        for sub_id, values in self.topk.extra.items():
-            held[sub_id] = values.max() if len(values) else 0
-        known = np.flatnonzero(held)
-        subs.version[known] = held[known]
+        self._restore_versions(restored)
         self._restored = True
+
+    def _restore_versions(self, restored: Restored) -> None:
+        """Every feed's version as the live reflector had it: the checkpoint's columns (taken at
+        its log position exactly), then the log rows after it by the rule :meth:`_apply` follows.
+        A reader's ETag and Last-Modified are the same after a restart as before it. A feed
+        edited after the checkpoint (its name, query or keep: changes the log does not hold)
+        gets a version no earlier content had instead, drawn from when it was edited."""
+        subs = self.subs
+        saved = restored.versions
+        if saved is None and restored.checkpointed:  # a checkpoint from before versions were kept
+            held = self.topk.newest.astype(np.int64)
+            for sub_id, values in self.topk.extra.items():
+                held[sub_id] = values.max() if len(values) else 0
+            known = np.flatnonzero(held)
+            subs.version[known] = held[known]
+        elif saved is not None:
+            n = min(len(saved.version), subs.capacity)
+            active = subs.active[:n]
+            subs.version[:n][active] = saved.version[:n][active]
+            subs.modified[:n][active] = np.maximum(subs.modified[:n][active],
+                                                   saved.modified[:n][active])
+            changed = np.zeros(subs.capacity, dtype=np.float64)
+            known = min(len(self._changed_at), subs.capacity)
+            changed[:known] = self._changed_at[:known]
+            edited = np.flatnonzero(subs.active & (changed > saved.taken_at))
+            stamps = (changed[edited] * 1000).astype(np.int64) & 0xFFFF_FFFF
+            subs.version[edited] += EDITED_OFFSET + stamps
+            subs.modified[edited] = changed[edited]
+        if not restored.replayed:
+            return
+        stored_at = {item.entry_id: item.stored_at for item in self.log.items(
+            sorted({entry_id for entry_id, _ in restored.replayed}))}
+        fallback = saved.taken_at if saved is not None else 0.0
+        for entry_id, ids in restored.replayed:
+            ids = subs.active_ids(ids)
+            if len(ids):
+                self._bump(ids, entry_id, stored_at.get(entry_id, fallback))
 
     # -- subscriptions ----------------------------------------------------------------------
 
@@ -163,6 +204,9 @@ class Reflector:
             subs.keep[ids] = columns["keep"][mask]
             subs.generation[ids] = columns["generation"][mask]
             subs.modified[ids] = columns["created_at"][mask]
+            changed = np.zeros(subs.capacity, dtype=np.float64)
+            changed[ids] = columns["changed_at"][mask]
+            self._changed_at = changed
         if self.index is not None:
             self.index = SubscriptionIndex.build(
                 (sub_id, query) for sub_id, query in queries if self.subs.is_active(sub_id))
@@ -178,9 +222,16 @@ class Reflector:
 
     # -- the tier's loop --------------------------------------------------------------------
 
+    async def join_control(self) -> Consumer:
+        """Join this reflector's group of ``control``. A reflector process joins before it loads
+        the subscriptions, so no change falls between what it read and what it is sent."""
+        if self._control is None:
+            self._control = await self.bus.consumer("control", f"reflector-{self.number}")
+            self.control_joined.set()
+        return self._control
+
     async def run_control(self) -> None:
-        consumer = await self.bus.consumer("control", f"reflector-{self.number}")
-        self.control_joined.set()
+        consumer = await self.join_control()
         async for delivery in consumer:
             message = await self.settle.decoded(delivery)
             if isinstance(message, SubscriptionAdded) and message.reflector == self.number:
@@ -248,8 +299,12 @@ class Reflector:
             if self.applied_seq <= self._checkpointed_seq:
                 return
             upto = self.applied_seq  # the copy begins here: it holds every log row up to upto
+            # The versions are not idempotent like the rows: copied at upto exactly (no await).
+            versions = VersionColumns(self.subs.version.copy(), self.subs.modified.copy(),
+                                      self.clock.now())
             snapshot = await self._copy_held()
-            await asyncio.to_thread(self.log.write_checkpoint, checkpoint_arrays(snapshot), upto)
+            await asyncio.to_thread(self.log.write_checkpoint,
+                                    checkpoint_arrays(snapshot, versions), upto)
             # A minute of log at 200 articles/s is ~13,000 rows of ~16 KB: deleted back to back
             # they hold the writer (and so the stream) for most of a second. Small deletions,
             # spread over half the interval, each delay one of the stream's writes by a few ms.
@@ -379,18 +434,23 @@ class Reflector:
             self.topk.ensure(int(ids.max()))
             keep = subs.keep[ids].astype(np.int64) if any_wide else None
             changed = self.topk.insert(item.entry_id, ids, keep)
-            # +1 so that an edited entry (same id) still changes the feed's ETag.
-            if bump_versions is not None:
-                bump_versions(subs.version, subs.modified, ids, item.entry_id, now)
-            else:
-                subs.version[ids] = np.maximum(subs.version[ids] + 1, item.entry_id)
-                subs.modified[ids] = now
+            self._bump(ids, item.entry_id, now)
             self.metrics.rows_held.inc(len(changed))
             if shard >= 0:  # stored entries given to a new subscription are not latency
                 self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
             self.metrics.articles_out.labels("reflector").inc()
         if self.on_applied is not None and batch:
             self.on_applied(batch)
+
+    def _bump(self, ids: np.ndarray, entry_id: int, now: float) -> None:
+        """Move the feeds ``ids`` on for a stored match of ``entry_id``: +1 so that an edited
+        entry (same id) still changes their ETags. Start-up replays the log by this rule."""
+        subs = self.subs
+        if bump_versions is not None:
+            bump_versions(subs.version, subs.modified, ids, entry_id, now)
+        else:
+            subs.version[ids] = np.maximum(subs.version[ids] + 1, entry_id)
+            subs.modified[ids] = now
 
     def _warn(self, message: str) -> None:
         """Log a degradation, each kind at most once a minute (it may happen per entry)."""

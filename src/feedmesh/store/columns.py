@@ -13,7 +13,7 @@ from feedmesh.store.ports import PushAttempt, PushTarget
 __all__ = ["PUSH_ATTEMPT_COLUMNS", "PUSH_TARGET_COLUMNS", "SUBSCRIPTION_COLUMNS", "push_attempt",
            "push_target", "subscription_columns"]
 
-SUBSCRIPTION_COLUMNS = ("id", "keep", "reflector", "generation", "created_at")
+SUBSCRIPTION_COLUMNS = ("id", "keep", "reflector", "generation", "created_at", "changed_at")
 """What start-up needs of every subscription, in the order the rows give them."""
 
 
@@ -25,7 +25,7 @@ def subscription_columns(rows: Iterable[Sequence[float]]) -> dict[str, np.ndarra
     while chunk := list(itertools.islice(rows, 100_000)):
         parts.append(np.array(chunk, dtype=np.float64))
     table = np.concatenate(parts) if parts else np.zeros((0, len(SUBSCRIPTION_COLUMNS)))
-    return {name: (table[:, i] if name == "created_at" else table[:, i].astype(np.int64))
+    return {name: (table[:, i] if name.endswith("_at") else table[:, i].astype(np.int64))
             for i, name in enumerate(SUBSCRIPTION_COLUMNS)}
 
 

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from feedmesh.hub.facade import FeedUnavailable
 from feedmesh.logs import Throttled
 from feedmesh.store import StorageFullError, StoreError
 
@@ -20,6 +21,7 @@ __all__ = ["MAX_REQUEST_BYTES", "ApiError", "error_middleware", "error_response"
 log = logging.getLogger("feedmesh.hub.web")
 _storage_log = Throttled(log)
 STORAGE_RETRY_S = 60
+FEED_RETRY_S = 5
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 MAX_REQUEST_BYTES = web.AppKey("max_request_bytes", int)
@@ -55,6 +57,12 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except ApiError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.headers, **exc.detail)
+    except FeedUnavailable as exc:  # a reflector process is down or restarting
+        _storage_log.log(logging.WARNING, "feed", "feed_unavailable method=%s path=%s error=%s",
+                         request.method, request.path, exc)
+        return error_response(503, "feed_unavailable", "this feed cannot be read right now; "
+                              "retry in a few seconds.", {"Retry-After": str(FEED_RETRY_S)},
+                              retry_after_s=FEED_RETRY_S)
     except StorageFullError as exc:
         # One line a minute, no traceback: the disk is full, not the code broken. Reads go on.
         _storage_log.log(logging.ERROR, "full", "storage_full method=%s path=%s error=%s",

@@ -6,14 +6,13 @@ The token is verified as an HMAC (no lookup, constant time); a wrong token, a re
 unknown subscription all get the same 404, so a guess learns nothing.
 
 Readers are polled cheaply and politely: a weak ETag (subscription, URL generation, content
-version, format, hub boot) and Last-Modified answer 304 without touching the disk; a 200 is served
+version, format) and Last-Modified answer 304 without touching the disk; a 200 is served
 from the feed's bytes as rendered once for its version, gzip-compressed once (:mod:`.rendered`); ``Cache-Control: private, max-age=60``; a reader polling faster than
 the feed limit gets 429 with Retry-After.
 """
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
 
@@ -55,9 +54,7 @@ class FeedServer:
         self.hub = hub
         self.base_url = base_url.rstrip("/")
         self.limiter = RateLimiter(hub.clock, limits.feed_rate_per_s, limits.feed_burst)
-        self.boot = uuid.uuid4().hex[:8]
         self.rendered = RenderedFeeds(limits.rendered_feeds_bytes)
-        # Edits since this process started (the boot id in the ETag covers earlier ones).
 
     def urls(self, token: str) -> dict[str, str]:
         return feed_urls(self.base_url, token)
@@ -67,7 +64,7 @@ class FeedServer:
         token, _, extension = name.partition(".")
         fmt = choose_format(extension, request.headers.get("Accept", ""))
         identity = self.hub.read_feed_token(token)  # only the exact spelling we issued
-        found = self.hub.feed_version(*identity) if identity is not None else None
+        found = await self.hub.feed_version(*identity) if identity is not None else None
         if identity is None or found is None:
             self.hub.metrics.feed_requests.labels("404").inc()
             raise ApiError(404, "not_found", "no feed at this address (the link may have been "
@@ -82,7 +79,9 @@ class FeedServer:
             error.headers["Retry-After"] = self.limiter.retry_after(wait)
             raise error
         version, modified = found.version, found.modified
-        etag = f'W/"{sub_id}-{generation}-{version}-{fmt}-{self.boot}"'
+        # The same from every web process and across a reflector's restarts (versions are
+        # checkpointed with the held entries): a reader's copy stays valid wherever it asks.
+        etag = f'W/"{sub_id}-{generation}-{version}-{fmt}"'
         last_modified = datetime.fromtimestamp(modified or self.hub.clock.now(), UTC)
         headers = {"ETag": etag, "Last-Modified": format_datetime(last_modified, usegmt=True),
                    "Cache-Control": "private, max-age=60", "Vary": "Accept, Accept-Encoding",

@@ -40,14 +40,14 @@ class HubEndpoint:
     def routes(self) -> list[web.RouteDef]:
         return [web.post("/hub", self.handle)]
 
-    def topic_of(self, topic: str) -> tuple[int, str]:
+    async def topic_of(self, topic: str) -> tuple[int, str]:
         """``(subscription id, format)`` of a topic that is one of our feeds, else 404."""
         prefix = f"{self.base_url}/f/"
         name = topic[len(prefix):] if topic.startswith(prefix) else ""
         token, dot, extension = name.partition(".")
         fmt = EXTENSIONS.get(extension) if dot else "rss2.0"
         identity = self.hub.read_feed_token(token) if token and "/" not in name else None
-        if fmt is None or identity is None or self.hub.feed_version(*identity) is None:
+        if fmt is None or identity is None or await self.hub.feed_version(*identity) is None:
             raise ApiError(404, "unknown_topic", f"hub.topic {topic[:200]!r} is not a feed of "
                            f"this hub: topics are private feed URLs ({prefix}<token>.rss, "
                            ".atom or .json) as the subscription's owner got them")
@@ -75,7 +75,7 @@ class HubEndpoint:
             hub_request = parse_hub_request(read_form(body), self.lease)
         except HubRequestError as exc:
             raise ApiError(400, "invalid_hub_request", str(exc), field=exc.field) from exc
-        sub_id, fmt = self.topic_of(hub_request.topic)
+        sub_id, fmt = await self.topic_of(hub_request.topic)
         try:
             self.hub.websub_request(hub_request, sub_id, fmt)
         except PushRefusedError as exc:

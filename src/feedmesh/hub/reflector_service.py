@@ -1,0 +1,184 @@
+"""A reflector in a process of its own (``feedmesh reflector``), and how the hub and its web
+processes reach it: a small internal HTTP API, msgpack bodies.
+
+The web layer serves private feeds; the held entries and the feeds' versions live in the
+reflector that owns each subscription. In one process the hub asks its :class:`Reflector`
+directly; across processes it asks this API, one loopback or LAN round trip per request::
+
+    GET /reflector/v1/feeds/{sub_id}/{generation}   -> FeedState (404: not served here)
+    GET /reflector/v1/feeds/{sub_id}/items          -> [ReflectedItem], newest first
+    GET /reflector/v1/watermarks                    -> {filter shard: newest entry id stored}
+    GET /reflector/v1/status                        -> ReflectorStatus
+    GET /metrics                                    -> Prometheus figures of the process
+
+The API is internal (no accounts, no tokens: whoever reaches it can read every held entry).
+Bind it to a loopback or private address that only the hub's processes reach
+(docs/distributed.md). A reflector that cannot be reached is a :class:`ReflectorUnavailable`
+naming it, which the web layer answers with 503 and Retry-After, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import aiohttp
+import msgspec
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from feedmesh.hub.facade import FeedUnavailable, FeedVersion
+from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.reflector import Reflector
+from feedmesh.store import ReflectedItem
+
+__all__ = ["ReflectorClient", "ReflectorStatus", "ReflectorUnavailable", "reflector_app"]
+
+log = logging.getLogger("feedmesh.hub.reflector")
+
+PREFIX = "/reflector/v1"
+TIMEOUT_S = 5.0
+"""A reflector slower than this to answer one feed's request is taken as unavailable."""
+MAX_BODY_BYTES = 64 << 20
+"""The largest answer a client reads: a feed that keeps 10,000 entries of a few KB each."""
+
+
+class ReflectorUnavailable(FeedUnavailable):
+    """A reflector process could not be reached or answered with an error; says which and why."""
+
+
+class ReflectorStatus(msgspec.Struct, frozen=True, kw_only=True):
+    number: int
+    subscriptions: int
+    memory_bytes: int
+    applied_seq: int
+
+
+_feed_state = msgspec.msgpack.Encoder()
+_decode_version = msgspec.msgpack.Decoder(FeedVersion)
+_decode_items = msgspec.msgpack.Decoder(list[ReflectedItem])
+_decode_marks = msgspec.msgpack.Decoder(dict[int, int])
+_decode_status = msgspec.msgpack.Decoder(ReflectorStatus)
+_MSGPACK = "application/msgpack"
+
+
+def reflector_app(reflector: Reflector, metrics: HubMetrics,
+                  ready: Callable[[], bool] = lambda: True) -> web.Application:
+    """The internal API of one reflector. ``ready``: False while it is still loading (503)."""
+
+    def packed(value: object) -> web.Response:
+        return web.Response(body=_feed_state.encode(value), content_type=_MSGPACK)
+
+    def ids(request: web.Request, *names: str) -> list[int]:
+        try:
+            return [int(request.match_info[name]) for name in names]
+        except ValueError:
+            raise web.HTTPBadRequest(text=f"{', '.join(names)}: whole numbers expected") from None
+
+    @web.middleware
+    async def loaded(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        if request.path.startswith(PREFIX) and not ready():
+            raise web.HTTPServiceUnavailable(text="the reflector is still loading",
+                                             headers={"Retry-After": "1"})
+        return await handler(request)
+
+    async def version(request: web.Request) -> web.Response:
+        sub_id, generation = ids(request, "sub_id", "generation")
+        if not reflector.serves(sub_id, generation):
+            raise web.HTTPNotFound(text=f"reflector {reflector.number} serves no feed "
+                                   f"{sub_id}/{generation}")
+        return packed(FeedVersion(*reflector.version(sub_id)))
+
+    async def items(request: web.Request) -> web.Response:
+        (sub_id,) = ids(request, "sub_id")
+        if not reflector.subs.is_active(sub_id):
+            return packed([])
+        return packed(await reflector.items(sub_id))
+
+    async def watermarks(_: web.Request) -> web.Response:
+        return packed(await asyncio.to_thread(reflector.log.watermarks))
+
+    async def status(_: web.Request) -> web.Response:
+        return packed(ReflectorStatus(number=reflector.number,
+                                      subscriptions=reflector.subs.count(),
+                                      memory_bytes=reflector.memory_bytes(),
+                                      applied_seq=reflector.applied_seq))
+
+    async def figures(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(metrics.registry),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application(middlewares=[loaded], client_max_size=1024)
+    app.router.add_get(PREFIX + "/feeds/{sub_id}/items", items)
+    app.router.add_get(PREFIX + "/feeds/{sub_id}/{generation}", version)
+    app.router.add_get(PREFIX + "/watermarks", watermarks)
+    app.router.add_get(PREFIX + "/status", status)
+    app.router.add_get("/metrics", figures)
+    return app
+
+
+class ReflectorClient:
+    """One reflector process, as the hub and the web processes ask it (a shared session,
+    created on first use)."""
+
+    def __init__(self, number: int, url: str) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"reflector {number} at {url!r}: give an http:// URL such as "
+                             "http://127.0.0.1:8301")
+        self.number = number
+        self.url = url.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+
+    async def _get(self, path: str) -> bytes | None:
+        """The answer's body, None on 404; ReflectorUnavailable on anything else."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=TIMEOUT_S),
+                connector=aiohttp.TCPConnector(limit=64))
+        where = f"reflector {self.number} at {self.url}"
+        try:
+            async with self._session.get(self.url + PREFIX + path) as answer:
+                if answer.status == 404:
+                    return None
+                if answer.status != 200:
+                    text = (await answer.text())[:200]
+                    raise ReflectorUnavailable(f"{where} answered {answer.status}: {text}")
+                chunks, size = [], 0
+                async for chunk in answer.content.iter_chunked(1 << 16):
+                    size += len(chunk)
+                    if size > MAX_BODY_BYTES:
+                        raise ReflectorUnavailable(f"{where}: answer larger than "
+                                                   f"{MAX_BODY_BYTES >> 20} MB")
+                    chunks.append(chunk)
+                return b"".join(chunks)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise ReflectorUnavailable(f"{where} cannot be reached: "
+                                       f"{exc!r}"[:300]) from exc
+
+    async def _decoded(self, path: str, decoder: msgspec.msgpack.Decoder) -> object:
+        body = await self._get(path)
+        if body is None:
+            return None
+        try:
+            return decoder.decode(body)
+        except msgspec.DecodeError as exc:
+            raise ReflectorUnavailable(f"reflector {self.number} at {self.url} sent an "
+                                       f"undecodable answer to {path}: {exc}") from exc
+
+    async def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
+        return await self._decoded(f"/feeds/{sub_id}/{generation}", _decode_version)  # type: ignore[return-value]
+
+    async def items(self, sub_id: int) -> list[ReflectedItem]:
+        return await self._decoded(f"/feeds/{sub_id}/items", _decode_items) or []  # type: ignore[return-value]
+
+    async def watermarks(self) -> dict[int, int]:
+        return await self._decoded("/watermarks", _decode_marks) or {}  # type: ignore[return-value]
+
+    async def status(self) -> ReflectorStatus | None:
+        return await self._decoded("/status", _decode_status)  # type: ignore[return-value]
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

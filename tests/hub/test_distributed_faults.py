@@ -1,0 +1,283 @@
+"""Exactly once under faults: the hub as processes (the crawling hub, two filter shards, two
+reflectors), each bound to a loopback address of its own and reaching the others only through the
+URLs it was given, on a real NATS server, crawling a real farm, while
+
+* a seeded schedule kills one of them with SIGKILL at random moments (some while it is still
+  loading its snapshot, some while a reflector checkpoints every half second) and starts it
+  again, at least ten times;
+* the NATS server is stopped for 10 s mid-flow (its own server: other tests share the session's);
+* PostgreSQL, holding the hub's state, the entries and the reflectors' logs, is stopped for 10 s.
+
+The oracle is offline: every entry the crawler stored, re-matched against every subscription with
+the reference matcher, must be held by the subscription's reflector, and nothing else; no entry
+may be stored twice. Not the system's own counters."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+
+import numpy as np
+
+from feedmesh.bus.nats_server import LocalNats
+from feedmesh.compose import open_hub_state, open_ingest_store, open_reflector_log
+from feedmesh.farm import FarmConfig, FarmServer
+from feedmesh.hub.held import restore_held
+from feedmesh.match import article_from_entry, parse_query
+from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
+from tests.eventually import eventually
+
+from .conftest import ORIGIN
+from .test_external_reflectors import free_port
+
+QUERIES = ["people", "time OR world", "people AND time", "world NOT people", "year*",
+           "life OR day", "\"the world\"", "people OR time OR world"]
+KEEP = 5000  # larger than anything matched: nothing is trimmed, so "held" is "delivered"
+KILLS = 10
+HUB_ADDRESS = "127.0.2.1"
+REFLECTOR_ADDRESSES = ("127.0.2.11", "127.0.2.12")
+
+
+@dataclass
+class Role:
+    """One process of the topology; its standard error goes to a file (read, never piped: a
+    process that logs much must not block on a full pipe)."""
+
+    name: str
+    argv: list[str]
+    ready: str
+    logs: Path
+    process: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+    log_files: list[Path] = field(default_factory=list)
+
+    def start(self) -> None:
+        self.starts += 1
+        path = self.logs / f"{self.name}-{self.starts}.log"
+        self.log_files.append(path)
+        with open(path, "wb") as err:
+            self.process = subprocess.Popen([sys.executable, "-m", "feedmesh", *self.argv],
+                                            stdout=subprocess.DEVNULL, stderr=err)
+
+    def text(self) -> str:
+        return self.log_files[-1].read_text(errors="replace")
+
+    async def wait_ready(self) -> None:
+        def up() -> bool:
+            assert self.process is not None and self.process.poll() is None, self.text()
+            return self.ready in self.text()
+
+        await eventually(up, timeout=120)
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(self.process.wait, 30)
+
+    async def stop(self) -> int:
+        """SIGTERM, and its exit status (the farm, in this event loop, keeps serving)."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return await asyncio.to_thread(self.process.wait, 120)
+
+
+def subscriptions(state_at: str) -> dict[int, tuple[str, int]]:
+    """Two accounts (one per reflector), each with every query: id -> (query, reflector)."""
+    state = open_hub_state(state_at)
+    subs = {}
+    for name in ("ann", "bob"):
+        account, _ = state.create_account(name, 1.0)
+        for query in QUERIES:
+            reflector = account.id % 2
+            sub = state.add_subscription(account.id, name="", query=query, keep=KEEP,
+                                         reflector=reflector, now=1.0)
+            subs[sub.id] = (query, reflector)
+    state.close()
+    return subs
+
+
+def oracle(entries_at: str, subs: dict[int, tuple[str, int]]) -> tuple[dict[int, set[int]], int]:
+    """Each subscription's matching stored entries, and how many entries are stored twice
+    (the same key, or the same content, twice in one feed)."""
+    store = open_ingest_store(entries_at)
+    try:
+        urls = {row.id: row.state.url for row in store.feeds()}
+        entries = store.entries_after(0, 10**9)
+    finally:
+        store.close()
+    keys = {(item.feed_id, item.entry.key) for item in entries}
+    hashes = {(item.feed_id, item.entry.content_hash) for item in entries}
+    twice = 2 * len(entries) - len(keys) - len(hashes)
+    tokens = [(item.id, article_from_entry(item.entry, urls[item.feed_id])) for item in entries]
+    want = {sub_id: {entry_id for entry_id, t in tokens if parse_query(query).matches(t)}
+            for sub_id, (query, _) in subs.items()}
+    return want, twice
+
+
+def held(log_at: str, reflector: int, subs: dict[int, tuple[str, int]]) -> dict[int, list[int]]:
+    """What a reflector's durable state holds for each of its subscriptions (checkpoint plus
+    log), as its next start would load it, each held entry's item present."""
+    keeps = np.zeros(max(subs) + 1, dtype=np.int16)
+    keeps[list(subs)] = KEEP
+    log = open_reflector_log(log_at, reflector)
+    try:
+        topk = restore_held(log, keeps).topk
+        out = {}
+        for sub_id, (_, owner) in subs.items():
+            if owner == reflector:
+                newest = topk.newest_ids(sub_id, KEEP)
+                assert len(log.items(newest)) == len(newest), "a held entry has no stored item"
+                out[sub_id] = newest
+        return out
+    finally:
+        log.close()
+
+
+Disturb = Callable[[dict[str, Role], random.Random, list[str]], Awaitable[None]]
+
+
+async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb,
+                       store_url: str = "") -> tuple[int, int, int, list[str]]:
+    """Start the five processes, ``disturb`` them while the farm posts, stop them in drain
+    order, and check the result offline: (lost, duplicated, pairs expected, what was done)."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    state_at = store_url or str(data / "hub.db")
+    subs = subscriptions(state_at)
+    namespace = f"t{uuid.uuid4().hex[:10]}"
+    common = ["--bus", nats_url, "--bus-namespace", namespace, "--log-level", "warning"]
+    stored = ["--store", store_url] if store_url else []
+    reflector_urls = [f"{a}:{free_port(a)}" for a in REFLECTOR_ADDRESSES]
+    config = FarmConfig(feeds=30, seed=5, faults="none", speed=3600.0, origin=ORIGIN)
+    async with FarmServer(config) as farm:
+        roles = [
+            *(Role(f"reflector{n}", ["reflector", *common, *stored, "--state", state_at,
+                                     "--shard", f"{n}/2", "--data", str(data), "--listen",
+                                     reflector_urls[n], "--checkpoint-interval", "0.5"],
+                   f"feedmesh reflector {n}/2", tmp_path) for n in (0, 1)),
+            *(Role(f"filter{n}", ["filter", *common, "--state", state_at, "--shard", f"{n}/2",
+                                  "--data", str(tmp_path / f"f{n}")],
+                   f"feedmesh filter shard {n}/2", tmp_path) for n in (0, 1)),
+            Role("hub", ["serve", *common, *stored, "--data", str(data), "--host",
+                         HUB_ADDRESS, "--port", "0", "--filters", "2", "--external-filters",
+                         "--reflectors", "2", "--external-reflectors",
+                         ",".join(f"http://{u}" for u in reflector_urls),
+                         "--policy", "interval", "--interval", "0.5",
+                         "--allow-network", "127.0.0.0/8", "--opml", farm.opml_url],
+                 "feedmesh hub on", tmp_path),
+        ]
+        by_name = {role.name: role for role in roles}
+        done: list[str] = []
+        codes: dict[str, int] = {}
+        try:
+            for role in roles:
+                role.start()
+            for role in roles:
+                await role.wait_ready()
+            await disturb(by_name, random.Random(20261124), done)
+            await asyncio.sleep(2.0)  # some crawling after the last disturbance
+        finally:
+            # Drain order: the hub stops crawling and waits until the tiers acknowledged all it
+            # published; then the filters, then the reflectors (a checkpoint each).
+            for name in ("hub", "filter0", "filter1", "reflector0", "reflector1"):
+                if by_name[name].process is not None:
+                    codes[name] = await by_name[name].stop()
+    logs = {role.name: role.text() for role in roles}
+    assert codes == dict.fromkeys(codes, 0), (done, logs)
+    assert not any("Traceback" in text for text in logs.values()), logs
+    want, twice = oracle(store_url or str(data / "feedmesh.db"), subs)
+    assert twice == 0
+    lost = duplicated = 0
+    for reflector in (0, 1):
+        log_at = store_url or str(data / f"reflector-{reflector}.db")
+        for sub_id, newest in held(log_at, reflector, subs).items():
+            duplicated += len(newest) - len(set(newest))
+            lost += len(want[sub_id] - set(newest))
+            assert set(newest) <= want[sub_id], (sub_id, sorted(set(newest) - want[sub_id]))
+    expected = sum(len(w) for w in want.values())
+    assert expected > 100  # the run matched something worth checking
+    return lost, duplicated, expected, done
+
+
+async def kill_at_random(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
+    names = sorted(roles)
+    # Every role at least once, then at random.
+    order = rng.sample(names, len(names)) + [rng.choice(names)
+                                             for _ in range(KILLS - len(names))]
+    for name in order:
+        await asyncio.sleep(rng.uniform(0.3, 2.0))  # the system runs meanwhile
+        role = roles[name]
+        await role.kill()
+        done.append(name)
+        role.start()
+        if rng.random() < 0.3:  # again at once: while it loads its snapshot
+            await asyncio.sleep(rng.uniform(0.05, 0.4))
+            await role.kill()
+            done.append(name + " (loading)")
+            role.start()
+        await role.wait_ready()
+
+
+async def test_ten_kills_lose_nothing_and_double_nothing(tmp_path, nats_url):
+    lost, duplicated, _, done = await run_topology(tmp_path, nats_url, kill_at_random)
+    assert len(done) >= KILLS
+    assert (lost, duplicated) == (0, 0), done
+
+
+async def test_a_nats_outage_of_ten_seconds_is_waited_out(tmp_path):
+    server = LocalNats(tmp_path / "nats").start()
+
+    async def outage(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
+        await asyncio.sleep(2.0)
+        await asyncio.to_thread(server.stop)
+        done.append("nats stopped")
+        await asyncio.sleep(10.0)
+        await asyncio.to_thread(server.start)  # the same port, the same JetStream files
+        done.append("nats started")
+        await asyncio.sleep(3.0)
+
+    try:
+        lost, duplicated, _, done = await run_topology(tmp_path, server.url, outage)
+    finally:
+        server.stop()
+    assert (lost, duplicated) == (0, 0), done
+
+
+async def test_a_postgresql_outage_of_ten_seconds_is_waited_out(tmp_path):
+    folder = tempfile.mkdtemp(prefix="feedmesh-test-pg-")  # the server's user must reach it
+    server = LocalPostgres(folder, durable=False)
+    try:
+        server.start()
+    except LocalPostgresError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise AssertionError(f"no PostgreSQL for the test: {exc}") from exc
+    nats = LocalNats(tmp_path / "nats").start()
+
+    async def outage(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
+        await asyncio.sleep(2.0)
+        await asyncio.to_thread(server.stop)
+        done.append("postgresql stopped")
+        await asyncio.sleep(10.0)
+        await asyncio.to_thread(server.start)
+        done.append("postgresql started")
+        await asyncio.sleep(3.0)
+
+    try:
+        lost, duplicated, _, done = await run_topology(tmp_path, nats.url, outage,
+                                                       store_url=server.url())
+    finally:
+        nats.stop()
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert (lost, duplicated) == (0, 0), done
