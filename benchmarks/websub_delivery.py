@@ -37,7 +37,6 @@ import random
 import re
 import signal
 import sqlite3
-import statistics
 import subprocess
 import tempfile
 import time
@@ -199,7 +198,7 @@ async def run(window: float, phases: list[int], hosts: int, drain_s: float,
                 topics = {s: f"{base}/f/{tokens.make(s, 0)}.rss" for s in batch}
                 callbacks = {s: f"{bases[n % hosts]}/cb/{s}" for n, s in enumerate(batch)}
                 took = await subscribe_all(base, topics, callbacks)
-                await wait_for(lambda: len(subscribers.verified) == phase, 600,
+                await wait_for(lambda wanted=phase: len(subscribers.verified) == wanted, 600,
                                f"{phase} verifications")
                 done = phase
                 print(f"  {len(batch)} more subscriptions requested in {took:.1f} s; {phase} "
