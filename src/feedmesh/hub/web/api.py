@@ -21,6 +21,7 @@ from feedmesh.hub.facade import FollowLimitError, HubFacade, PushRefusedError, S
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
+from feedmesh.hub.web.websub import push_error
 from feedmesh.match import QueryError, html_to_text, parse_query
 from feedmesh.memory import release_memory
 from feedmesh.store import Account, PushAttempt, PushTarget, Subscription
@@ -356,7 +357,7 @@ class Api:
         try:
             hook = await self.hub.add_webhook(sub.id, url.strip())
         except PushRefusedError as exc:
-            raise ApiError(exc.status, exc.code, exc.message, **exc.detail) from exc
+            raise push_error(exc) from exc
         # The secret is shown here only: it signs every delivery (X-Feedmesh-Signature).
         return _json({"webhook": self._webhook_json(hook, secret=True)}, 201)
 

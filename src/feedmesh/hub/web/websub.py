@@ -24,9 +24,17 @@ from feedmesh.websub.hub_requests import (
     read_form,
 )
 
-__all__ = ["HubEndpoint"]
+__all__ = ["HubEndpoint", "push_error"]
 
 _FORM = "application/x-www-form-urlencoded"
+
+
+def push_error(exc: PushRefusedError) -> ApiError:
+    """The answer to a refused push request (429 and 503 say when to retry)."""
+    error = ApiError(exc.status, exc.code, exc.message, **exc.detail)
+    if exc.status in (429, 503):
+        error.headers["Retry-After"] = "60"
+    return error
 
 
 class HubEndpoint:
@@ -79,9 +87,6 @@ class HubEndpoint:
         try:
             self.hub.websub_request(hub_request, sub_id, fmt)
         except PushRefusedError as exc:
-            error = ApiError(exc.status, exc.code, exc.message, **exc.detail)
-            if exc.status == 429:
-                error.headers["Retry-After"] = "60"
-            raise error from exc
+            raise push_error(exc) from exc
         return web.Response(status=202, text=f"{hub_request.mode} request accepted; verifying "
                             "intent with the callback\n")
