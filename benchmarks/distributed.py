@@ -1,24 +1,26 @@
-"""The hub beyond one machine: what is built of it, measured (docs/distributed.md).
+"""The hub beyond one machine, measured (docs/distributed.md; the distributed-tiers issue).
 
-Today: the filter tier's capacity with its subscriptions split over 2 shard processes versus 1
-(Cobra's out-decomposition of a filter whose CPU is its limit), each shard a `feedmesh filter`
-process on a real NATS JetStream server this benchmark starts, draining a pre-filled `articles`
-stream. With n shards every article is matched n times, each time against 1/n of the
-subscriptions, on as many cores: the ideal is 2x on this 2-core machine (the NATS server and the
-benchmark share the cores). Goal (the distributed-tiers issue): >= 1.7x.
+1. **Three modes** on ``benchmarks/hub.py``'s workload (case (b): 100k feeds, 1M subscriptions;
+   ``--quick``: case (a), 10k feeds, 100k subscriptions), the same farm speed and crawl budget in
+   each: ``embedded`` (``feedmesh serve``: one process, SQLite, the in-process bus; exactly
+   ``hub.run_case``), ``nats_111`` (1 crawler + 1 filter + 1 reflector processes, and a web
+   process, over NATS JetStream + PostgreSQL) and ``nats_122`` (1 crawler + 2 filters + 2
+   reflectors): articles/s, intra-hub latency p50/p99, per-process CPU and RSS, bus bytes/s,
+   PostgreSQL commits/s, private feeds served 200/304 per s (``benchmarks/topology.py``).
+2. **The filter tier's capacity**, 2 shard processes versus 1 (Cobra's out-decomposition of a
+   filter whose CPU is its limit), each a ``feedmesh filter`` process on a real NATS server,
+   draining a pre-filled ``articles`` stream; beside it 2 replicas of one shard (the
+   in-decomposition). Runs alternate 1 shard, 2 shards, 2 replicas on the same stream contents;
+   the figure is the ratio of the medians. Goal: >= 1.7x on this 2-core machine.
+3. **The kill run**: ``tests/hub/test_distributed_faults.py``'s topology (crawler, 2 filters, 2
+   reflectors) killed with SIGKILL 10+ times, checked by an offline re-match: entries lost and
+   doubled.
 
-Beside it, the in-decomposition: 2 replica processes of one shard sharing the stream (each
-article matched once, against every subscription). Runs alternate 1 shard, 2 shards, 2 replicas,
-... on the same stream contents and the same subscriptions (each configuration's index snapshot is built once, then loaded); the figure is the
-ratio of the medians. Matches are published to a subject no group reads (the filters alone are
-measured: a stream without a group keeps nothing).
+    .venv/bin/python benchmarks/distributed.py [--quick] [--skip modes,filters,kills]
 
-    .venv/bin/python benchmarks/distributed.py [--quick] [--subs N] [--articles N] [--runs N]
-
-Not yet measured (not built): the three-mode hub run (embedded, 1+1+1 and 1+2+2 processes over
-NATS + PostgreSQL), the kill -9 run's exactly-once check.
-
-Last line: JSON with ``filter_scaling_2v1`` and the figures behind it.
+Last line: JSON with, per mode, ``<mode>_articles_per_s``, ``<mode>_p50_ms``, ``<mode>_p99_ms``,
+``<mode>_rss_mb``; ``filter_scaling_2v1``, ``kill_lost``, ``kill_duplicated``; and the figures
+behind them.
 """
 
 from __future__ import annotations
@@ -122,25 +124,14 @@ def run_once(work: Path, url: str, shards: int, articles: list[bytes], replicas:
             "cpu_s_per_process": [round(c, 1) for c in cpu]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="100k subscriptions, 4,000 articles, 2 runs each")
-    parser.add_argument("--subs", type=int, default=1_000_000)
-    parser.add_argument("--articles", type=int, default=20_000)
-    parser.add_argument("--words", type=int, default=637,
-                        help="words per article (the matcher benchmark's middle size)")
-    parser.add_argument("--runs", type=int, default=3, help="runs of each configuration")
-    args = parser.parse_args()
-    if args.quick:
-        args.subs, args.articles, args.runs = 100_000, 4_000, 2
+def filter_scaling(subs: int, article_count: int, words: int, runs_each: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp, LocalNats(Path(tmp) / "nats") as nats:
         work = Path(tmp)
         started = time.perf_counter()
-        provision(work / "hub.db", args.subs)
-        print(f"{args.subs:,} subscriptions provisioned in {time.perf_counter() - started:.0f} s",
+        provision(work / "hub.db", subs)
+        print(f"{subs:,} subscriptions provisioned in {time.perf_counter() - started:.0f} s",
               flush=True)
-        texts = Workload(seed=2).article_texts(args.articles, args.words)
+        texts = Workload(seed=2).article_texts(article_count, words)
         articles = [encode(Article(entry_id=n, feed_id=1 + n % 1000,
                                    feed_url=f"http://127.0.0.1/f{n % 1000}", feed_title="bench",
                                    entry=Entry(key=str(n), title=text[:80], summary=text),
@@ -151,7 +142,7 @@ def main() -> None:
         for shards in (1, 2):  # build each configuration's snapshots outside the measurement
             print(f"warming {shards} shard(s) (index snapshots)", flush=True)
             run_once(work, nats.url, shards, articles[:200])
-        for _ in range(args.runs):
+        for _ in range(runs_each):
             for name, (shards, replicas) in configurations.items():
                 result = run_once(work, nats.url, shards, articles, replicas)
                 runs[name].append(result)
@@ -161,15 +152,94 @@ def main() -> None:
     rate = {name: statistics.median(r["articles_per_s"] for r in found)
             for name, found in runs.items()}
     one, two, pair = rate["1 shard"], rate["2 shards"], rate["2 replicas"]
-    print(f"filter tier, {args.subs:,} subscriptions, {args.words}-word articles: 1 shard "
+    print(f"filter tier, {subs:,} subscriptions, {words}-word articles: 1 shard "
           f"{one:,.0f}/s; 2 shards (out-decomposition) {two:,.0f}/s = {two / one:.2f}x (goal "
-          f">= 1.7); 2 replicas of one shard (in-decomposition) {pair:,.0f}/s = {pair / one:.2f}x")
-    print(json.dumps({"filter_scaling_2v1": round(two / one, 2),
-                      "filter_replicas_2v1": round(pair / one, 2),
-                      "filter_1_shard_articles_per_s": one, "filter_2_shards_articles_per_s": two,
-                      "filter_2_replicas_articles_per_s": pair,
-                      "subscriptions": args.subs, "articles": args.articles,
-                      "words_per_article": args.words, "runs": runs}))
+          f">= 1.7); 2 replicas of one shard (in-decomposition) {pair:,.0f}/s = {pair / one:.2f}x",
+          flush=True)
+    return {"filter_scaling_2v1": round(two / one, 2), "filter_replicas_2v1": round(pair / one, 2),
+            "filter_1_shard_articles_per_s": one, "filter_2_shards_articles_per_s": two,
+            "filter_2_replicas_articles_per_s": pair, "filter_subscriptions": subs,
+            "filter_articles": article_count, "words_per_article": words, "filter_runs": runs}
+
+
+def kill_run() -> dict:
+    """The fault test's topology and schedule, run here for its figures."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package
+    from tests.hub.test_distributed_faults import kill_at_random, run_topology
+
+    with tempfile.TemporaryDirectory() as tmp, LocalNats(Path(tmp) / "nats") as nats:
+        lost, duplicated, expected, done = asyncio.run(
+            run_topology(Path(tmp), nats.url, kill_at_random))
+    print(f"kill run: {len(done)} kills ({', '.join(done)}); {expected} entry-subscription "
+          f"pairs expected; lost {lost}, doubled {duplicated}", flush=True)
+    return {"kill_lost": lost, "kill_duplicated": duplicated, "kill_pairs": expected,
+            "kills": len(done)}
+
+
+def modes(quick: bool, window: float) -> dict:
+    import hub
+    import topology
+
+    case = "a" if quick else "b"
+    feeds, subs, speed, interval = hub.CASES[case]
+    embedded = hub.run_case(case, feeds, subs, speed, interval, window, "ids", "memory")
+    results = {"embedded": {"articles_per_s": embedded["articles_per_s"],
+                            "latency_p50_ms": embedded["latency_p50_ms"],
+                            "latency_p99_ms": embedded["latency_p99_ms"],
+                            "rss_mb": embedded["hub_rss_mb"],
+                            "feed_200_per_s": embedded["feed_200_per_s"],
+                            "feed_304_per_s": embedded["feed_304_per_s"]}}
+    for name, filters, reflectors in (("nats_111", 1, 1), ("nats_122", 2, 2)):
+        results[name] = topology.run_mode(name, feeds, subs, speed, interval, window, filters,
+                                          reflectors)
+    print(f"\ncase ({case}): {feeds:,} feeds, {subs:,} subscriptions, farm x{speed:g}, crawl "
+          f"every {interval:g} s in every mode")
+    print(f"{'mode':9} {'art/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'RSS MB':>7} {'200/s':>6} "
+          f"{'304/s':>6}  per process (CPU %, RSS MB)")
+    for name, r in results.items():
+        per = ", ".join(f"{p} {v['cpu_pct']:.0f}%/{v['rss_mb']:.0f}"
+                        for p, v in r.get("processes", {}).items())
+        print(f"{name:9} {r['articles_per_s']:>7.0f} {r['latency_p50_ms'] or 0:>8.1f} "
+              f"{r['latency_p99_ms'] or 0:>8.1f} {r['rss_mb']:>7.0f} {r['feed_200_per_s']:>6} "
+              f"{r['feed_304_per_s']:>6}  {per}")
+    print("goals (nats modes): >= 200 articles/s, p50 <= 150 ms, p99 <= 1,000 ms, feeds served "
+          "no worse than embedded")
+    figures: dict = {"case": case}
+    for name, r in results.items():
+        figures[f"{name}_articles_per_s"] = r["articles_per_s"]
+        figures[f"{name}_p50_ms"] = r["latency_p50_ms"]
+        figures[f"{name}_p99_ms"] = r["latency_p99_ms"]
+        figures[f"{name}_rss_mb"] = r["rss_mb"]
+    figures["modes"] = results
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="case (a) for the modes; 100k subscriptions, 4,000 articles, 2 "
+                        "runs each for the filter tier")
+    parser.add_argument("--window", type=float, default=60.0,
+                        help="seconds measured per mode (whole crawl intervals)")
+    parser.add_argument("--skip", default="", help="parts not to run: modes,filters,kills")
+    parser.add_argument("--subs", type=int, default=1_000_000)
+    parser.add_argument("--articles", type=int, default=20_000)
+    parser.add_argument("--words", type=int, default=637,
+                        help="words per article (the matcher benchmark's middle size)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each filter configuration")
+    args = parser.parse_args()
+    skip = {part.strip() for part in args.skip.split(",") if part.strip()}
+    if args.quick:
+        args.subs, args.articles, args.runs = 100_000, 4_000, 2
+        args.window = min(args.window, 40.0)
+    figures: dict = {}
+    if "modes" not in skip:
+        figures |= modes(args.quick, args.window)
+    if "filters" not in skip:
+        figures |= filter_scaling(args.subs, args.articles, args.words, args.runs)
+    if "kills" not in skip:
+        figures |= kill_run()
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "up": ("feedmesh.commands.up", "start a hub as several processes joined by NATS JetStream"),
     "down": ("feedmesh.commands.down", "stop what `feedmesh up` started"),
     "provision": ("feedmesh.provision.cli", "plan a topology of crawlers, filters and reflectors"),
+    "keys": ("feedmesh.mesh.keys.cli", "make, show, rotate or revoke a mesh publisher's signing key"),
+    "republish": ("feedmesh.commands.republish",
+                  "poll legacy feeds and multicast what is new on the mesh, signed (SCRIBE-RSS)"),
 }
 
 

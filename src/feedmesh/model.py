@@ -30,6 +30,7 @@ __all__ = [
     "FetchError",
     "FetchOutcome",
     "FetchResult",
+    "MeshSubscribe",
     "ParseProblem",
     "ParsedFeed",
     "Person",
@@ -77,6 +78,24 @@ class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
     language: str = ""
 
 
+class MeshSubscribe(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A feed's SCRIBE-RSS ``<subscribe>`` element: its updates are also multicast, signed, on the
+    mesh (issue 14). The key is inline (``public_key``) or a URI plus its fingerprint."""
+
+    group: str = ""
+    """The feed's canonical URL, whose SHA-1 is the Scribe group ("" = the feed's own URL)."""
+    public_key: str = ""
+    """Base64 Ed25519 public key (32 bytes) that starts the feed's signed log."""
+    key_url: str = ""
+    """Where the key can be fetched, when it is not inline."""
+    fingerprint: str = ""
+    """``sha256:<hex>`` of the raw key bytes found at ``key_url``."""
+    bootstrap: tuple[str, ...] = ()
+    """``host:port`` overlay nodes to join through."""
+    republication: bool = False
+    """Signed by a republisher with its own key, not by the publisher."""
+
+
 class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """Feed-level metadata, including the publisher's hints to pollers."""
 
@@ -104,6 +123,8 @@ class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     update_base: datetime | None = None
     """``sy:updateBase``: the instant the ``update_period`` schedule is counted from."""
     icon: str = ""
+    subscribe: MeshSubscribe | None = None
+    """The feed is multicast on the mesh (SCRIBE-RSS ``<subscribe>``); None when it is not."""
 
 
 class ParseProblem(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -131,6 +152,8 @@ class ParsedFeed(msgspec.Struct, frozen=True, omit_defaults=True):
     entries: tuple[Entry, ...] = ()
     error: ParseProblem | None = None
     encoding: str = ""
+    warnings: tuple[ParseProblem, ...] = ()
+    """Problems that cost nothing but one optional element (a malformed ``<subscribe>``)."""
 
     @property
     def is_feed(self) -> bool:

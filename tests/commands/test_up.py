@@ -32,7 +32,7 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, post
     async with FarmServer(config) as farm, aiohttp.ClientSession() as session:
         up = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "feedmesh", "up", "--data", str(data), "--filters", "2",
-            "--reflectors", "2", "--web", "2",
+            "--reflectors", "2", "--web", "2", "--crawlers", "2",
             "--port", "0", "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8",
             "--store", postgres_url,
             stderr=asyncio.subprocess.PIPE)
@@ -68,9 +68,9 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, post
             code, out, err = await feedmesh("stats", "--up", str(data), "--json")
             assert code == 0, err
             rows = json.loads(out)
-            assert sorted(row["role"] for row in rows) == ["crawler", "filter", "filter", "nats",
-                                                           "reflector", "reflector", "web",
-                                                           "web"]
+            assert sorted(row["role"] for row in rows) == [
+                "crawler", "crawler", "filter", "filter", "nats", "reflector", "reflector", "web",
+                "web"]
             assert all(row["alive"] and row["rss_mb"] > 0 for row in rows)
             filters = [row for row in rows if row["role"] == "filter"]
             assert sorted(row["shard"] for row in filters) == ["0/2", "1/2"]
@@ -93,11 +93,11 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops(tmp_path, post
     assert not (data / "up.json").exists()
 
 
-async def test_up_refuses_what_is_not_built_and_down_without_up_is_one_line(tmp_path):
+async def test_up_refuses_what_cannot_work_and_down_without_up_is_one_line(tmp_path):
     code, _, err = await feedmesh("up", "--data", str(tmp_path), "--crawlers", "2")
     assert code == 2 and err.strip() == (
-        "feedmesh up: --crawlers 2: not built yet (one crawler process crawls every feed; "
-        "docs/distributed.md)")
+        "feedmesh up: several crawlers share one ingest store: give --store postgresql://... "
+        "(SQLite takes one writer at a time)")
     code, _, err = await feedmesh("down", "--data", str(tmp_path))
     assert code == 2 and err.startswith("feedmesh down: no running topology in") and \
         len(err.strip().splitlines()) == 1

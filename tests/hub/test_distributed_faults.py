@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import shutil
-import tempfile
-from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from feedmesh.hub.held import restore_held
 from feedmesh.match import article_from_entry, parse_query
 from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 from tests.eventually import eventually
+from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from .conftest import ORIGIN
 from .test_external_reflectors import free_port
@@ -107,9 +108,18 @@ def subscriptions(state_at: str) -> dict[int, tuple[str, int]]:
     return subs
 
 
-def oracle(entries_at: str, subs: dict[int, tuple[str, int]]) -> tuple[dict[int, set[int]], int]:
-    """Each subscription's matching stored entries, and how many entries are stored twice
-    (the same key, or the same content, twice in one feed)."""
+class Oracle(NamedTuple):
+    want: dict[int, set[int]]
+    """Each subscription's matching stored entries."""
+    twice: int
+    """Entries stored twice (the same key, or the same content, twice in one feed)."""
+    oldest: dict[int, int]
+    """Per feed, its oldest stored entry: the store keeps the newest 200 of a feed, so a
+    reflector may hold older ones the store has since pruned (and the oracle cannot re-match)."""
+
+
+def oracle(entries_at: str, subs: dict[int, tuple[str, int]]) -> Oracle:
+    """What the reflectors must hold, from the stored entries alone."""
     store = open_ingest_store(entries_at)
     try:
         urls = {row.id: row.state.url for row in store.feeds()}
@@ -122,12 +132,17 @@ def oracle(entries_at: str, subs: dict[int, tuple[str, int]]) -> tuple[dict[int,
     tokens = [(item.id, article_from_entry(item.entry, urls[item.feed_id])) for item in entries]
     want = {sub_id: {entry_id for entry_id, t in tokens if parse_query(query).matches(t)}
             for sub_id, (query, _) in subs.items()}
-    return want, twice
+    oldest: dict[int, int] = {}
+    for item in entries:
+        oldest[item.feed_id] = min(oldest.get(item.feed_id, item.id), item.id)
+    return Oracle(want, twice, oldest)
 
 
-def held(log_at: str, reflector: int, subs: dict[int, tuple[str, int]]) -> dict[int, list[int]]:
+def held(log_at: str, reflector: int, subs: dict[int, tuple[str, int]]
+         ) -> dict[int, list[tuple[int, int]]]:
     """What a reflector's durable state holds for each of its subscriptions (checkpoint plus
-    log), as its next start would load it, each held entry's item present."""
+    log), as its next start would load it: (entry id, feed id), each held entry's item
+    present."""
     keeps = np.zeros(max(subs) + 1, dtype=np.int16)
     keeps[list(subs)] = KEEP
     log = open_reflector_log(log_at, reflector)
@@ -137,8 +152,9 @@ def held(log_at: str, reflector: int, subs: dict[int, tuple[str, int]]) -> dict[
         for sub_id, (_, owner) in subs.items():
             if owner == reflector:
                 newest = topk.newest_ids(sub_id, KEEP)
-                assert len(log.items(newest)) == len(newest), "a held entry has no stored item"
-                out[sub_id] = newest
+                items = log.items(newest)
+                assert len(items) == len(newest), "a held entry has no stored item"
+                out[sub_id] = [(item.entry_id, item.feed_id) for item in items]
         return out
     finally:
         log.close()
@@ -147,10 +163,12 @@ def held(log_at: str, reflector: int, subs: dict[int, tuple[str, int]]) -> dict[
 Disturb = Callable[[dict[str, Role], random.Random, list[str]], Awaitable[None]]
 
 
-async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb,
-                       store_url: str = "") -> tuple[int, int, int, list[str]]:
-    """Start the five processes, ``disturb`` them while the farm posts, stop them in drain
-    order, and check the result offline: (lost, duplicated, pairs expected, what was done)."""
+async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb, store_url: str = "",
+                       crawlers: int = 0) -> tuple[int, int, int, list[str]]:
+    """Start the five processes (with ``crawlers``, that many ``feedmesh crawler --shard``
+    processes instead of the crawling hub with its web), ``disturb`` them while the farm posts,
+    stop them in drain order, and check the result offline: (lost, duplicated, pairs expected,
+    what was done)."""
     data = tmp_path / "data"
     data.mkdir(mode=0o700)
     state_at = store_url or str(data / "hub.db")
@@ -169,14 +187,19 @@ async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb,
             *(Role(f"filter{n}", ["filter", *common, "--state", state_at, "--shard", f"{n}/2",
                                   "--data", str(tmp_path / f"f{n}")],
                    f"feedmesh filter shard {n}/2", tmp_path) for n in (0, 1)),
-            Role("hub", ["serve", *common, *stored, "--data", str(data), "--host",
-                         HUB_ADDRESS, "--port", "0", "--filters", "2", "--external-filters",
-                         "--reflectors", "2", "--external-reflectors",
-                         ",".join(f"http://{u}" for u in reflector_urls),
-                         "--policy", "interval", "--interval", "0.5",
-                         "--allow-network", "127.0.0.0/8", "--opml", farm.opml_url],
-                 "feedmesh hub on", tmp_path),
         ]
+        crawling = ["--data", str(data), "--port", "0", "--filters", "2", "--external-filters",
+                    "--reflectors", "2", "--external-reflectors",
+                    ",".join(f"http://{u}" for u in reflector_urls), "--policy", "interval",
+                    "--interval", "0.5", "--allow-network", "127.0.0.0/8", "--opml",
+                    farm.opml_url]
+        if not crawlers:
+            roles.append(Role("hub", ["serve", *common, *stored, *crawling, "--host",
+                                      HUB_ADDRESS], "feedmesh hub on", tmp_path))
+        for n in range(crawlers):
+            roles.append(Role(f"crawler{n}", ["crawler", *common, *stored, *crawling, "--host",
+                                              f"127.0.2.{2 + n}", "--shard", f"{n}/{crawlers}"],
+                              "feedmesh crawler:", tmp_path))
         by_name = {role.name: role for role in roles}
         done: list[str] = []
         codes: dict[str, int] = {}
@@ -190,21 +213,29 @@ async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb,
         finally:
             # Drain order: the hub stops crawling and waits until the tiers acknowledged all it
             # published; then the filters, then the reflectors (a checkpoint each).
-            for name in ("hub", "filter0", "filter1", "reflector0", "reflector1"):
+            firsts = ["hub"] if not crawlers else [f"crawler{n}" for n in range(crawlers)]
+            for name in (*firsts, "filter0", "filter1", "reflector0", "reflector1"):
                 if by_name[name].process is not None:
                     codes[name] = await by_name[name].stop()
     logs = {role.name: role.text() for role in roles}
     assert codes == dict.fromkeys(codes, 0), (done, logs)
     assert not any("Traceback" in text for text in logs.values()), logs
-    want, twice = oracle(store_url or str(data / "feedmesh.db"), subs)
-    assert twice == 0
+    truth = oracle(store_url or str(data / "feedmesh.db"), subs)
+    want = truth.want
+    assert truth.twice == 0
     lost = duplicated = 0
     for reflector in (0, 1):
         log_at = store_url or str(data / f"reflector-{reflector}.db")
-        for sub_id, newest in held(log_at, reflector, subs).items():
-            duplicated += len(newest) - len(set(newest))
-            lost += len(want[sub_id] - set(newest))
-            assert set(newest) <= want[sub_id], (sub_id, sorted(set(newest) - want[sub_id]))
+        for sub_id, pairs in held(log_at, reflector, subs).items():
+            ids = [entry_id for entry_id, _ in pairs]
+            duplicated += len(ids) - len(set(ids))
+            lost += len(want[sub_id] - set(ids))
+            # Held but not expected: only entries the store pruned since (older than their
+            # feed's oldest stored entry), never one it has, or never had.
+            phantom = sorted(entry_id for entry_id, feed_id in pairs
+                             if entry_id not in want[sub_id]
+                             and entry_id >= truth.oldest.get(feed_id, 0))
+            assert not phantom, (sub_id, phantom)
     expected = sum(len(w) for w in want.values())
     assert expected > 100  # the run matched something worth checking
     return lost, duplicated, expected, done
@@ -232,6 +263,26 @@ async def kill_at_random(roles: dict[str, Role], rng: random.Random, done: list[
 async def test_ten_kills_lose_nothing_and_double_nothing(tmp_path, nats_url):
     lost, duplicated, _, done = await run_topology(tmp_path, nats_url, kill_at_random)
     assert len(done) >= KILLS
+    assert (lost, duplicated) == (0, 0), done
+
+
+async def test_two_crawlers_share_the_feeds_and_kills_lose_nothing(tmp_path, nats_url,
+                                                                   postgres_url):
+    """Cobra's split of the feeds over crawlers: two `feedmesh crawler --shard i/2` processes
+    on one PostgreSQL ingest store each fetch half of the feeds, and the tiers get every entry
+    once, while crawlers and the others are killed at random."""
+    seen: dict[str, str] = {}
+
+    async def kills_then_look(roles: dict[str, Role], rng: random.Random,
+                              done: list[str]) -> None:
+        seen.update({name: roles[name].text() for name in ("crawler0", "crawler1")})
+        await kill_at_random(roles, rng, done)
+
+    lost, duplicated, _, done = await run_topology(tmp_path, nats_url, kills_then_look,
+                                                   store_url=postgres_url, crawlers=2)
+    shares = [int(seen[name].split("feedmesh crawler: ")[1].split()[0])
+              for name in ("crawler0", "crawler1")]
+    assert shares == [15, 15]  # feed ids 1..30: odd and even
     assert (lost, duplicated) == (0, 0), done
 
 

@@ -17,6 +17,7 @@ from aiohttp.abc import AbstractResolver
 
 from feedmesh.bus import BusError
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
+from feedmesh.commands.filter import parse_shard
 from feedmesh.compose import embedded_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlError
@@ -99,6 +100,7 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
         external_filters=args.external_filters,
+        crawler_shard=parse_shard(getattr(args, "shard", "0/1")),
         external_reflectors=tuple(url.strip() for url in args.external_reflectors.split(",")
                                   if url.strip()),
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
@@ -142,14 +144,19 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
 
 
 def metrics_app(hub: Hub) -> web.Application:
-    """The crawling hub's only HTTP: its Prometheus figures."""
+    """The crawling hub's only HTTP: its Prometheus figures and its ``/api/stats`` (what
+    ``feedmesh stats`` reads: feeds, crawl cycles, queues)."""
 
     async def figures(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(hub.metrics.registry),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
+    async def stats(_: web.Request) -> web.Response:
+        return web.json_response(await hub.stats())
+
     app = web.Application()
     app.router.add_get("/metrics", figures)
+    app.router.add_get("/api/stats", stats)
     return app
 
 

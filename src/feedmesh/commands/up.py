@@ -11,7 +11,8 @@ and stops the rest.
 Every process is listed in ``DATA/up.json`` (role, shard, pid, metrics address), which
 ``feedmesh down`` and ``feedmesh stats --up DATA`` read.
 
-Not built yet: several crawlers (``--crawlers`` other than 1 is refused with that reason).
+``--crawlers N`` runs N crawler processes, each fetching its share of the feeds (``--shard i/N``),
+on the ingest store of ``--store`` (PostgreSQL: SQLite takes one writer at a time).
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the topology's folder: the hub's data, the filters' snapshots, "
                         "NATS's streams, up.json")
     parser.add_argument("--filters", type=int, default=2, help="filter shard processes")
-    parser.add_argument("--crawlers", type=int, default=1, help="crawler processes (1: in the "
-                        "hub process; more are not built yet)")
+    parser.add_argument("--crawlers", type=int, default=1,
+                        help="crawler processes, each fetching its share of the feeds (more "
+                        "than 1 needs --store)")
     parser.add_argument("--reflectors", type=int, default=1,
                         help="reflector processes (each serves the feeds of part of the accounts)")
     parser.add_argument("--web", type=int, default=1,
@@ -117,9 +119,12 @@ class _Role:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.crawlers != 1:
-        print(f"feedmesh up: --crawlers {args.crawlers}: not built yet (one crawler process "
-              "crawls every feed; docs/distributed.md)", file=sys.stderr)
+    if not 1 <= args.crawlers <= 16:
+        print("feedmesh up: --crawlers must be in 1..16", file=sys.stderr)
+        return 2
+    if args.crawlers > 1 and not args.store:
+        print("feedmesh up: several crawlers share one ingest store: give --store "
+              "postgresql://... (SQLite takes one writer at a time)", file=sys.stderr)
         return 2
     if not 1 <= args.web <= 16:
         print("feedmesh up: --web must be in 1..16", file=sys.stderr)
@@ -160,25 +165,28 @@ def run(args: argparse.Namespace) -> int:
             roles.append(role)
             role.wait_ready("feedmesh reflector")
             reflectors.append(f"http://{listen}")
-        metrics_port = _free_port("127.0.0.1")
-        crawler_argv = [*python, "crawler", "--data", str(data / "hub"), "--bus", url,
-                        "--store", store, "--filters", str(args.filters), "--external-filters",
-                        "--host", "127.0.0.1", "--port", str(metrics_port),
-                        "--reflectors", str(args.reflectors),
-                        "--external-reflectors", ",".join(reflectors)]
-        if args.opml:
-            crawler_argv += ["--opml", args.opml]
-        for network in args.allow_network:
-            crawler_argv += ["--allow-network", network]
-        crawler = _Role("crawler", crawler_argv,
-                        metrics=f"http://127.0.0.1:{metrics_port}/metrics")
-        roles.insert(0, crawler)  # stopped before the tiers: it drains what it published
-        crawler.wait_ready("feedmesh crawler:")  # it made the database and the feeds' key
+        for shard in range(args.crawlers):
+            metrics_port = _free_port("127.0.0.1")
+            share = f"{shard}/{args.crawlers}"
+            crawler_argv = [*python, "crawler", "--data", str(data / "hub"), "--bus", url,
+                            "--store", store, "--filters", str(args.filters),
+                            "--external-filters", "--host", "127.0.0.1", "--port",
+                            str(metrics_port), "--reflectors", str(args.reflectors),
+                            "--external-reflectors", ",".join(reflectors), "--shard", share]
+            if args.opml:
+                crawler_argv += ["--opml", args.opml]
+            for network in args.allow_network:
+                crawler_argv += ["--allow-network", network]
+            crawler = _Role(f"crawler {share}", crawler_argv, shard=share,
+                            metrics=f"http://127.0.0.1:{metrics_port}/metrics")
+            roles.insert(shard, crawler)  # stopped before the tiers: it drains what it sent
+            crawler.wait_ready("feedmesh crawler:")  # the first made the database and the key
         webs = []
         for n in range(args.web):
             port = (args.port if n == 0 and args.port else _free_port(args.host))
             role = _Role(f"web {n}", [*python, "web", "--data", str(data / "hub"), "--bus", url,
                                       "--store", store, "--reflectors", ",".join(reflectors),
+                                      "--crawlers", str(args.crawlers),
                                       "--listen", f"{args.host}:{port}", "--log-level",
                                       "warning"],
                          metrics=f"http://{args.host}:{port}/metrics")
@@ -194,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                           str(data / f"filter-{shard}-of-{args.filters}"), "--metrics", metrics,
                           "--log-level", "warning"],
                          shard=f"{shard}/{args.filters}", metrics=f"http://{metrics}/metrics")
-            roles.insert(args.web + 1 + shard, role)  # after the crawler, before the reflectors
+            roles.insert(args.web + args.crawlers + shard, role)  # before the reflectors
             role.wait_ready("feedmesh filter shard")
         listing = {"pid": os.getpid(), "web": web, "webs": webs, "bus": url, "processes": [
             *([{"role": "nats", "pid": nats.process.pid, "address": url}]

@@ -24,6 +24,7 @@ from aiohttp import web
 from feedmesh.bus import BusError
 from feedmesh.commands.reflector import parse_listen
 from feedmesh.compose import web_front
+from feedmesh.hub.app import crawler_group
 from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
 from feedmesh.store import StoreError
@@ -43,6 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the hub's PostgreSQL database (postgresql://...)")
     parser.add_argument("--reflectors", required=True, metavar="URL,URL,...",
                         help="every reflector process's URL, in order (reflector 0 first)")
+    parser.add_argument("--crawlers", type=int, default=1,
+                        help="crawler processes (their --shard n): each is told of new feeds")
     parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
                         help="where people and readers reach this web process (port 0: any)")
     parser.add_argument("--base-url", default="",
@@ -73,9 +76,12 @@ async def _run(args: argparse.Namespace, host: str, port: int) -> int:
                       bus_namespace=args.bus_namespace)
     runner: web.AppRunner | None = None
     try:
-        # The crawler's group of `feeds` exists before anything is told to it, so a feed
-        # followed while the crawler is down waits for it.
-        await (await front.bus.consumer("feeds", "crawler")).close()
+        # The crawlers' groups of `feeds` exist before anything is told to them, so a feed
+        # followed while a crawler is down waits for it.
+        if not 1 <= args.crawlers <= 64:
+            raise ValueError("--crawlers must be in 1..64")
+        for shard in range(args.crawlers):
+            await (await front.bus.consumer("feeds", crawler_group(shard))).close()
         if port == 0:  # let the OS choose, then build the URLs from the port it chose
             with socket.socket() as probe:
                 probe.bind((host, 0))

@@ -139,8 +139,12 @@ class Crawler:
     def __init__(self, store: IngestStore, fetcher: Fetcher, clock: Clock, *,
                  settings: CrawlSettings | None = None, on_ingested: OnIngested | None = None,
                  subscribers: Callable[[int], int | None] | None = None,
-                 on_feed_info: Callable[[int, FeedInfo], None] | None = None) -> None:
+                 on_feed_info: Callable[[int, FeedInfo], None] | None = None,
+                 share: tuple[int, int] = (0, 1)) -> None:
         self.store = store
+        self.share = share
+        """``(i, n)``: this crawler fetches the feeds whose id is ``i`` modulo ``n`` (Cobra's
+        split of the feeds over crawlers); the others are in the store for other crawlers."""
         self.fetcher = fetcher
         self.clock = clock
         self.settings = settings or CrawlSettings()
@@ -156,13 +160,20 @@ class Crawler:
     async def load(self) -> int:
         """Read every feed's fetch state from the store (on start-up and after feeds change)."""
         rows = await self._db.call(self.store.feeds)
-        self.states = {row.id: row.state for row in rows}
+        self.states = {row.id: row.state for row in rows if self.owns(row.id)}
         return len(self.states)
 
+    def owns(self, feed_id: int) -> bool:
+        """Whether this crawler fetches ``feed_id`` (its share of the feeds)."""
+        return feed_id % self.share[1] == self.share[0]
+
     async def add_feeds(self, urls: Iterable[str]) -> list[int]:
+        """Add feeds to the store (known ones keep their ids) and crawl this crawler's share of
+        them; every one's id, in order."""
         rows = await self._db.call(self.store.add_feeds, list(urls), self.clock.now())
         for row in rows:
-            self.states.setdefault(row.id, row.state)
+            if self.owns(row.id):
+                self.states.setdefault(row.id, row.state)
         return [row.id for row in rows]
 
     def due(self, now: float) -> list[int]:

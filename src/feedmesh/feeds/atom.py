@@ -24,6 +24,7 @@ import binascii
 from lxml import etree
 
 from feedmesh.feeds.common import Context, EntryDraft, add_media
+from feedmesh.feeds.subscribe import read_xml_subscribe
 from feedmesh.feeds.xmltext import (
     NAMESPACES,
     XHTML,
@@ -94,6 +95,8 @@ def read_atom(root: etree._Element, ctx: Context,
             person = _person(child, ctx, key_of, base)
             if person is not None and person not in authors:
                 authors.append(person)
+        elif key == "fm:subscribe" and "subscribe" not in fields:
+            fields["subscribe"] = read_xml_subscribe(child, key_of, ctx.problems.warn)
         elif key in ("icon", "logo") and (key == "icon" or "icon" not in fields):
             fields["icon"] = ctx.url(text_of(child), ctx.base_of(child, base))
     if authors:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from feedmesh.feeds.common import Context, EntryDraft
+from feedmesh.feeds.subscribe import read_json_subscribe
 from feedmesh.model import FeedInfo, Person
 
 __all__ = ["is_json_feed", "read_json_feed"]
@@ -62,6 +63,7 @@ def read_json_feed(document: dict[str, Any], ctx: Context) -> tuple[FeedInfo, li
                 hubs.append(url)
     if hubs:
         fields["hub_links"] = tuple(hubs)
+    fields["subscribe"] = read_json_subscribe(document.get("_feedmesh"), ctx.problems.warn)
 
     items = [item for item in _list(document.get("items")) if isinstance(item, dict)]
     limit = ctx.limits.max_entries

@@ -43,11 +43,17 @@ DEFAULT_LIMITS = ParseLimits()
 class Problems:
     """What went wrong while reading one document; the first problem is the one reported."""
 
-    __slots__ = ("first", "kinds")
+    __slots__ = ("first", "kinds", "warnings")
 
     def __init__(self) -> None:
         self.first: ParseProblem | None = None
         self.kinds: set[str] = set()
+        self.warnings: list[ParseProblem] = []
+
+    def warn(self, message: str) -> None:
+        """A problem with an optional element that is then ignored: a warning, not the error."""
+        if len(self.warnings) < 20:
+            self.warnings.append(ParseProblem(kind="invalid", message=message))
 
     def add(self, kind: str, message: str, line: int | None = None,
             column: int | None = None) -> None:

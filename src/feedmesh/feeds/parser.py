@@ -129,7 +129,7 @@ def _parse_xml(data: bytes, url: str, content_type: str, limits: ParseLimits,
         return _failed("not_a_feed", message, decoded.encoding, **where)
     info, drafts = result
     return ParsedFeed(feed=info, entries=finish_entries(drafts), error=problems.first,
-                      encoding=decoded.encoding)
+                      encoding=decoded.encoding, warnings=tuple(problems.warnings))
 
 
 def _dispatch(root, ctx: Context) -> tuple[FeedInfo, list[EntryDraft]] | None:
@@ -173,7 +173,7 @@ def _parse_json(data: bytes, url: str, content_type: str, limits: ParseLimits,
     ctx = Context(url, limits, problems, has_xml_base=False)
     info, drafts = read_json_feed(document, ctx)
     return ParsedFeed(feed=info, entries=finish_entries(drafts), error=problems.first,
-                      encoding=decoded.encoding)
+                      encoding=decoded.encoding, warnings=tuple(problems.warnings))
 
 
 def _json_position(utf8: bytes, message: str) -> tuple[int | None, int | None]:

@@ -20,6 +20,7 @@ from feedmesh.feeds.render_base import (
     xml_attr,
     xml_text,
 )
+from feedmesh.feeds.subscribe import xml_subscribe
 from feedmesh.model import Entry, FeedInfo, Person
 
 __all__ = ["AtomWriter"]
@@ -74,6 +75,7 @@ class AtomWriter(FeedWriter):
         if feed.icon:
             parts.append(f"<icon>{xml_text(feed.icon)}</icon>")
         parts.append(sy_hints(feed) + "\n")
+        parts.append(xml_subscribe(feed.subscribe))
         return "".join(parts)
 
     def item(self, entry: Entry, feed: FeedInfo, source: SourceRef = None) -> str:

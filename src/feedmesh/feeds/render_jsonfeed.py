@@ -17,6 +17,7 @@ from feedmesh.feeds.render_base import (
     rfc3339_date,
     source_parts,
 )
+from feedmesh.feeds.subscribe import json_subscribe
 from feedmesh.model import Entry, FeedInfo, Person
 
 __all__ = ["JsonFeedWriter"]
@@ -73,6 +74,8 @@ class JsonFeedWriter(FeedWriter):
             hints["update_frequency"] = int(feed.update_frequency)
         if feed.updated is not None:
             hints["updated"] = rfc3339_date(feed.updated)
+        if feed.subscribe is not None:
+            hints["subscribe"] = json_subscribe(feed.subscribe)
         if hints:
             doc["_feedmesh"] = hints
         text = _json.encode(doc).decode()

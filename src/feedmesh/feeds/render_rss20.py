@@ -21,6 +21,7 @@ from feedmesh.feeds.render_base import (
     xml_attr,
     xml_text,
 )
+from feedmesh.feeds.subscribe import xml_subscribe
 from feedmesh.model import Entry, FeedInfo
 
 __all__ = ["Rss20Writer"]
@@ -51,6 +52,7 @@ class Rss20Writer(FeedWriter):
         if feed.ttl_minutes is not None:
             parts.append(f"<ttl>{int(feed.ttl_minutes)}</ttl>")
         parts.append(skips(feed) + sy_hints(feed))
+        parts.append(xml_subscribe(feed.subscribe))
         if feed.icon:
             parts.append(f"<image><url>{xml_text(feed.icon)}</url><title>{xml_text(feed.title)}"
                          f"</title><link>{xml_text(link)}</link></image>")

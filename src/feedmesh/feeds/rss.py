@@ -33,6 +33,7 @@ from feedmesh.feeds.common import (
     skip_days,
     skip_hours,
 )
+from feedmesh.feeds.subscribe import read_xml_subscribe
 from feedmesh.feeds.xmltext import (
     NAMESPACES,
     inner_markup,
@@ -159,6 +160,8 @@ def read_channel(channel: etree._Element, ctx: Context, base: str,
             url = next((text_of(c) for c in child if key_of(c.tag) == "url"), "")
             if url and "icon" not in fields:
                 fields["icon"] = ctx.url(url, ctx.base_of(child, base))
+        elif key == "fm:subscribe" and "subscribe" not in fields:
+            fields["subscribe"] = read_xml_subscribe(child, key_of, ctx.problems.warn)
         elif key == "itunes:image" and "icon" not in fields:
             fields["icon"] = ctx.url(child.get("href", "") or text_of(child), base)
     alternate = fields.pop("alternate", "")

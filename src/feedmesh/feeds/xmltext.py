@@ -41,6 +41,7 @@ NAMESPACES = {
     "http://www.w3.org/1999/xhtml": "xhtml",
     "http://www.w3.org/1999/02/22-rdf-syntax-ns#": "rdf",
     "http://rssnamespace.org/feedburner/ext/1.0": "feedburner",
+    "https://feedmesh.org/ns/scribe-rss/1.0": "fm",   # SCRIBE-RSS <subscribe> (feeds.subscribe)
 }
 # Publishers misspell namespace URIs in harmless ways (no trailing slash, https, upper case):
 # lookups go through this normalized table so that such feeds still read as intended.

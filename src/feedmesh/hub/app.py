@@ -85,6 +85,9 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The ``filters`` shards run as ``feedmesh filter`` processes (on a NATS bus): this hub runs
     none of them, but creates their groups before it publishes, so nothing is lost while one is
     not running yet."""
+    crawler_shard: tuple[int, int] = (0, 1)
+    """``(i, n)``: this hub's crawler fetches the feeds whose id is ``i`` modulo ``n``; the
+    others are for the ``feedmesh crawler --shard`` processes of the other shares."""
     external_reflectors: tuple[str, ...] = ()
     """The ``reflectors`` run as ``feedmesh reflector`` processes (on a NATS bus), reached at
     these URLs, one per reflector in order: this hub holds no feed; it asks them."""
@@ -100,9 +103,21 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError("HubSettings: filters and reflectors must be in 1..64")
         if self.crawl_interval_s <= 0:
             raise ValueError("HubSettings.crawl_interval_s must be > 0")
+        if not 0 <= self.crawler_shard[0] < self.crawler_shard[1] <= 64:
+            raise ValueError(f"HubSettings.crawler_shard {self.crawler_shard}: need 0 <= i < n "
+                             "<= 64")
         if self.external_reflectors and len(self.external_reflectors) != self.reflectors:
             raise ValueError(f"{self.reflectors} reflectors need {self.reflectors} URLs, got "
                              f"{len(self.external_reflectors)}")
+
+
+def crawler_group(shard: int) -> str:
+    """The group of the ``feeds`` subject of crawler shard ``shard`` (each gets every message)."""
+    return f"crawler-{shard}"
+
+
+def _schedule_file(share: tuple[int, int]) -> str:
+    return "schedule.bin" if share == (0, 1) else f"schedule-{share[0]}-of-{share[1]}.bin"
 
 
 class LocalHolders:
@@ -195,7 +210,8 @@ class Hub(HubFront):
         self.crawler = CrawlerTier(ingest, fetcher, bus, clock, metrics,
                                    s.crawl, followers=state.followers(),
                                    forward_backlog=s.forward_backlog, schedule=s.schedule,
-                                   schedule_path=data_dir / "schedule.bin")
+                                   schedule_path=data_dir / _schedule_file(s.crawler_shard),
+                                   share=s.crawler_shard)
         self.reflectors = [
             Reflector(n, reflector_log, bus, clock, metrics, s.reflector,
                       index=SubscriptionIndex() if s.delivery == "article" else None)
@@ -211,7 +227,7 @@ class Hub(HubFront):
                          starting_entries=s.starting_entries, io=io)
         self.metrics.watch_queues(self.bus.depths)
         self.feeds_joined = asyncio.Event()
-        self._feeds_settle = Settle(bus, "crawler", metrics)
+        self._feeds_settle = Settle(bus, crawler_group(s.crawler_shard[0]), metrics)
         self.metrics.reflector_memory.set_function(
             lambda: sum(r.memory_bytes() for r in self.reflectors))
         self.filters = [] if s.external_filters else [
@@ -291,7 +307,7 @@ class Hub(HubFront):
     async def run_feed_changes(self) -> None:
         """Apply what web processes of their own ask of the crawler on ``feeds``: feeds to
         crawl (already in the shared store), followers gained or lost."""
-        consumer = await self.bus.consumer("feeds", "crawler")
+        consumer = await self.bus.consumer("feeds", crawler_group(self.settings.crawler_shard[0]))
         self.feeds_joined.set()
         async for delivery in consumer:
             message = await self._feeds_settle.decoded(delivery)
@@ -324,6 +340,8 @@ class Hub(HubFront):
             if not chunk:
                 break
             for item in chunk:
+                if not self.crawler.crawler.owns(item.feed_id):
+                    continue  # another crawler's feed: that crawler replays it
                 source = meta.get(item.feed_id)
                 article = (article_of(item, source.url, source.title, source.language)
                            if source is not None else article_of(item, "", ""))

@@ -37,7 +37,7 @@ class CrawlerTier:
                  metrics: HubMetrics, settings: CrawlSettings | None = None,
                  followers: dict[int, int] | None = None, forward_backlog: bool = True,
                  pace: bool = True, schedule: SchedulerSettings | None = None,
-                 schedule_path: Path | None = None) -> None:
+                 schedule_path: Path | None = None, share: tuple[int, int] = (0, 1)) -> None:
         self.store = store
         self.bus = bus
         self.metrics = metrics
@@ -48,7 +48,7 @@ class CrawlerTier:
         self._by_source: dict[str, int] = {}  # the URL a feed was added at -> its id
         self.crawler = Crawler(store, fetcher, clock, settings=settings,
                                on_ingested=self.publish, subscribers=self._followers.get,
-                               on_feed_info=self._feed_info)
+                               on_feed_info=self._feed_info, share=share)
         self.last_cycle: CrawlStats | None = None
         self.cycles = 0
         self.scheduled = (ScheduledCrawler(self.crawler, store, clock, schedule,
@@ -113,7 +113,8 @@ class CrawlerTier:
                             strict=True):
             self._by_source[url] = fid
         for fid in ids:
-            self.feed_meta.setdefault(fid, FeedMeta(self.crawler.states[fid].url))
+            if fid in self.crawler.states:  # this crawler's share
+                self.feed_meta.setdefault(fid, FeedMeta(self.crawler.states[fid].url))
         self.metrics.feeds.set(len(self.crawler.states))
         if self.scheduled is not None:
             self.scheduled.add_feeds(ids)

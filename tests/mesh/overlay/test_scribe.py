@@ -203,3 +203,31 @@ def test_an_unsubscribed_leaf_leaves_its_parents_children_and_garbage_is_only_co
     assert gid not in leaf.groups and leaf.handle.id not in parent.groups[gid].children
     feed.sim.act(parent.handle.addr, lambda n, now: n.receive(now, leaf.handle, "not a message"))
     assert parent.counters["unknown-message"] == 1
+
+
+def test_late_subscribers_under_new_forwarders_still_get_the_buffered_records():
+    # a forwarder without a log of its own that attaches after records went down the tree asks
+    # its parent for the buffered ones, so the heartbeats it sends tell its children about them
+    overlay = build_overlay(80, seed=5, settle=3.0)
+    sim, nodes = overlay.sim, overlay.nodes
+    writer = FeedWriter(SigningKey(b"\x12" * 32), URL)
+    got: dict[int, list[int]] = {n.handle.addr: [] for n in nodes}
+    sim.after_step = lambda node: got[node.handle.addr].extend(
+        d.record.seq for d in node.take_deliveries())
+    early, late = nodes[1:6], nodes[7::2]     # the even-numbered others only ever forward
+    for node in early:
+        sim.act(node.handle.addr, lambda n, now: n.subscribe(now, URL, writer.feed))
+    sim.run_until(sim.now + 3.0)
+    for _ in range(3):
+        wire = writer.append({"id": str(writer.seq + 1)})
+        sim.act(nodes[0].handle.addr, lambda n, now, w=wire, s=writer.seq: n.publish(now, URL, s, w))
+    sim.run_until(sim.now + 1.0)
+    for node in late:
+        sim.act(node.handle.addr, lambda n, now: n.subscribe(now, URL, writer.feed))
+    sim.run_until(sim.now + 6.0)
+    gid = group_id(URL)
+    forwarders = [n for n in nodes if gid in n.groups and n.groups[gid].log is None
+                  and n.groups[gid].children]
+    assert forwarders, "the test needs log-less forwarders"
+    assert all(got[n.handle.addr] == [1, 2, 3] for n in early + late), \
+        {n.handle.addr: got[n.handle.addr] for n in late if got[n.handle.addr] != [1, 2, 3]}

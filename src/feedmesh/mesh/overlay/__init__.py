@@ -9,12 +9,12 @@ Modules, bottom-up: ``ids`` < ``messages``, ``tables`` < ``pastry`` < ``scribe``
 ``scenario`` (the SCRIBE-RSS experiment the benchmark runs).
 """
 
-from feedmesh.mesh.overlay.ids import Handle, group_id, node_id
+from feedmesh.mesh.overlay.ids import Handle, group_id, node_id, republication_topic
 from feedmesh.mesh.overlay.pastry import PastryConfig, PastryNode
 from feedmesh.mesh.overlay.scribe import Delivery, ScribeConfig, ScribeNode
 from feedmesh.mesh.overlay.sim import LatencyMatrix, Simulator
 
 __all__ = [
     "Delivery", "Handle", "LatencyMatrix", "PastryConfig", "PastryNode", "ScribeConfig",
-    "ScribeNode", "Simulator", "group_id", "node_id",
+    "ScribeNode", "Simulator", "group_id", "node_id", "republication_topic",
 ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "BASE", "DIGITS", "ID_BITS", "RING", "Handle", "closest", "digit", "group_id", "node_id",
-    "ring_distance", "shared_prefix",
+    "republication_topic", "ring_distance", "shared_prefix",
 ]
 
 ID_BITS = 128
@@ -59,6 +59,12 @@ def group_id(canonical_url: str) -> int:
     """The Scribe group of a feed: SHA-1 of its canonical URL, truncated to the id space."""
     digest = hashlib.sha1(canonical_url.encode("utf-8")).digest()
     return int.from_bytes(digest, "big") >> (160 - ID_BITS)
+
+
+def republication_topic(canonical_url: str, republisher_key: str) -> str:
+    """The group name of a republisher's log of a feed: the feed's URL and the republisher's key,
+    so that each republisher's log (and the publisher's own) has a tree of its own."""
+    return f"{canonical_url} republished-by {republisher_key}"
 
 
 def node_id(seed: bytes) -> int:

@@ -195,24 +195,30 @@ class ScribeNode:
         return out
 
     # ---- the reader's and the publisher's side ------------------------------------------------
-    def subscribe(self, now: float, url: str, feed_key: str, *, republication: bool = False) -> int:
-        group = self._group(group_id(url))
+    def subscribe(self, now: float, url: str, feed_key: str, *, republication: bool = False,
+                  topic: str | None = None) -> int:
+        """Join the group of ``topic`` (default: the feed's URL) and verify its records as the
+        log of ``url`` started by ``feed_key``. A republisher's log travels in a group of its own
+        (:func:`~feedmesh.mesh.overlay.ids.republication_topic`): logs never share a group, so no
+        member refuses, and stops, records that other members of its group want."""
+        group = self._group(group_id(topic or url))
         group.log = FeedLog(feed_key, url, republication=republication)
         if group.parent is None and not group.root and group.joining_since is None:
             self._join(now, group)
         return group.id
 
-    def unsubscribe(self, now: float, url: str) -> None:
-        group = self.groups.get(group_id(url))
+    def unsubscribe(self, now: float, url: str, *, topic: str | None = None) -> None:
+        group = self.groups.get(group_id(topic or url))
         if group is None:
             return
         group.log = None
         if not group.children:
             self._drop(group)
 
-    def publish(self, now: float, url: str, seq: int, wire: bytes) -> None:
+    def publish(self, now: float, url: str, seq: int, wire: bytes, *,
+                topic: str | None = None) -> None:
         """Route one signed record to the group's root: one message from the publisher."""
-        gid = group_id(url)
+        gid = group_id(topic or url)
         self.pastry.route(now, gid, Publish(gid, seq, wire))
 
     # ---- Pastry upcalls -----------------------------------------------------------------------
@@ -453,7 +459,12 @@ class ScribeNode:
             self.pastry.send(child, Item(group.id, item.seq, item.wire, recovered=True))
 
     def _catch_up(self, now: float, group: _Group, newest: int) -> None:
-        have = group.log.seq if group.log is not None else max(group.buffer, default=newest)
+        if group.log is not None:
+            have = group.log.seq
+        else:
+            # a forwarder that attached after records went down the tree fetches the last
+            # buffer_size of them, so its heartbeats tell its children (they recover from it)
+            have = max(group.newest, newest - self.config.buffer_size)
         if newest > have:
             missing = [s for s in range(have + 1, newest + 1) if s not in group.buffer]
             if missing:

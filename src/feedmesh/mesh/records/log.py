@@ -55,6 +55,7 @@ class FeedLog:
         self.seq, self.head_hash = head
         self.revoked = False
         self.refused: Counter[str] = Counter()
+        self.skipped = 0
         self.max_held = max_held
         self._held: dict[int, Record] = {}
         self._revoked_keys: set[str] = set()
@@ -71,6 +72,21 @@ class FeedLog:
         self._revoked_keys.add(key)
         if key == self.key:
             self.revoked = True
+
+    def skip_gap(self) -> Verdict:
+        """Give up on the records before the lowest held one (neither the parents' buffers nor
+        the HTTP feed had them signed) and carry on from it.
+
+        The held record's signature and key were checked when it arrived; its signed ``prev``
+        becomes the head hash, so the chain stays checked from there on. What was skipped is
+        counted in :attr:`skipped`; its entries are the caller's to take from the HTTP feed."""
+        if not self._held or self.revoked:
+            return Verdict()
+        first = min(self._held)
+        record = self._held.pop(first)
+        self.skipped += first - self.seq - 1
+        self.seq, self.head_hash = first - 1, record.prev
+        return self.receive(record.wire)
 
     def receive(self, wire: bytes) -> Verdict:
         try:

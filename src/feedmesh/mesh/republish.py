@@ -1,0 +1,146 @@
+"""The republisher (section 4.3.2 of the paper): legacy feeds onto the mesh.
+
+It polls feeds that know nothing of the mesh with feedmesh's fetcher (conditional GET: ETag and
+Last-Modified), parses them with feedmesh's parser, and multicasts each entry it has not seen yet
+as a record of its own log for that feed: signed with *its* key (from a ``feedmesh keys`` folder),
+``republication: true``, group = the legacy feed's URL. Subscribers accept such records only in a
+log they opened as a republication log with this republisher's key, i.e. only if they chose to
+trust it.
+
+The first poll of a feed only learns what is there (history is not multicast); every later poll
+multicasts what is new, oldest first. Edits of an entry already multicast are not sent again.
+Records signed by ``feedmesh keys rotate``/``revoke`` (the folder's outbox) are multicast first.
+The log heads live in the key folder, so a restarted republisher continues its logs.
+
+It also serves, over HTTP (``feedmesh republish --http``), its own RSS feed of each legacy feed:
+the entries it multicast lately and the ``<subscribe>`` element (its key, the group, its overlay
+address) from which a client bootstraps with one fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter, deque
+from collections.abc import Iterable
+from datetime import datetime
+
+from feedmesh.feeds import parse_feed
+from feedmesh.feeds.render import render_feed
+from feedmesh.fetch import Fetcher, FetchRequest
+from feedmesh.mesh.keys import KeyStore
+from feedmesh.mesh.overlay import republication_topic
+from feedmesh.mesh.records import FeedWriter, open_record
+from feedmesh.mesh.transport.udp import UdpNode
+from feedmesh.model import Entry, FeedInfo, FetchOutcome, MeshSubscribe
+
+__all__ = ["Republisher", "entry_record"]
+
+log = logging.getLogger("feedmesh.mesh.republish")
+MAX_TEXT = 4_000   # characters of summary kept in a record: records must fit a datagram
+RECENT = 20        # entries of each feed in the republisher's own HTTP feed
+
+
+def entry_record(entry: Entry, source: str) -> dict[str, object]:
+    """The JSON object a record carries for one legacy entry (bounded in size)."""
+    def when(moment: datetime | None) -> str:
+        return moment.isoformat() if moment is not None else ""
+    body = {"key": entry.key, "guid": entry.guid, "title": entry.title[:500],
+            "link": entry.link, "summary": (entry.summary or entry.content)[:MAX_TEXT],
+            "published": when(entry.published or entry.updated), "source": source,
+            "content_hash": entry.content_hash}
+    return {k: v for k, v in body.items() if v}
+
+
+class Republisher:
+    def __init__(self, endpoint: UdpNode, keys: KeyStore, fetcher: Fetcher,
+                 urls: Iterable[str]) -> None:
+        self.endpoint = endpoint
+        self.keys = keys
+        self.fetcher = fetcher
+        self.urls = list(dict.fromkeys(urls))
+        self.identity = keys.identity()
+        self.counters: Counter[str] = Counter()
+        self._seen: dict[str, set[str]] = {}
+        self.recent: dict[str, deque[Entry]] = {url: deque(maxlen=RECENT) for url in self.urls}
+        self._validators: dict[str, tuple[str, str]] = {}
+        self._writers: dict[str, FeedWriter] = {}
+
+    def feed_document(self, index: int, bootstrap: str, self_link: str) -> bytes:
+        """The republisher's own RSS 2.0 feed of legacy feed ``index``: what it multicast lately,
+        with the ``<subscribe>`` element a client bootstraps from (key, group, overlay node)."""
+        url = self.urls[index]
+        info = FeedInfo(title=f"{url} (republished)", link=url, self_link=self_link,
+                        description=f"Entries of {url} republished on the mesh, signed by "
+                                    f"{self.identity}",
+                        subscribe=MeshSubscribe(group=url, public_key=self.identity,
+                                                bootstrap=(bootstrap,), republication=True))
+        return render_feed(info, list(self.recent[url]), "rss2.0")
+
+    def topic(self, url: str) -> str:
+        """The group this republisher's log of ``url`` travels in (not the publisher's own)."""
+        return republication_topic(url, self.identity)
+
+    def send_outbox(self) -> int:
+        """Multicast the rotate/revoke records ``feedmesh keys`` signed, then forget them."""
+        sent = 0
+        for path in self.keys.outbox():
+            wire = path.read_bytes()
+            record = open_record(wire)
+            topic = self.topic(record.url) if record.republication else None
+            self.endpoint.publish(record.url, record.seq, wire, topic=topic)
+            path.unlink()
+            sent += 1
+        self._writers.clear()   # heads moved: resume from the folder
+        return sent
+
+    async def poll_once(self) -> int:
+        """Poll every feed once; returns how many records were multicast."""
+        results = await asyncio.gather(*(self._poll(url) for url in self.urls))
+        return sum(results)
+
+    async def run(self, interval: float, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self.poll_once()
+            try:
+                await asyncio.wait_for(stop.wait(), interval)
+            except TimeoutError:
+                pass
+
+    async def _poll(self, url: str) -> int:
+        etag, modified = self._validators.get(url, ("", ""))
+        result = await self.fetcher.fetch(FetchRequest(url, etag=etag, last_modified=modified))
+        self.counters[f"fetch-{result.outcome}"] += 1
+        if result.outcome == FetchOutcome.NOT_MODIFIED:
+            return 0
+        if not result.ok:
+            log.warning("republish_fetch_failed feed=%s outcome=%s why=%r", url, result.outcome,
+                        result.error.message if result.error else "")
+            return 0
+        self._validators[url] = (result.etag, result.last_modified)
+        parsed = parse_feed(result.body, url=result.final_url or url,
+                            content_type=result.content_type)
+        if parsed.error is not None and not parsed.entries:
+            log.warning("republish_parse_failed feed=%s why=%r", url, parsed.error.message)
+            return 0
+        seen = self._seen.get(url)
+        if seen is None:   # first poll: learn what is there, multicast nothing
+            self._seen[url] = {e.key for e in parsed.entries}
+            return 0
+        fresh = [e for e in reversed(parsed.entries) if e.key not in seen]
+        for entry in fresh:
+            self._multicast(url, entry)
+            seen.add(entry.key)
+        return len(fresh)
+
+    def _multicast(self, url: str, entry: Entry) -> None:
+        writer = self._writers.get(url)
+        if writer is None:
+            writer = self._writers[url] = self.keys.writer(url, republication=True)
+        wire = writer.append(entry_record(entry, url))
+        self.keys.save_head(writer)
+        self.endpoint.publish(url, writer.seq, wire, topic=self.topic(url))
+        self.recent[url].appendleft(entry)
+        self.counters["multicast"] += 1
+        log.info("republished feed=%s seq=%d entry=%s bytes=%d", url, writer.seq, entry.key,
+                 len(wire))

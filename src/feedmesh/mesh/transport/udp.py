@@ -1,0 +1,190 @@
+"""A UDP endpoint that drives one sans-IO :class:`~feedmesh.mesh.overlay.ScribeNode` on a real socket.
+
+It does for one node what the simulator does for all: hands it each datagram
+(``receive(now, sender, message)``), wakes it at ``next_deadline()`` (``fire``), and sends what
+``take()`` returns. Time is the event loop's clock (monotonic seconds), injected into the node on
+every call. Several endpoints share one process and one loop; each binds its own loopback address
+and port (``127.0.4.x``).
+
+Link latency is emulated on the way out: each datagram leaves after the pair's one-way latency
+(by default 25 ms +-10%, fixed per pair like the simulator's matrix, so each link stays FIFO).
+
+Bad datagrams are refused, logged (one throttled line per kind) and counted in :attr:`counters`:
+``oversized`` (over :data:`~feedmesh.mesh.overlay.wire.MAX_DATAGRAM`), ``malformed`` (not an
+overlay message), ``spoofed`` (the sender handle names another address than the datagram came
+from); ``unsendable`` counts our own messages too big to send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from feedmesh.logs import Throttled
+from feedmesh.mesh.overlay import Delivery, Handle, LatencyMatrix, ScribeNode, node_id
+from feedmesh.mesh.overlay.wire import MAX_DATAGRAM, WireError, decode_datagram, encode_datagram
+
+__all__ = ["Address", "UdpNode", "address_key", "handle_at", "pair_latency"]
+
+log = logging.getLogger("feedmesh.mesh.udp")
+Address = tuple[str, int]
+
+
+def address_key(addr: Address) -> int:
+    """An address as one int (IPv4 << 16 | port), for the latency matrix's pair hash."""
+    return int(ipaddress.IPv4Address(addr[0])) << 16 | addr[1]
+
+
+def handle_at(host: str, port: int) -> Handle:
+    """The handle of the endpoint bound at ``host:port`` (its id is drawn from that address)."""
+    return Handle(node_id(f"{host}:{port}".encode()), (host, port))
+
+
+def pair_latency(matrix: LatencyMatrix | None = None) -> Callable[[Address, Address], float]:
+    matrix = matrix or LatencyMatrix()
+    return lambda a, b: matrix(address_key(a), address_key(b))
+
+
+class UdpNode(asyncio.DatagramProtocol):
+    """One overlay node on one UDP socket. ``await start()``, then ``subscribe``/``publish``."""
+
+    def __init__(self, host: str, port: int = 0, *,
+                 make_node: Callable[[Handle], ScribeNode] = ScribeNode,
+                 latency: Callable[[Address, Address], float] | None = None,
+                 on_delivery: Callable[[Delivery], None] | None = None,
+                 max_datagram: int = MAX_DATAGRAM) -> None:
+        self.addr: Address = (host, port)
+        self.make_node = make_node
+        self.node: ScribeNode | None = None
+        self.latency = latency if latency is not None else pair_latency()
+        self.on_delivery = on_delivery
+        self.max_datagram = max_datagram
+        self.counters: Counter[str] = Counter()
+        self.deliveries: list[Delivery] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._transport: asyncio.DatagramTransport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = float("inf")
+        self._log = Throttled(log, every_s=10.0)
+        self.closed = False
+
+    @property
+    def handle(self) -> Handle:
+        assert self.node is not None, "the endpoint is not open"
+        return self.node.handle
+
+    # ---- life --------------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Bind the socket (port 0: any free port), then make the node: its id is drawn from
+        the address it got."""
+        self._loop = asyncio.get_running_loop()
+        await self._loop.create_datagram_endpoint(lambda: self, local_addr=self.addr)
+        assert self._transport is not None
+        host, port = self._transport.get_extra_info("sockname")[:2]
+        self.addr = (host, port)
+        self.node = self.make_node(handle_at(host, port))
+
+    async def start(self, bootstrap: Handle | None = None) -> None:
+        if self.node is None:
+            await self.open()
+        self.act(lambda node, now: node.start(now, bootstrap))
+
+    def close(self) -> None:
+        """Stop at once, like a crash: no goodbye, nothing more sent or received."""
+        self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._transport is not None:
+            self._transport.close()
+
+    def now(self) -> float:
+        assert self._loop is not None, "the endpoint is not open"
+        return self._loop.time()
+
+    def act(self, call: Callable[[ScribeNode, float], Any]) -> Any:
+        """Run ``call(node, now)`` and send what it produced (subscribe, publish, leave...)."""
+        result = call(self.node, self.now())
+        self._flush()
+        return result
+
+    def subscribe(self, url: str, feed_key: str, *, republication: bool = False,
+                  topic: str | None = None) -> int:
+        return self.act(lambda node, now: node.subscribe(now, url, feed_key, topic=topic,
+                                                         republication=republication))
+
+    def publish(self, url: str, seq: int, wire: bytes, *, topic: str | None = None) -> None:
+        self.act(lambda node, now: node.publish(now, url, seq, wire, topic=topic))
+
+    # ---- asyncio's side ----------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport   # type: ignore[assignment]
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        if self.closed or self.node is None:
+            return
+        if len(data) > self.max_datagram:
+            self._refuse("oversized", addr, f"{len(data)} bytes over the {self.max_datagram}-byte "
+                         "limit")
+            return
+        try:
+            sender, message = decode_datagram(data)
+        except WireError as error:
+            self._refuse("malformed", addr, str(error))
+            return
+        if tuple(sender.addr) != (addr[0], addr[1]):
+            self._refuse("spoofed", addr, f"the envelope names {sender.addr}")
+            return
+        self.counters["received"] += 1
+        self.node.receive(self.now(), sender, message)
+        self._flush()
+
+    def error_received(self, exc: Exception) -> None:
+        # ICMP port unreachable from a dead peer: the overlay notices by missing acks
+        self.counters["send-errors"] += 1
+
+    # ---- driving -----------------------------------------------------------------------------
+    def _refuse(self, kind: str, addr: Any, why: str) -> None:
+        self.counters[kind] += 1
+        self._log.log(logging.WARNING, kind, "datagram_refused node=%s:%d from=%s:%s kind=%s "
+                      "why=%r", self.addr[0], self.addr[1], addr[0], addr[1], kind, why)
+
+    def _wake(self) -> None:
+        self._timer = None
+        self._timer_at = float("inf")
+        if not self.closed and self.node is not None:
+            self.node.fire(self.now())
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.closed or self._loop is None or self.node is None:
+            return
+        loop = self._loop
+        for destination, body in self.node.take():
+            try:
+                data = encode_datagram(self.handle, body, max_bytes=self.max_datagram)
+            except WireError as error:
+                self.counters["unsendable"] += 1
+                self._log.log(logging.WARNING, "unsendable", "datagram_unsendable node=%s:%d "
+                              "to=%s why=%r", self.addr[0], self.addr[1], destination.addr, str(error))
+                continue
+            self.counters["sent"] += 1
+            loop.call_later(self.latency(self.addr, destination.addr), self._send, data,
+                            destination.addr)
+        for delivery in self.node.take_deliveries():
+            self.deliveries.append(delivery)
+            if self.on_delivery is not None:
+                self.on_delivery(delivery)
+        deadline = self.node.next_deadline()
+        if deadline is not None and deadline < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = deadline
+            self._timer = loop.call_at(deadline, self._wake)
+
+    def _send(self, data: bytes, addr: Any) -> None:
+        if not self.closed and self._transport is not None:
+            self._transport.sendto(data, addr)
