@@ -40,7 +40,8 @@ from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.front import HubFront, Owners, RemoteHolders
 from feedmesh.hub.messages import FeedMeta, FeedsAdded, FollowsChanged, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.push import PushService, PushSettings, RenderedDocuments
+from feedmesh.hub.push import PushService, PushSettings
+from feedmesh.hub.push_messages import RenderedDocuments
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.reflector_service import ReflectorClient
 from feedmesh.hub.supervise import supervise

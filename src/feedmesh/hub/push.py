@@ -23,25 +23,21 @@ Every address is judged by the crawler's address guard (:mod:`.push_http`).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
-import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 
 import msgspec
 import numpy as np
 from aiohttp.abc import AbstractResolver
 
 from feedmesh.clock import Clock
-from feedmesh.feeds.render import CONTENT_TYPES
 from feedmesh.fetch.settings import FetchSettings
 from feedmesh.hub.facade import PushRefusedError
-from feedmesh.hub.feed_document import link_header
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.push_http import CallbackClient, CallbackError
+from feedmesh.hub.push_messages import webhook_message, websub_message
 from feedmesh.logs import Throttled
 from feedmesh.store import (
     HubState,
@@ -61,7 +57,6 @@ from feedmesh.websub.hub_requests import (
     check_push_url,
     verification_url,
 )
-from feedmesh.websub.signature import sign
 
 __all__ = ["WEBHOOK", "WEBSUB", "PushService", "PushSettings"]
 
@@ -419,25 +414,10 @@ class PushService:
 
     async def _message(self, target: PushTarget, send: Send) -> tuple[bytes, dict[str, str]]:
         if target.kind == WEBSUB:
-            body = await self.document(target.sub_id, target.format, target.topic)
-            base = target.topic.rsplit("/f/", 1)[0]
-            headers = {"Content-Type": CONTENT_TYPES[target.format],
-                       "Link": link_header(base, target.topic)}
-            if target.secret:
-                headers["X-Hub-Signature"] = sign(target.secret, body, "sha256")
-            return body, headers
-        sub = await self.subscription(target.sub_id)
-        items = [p for p in send.payloads if isinstance(p, ReflectedItem)]
-        body = json.dumps({
-            "event": "entries" if items else "test",
-            "delivery": str(uuid.uuid4()),
-            "subscription": {"id": target.sub_id, "name": sub.name if sub else "",
-                             "query": sub.query if sub else ""},
-            "entries": [webhook_entry(item) for item in items],
-        }).encode()
-        return body, {"Content-Type": "application/json",
-                      "X-Feedmesh-Event": "entries" if items else "test",
-                      "X-Feedmesh-Signature": sign(target.secret, body, "sha256")}
+            return websub_message(target, await self.document(target.sub_id, target.format,
+                                                              target.topic))
+        return webhook_message(target, await self.subscription(target.sub_id),
+                               [p for p in send.payloads if isinstance(p, ReflectedItem)])
 
     async def close(self) -> None:
         for task in (*self._sending, *self._verifying):
@@ -452,18 +432,6 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-def webhook_entry(item: ReflectedItem) -> dict[str, object]:
-    """One new entry as a webhook's JSON carries it (JSON Feed 1.1 item names)."""
-    entry = item.entry
-    published = entry.published or entry.updated
-    return {"id": f"tag:feedmesh,2026:entry-{item.entry_id}", "url": entry.link,
-            "title": entry.title, "summary": entry.summary,
-            "date_published": (published or datetime.fromtimestamp(item.first_seen_at, UTC))
-            .isoformat(),
-            "first_seen_at": item.first_seen_at,
-            "source": {"title": item.feed_title, "feed_url": item.feed_url}}
-
-
 def _first_seen(payload: object) -> float | None:
     if isinstance(payload, ReflectedItem):
         return payload.first_seen_at
@@ -472,23 +440,3 @@ def _first_seen(payload: object) -> float | None:
 
 def _expired(target: PushTarget, now: float) -> bool:
     return target.expires_at is not None and target.expires_at <= now
-
-
-class RenderedDocuments:
-    """The last documents rendered for push, by (subscription, format, version, topic): the
-    subscribers of one topic share one rendering of each version."""
-
-    def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self._held: OrderedDict[tuple[int, str, int, str], bytes] = OrderedDict()
-
-    def get(self, key: tuple[int, str, int, str]) -> bytes | None:
-        found = self._held.get(key)
-        if found is not None:
-            self._held.move_to_end(key)
-        return found
-
-    def put(self, key: tuple[int, str, int, str], body: bytes) -> None:
-        self._held[key] = body
-        if len(self._held) > self.size:
-            self._held.popitem(last=False)

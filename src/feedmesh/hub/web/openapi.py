@@ -31,8 +31,8 @@ _ERRORS = {str(code): _answer(text, _ref("Error")) for code, text in (
     (413, "Body too large"),
     (415, "Body is not JSON"),
     (429, "Rate limited; see Retry-After"),
-    (503, "Storage full or unavailable (storage_full, storage_unavailable), or push not "
-          "served by this process (push_unavailable); see Retry-After"),
+    (503, ("Storage full or unavailable (storage_full, storage_unavailable), or push not "
+           "served by this process (push_unavailable); see Retry-After")),
 )}
 _LIMIT = {"403": _answer("A per-account limit is reached", _ref("Error"))}
 
@@ -296,8 +296,8 @@ def openapi(base_url: str) -> dict[str, Any]:
                         ("404", "The topic is not a private feed of this hub"),
                         ("413", "Body too large"), ("415", "Body is not a form"),
                         ("429", "Rate limited; see Retry-After"),
-                        ("503", "Push is not served by this process (push_unavailable), or "
-                                "storage is unavailable; see Retry-After"))}}}},
+                        ("503", ("Push is not served by this process (push_unavailable), or "
+                                 "storage is unavailable; see Retry-After")))}}}},
             "/f/{token}": {"get": {
                 "summary": "A subscription's private feed (append .rss, .atom or .json, or "
                            "choose with Accept)",
