@@ -102,7 +102,8 @@ def provision(data: Path, subscriptions: int) -> float:
 
 
 def start_hub(data: Path, port: int, farm: FarmProcess, delivery: str,
-              interval: float, bus: str = "memory") -> subprocess.Popen:
+              interval: float, bus: str = "memory",
+              extra: tuple[str, ...] = ()) -> subprocess.Popen:
     def pin() -> None:
         if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
             os.sched_setaffinity(0, {1})
@@ -112,7 +113,7 @@ def start_hub(data: Path, port: int, farm: FarmProcess, delivery: str,
          "--policy", "interval", "--interval", str(interval), "--allow-network", "127.0.0.0/8", "--per-host", "64",
          "--opml", farm.opml_url, "--no-backlog", "--delivery", delivery,
          "--feed-rate", "100000", "--feed-burst", "100000", "--log-level", "warning",
-         "--bus", bus],
+         "--bus", bus, *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=pin)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from feedmesh.store import FollowedSource
+from feedmesh.store import FollowedSource, PushAttempt, PushTarget
 
 
 def test_api_tokens_authenticate_rotate_and_refuse_garbage(hub_state):
@@ -102,3 +102,66 @@ def test_everything_survives_a_restart(hub_state_opener):
     assert state.subscription(sub.id) == sub
     assert state.followers() == {3: 1} and state.change_seq() == seq
     state.close()
+
+
+def _websub(sub_id: int, url: str, **fields) -> PushTarget:
+    return PushTarget(**{"sub_id": sub_id, "kind": "websub", "url": url,
+                         "topic": f"http://hub.test/f/{sub_id}.atom", "format": "atom1.0",
+                         "secret": "s", "lease_seconds": 60, "expires_at": 100.0,
+                         "created_at": 40.0, **fields})
+
+
+def test_push_targets_are_keyed_by_topic_and_callback_and_updated_in_place(hub_state):
+    ann, _ = hub_state.create_account("ann", 1.0)
+    a = hub_state.add_subscription(ann.id, name="", query="a", keep=5, reflector=0, now=1.0)
+    b = hub_state.add_subscription(ann.id, name="", query="b", keep=5, reflector=0, now=1.0)
+    first = hub_state.save_push_target(_websub(a.id, "http://cb.test/1"))
+    assert first.id > 0 and first.secret == "s" and first.expires_at == 100.0
+    again = hub_state.save_push_target(_websub(a.id, "http://cb.test/1", secret="",
+                                               lease_seconds=90, expires_at=130.0))
+    assert again.id == first.id and (again.secret, again.lease_seconds) == ("", 90)
+    assert again.created_at == 40.0  # when it first subscribed
+    other = hub_state.save_push_target(_websub(a.id, "http://cb.test/2"))
+    hook = hub_state.save_push_target(PushTarget(sub_id=b.id, kind="webhook",
+                                                 url="http://cb.test/1", secret="w",
+                                                 created_at=2.0))
+    assert hook.expires_at is None and hook.topic == ""
+    assert hub_state.push_targets(a.id) == [again, other]
+    assert hub_state.push_targets() == [again, other, hook]
+    assert hub_state.delete_push_target(other.id) and not hub_state.delete_push_target(other.id)
+    hub_state.delete_subscription(a.id)  # its targets go with it
+    assert hub_state.push_targets() == [hook]
+
+
+def test_the_delivery_log_keeps_the_newest_attempts_of_each_target(hub_state):
+    ann, _ = hub_state.create_account("ann", 1.0)
+    sub = hub_state.add_subscription(ann.id, name="", query="a", keep=5, reflector=0, now=1.0)
+    one = hub_state.save_push_target(PushTarget(sub_id=sub.id, kind="webhook", url="http://a.test/",
+                                                created_at=1.0))
+    two = hub_state.save_push_target(PushTarget(sub_id=sub.id, kind="webhook", url="http://b.test/",
+                                                created_at=1.0))
+    hub_state.record_push_attempts([PushAttempt(target_id=one.id, at=float(n), attempt=1,
+                                                status=200 + n, entries=n) for n in range(5)]
+                                   + [PushAttempt(target_id=two.id, at=9.0, attempt=3,
+                                                  status=0, error="refused")], keep=3)
+    assert [a.status for a in hub_state.push_attempts(one.id)] == [204, 203, 202]
+    assert hub_state.push_attempts(one.id, limit=1)[0].entries == 4
+    assert hub_state.push_attempts(two.id) == [PushAttempt(target_id=two.id, at=9.0, attempt=3,
+                                                           status=0, error="refused")]
+    hub_state.delete_push_target(two.id)
+    hub_state.record_push_attempts([PushAttempt(target_id=two.id, at=10.0, attempt=1,
+                                                status=200)])  # deleted meanwhile: skipped
+    assert hub_state.push_attempts(two.id) == []
+
+
+def test_push_targets_survive_a_restart(hub_state_opener):
+    state = hub_state_opener()
+    ann, _ = state.create_account("ann", 1.0)
+    sub = state.add_subscription(ann.id, name="", query="a", keep=5, reflector=0, now=1.0)
+    saved = state.save_push_target(_websub(sub.id, "http://cb.test/1"))
+    state.close()
+    state = hub_state_opener()
+    try:
+        assert state.push_targets() == [saved]
+    finally:
+        state.close()

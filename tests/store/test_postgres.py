@@ -53,7 +53,7 @@ def test_stores_opening_a_new_database_at_once_migrate_it_once(postgres_url):
     for store in opened:
         store.close()
     assert errors == [] and len(opened) == len(openers)
-    assert versions(postgres_url) == [("hub", 1), ("ingest", 1), ("reflector", 1)]
+    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("ingest", 1), ("reflector", 1)]
 
 
 def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
@@ -61,8 +61,26 @@ def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         conn.execute("INSERT INTO feedmesh_migrations (component, version) VALUES ('hub', 99)")
     with pytest.raises(StoreError, match=r"cannot open hub database postgresql://.*: its hub "
-                                         r"schema is at version 99, this feedmesh knows 1"):
+                                         r"schema is at version 99, this feedmesh knows 2"):
         PostgresHubState(postgres_url)
+
+
+def test_a_hub_database_of_before_push_gains_its_tables(postgres_url):
+    from feedmesh.store import PushTarget
+    from feedmesh.store.postgres_db import PostgresDatabase
+    from feedmesh.store.postgres_hub import COMPONENT, MIGRATIONS
+
+    PostgresDatabase(postgres_url, what="hub database", component=COMPONENT,
+                     migrations=MIGRATIONS[:1]).close()  # as the hub was before issue 12
+    assert versions(postgres_url) == [("hub", 1)]
+    state = PostgresHubState(postgres_url)
+    account, _ = state.create_account("ann", 1.0)
+    sub = state.add_subscription(account.id, name="", query="a", keep=5, reflector=0, now=1.0)
+    saved = state.save_push_target(PushTarget(sub_id=sub.id, kind="webhook",
+                                              url="http://a.test/", created_at=1.0))
+    assert state.push_targets() == [saved]
+    state.close()
+    assert versions(postgres_url) == [("hub", 1), ("hub", 2)]
 
 
 def test_a_read_only_database_opens_and_refuses_writes_precisely(postgres_url):

@@ -102,4 +102,11 @@ def test_an_older_hub_db_gains_the_columns_it_lacks(tmp_path):
     state = SQLiteHubState(tmp_path / "hub.db")
     (kept,) = state.sources(1)
     assert (kept.feed_id, kept.title, kept.category, kept.html_url) == (5, "Five", "", "")
+    # and the tables it lacks: push targets and their delivery log (issue 12)
+    sub = state.add_subscription(1, name="", query="a", keep=5, reflector=0, now=3.0)
+    from feedmesh.store import PushAttempt, PushTarget
+    saved = state.save_push_target(PushTarget(sub_id=sub.id, kind="webhook",
+                                              url="http://a.test/", created_at=3.0))
+    state.record_push_attempts([PushAttempt(target_id=saved.id, at=4.0, attempt=1, status=200)])
+    assert state.push_attempts(saved.id)[0].status == 200
     state.close()

@@ -22,6 +22,7 @@ from feedmesh.compose import embedded_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlError
 from feedmesh.hub.app import Hub, HubSettings
+from feedmesh.hub.push import PushSettings
 from feedmesh.hub.reflector import ReflectorSettings
 from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
@@ -66,6 +67,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="polls per second allowed per personalized feed")
     parser.add_argument("--feed-burst", type=int, default=WebLimits().feed_burst,
                         help="polls of one personalized feed allowed at once, above the rate")
+    parser.add_argument("--hub-rate", type=float, default=WebLimits().hub_rate_per_s,
+                        help="WebSub subscription requests (POST /hub) per second per client "
+                        "address")
+    parser.add_argument("--hub-burst", type=int, default=WebLimits().hub_burst,
+                        help="WebSub subscription requests allowed at once, above the rate")
+    parser.add_argument("--push-rate", type=float,
+                        default=PushSettings().max_deliveries_per_s,
+                        help="deliveries per second to WebSub subscribers and webhooks, all "
+                        "together (beyond it, entries coalesce into later deliveries)")
     parser.add_argument("--bus", default=os.environ.get("FEEDMESH_BUS", "memory"),
                         metavar="URL", help="where the tiers meet: 'memory' (this process) or a "
                         "NATS JetStream server, nats://HOST:PORT")
@@ -98,6 +108,7 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog,
         crawl=CrawlSettings(),
+        push=PushSettings(max_deliveries_per_s=args.push_rate),
         reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
                                     hard_memory_bytes=args.hard_memory_mb << 20))
 
@@ -161,7 +172,8 @@ def run(args: argparse.Namespace, *, web_layer: bool = True) -> int:
 
 
 async def _serve(args: argparse.Namespace, web_layer: bool) -> int:
-    limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst)
+    limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst,
+                       hub_rate_per_s=args.hub_rate, hub_burst=args.hub_burst)
     async with running_hub(settings_from(args), args.host, args.port, args.base_url,
                            limits, bus=args.bus, bus_namespace=args.bus_namespace,
                            store=args.store, web_layer=web_layer) as (hub, url):

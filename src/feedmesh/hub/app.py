@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
+from aiohttp.abc import AbstractResolver
 
 from feedmesh.bus import Bus, BusError
 from feedmesh.clock import Clock
@@ -34,10 +35,13 @@ from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier
 from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.facade import FeedUnavailable, FeedVersion, SourceView
+from feedmesh.hub.feed_document import render_private_feed
 from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.front import HubFront, Owners, RemoteHolders
 from feedmesh.hub.messages import FeedMeta, FeedsAdded, FollowsChanged, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.push import PushService, PushSettings
+from feedmesh.hub.push_messages import RenderedDocuments
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.reflector_service import ReflectorClient
 from feedmesh.hub.supervise import supervise
@@ -91,6 +95,9 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
+    push: PushSettings = PushSettings()
+    """The WebSub hub of the private feeds and the webhooks (:mod:`.push`); served only with
+    the reflectors in this process."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.filters <= 64 or not 1 <= self.reflectors <= 64:
@@ -190,7 +197,7 @@ class Hub(HubFront):
     def __init__(self, settings: HubSettings, *, ingest: IngestStore, state: HubState,
                  reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
                  clock: Clock, open_state: StateOpener, data_dir: Path,
-                 feed_secret: bytes) -> None:
+                 feed_secret: bytes, resolver: AbstractResolver | None = None) -> None:
         local = 0 if settings.external_reflectors else settings.reflectors
         if len(reflector_logs) != local:
             raise ValueError(f"{local} reflectors in this process need as many logs, "
@@ -227,6 +234,13 @@ class Hub(HubFront):
         self.filters = [] if s.external_filters else [
             FilterTier(n, s.filters, self.bus, self.clock, self.metrics, delivery=s.delivery)
             for n in range(s.filters)]
+        self.lease_bounds = s.push.lease
+        if self.reflectors:  # push follows the reflectors' batches, so it runs beside them
+            self.push = PushService(state, s.push, s.fetch, clock, self.metrics,
+                                    document=self._push_document, resolver=resolver)
+            for reflector in self.reflectors:
+                reflector.on_applied = self.push.matched
+        self._push_documents = RenderedDocuments()
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self._crawl_task: asyncio.Task[None] | None = None
@@ -267,6 +281,11 @@ class Hub(HubFront):
                    for subject in ("control", f"matches.{r.number}")]
         for subject, group in groups:
             await (await self.bus.consumer(subject, group)).close()
+        if self.push is not None:
+            await self.push.load()
+            push = self.push
+            self._tasks.append(asyncio.create_task(
+                supervise("push", lambda: push.run(self._stop), self._stop)))
         await self._replay()
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
@@ -372,6 +391,8 @@ class Hub(HubFront):
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.push is not None:
+            await self.push.close()
         await self.bus.close()
         await self.fetcher.close()
         for reflector in self.reflectors:
@@ -400,3 +421,20 @@ class Hub(HubFront):
     async def add_feeds(self, urls: Sequence[str]) -> list[int]:
         """Crawl these feeds (an operator's list, followed by no account); their ids."""
         return await self.crawler.add_feeds(list(urls))
+
+    async def _push_document(self, sub_id: int, fmt: str, topic: str) -> bytes:
+        """The feed a WebSub subscriber of ``topic`` gets now: what a reader polling the topic
+        would be served (rendered once per version for every subscriber of the topic)."""
+        assert self.push is not None and isinstance(self.holders, LocalHolders)
+        reflector = self.holders.serving(sub_id)
+        version = reflector.version(sub_id)[0] if reflector is not None else -1
+        key = (sub_id, fmt, version, topic)
+        body = self._push_documents.get(key)
+        if body is None:
+            sub = await self.push.subscription(sub_id)
+            items = (await reflector.items(sub_id, self.push.recent_items)
+                     if reflector is not None else [])
+            body = render_private_feed(sub, items, fmt, base_url=topic.rsplit("/f/", 1)[0],
+                                       self_url=topic)
+            self._push_documents.put(key, body)
+        return body

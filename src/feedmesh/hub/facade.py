@@ -18,9 +18,18 @@ from feedmesh.clock import Clock
 from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.match import Query
-from feedmesh.store import Account, IngestedEntry, ReflectedItem, Subscription
+from feedmesh.store import (
+    Account,
+    IngestedEntry,
+    PushAttempt,
+    PushTarget,
+    ReflectedItem,
+    Subscription,
+)
+from feedmesh.websub.hub_requests import HubRequest, LeaseBounds
 
-__all__ = ["FeedUnavailable", "FeedVersion", "FollowLimitError", "HubFacade", "RecentMatch", "SourceView"]
+__all__ = ["FeedUnavailable", "FeedVersion", "FollowLimitError", "HubFacade", "PushRefusedError",
+           "RecentMatch", "SourceView"]
 
 
 class FollowLimitError(Exception):
@@ -32,6 +41,18 @@ class FollowLimitError(Exception):
         self.following = following
         self.adding = adding
         self.limit = limit
+
+
+class PushRefusedError(Exception):
+    """A WebSub request or a webhook the hub refuses: the HTTP status and code to answer with,
+    and a message saying why."""
+
+    def __init__(self, status: int, code: str, message: str, **detail: object) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.detail = detail
 
 
 class FeedUnavailable(Exception):
@@ -77,6 +98,8 @@ class RecentMatch(msgspec.Struct, frozen=True):
 class HubFacade(Protocol):
     clock: Clock
     metrics: HubMetrics
+    lease_bounds: LeaseBounds
+    """The WebSub leases the hub grants."""
 
     # accounts
     async def create_account(self, name: str) -> tuple[Account, str]: ...
@@ -140,4 +163,24 @@ class HubFacade(Protocol):
 
     async def stats(self) -> dict[str, object]:
         """The figures ``/api/stats`` and ``feedmesh stats`` show."""
+        ...
+
+    # push: WebSub subscribers of private feeds, webhooks (see :mod:`feedmesh.hub.push`)
+    def websub_request(self, request: HubRequest, sub_id: int, fmt: str) -> None:
+        """Verify intent with the callback in the background, then (un)subscribe it to the
+        feed ``sub_id`` serves in ``fmt``. Raises :class:`PushRefusedError`."""
+        ...
+
+    def push_targets(self, sub_id: int) -> list[PushTarget]: ...
+
+    async def add_webhook(self, sub_id: int, url: str) -> PushTarget:
+        """A webhook (with its new signing secret), or the one already at ``url``. Raises
+        :class:`PushRefusedError`."""
+        ...
+
+    async def remove_push_target(self, target: PushTarget) -> None: ...
+    async def push_attempts(self, target_id: int) -> list[PushAttempt]: ...
+
+    def test_webhook(self, target: PushTarget) -> None:
+        """Queue a delivery without entries, in order behind what waits for it."""
         ...

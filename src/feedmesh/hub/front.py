@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from feedmesh.hub.facade import (
     FeedUnavailable,
     FeedVersion,
     FollowLimitError,
+    PushRefusedError,
     RecentMatch,
     SourceView,
 )
@@ -62,10 +63,16 @@ from feedmesh.store import (
     HubState,
     IngestedEntry,
     IngestStore,
+    PushAttempt,
+    PushTarget,
     ReflectedItem,
     StoreThread,
     Subscription,
 )
+from feedmesh.websub.hub_requests import HubRequest, LeaseBounds
+
+if TYPE_CHECKING:
+    from feedmesh.hub.push import PushService
 
 __all__ = ["APPLY_TIMEOUT_S", "FeedHolders", "HubFront", "Owners", "RemoteHolders",
            "RemoteSources", "SourceDesk"]
@@ -255,6 +262,10 @@ class HubFront:
         self.starting_entries = starting_entries
         self._io = io  # the web layer's reads and writes, off the event loop
         self._recent: tuple[float, int, list] = (-float("inf"), 0, [])
+        self.push: PushService | None = None
+        """WebSub subscribers and webhooks (:mod:`.push`): only where the reflectors run (the
+        embedded hub); a web process of its own answers push requests 503."""
+        self.lease_bounds = LeaseBounds()
 
     # -- accounts ---------------------------------------------------------------------------
 
@@ -318,13 +329,44 @@ class HubFront:
         if changed is None:  # deleted meanwhile (another request of the same account)
             return sub
         await self._announce(self._added(changed))
+        if self.push is not None:
+            await self.push.subscription_changed(sub.id, new_url)
         return changed
 
     async def remove_subscription(self, sub: Subscription) -> None:
         await self._io.call(self.state.delete_subscription, sub.id)
         await self._announce(SubscriptionRemoved(sub_id=sub.id, reflector=sub.reflector))
+        if self.push is not None:
+            self.push.subscription_removed(sub.id)
         self.holders.owners.set(sub.id, -1)
         self.metrics.subscriptions.dec()
+
+    # -- push: WebSub subscribers of private feeds, webhooks ---------------------------------
+
+    def _pushing(self) -> PushService:
+        if self.push is None:
+            raise PushRefusedError(503, "push_unavailable", "WebSub and webhooks are served "
+                                   "by the process that runs the reflectors (feedmesh serve), "
+                                   "not by this one yet", retry_after_s=60)
+        return self.push
+
+    def websub_request(self, request: HubRequest, sub_id: int, fmt: str) -> None:
+        self._pushing().request(request, sub_id, fmt)
+
+    def push_targets(self, sub_id: int) -> list[PushTarget]:
+        return self.push.of_subscription(sub_id) if self.push is not None else []
+
+    async def add_webhook(self, sub_id: int, url: str) -> PushTarget:
+        return await self._pushing().add_webhook(sub_id, url)
+
+    async def remove_push_target(self, target: PushTarget) -> None:
+        await self._pushing().remove(target)
+
+    async def push_attempts(self, target_id: int) -> list[PushAttempt]:
+        return await self._pushing().attempts(target_id)
+
+    def test_webhook(self, target: PushTarget) -> None:
+        self._pushing().test(target)
 
     # -- private feeds ----------------------------------------------------------------------
 

@@ -77,6 +77,18 @@ class HubMetrics:
                                      registry=r)
         self.subscriptions = Gauge("feedmesh_subscriptions", "Active subscriptions", registry=r)
         self.feeds = Gauge("feedmesh_source_feeds", "Source feeds crawled", registry=r)
+        self.push_targets = Gauge("feedmesh_push_targets",
+                                  "WebSub subscribers and webhooks held", ["kind"], registry=r)
+        self.push_deliveries = Counter("feedmesh_push_deliveries",
+                                       "Deliveries to push targets by kind and result",
+                                       ["kind", "result"], registry=r)
+        self.push_entries = Counter("feedmesh_push_entries",
+                                    "(target, entry) pairs queued for delivery", registry=r)
+        self.push_latency = Histogram(
+            "feedmesh_push_latency_seconds",
+            "First seen by the crawler -> delivered to a push target (the oldest entry sent)",
+            buckets=(0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 120.0),
+            registry=r)
 
     def watch_queues(self, depths: Callable[[], dict[str, tuple[int, int]]]) -> None:
         def collect() -> Iterable[GaugeMetricFamily]:

@@ -22,7 +22,7 @@ import asyncio
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import msgspec
 import nh3
@@ -92,6 +92,9 @@ class Reflector:
         """Only with the filters' ``article`` delivery: this reflector's own subscriptions, to
         re-match each article against (Cobra's final design)."""
         self.memory_probe = memory_probe
+        self.on_applied: Callable[[list[tuple[ReflectedItem, np.ndarray, int]]], None] | None \
+            = None
+        """Told of every batch once it is committed and shown (the push worker listens)."""
         self._writer = StoreThread()
         self._reader = StoreThread()
         self._last_warning: dict[str, float] = {}
@@ -436,6 +439,8 @@ class Reflector:
             if shard >= 0:  # stored entries given to a new subscription are not latency
                 self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
             self.metrics.articles_out.labels("reflector").inc()
+        if self.on_applied is not None and batch:
+            self.on_applied(batch)
 
     def _bump(self, ids: np.ndarray, entry_id: int, now: float) -> None:
         """Move the feeds ``ids`` on for a stored match of ``entry_id``: +1 so that an edited
@@ -477,9 +482,18 @@ class Reflector:
     def held(self, sub_id: int) -> int:
         return min(self.topk.count(sub_id), int(self.subs.keep[sub_id]))
 
-    async def items(self, sub_id: int) -> list[ReflectedItem]:
+    async def items(self, sub_id: int,
+                    known: Mapping[int, ReflectedItem] | None = None) -> list[ReflectedItem]:
+        """The entries the feed shows, newest first; those in ``known`` (items the caller
+        kept from recent batches) are not read from the log again."""
         keep = int(self.subs.keep[sub_id]) or WIDTH
-        return await self._reader.call(self.log.items, self.topk.newest_ids(sub_id, keep))
+        ids = [int(e) for e in self.topk.newest_ids(sub_id, keep)]
+        if known is None:
+            return await self._reader.call(self.log.items, ids)
+        missing = [e for e in ids if e not in known]
+        found = {i.entry_id: i for i in await self._reader.call(self.log.items, missing)} \
+            if missing else {}
+        return [item for e in ids if (item := known.get(e) or found.get(e)) is not None]
 
     async def close_async(self) -> None:
         """Checkpoint, so the next start-up replays as little as possible, then close."""

@@ -59,6 +59,8 @@ __all__ = [
     "IngestStore",
     "IngestedEntry",
     "Posting",
+    "PushAttempt",
+    "PushTarget",
     "ReflectedItem",
     "ReflectorLog",
     "StorageFullError",
@@ -216,6 +218,39 @@ class FollowedSource(msgspec.Struct, frozen=True, kw_only=True):
     html_url: str = ""
 
 
+class PushTarget(msgspec.Struct, frozen=True, kw_only=True):
+    """Somewhere a subscription's new entries are pushed: a WebSub subscriber's callback (kind
+    ``websub``: the updated feed, in the format of the ``topic`` it subscribed to, until
+    ``expires_at``) or a webhook its owner set (kind ``webhook``: the new entries as JSON; no
+    topic, no expiry). ``secret`` signs each body (empty: unsigned). A WebSub subscription is
+    keyed by ``(topic, url)``, a webhook by ``(sub_id, url)``: subscribing again updates it."""
+
+    id: int = 0
+    sub_id: int
+    kind: str
+    url: str
+    topic: str = ""
+    format: str = ""
+    secret: str = ""
+    lease_seconds: int = 0
+    expires_at: float | None = None
+    created_at: float = 0.0
+
+
+class PushAttempt(msgspec.Struct, frozen=True, kw_only=True):
+    """One delivery to a push target, as its owner sees it in the delivery log."""
+
+    target_id: int
+    at: float
+    attempt: int
+    """1 for a first try, 2 after one failure, ..."""
+    status: int
+    """The HTTP status answered (0: none: refused, unreachable, timed out)."""
+    error: str = ""
+    entries: int = 0
+    elapsed_ms: float = 0.0
+
+
 class HubState(Protocol):
     """Accounts, subscriptions, follows and the subscription change log. See the module
     docstring for the guarantees."""
@@ -284,6 +319,26 @@ class HubState(Protocol):
 
     def followers(self) -> dict[int, int]:
         """Feed id -> number of accounts following it."""
+        ...
+
+    # where subscriptions are pushed (deleted with their subscription)
+    def save_push_target(self, target: PushTarget) -> PushTarget:
+        """Insert the target, or update the one with the same key (WebSub: topic and url;
+        webhook: subscription and url: secret, lease, expiry and format change); with its id."""
+        ...
+
+    def push_targets(self, sub_id: int | None = None) -> list[PushTarget]:
+        """The targets of one subscription (all when None), by id."""
+        ...
+
+    def delete_push_target(self, target_id: int) -> bool: ...
+
+    def record_push_attempts(self, attempts: Sequence[PushAttempt], keep: int = 20) -> None:
+        """Append to the delivery log, keeping each target's newest ``keep`` attempts."""
+        ...
+
+    def push_attempts(self, target_id: int, limit: int = 20) -> list[PushAttempt]:
+        """A target's newest attempts, newest first."""
         ...
 
     def close(self) -> None: ...

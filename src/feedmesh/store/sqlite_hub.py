@@ -17,8 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from feedmesh.store.columns import SUBSCRIPTION_COLUMNS, subscription_columns
-from feedmesh.store.ports import Account, FollowedSource, Subscription
+from feedmesh.store.columns import (
+    PUSH_ATTEMPT_COLUMNS,
+    PUSH_TARGET_COLUMNS,
+    SUBSCRIPTION_COLUMNS,
+    push_attempt,
+    push_target,
+    subscription_columns,
+)
+from feedmesh.store.ports import Account, FollowedSource, PushAttempt, PushTarget, Subscription
 from feedmesh.store.sqlite_file import SQLiteFile
 
 __all__ = ["SQLiteHubState"]
@@ -65,6 +72,31 @@ CREATE TRIGGER IF NOT EXISTS subscription_changed AFTER UPDATE ON subscriptions
     BEGIN INSERT INTO subscription_log (sub_id) VALUES (NEW.id); END;
 CREATE TRIGGER IF NOT EXISTS subscription_deleted AFTER DELETE ON subscriptions
     BEGIN INSERT INTO subscription_log (sub_id) VALUES (OLD.id); END;
+-- Where subscriptions are pushed (WebSub callbacks, webhooks) and the last deliveries to each.
+CREATE TABLE IF NOT EXISTS push_targets (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sub_id INTEGER NOT NULL REFERENCES subscriptions(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    url TEXT NOT NULL,
+    topic TEXT NOT NULL DEFAULT '',
+    format TEXT NOT NULL DEFAULT '',
+    secret TEXT NOT NULL DEFAULT '',
+    lease_seconds INTEGER NOT NULL DEFAULT 0,
+    expires_at REAL,
+    created_at REAL NOT NULL,
+    UNIQUE (sub_id, kind, topic, url)
+);
+CREATE TABLE IF NOT EXISTS push_attempts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    target_id INTEGER NOT NULL REFERENCES push_targets(id) ON DELETE CASCADE,
+    at REAL NOT NULL,
+    attempt INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    error TEXT NOT NULL DEFAULT '',
+    entries INTEGER NOT NULL DEFAULT 0,
+    elapsed_ms REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS push_attempts_by_target ON push_attempts (target_id, id);
 """
 
 
@@ -248,6 +280,57 @@ class SQLiteHubState:
         """Feed id -> number of accounts following it (the User-Agent's subscriber count)."""
         return {r[0]: r[1] for r in self._file.read(
             "SELECT feed_id, count(*) FROM account_sources GROUP BY feed_id")}
+
+    # -- push targets -----------------------------------------------------------------------
+
+    def save_push_target(self, target: PushTarget) -> PushTarget:
+        with self._file.write(f"saving a {target.kind} push target") as db:
+            db.execute(
+                "INSERT INTO push_targets (sub_id, kind, url, topic, format, secret, "
+                "lease_seconds, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (sub_id, kind, topic, url) DO UPDATE SET format = excluded.format, "
+                "secret = excluded.secret, lease_seconds = excluded.lease_seconds, "
+                "expires_at = excluded.expires_at",
+                (target.sub_id, target.kind, target.url, target.topic, target.format,
+                 target.secret, target.lease_seconds, target.expires_at, target.created_at))
+            row = db.execute(f"SELECT {PUSH_TARGET_COLUMNS} FROM push_targets "
+                             "WHERE sub_id = ? AND kind = ? AND topic = ? AND url = ?",
+                             (target.sub_id, target.kind, target.topic, target.url)).fetchone()
+        return push_target(row)
+
+    def push_targets(self, sub_id: int | None = None) -> list[PushTarget]:
+        if sub_id is None:
+            rows = self._file.read(f"SELECT {PUSH_TARGET_COLUMNS} FROM push_targets ORDER BY id")
+        else:
+            rows = self._file.read(f"SELECT {PUSH_TARGET_COLUMNS} FROM push_targets "
+                                   "WHERE sub_id = ? ORDER BY id", (sub_id,))
+        return [push_target(r) for r in rows]
+
+    def delete_push_target(self, target_id: int) -> bool:
+        with self._file.write(f"deleting push target {target_id}") as db:
+            return db.execute("DELETE FROM push_targets WHERE id = ?",
+                              (target_id,)).rowcount > 0
+
+    def record_push_attempts(self, attempts: Sequence[PushAttempt], keep: int = 20) -> None:
+        if not attempts:
+            return
+        with self._file.write("recording deliveries") as db:
+            # A target deleted meanwhile has no log to keep: its attempts are skipped.
+            db.executemany(
+                "INSERT INTO push_attempts (target_id, at, attempt, status, error, entries, "
+                "elapsed_ms) SELECT ?, ?, ?, ?, ?, ?, ? WHERE EXISTS "
+                "(SELECT 1 FROM push_targets WHERE id = ?)",
+                ((a.target_id, a.at, a.attempt, a.status, a.error, a.entries, a.elapsed_ms,
+                  a.target_id) for a in attempts))
+            for target_id in {a.target_id for a in attempts}:
+                db.execute("DELETE FROM push_attempts WHERE target_id = ? AND id <= coalesce(("
+                           "SELECT id FROM push_attempts WHERE target_id = ? ORDER BY id DESC "
+                           "LIMIT 1 OFFSET ?), 0)", (target_id, target_id, keep))
+
+    def push_attempts(self, target_id: int, limit: int = 20) -> list[PushAttempt]:
+        return [push_attempt(r) for r in self._file.read(
+            f"SELECT {PUSH_ATTEMPT_COLUMNS} FROM push_attempts WHERE target_id = ? "
+            "ORDER BY id DESC LIMIT ?", (target_id, limit))]
 
     def close(self) -> None:
         self._file.close()

@@ -17,13 +17,14 @@ from aiohttp import web
 
 from feedmesh.feeds.opml import OpmlError, OpmlOutline, parse_opml, render_opml
 from feedmesh.fetch.redact import redact_credentials
-from feedmesh.hub.facade import FollowLimitError, HubFacade, SourceView
+from feedmesh.hub.facade import FollowLimitError, HubFacade, PushRefusedError, SourceView
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
+from feedmesh.hub.web.websub import push_error
 from feedmesh.match import QueryError, html_to_text, parse_query
 from feedmesh.memory import release_memory
-from feedmesh.store import Account, Subscription
+from feedmesh.store import Account, PushAttempt, PushTarget, Subscription
 
 __all__ = ["Api"]
 
@@ -90,6 +91,12 @@ def _snippet(entry_summary: str, entry_content: str, terms: list[str],
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
 
 
+def _attempt_json(attempt: PushAttempt) -> dict[str, Any]:
+    return {"at": attempt.at, "attempt": attempt.attempt, "status": attempt.status,
+            "ok": 200 <= attempt.status < 300, "error": attempt.error,
+            "entries": attempt.entries, "elapsed_ms": attempt.elapsed_ms}
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, text=json.dumps(data), content_type="application/json")
 
@@ -116,6 +123,13 @@ class Api:
             web.patch("/api/subscriptions/{id}", a(self.change_subscription)),
             web.delete("/api/subscriptions/{id}", a(self.delete_subscription)),
             web.get("/api/subscriptions/{id}/entries", a(self.subscription_entries)),
+            web.get("/api/subscriptions/{id}/websub", a(self.list_websub)),
+            web.get("/api/subscriptions/{id}/webhooks", a(self.list_webhooks)),
+            web.post("/api/subscriptions/{id}/webhooks", a(self.add_webhook)),
+            web.delete("/api/subscriptions/{id}/webhooks/{hook}", a(self.remove_webhook)),
+            web.get("/api/subscriptions/{id}/webhooks/{hook}/deliveries",
+                    a(self.webhook_deliveries)),
+            web.post("/api/subscriptions/{id}/webhooks/{hook}/test", a(self.test_webhook)),
             web.get("/api/sources", a(self.list_sources)),
             web.post("/api/sources", a(self.add_source)),
             web.delete("/api/sources/{id}", a(self.remove_source)),
@@ -296,6 +310,70 @@ class Api:
         return _json({"entries": [{"id": i.entry_id, "title": i.entry.title,
                                    "link": i.entry.link, "feed_title": i.feed_title,
                                    "first_seen_at": i.first_seen_at} for i in items]})
+
+    # -- push: WebSub subscribers and webhooks --------------------------------------------
+
+    async def list_websub(self, request: web.Request, account: Account) -> web.Response:
+        """Who subscribed to this private feed over WebSub (its owner may want to know)."""
+        sub = await self._owned(request, account)
+        return _json({"subscribers": [
+            {"id": t.id, "callback": redact_credentials(t.url), "format": t.format,
+             "signed": bool(t.secret), "lease_seconds": t.lease_seconds,
+             "expires_at": t.expires_at, "created_at": t.created_at}
+            for t in self.hub.push_targets(sub.id) if t.kind == "websub"]})
+
+    def _webhook_json(self, target: PushTarget, attempts: list[PushAttempt] | None = None,
+                      secret: bool = False) -> dict[str, Any]:
+        found: dict[str, Any] = {"id": target.id, "url": target.url,
+                                 "created_at": target.created_at}
+        if secret:
+            found["secret"] = target.secret
+        if attempts is not None:
+            found["deliveries"] = [_attempt_json(a) for a in attempts]
+        return found
+
+    async def _webhook(self, request: web.Request, account: Account) -> PushTarget:
+        sub = await self._owned(request, account)
+        raw = request.match_info["hook"]
+        hook_id = _path_id(raw)
+        found = next((t for t in self.hub.push_targets(sub.id)
+                      if t.kind == "webhook" and t.id == hook_id), None)
+        if found is None:
+            raise ApiError(404, "not_found", f"subscription {sub.id} has no webhook {raw}")
+        return found
+
+    async def list_webhooks(self, request: web.Request, account: Account) -> web.Response:
+        sub = await self._owned(request, account)
+        hooks = [t for t in self.hub.push_targets(sub.id) if t.kind == "webhook"]
+        return _json({"webhooks": [self._webhook_json(t, (await self.hub.push_attempts(t.id))[:5])
+                                   for t in hooks]})
+
+    async def add_webhook(self, request: web.Request, account: Account) -> web.Response:
+        sub = await self._owned(request, account)
+        url = (await self._body(request)).get("url")
+        if not isinstance(url, str) or not url.strip():
+            raise ApiError(400, "invalid_url", "url is required: the http:// or https:// "
+                           "address to POST new entries to")
+        try:
+            hook = await self.hub.add_webhook(sub.id, url.strip())
+        except PushRefusedError as exc:
+            raise push_error(exc) from exc
+        # The secret is shown here only: it signs every delivery (X-Feedmesh-Signature).
+        return _json({"webhook": self._webhook_json(hook, secret=True)}, 201)
+
+    async def remove_webhook(self, request: web.Request, account: Account) -> web.Response:
+        await self.hub.remove_push_target(await self._webhook(request, account))
+        return web.Response(status=204)
+
+    async def webhook_deliveries(self, request: web.Request, account: Account) -> web.Response:
+        hook = await self._webhook(request, account)
+        return _json({"deliveries": [_attempt_json(a)
+                                     for a in await self.hub.push_attempts(hook.id)]})
+
+    async def test_webhook(self, request: web.Request, account: Account) -> web.Response:
+        hook = await self._webhook(request, account)
+        self.hub.test_webhook(hook)
+        return _json({"queued": True, "webhook": self._webhook_json(hook)}, 202)
 
     # -- sources ----------------------------------------------------------------------------
 

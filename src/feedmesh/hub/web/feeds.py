@@ -18,17 +18,20 @@ from email.utils import format_datetime, parsedate_to_datetime
 
 from aiohttp import web
 
-from feedmesh.feeds.render import CONTENT_TYPES, render_feed
+from feedmesh.feeds.render import CONTENT_TYPES
 from feedmesh.hub.facade import HubFacade
+from feedmesh.hub.feed_document import (
+    EXTENSIONS,
+    feed_urls,
+    link_header,
+    published_entry,
+    render_private_feed,
+)
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
 from feedmesh.hub.web.rendered import RenderedFeeds
-from feedmesh.model import Entry, FeedInfo
-from feedmesh.store import ReflectedItem
 
-__all__ = ["FeedServer"]
-
-EXTENSIONS = {"rss": "rss2.0", "atom": "atom1.0", "json": "json1.1"}
+__all__ = ["FeedServer", "choose_format", "published_entry"]
 _ACCEPT = (("application/atom+xml", "atom1.0"), ("application/feed+json", "json1.1"),
            ("application/json", "json1.1"), ("application/rss+xml", "rss2.0"))
 
@@ -54,7 +57,7 @@ class FeedServer:
         self.rendered = RenderedFeeds(limits.rendered_feeds_bytes)
 
     def urls(self, token: str) -> dict[str, str]:
-        return {ext: f"{self.base_url}/f/{token}.{ext}" for ext in EXTENSIONS}
+        return feed_urls(self.base_url, token)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["token"]
@@ -81,7 +84,8 @@ class FeedServer:
         etag = f'W/"{sub_id}-{generation}-{version}-{fmt}"'
         last_modified = datetime.fromtimestamp(modified or self.hub.clock.now(), UTC)
         headers = {"ETag": etag, "Last-Modified": format_datetime(last_modified, usegmt=True),
-                   "Cache-Control": "private, max-age=60", "Vary": "Accept, Accept-Encoding"}
+                   "Cache-Control": "private, max-age=60", "Vary": "Accept, Accept-Encoding",
+                   "Link": link_header(self.base_url, self.urls(token)[_ext(fmt)])}
         if _not_modified(request, etag, last_modified):
             self.hub.metrics.feed_requests.labels("304").inc()
             return web.Response(status=304, headers=headers)
@@ -100,33 +104,13 @@ class FeedServer:
         self.hub.metrics.feed_renders.inc()
         sub = await self.hub.subscription(sub_id)
         items = await self.hub.feed_items(sub_id)
-        title = sub.name if sub and sub.name else (sub.query if sub else "feedmesh")
-        info = FeedInfo(title=f"feedmesh: {title}", link=f"{self.base_url}/",
-                        description=f"Articles matching {sub.query if sub else ''!s}",
-                        self_link=self.urls(token)[_ext(fmt)], ttl_minutes=15)
-        entries = [published_entry(item) for item in items]
-        sources = [(item.feed_title or item.feed_url, item.feed_url) for item in items]
-        return render_feed(info, entries, fmt, source_titles=sources)
+        return render_private_feed(sub, items, fmt, base_url=self.base_url,
+                                   self_url=self.urls(token)[_ext(fmt)])
 
 
 def _ext(fmt: str) -> str:
     return next(ext for ext, f in EXTENSIONS.items() if f == fmt)
 
-
-def published_entry(item: ReflectedItem) -> Entry:
-    """The entry as our feed publishes it: a stable id of our own (the source's guid is only
-    unique within its feed), the source's link, and dates never later than when we first saw
-    it (a future-dated entry would sit on top of every reader's list for ever, and it would
-    push the feed's own ``updated`` / ``date_modified`` into the future with it)."""
-    entry = item.entry
-    seen = datetime.fromtimestamp(item.first_seen_at, UTC)
-    published = min(entry.published or entry.updated or seen, seen)
-    updated = min(entry.updated, seen) if entry.updated is not None else None
-    return Entry(key=f"tag:feedmesh,2026:entry-{item.entry_id}",
-                 guid=f"tag:feedmesh,2026:entry-{item.entry_id}", title=entry.title,
-                 link=entry.link, published=published, updated=updated, authors=entry.authors,
-                 summary=entry.summary, categories=entry.categories, language=entry.language,
-                 enclosures=entry.enclosures)
 
 
 def _accepts_gzip(accept_encoding: str) -> bool:

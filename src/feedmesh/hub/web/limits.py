@@ -28,6 +28,10 @@ class WebLimits(msgspec.Struct, frozen=True, kw_only=True):
     """Polls per second per personalized feed (one every 5 s sustained, burst below). A reader
     polling every 100 ms gets 429 with Retry-After instead of a free render."""
     feed_burst: int = 10
+    hub_rate_per_s: float = 1.0
+    """WebSub hub requests (POST /hub) per second per client address (burst below)."""
+    hub_burst: int = 30
+    max_hub_request_bytes: int = 16 * 1024
     rendered_feeds_bytes: int = 64 * 1024 * 1024
     """Memory for feeds as rendered and compressed, served to every reader of a version."""
 

@@ -31,7 +31,8 @@ _ERRORS = {str(code): _answer(text, _ref("Error")) for code, text in (
     (413, "Body too large"),
     (415, "Body is not JSON"),
     (429, "Rate limited; see Retry-After"),
-    (503, "Storage full or unavailable (storage_full, storage_unavailable); see Retry-After"),
+    (503, ("Storage full or unavailable (storage_full, storage_unavailable), or push not "
+           "served by this process (push_unavailable); see Retry-After")),
 )}
 _LIMIT = {"403": _answer("A per-account limit is reached", _ref("Error"))}
 
@@ -49,6 +50,12 @@ _SUB_FIELDS = {
              "description": "entries kept in the feed"},
 }
 _ID = {"type": "integer", "minimum": 1}
+_PUSH_URL = {"type": "string", "maxLength": 2000,
+             "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://[a-z0-9]+(\\.[a-z0-9]+)*(:[1-9][0-9]{0,3})?"
+                        "(/[!$&-.0-9;=?A-Z_a-z~/]*)?$",
+             "description": "an http(s) URL without credentials or fragment; its address must "
+                            "pass the hub's address guard (no private, loopback or metadata "
+                            "address unless allowed)"}
 _STR = {"type": "string"}
 
 
@@ -89,6 +96,26 @@ _SCHEMAS: dict[str, Any] = {
                      terms={"type": "array", "items": _STR,
                             "description": "the query's terms the entry holds: why it "
                                            "matched (word, prefix*, \"a phrase\")"}),
+    "Delivery": _object(("at", "attempt", "status", "ok", "error", "entries", "elapsed_ms"),
+                        at={"type": "number"}, attempt={"type": "integer"},
+                        status={"type": "integer", "description": "HTTP status answered; 0: "
+                                                                  "none (refused, unreachable, "
+                                                                  "timed out)"},
+                        ok={"type": "boolean"}, error=_STR, entries={"type": "integer"},
+                        elapsed_ms={"type": "number"}),
+    "Webhook": _object(("id", "url", "created_at"), id=_ID, url=_STR,
+                       created_at={"type": "number"},
+                       secret={"type": "string", "description": "signs each delivery "
+                               "(X-Feedmesh-Signature: sha256=HMAC of the body); shown only "
+                               "when the webhook is created"},
+                       deliveries={"type": "array", "items": {"$ref":
+                                                              "#/components/schemas/Delivery"},
+                                   "description": "the last attempts, newest first"}),
+    "WebSubSubscriber": _object(
+        ("id", "callback", "format", "signed", "lease_seconds", "expires_at", "created_at"),
+        id=_ID, callback=_STR, format=_STR, signed={"type": "boolean"},
+        lease_seconds={"type": "integer"}, expires_at={"type": ["number", "null"]},
+        created_at={"type": "number"}),
 }
 _OPML_EXAMPLE = ('<?xml version="1.0"?><opml version="2.0"><head><title>mine</title></head><body>'
                  '<outline text="A feed" xmlUrl="https://example.org/feed.xml"/></body></opml>')
@@ -97,6 +124,10 @@ _OPML_EXAMPLE = ('<?xml version="1.0"?><opml version="2.0"><head><title>mine</ti
 def openapi(base_url: str) -> dict[str, Any]:
     auth = [{"bearer": []}]
     sub_path = {"parameters": [{"name": "id", "in": "path", "required": True, "schema": _ID}]}
+    hook_path = {"parameters": [*sub_path["parameters"],
+                                {"name": "hook", "in": "path", "required": True,
+                                 "schema": _ID}]}
+    webhook = _object(("webhook",), webhook=_ref("Webhook"))
     subscription = _object(("subscription",), subscription=_ref("Subscription"))
 
     def op(summary: str, responses: dict[str, Any], body: dict[str, Any] | None = None,
@@ -153,6 +184,37 @@ def openapi(base_url: str) -> dict[str, Any]:
                 **sub_path, "get": op("The entries its feed holds now", {"200": _answer(
                     "OK", _object(("entries",), entries={"type": "array",
                                                          "items": _ref("Entry")}))})},
+            "/api/subscriptions/{id}/websub": {
+                **sub_path, "get": op("Who subscribed to its private feed over WebSub",
+                                      {"200": _answer("OK", _object(
+                                          ("subscribers",), subscribers={
+                                              "type": "array",
+                                              "items": _ref("WebSubSubscriber")}))})},
+            "/api/subscriptions/{id}/webhooks": {
+                **sub_path,
+                "get": op("Its webhooks, each with its last deliveries", {"200": _answer(
+                    "OK", _object(("webhooks",), webhooks={"type": "array",
+                                                           "items": _ref("Webhook")}))}),
+                "post": op("Add a webhook: new entries are POSTed to url as JSON, signed with "
+                           "the secret in the answer (X-Feedmesh-Signature)",
+                           {"201": _answer("Created (or the one already at url)", webhook),
+                            **_LIMIT},
+                           _json_body({"type": "object", "required": ["url"], "properties": {
+                               "url": _PUSH_URL}}))},
+            "/api/subscriptions/{id}/webhooks/{hook}": {
+                **hook_path, "delete": op("Remove a webhook", {"204": _answer("Removed")})},
+            "/api/subscriptions/{id}/webhooks/{hook}/deliveries": {
+                **hook_path, "get": op("The webhook's delivery log, newest first",
+                                       {"200": _answer("OK", _object(
+                                           ("deliveries",), deliveries={
+                                               "type": "array",
+                                               "items": _ref("Delivery")}))})},
+            "/api/subscriptions/{id}/webhooks/{hook}/test": {
+                **hook_path, "post": op("Send a test delivery (no entries), in order behind "
+                                        "what waits; its outcome shows in the log",
+                                        {"202": _answer("Queued", _object(
+                                            ("queued", "webhook"), queued={"type": "boolean"},
+                                            webhook=_ref("Webhook")))})},
             "/api/subscriptions.opml": {"get": {
                 **op("Every private feed of yours in one OPML file, for a reader to import",
                      {"200": {"description": "OPML, one outline per subscription", "content": {
@@ -209,6 +271,33 @@ def openapi(base_url: str) -> dict[str, Any]:
                                          queues={"type": "object"},
                                          metrics={"type": "object"}))},
                                      secured=False)},
+            "/hub": {"post": {
+                "summary": "WebSub hub of the private feeds: subscribe a callback to a feed "
+                           "(hub.topic: one of its private URLs); intent is verified at the "
+                           "callback, then each update of the feed is POSTed to it",
+                "requestBody": {"required": True, "content": {
+                    "application/x-www-form-urlencoded": {"schema": _object(
+                        ("hub.mode", "hub.topic", "hub.callback"), **{
+                            "hub.mode": {"type": "string",
+                                         "enum": ["subscribe", "unsubscribe"]},
+                            "hub.topic": {"type": "string", "minLength": 1, "maxLength": 2000,
+                                          "description": "one of this hub's private feed URLs "
+                                                         "(anything else: 404 unknown_topic)"},
+                            "hub.callback": _PUSH_URL,
+                            "hub.lease_seconds": {"type": "string", "pattern": "^[0-9]{1,12}$"},
+                            "hub.secret": {"type": "string", "maxLength": 199,
+                                           "pattern": "^[ -~]*$"}})}}},
+                "responses": {
+                    "202": {"description": "Accepted; intent is being verified",
+                            "content": {"text/plain": {"schema": _STR}}},
+                    **{code: _answer(text, _ref("Error")) for code, text in (
+                        ("400", "Malformed request, or a callback the address guard refuses"),
+                        ("403", "The feed has as many subscribers as it may"),
+                        ("404", "The topic is not a private feed of this hub"),
+                        ("413", "Body too large"), ("415", "Body is not a form"),
+                        ("429", "Rate limited; see Retry-After"),
+                        ("503", ("Push is not served by this process (push_unavailable), or "
+                                 "storage is unavailable; see Retry-After")))}}}},
             "/f/{token}": {"get": {
                 "summary": "A subscription's private feed (append .rss, .atom or .json, or "
                            "choose with Accept)",

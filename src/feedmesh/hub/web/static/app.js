@@ -1,6 +1,7 @@
 // feedmesh web interface: sign up, write a query with a live preview (why each entry matched),
 // copy the feed URLs or all of them as OPML, edit a subscription or replace its URL, see recent
-// matches, add, import and remove sources. Plain JavaScript over the JSON API.
+// matches, push it to webhooks (with their delivery log and a test button) and see its WebSub
+// subscribers, add, import and remove sources. Plain JavaScript over the JSON API.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -132,12 +133,77 @@ function subscriptionItem(sub) {
   });
   const edit = element("button", { class: "secondary", type: "button", text: "Edit",
                                    "data-testid": "edit-" + sub.id });
+  const push = element("button", { class: "secondary", type: "button", text: "Push",
+                                   "data-testid": "push-" + sub.id });
+  const pushPanel = element("div", { class: "push", "data-testid": "push-panel-" + sub.id });
   const item = element("li", { "data-testid": "subscription", "data-id": sub.id },
                        element("strong", { text: sub.name || sub.query }),
                        element("div", { class: "meta", text: `query: ${sub.normalized} · keeps ${sub.keep} entries` }),
-                       ...urls, refresh, " ", edit, " ", newUrl, " ", remove, matches);
+                       ...urls, refresh, " ", edit, " ", push, " ", newUrl, " ", remove, matches, pushPanel);
   edit.addEventListener("click", () => item.append(editForm(sub)));
+  push.addEventListener("click", () => loadPush(sub.id, pushPanel));
   return item;
+}
+
+// -- push: webhooks (with their delivery log and a test button) and WebSub subscribers ------
+
+function deliveryLine(d) {
+  const outcome = d.status ? `HTTP ${d.status}` : "no answer";
+  const what = d.entries ? `${d.entries} entr${d.entries === 1 ? "y" : "ies"}` : "test";
+  return element("li", { class: d.ok ? "ok" : "failed", "data-testid": "delivery" },
+                 `${when(d.at)} · ${what} · attempt ${d.attempt} · ${outcome}` +
+                 (d.error ? ` · ${d.error}` : "") + ` · ${Math.round(d.elapsed_ms)} ms`);
+}
+
+async function loadPush(id, panel) {
+  const [hooks, websub] = await Promise.all([api("GET", `/api/subscriptions/${id}/webhooks`),
+                                             api("GET", `/api/subscriptions/${id}/websub`)]);
+  const url = element("input", { type: "url", placeholder: "https://example.com/hook", "aria-label": "webhook URL",
+                                 "data-testid": "webhook-url-" + id });
+  const problem = element("p", { class: "error", role: "alert" });
+  const secret = element("p", { class: "help" });
+  const form = element("form", { class: "edit" }, element("label", {}, "Webhook URL ", url),
+                       element("button", { type: "submit", text: "Add webhook" }), problem, secret);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    problem.textContent = "";
+    try {
+      const made = await api("POST", `/api/subscriptions/${id}/webhooks`, { url: url.value });
+      await loadPush(id, panel);
+      panel.append(element("p", { class: "help", "data-testid": "webhook-secret" },
+                           "Signing secret (shown once; each delivery carries X-Feedmesh-Signature: sha256=HMAC of the body): ",
+                           element("code", { text: made.webhook.secret })));
+    } catch (error) { problem.textContent = error.message; }
+  });
+  const list = element("ul", { class: "webhooks" });
+  for (const hook of hooks.webhooks) {
+    const log = element("ul", { class: "deliveries", "data-testid": "deliveries-" + hook.id });
+    for (const d of hook.deliveries) log.append(deliveryLine(d));
+    if (!hook.deliveries.length) log.append(element("li", { text: "No deliveries yet." }));
+    const test = element("button", { class: "secondary", type: "button", text: "Send test",
+                                     "data-testid": "webhook-test-" + hook.id });
+    test.addEventListener("click", async () => {
+      await api("POST", `/api/subscriptions/${id}/webhooks/${hook.id}/test`);
+      for (const ms of [500, 2000, 5000]) setTimeout(() => loadPush(id, panel), ms);
+    });
+    const refresh = element("button", { class: "secondary", type: "button", text: "Refresh log" });
+    refresh.addEventListener("click", () => loadPush(id, panel));
+    const remove = element("button", { class: "danger", type: "button", text: "Remove" });
+    remove.addEventListener("click", async () => {
+      await api("DELETE", `/api/subscriptions/${id}/webhooks/${hook.id}`);
+      loadPush(id, panel);
+    });
+    list.append(element("li", { "data-testid": "webhook" }, element("code", { text: hook.url }), " ",
+                        test, " ", refresh, " ", remove, log));
+  }
+  const subscribers = element("ul", { class: "websub" });
+  for (const s of websub.subscribers) {
+    subscribers.append(element("li", { text: `${s.callback} · ${s.format}${s.signed ? " · signed" : ""} · until ${when(s.expires_at)}` }));
+  }
+  panel.replaceChildren(element("h3", { text: "Webhooks" }), list, form,
+                        element("h3", { text: "WebSub subscribers" }),
+                        element("p", { class: "help", text: "Each feed URL names this hub (rel=\"hub\"): a WebSub subscriber that holds the URL can subscribe to it and gets each update pushed." }),
+                        websub.subscribers.length ? subscribers : element("p", { text: "None." }));
 }
 
 function editForm(sub) {

@@ -1,0 +1,63 @@
+"""A subscription's private feed as a document: what a reader polling ``/f/<token>.rss`` gets, and
+what the WebSub hub pushes to the topic's subscribers (a fat ping is the same document).
+
+Every private feed advertises where it lives and where to subscribe to it: ``rel="self"`` (the
+topic) and ``rel="hub"`` (``<base>/hub``), in the document and in the HTTP ``Link`` header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from feedmesh.feeds.render import render_feed
+from feedmesh.model import Entry, FeedInfo
+from feedmesh.store import ReflectedItem, Subscription
+
+__all__ = ["EXTENSIONS", "feed_urls", "hub_url", "link_header", "published_entry",
+           "render_private_feed"]
+
+EXTENSIONS = {"rss": "rss2.0", "atom": "atom1.0", "json": "json1.1"}
+"""A private feed URL's extension -> the format served there."""
+
+
+def feed_urls(base_url: str, token: str) -> dict[str, str]:
+    return {ext: f"{base_url}/f/{token}.{ext}" for ext in EXTENSIONS}
+
+
+def hub_url(base_url: str) -> str:
+    """The WebSub hub every private feed of this hub names."""
+    return f"{base_url}/hub"
+
+
+def link_header(base_url: str, self_url: str) -> str:
+    """The ``Link`` header of a private feed (WebSub section 4: discovery)."""
+    return f'<{hub_url(base_url)}>; rel="hub", <{self_url}>; rel="self"'
+
+
+def render_private_feed(sub: Subscription | None, items: Sequence[ReflectedItem], fmt: str, *,
+                        base_url: str, self_url: str) -> bytes:
+    """The feed of ``sub`` holding ``items`` (newest first) in format ``fmt``."""
+    title = sub.name if sub and sub.name else (sub.query if sub else "feedmesh")
+    info = FeedInfo(title=f"feedmesh: {title}", link=f"{base_url}/",
+                    description=f"Articles matching {sub.query if sub else ''!s}",
+                    self_link=self_url, hub_links=(hub_url(base_url),), ttl_minutes=15)
+    entries = [published_entry(item) for item in items]
+    sources = [(item.feed_title or item.feed_url, item.feed_url) for item in items]
+    return render_feed(info, entries, fmt, source_titles=sources)
+
+
+def published_entry(item: ReflectedItem) -> Entry:
+    """The entry as our feed publishes it: a stable id of our own (the source's guid is only
+    unique within its feed), the source's link, and dates never later than when we first saw
+    it (a future-dated entry would sit on top of every reader's list for ever, and it would
+    push the feed's own ``updated`` / ``date_modified`` into the future with it)."""
+    entry = item.entry
+    seen = datetime.fromtimestamp(item.first_seen_at, UTC)
+    published = min(entry.published or entry.updated or seen, seen)
+    updated = min(entry.updated, seen) if entry.updated is not None else None
+    return Entry(key=f"tag:feedmesh,2026:entry-{item.entry_id}",
+                 guid=f"tag:feedmesh,2026:entry-{item.entry_id}", title=entry.title,
+                 link=entry.link, published=published, updated=updated, authors=entry.authors,
+                 summary=entry.summary, categories=entry.categories, language=entry.language,
+                 enclosures=entry.enclosures)

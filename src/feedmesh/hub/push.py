@@ -1,0 +1,442 @@
+"""Push: the WebSub hub of every private feed, and webhooks, on one delivery worker.
+
+1. **Subscribing** (WebSub section 5): the web tier validates a request (:mod:`feedmesh.websub.hub_requests`)
+   and checks that its topic is one of our private feeds (only who holds the feed's URL can name
+   it); :meth:`PushService.request` then verifies intent in the background: a GET to the callback
+   with a challenge, which must come back verbatim; only then is the subscription saved (or, for
+   ``unsubscribe``, deleted). Subscribing again updates the lease and secret of the same
+   topic+callback.
+2. **Matching**: the reflector calls :meth:`PushService.matched` with each batch it committed; the
+   entries of subscriptions that have push targets join each target's queue
+   (:class:`feedmesh.websub.delivery.DeliveryQueues`).
+3. **Delivering**: :meth:`PushService.run` starts the sends that are due, at most one in flight per
+   target (so each target sees its deliveries in order) and ``max_in_flight`` in all. A WebSub
+   target gets the updated feed in its topic's format (a fat ping), with ``X-Hub-Signature`` when
+   it gave a secret; a webhook gets the new entries as JSON, signed in ``X-Feedmesh-Signature``.
+   Failures retry with backoff; a WebSub subscriber that keeps failing (or answers 410 Gone) is
+   dropped, as is one whose lease ran out; a webhook that keeps failing loses the entries that
+   waited (its delivery log shows the failures) but stays.
+
+Every address is judged by the crawler's address guard (:mod:`.push_http`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+
+import msgspec
+import numpy as np
+from aiohttp.abc import AbstractResolver
+
+from feedmesh.clock import Clock
+from feedmesh.fetch.settings import FetchSettings
+from feedmesh.hub.facade import PushRefusedError
+from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.push_http import CallbackClient, CallbackError
+from feedmesh.hub.push_messages import webhook_message, websub_message
+from feedmesh.logs import Throttled
+from feedmesh.store import (
+    HubState,
+    PushAttempt,
+    PushTarget,
+    ReflectedItem,
+    StoreError,
+    StoreThread,
+    Subscription,
+)
+from feedmesh.websub.delivery import DeliveryQueues, Outcome, RetryPolicy, Send
+from feedmesh.websub.hub_requests import (
+    HubRequest,
+    HubRequestError,
+    LeaseBounds,
+    challenge_echoed,
+    check_push_url,
+    verification_url,
+)
+
+__all__ = ["WEBHOOK", "WEBSUB", "PushService", "PushSettings"]
+
+log = logging.getLogger("feedmesh.hub.push")
+_failures = Throttled(log)
+
+WEBSUB = "websub"
+WEBHOOK = "webhook"
+_TEST = "test"
+
+
+class PushSettings(msgspec.Struct, frozen=True, kw_only=True):
+    lease: LeaseBounds = LeaseBounds()
+    retry: RetryPolicy = RetryPolicy()
+    timeout_s: float = 10.0
+    """Per verification or delivery, connection included."""
+    max_in_flight: int = 256
+    max_deliveries_per_s: float = 400.0
+    """The worker's budget, all targets together: it shares the event loop with the crawler
+    and the reflectors, which must keep up with the articles however many subscribers there
+    are. Beyond it deliveries wait, and the entries for one target coalesce into its next
+    delivery (a fat ping carries the whole feed)."""
+    max_verifications: int = 1000
+    """Intent verifications waiting or running; beyond, requests are refused (429)."""
+    max_subscribers_per_feed: int = 100
+    max_webhooks_per_subscription: int = 5
+    log_keep: int = 20
+    """Attempts kept per webhook in its delivery log."""
+    recent_items: int = 20_000
+    """Entries kept in memory to build pushed documents from (see ``recent_items``)."""
+    sweep_interval_s: float = 60.0
+    """How often leases that ran out are looked for (they are also checked at each send)."""
+
+
+Document = Callable[[int, str, str], Awaitable[bytes]]
+"""(subscription id, format, topic URL) -> the feed as the topic serves it now."""
+
+
+class PushService:
+    def __init__(self, state: HubState, settings: PushSettings, fetch: FetchSettings,
+                 clock: Clock, metrics: HubMetrics, *, document: Document,
+                 resolver: AbstractResolver | None = None) -> None:
+        self.state = state
+        self.settings = settings
+        self.clock = clock
+        self.metrics = metrics
+        self.document = document
+        self._subs: dict[int, Subscription | None] = {}
+        self.client = CallbackClient(fetch, resolver=resolver, timeout_s=settings.timeout_s)
+        self.queues = DeliveryQueues(settings.retry)
+        self.targets: dict[int, PushTarget] = {}
+        self._by_sub: dict[int, set[int]] = {}
+        self._watched = np.zeros(1024, dtype=bool)
+        self._io = StoreThread()
+        self._waiter: asyncio.Future[None] | None = None
+        self._woken = False
+        self._sending: set[asyncio.Task[None]] = set()
+        self._verifying: set[asyncio.Task[bool]] = set()
+        self._tests = 0
+        self.recent_items: OrderedDict[int, ReflectedItem] = OrderedDict()
+        """Entries recently queued for some target, newest last: the documents pushed are
+        mostly made of them, and need not read them back from the reflector's log."""
+
+    # -- the targets held in memory ---------------------------------------------------------
+
+    async def load(self) -> int:
+        """Read the saved targets (at start-up); leases that ran out meanwhile are dropped."""
+        now = self.clock.now()
+        for target in await self._io.call(self.state.push_targets):
+            if _expired(target, now):
+                await self._io.call(self.state.delete_push_target, target.id)
+            else:
+                self._hold(target)
+        return len(self.targets)
+
+    def _hold(self, target: PushTarget) -> None:
+        self.targets[target.id] = target
+        self._by_sub.setdefault(target.sub_id, set()).add(target.id)
+        if target.sub_id >= len(self._watched):
+            grown = np.zeros(max(target.sub_id + 1, 2 * len(self._watched)), dtype=bool)
+            grown[: len(self._watched)] = self._watched
+            self._watched = grown
+        self._watched[target.sub_id] = True
+        self.metrics.push_targets.labels(target.kind).set(self._count(target.kind))
+
+    def _count(self, kind: str) -> int:
+        return sum(1 for t in self.targets.values() if t.kind == kind)
+
+    def _release(self, target_id: int) -> PushTarget | None:
+        target = self.targets.pop(target_id, None)
+        self.queues.remove(target_id)
+        if target is not None:
+            held = self._by_sub.get(target.sub_id, set())
+            held.discard(target_id)
+            if not held:
+                self._by_sub.pop(target.sub_id, None)
+                self._watched[target.sub_id] = False
+            self.metrics.push_targets.labels(target.kind).set(self._count(target.kind))
+        return target
+
+    async def _drop(self, target: PushTarget, reason: str) -> None:
+        self._release(target.id)
+        try:
+            await self._io.call(self.state.delete_push_target, target.id)
+        except StoreError as exc:  # held no more; the next start drops it again if expired
+            log.error("push_target_not_deleted target=%d error=%s", target.id, exc)
+        log.info("push_target_dropped target=%d kind=%s sub=%d reason=%s", target.id,
+                 target.kind, target.sub_id, reason)
+
+    def of_subscription(self, sub_id: int) -> list[PushTarget]:
+        return [self.targets[t] for t in sorted(self._by_sub.get(sub_id, ()))]
+
+    async def subscription(self, sub_id: int) -> Subscription | None:
+        """The subscription as pushed documents and webhooks name it (kept until it changes)."""
+        if sub_id not in self._subs:
+            if len(self._subs) > 100_000:
+                self._subs.clear()
+            self._subs[sub_id] = await self._io.call(self.state.subscription, sub_id)
+        return self._subs[sub_id]
+
+    def subscription_removed(self, sub_id: int) -> None:
+        """Its targets went with it (the store deletes them in the same transaction)."""
+        self._subs.pop(sub_id, None)
+        for target_id in list(self._by_sub.get(sub_id, ())):
+            self._release(target_id)
+
+    async def subscription_changed(self, sub_id: int, new_url: bool) -> None:
+        """Its name or query changed (documents name them), or its feed got a new URL: then
+        the old topics no longer exist, nor do their WebSub subscriptions."""
+        self._subs.pop(sub_id, None)
+        if new_url:
+            for target in self.of_subscription(sub_id):
+                if target.kind == WEBSUB:
+                    await self._drop(target, "the feed's URL was replaced")
+
+    # -- WebSub subscriptions ----------------------------------------------------------------
+
+    def check_callback(self, url: str, field: str) -> None:
+        """Raise :class:`PushRefusedError` for a URL no delivery may go to."""
+        try:
+            check_push_url(url, field)
+        except HubRequestError as exc:
+            raise PushRefusedError(400, "invalid_callback", str(exc)) from exc
+        refused = self.client.refusal(url)
+        if refused is not None:
+            raise PushRefusedError(400, "callback_refused", f"{field}: {refused}; this hub "
+                                   "does not send to such addresses")
+
+    def request(self, request: HubRequest, sub_id: int, fmt: str) -> asyncio.Task[bool]:
+        """Start verifying ``request`` (its topic is ``sub_id``'s feed in ``fmt``); the task
+        says whether the callback confirmed. Raises :class:`PushRefusedError` when too many
+        verifications wait or the feed has as many subscribers as it may."""
+        self.check_callback(request.callback, "hub.callback")
+        if len(self._verifying) >= self.settings.max_verifications:
+            raise PushRefusedError(429, "rate_limited", "too many subscription requests are "
+                                   "being verified; retry in a minute", retry_after_s=60)
+        if request.mode == "subscribe":
+            held = [t for t in self.of_subscription(sub_id) if t.kind == WEBSUB]
+            if len(held) >= self.settings.max_subscribers_per_feed and not any(
+                    t.topic == request.topic and t.url == request.callback for t in held):
+                raise PushRefusedError(403, "limit_reached", f"this feed has "
+                                       f"{len(held)} WebSub subscribers, the most it may have")
+        task = asyncio.create_task(self._verify(request, sub_id, fmt))
+        self._verifying.add(task)
+        task.add_done_callback(self._verifying.discard)
+        return task
+
+    async def _verify(self, request: HubRequest, sub_id: int, fmt: str) -> bool:
+        challenge = secrets.token_urlsafe(24)
+        try:
+            answer = await self.client.get(verification_url(request, challenge))
+        except CallbackError as exc:
+            log.info("websub_not_verified mode=%s sub=%d error=%s", request.mode, sub_id, exc)
+            return False
+        if not challenge_echoed(answer.status, answer.body, challenge):
+            log.info("websub_not_verified mode=%s sub=%d status=%d reason=challenge not echoed",
+                     request.mode, sub_id, answer.status)
+            return False
+        if request.mode == "unsubscribe":
+            for target in self.of_subscription(sub_id):
+                if (target.kind, target.topic, target.url) == (WEBSUB, request.topic,
+                                                                request.callback):
+                    await self._drop(target, "unsubscribed")
+            return True
+        now = self.clock.now()
+        try:
+            saved = await self._io.call(self.state.save_push_target, PushTarget(
+                sub_id=sub_id, kind=WEBSUB, url=request.callback, topic=request.topic,
+                format=fmt, secret=request.secret, lease_seconds=request.lease_seconds,
+                expires_at=now + request.lease_seconds, created_at=now))
+        except StoreError as exc:  # e.g. the subscription was deleted meanwhile
+            log.warning("websub_not_saved sub=%d error=%s", sub_id, exc)
+            return False
+        self._hold(saved)
+        log.info("websub_subscribed target=%d sub=%d lease_s=%d", saved.id, sub_id,
+                 request.lease_seconds)
+        return True
+
+    # -- webhooks ----------------------------------------------------------------------------
+
+    async def add_webhook(self, sub_id: int, url: str) -> PushTarget:
+        self.check_callback(url, "url")
+        held = [t for t in self.of_subscription(sub_id) if t.kind == WEBHOOK]
+        if len(held) >= self.settings.max_webhooks_per_subscription and url not in {
+                t.url for t in held}:
+            raise PushRefusedError(403, "limit_reached", f"a subscription may have at most "
+                                   f"{self.settings.max_webhooks_per_subscription} webhooks")
+        existing = next((t for t in held if t.url == url), None)
+        if existing is not None:
+            return existing
+        saved = await self._io.call(self.state.save_push_target, PushTarget(
+            sub_id=sub_id, kind=WEBHOOK, url=url, secret=secrets.token_urlsafe(32),
+            created_at=self.clock.now()))
+        self._hold(saved)
+        return saved
+
+    async def remove(self, target: PushTarget) -> None:
+        await self._drop(target, "removed by its owner")
+
+    async def attempts(self, target_id: int, limit: int = 20) -> list[PushAttempt]:
+        return await self._io.call(self.state.push_attempts, target_id, limit)
+
+    def test(self, target: PushTarget) -> None:
+        """Queue a test delivery (no entries) behind what waits for the webhook."""
+        self._tests += 1
+        self.queues.add(target.id, (_TEST, self._tests), _TEST)
+        self._wake()
+
+    # -- matching and delivering ------------------------------------------------------------
+
+    def matched(self, batch: Sequence[tuple[ReflectedItem, np.ndarray, int]]) -> None:
+        """Entries a reflector committed, with the subscriptions they joined (shard < 0: the
+        stored entries a new subscription starts with, which are not news)."""
+        watched = self._watched
+        added = 0
+        for item, ids, shard in batch:
+            if shard < 0 or not self.targets:
+                continue
+            ids = ids[ids < len(watched)]
+            hits = ids[watched[ids]]
+            if len(hits):
+                self.recent_items[item.entry_id] = item
+            for sub_id in hits.tolist():
+                for target_id in self._by_sub.get(sub_id, ()):
+                    webhook = self.targets[target_id].kind == WEBHOOK
+                    self.queues.add(target_id, item.entry_id,
+                                    item if webhook else item.first_seen_at)
+                    added += 1
+        while len(self.recent_items) > self.settings.recent_items:
+            self.recent_items.popitem(last=False)
+        if added:
+            self.metrics.push_entries.inc(added)
+            self._wake()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        next_sweep = loop.time() + self.settings.sweep_interval_s
+        rate = self.settings.max_deliveries_per_s
+        burst = max(1.0, rate / 10)
+        tokens, filled_at = burst, loop.time()
+        while not stop.is_set():
+            self._woken = False
+            tokens = min(burst, tokens + (loop.time() - filled_at) * rate)
+            filled_at = loop.time()
+            free = min(self.settings.max_in_flight - len(self._sending), int(tokens))
+            if free > 0:
+                for send in self.queues.due(self.clock.now(), free):
+                    tokens -= 1
+                    task = asyncio.create_task(self._deliver(send))
+                    self._sending.add(task)
+                    task.add_done_callback(self._sent)
+            if loop.time() > next_sweep:
+                next_sweep = loop.time() + self.settings.sweep_interval_s
+                now = self.clock.now()
+                for target in [t for t in self.targets.values() if _expired(t, now)]:
+                    await self._drop(target, "lease expired")
+            due = self.queues.next_due()
+            wait = self.settings.sweep_interval_s
+            if due is not None and len(self._sending) < self.settings.max_in_flight:
+                wait = min(wait, max(0.0, due - self.clock.now(), (1.0 - tokens) / rate))
+            # A bare future and a timer: this loop turns once per delivery at full load, and
+            # asyncio.wait's tasks would cost more than the delivery's own bookkeeping.
+            if not self._woken:
+                self._waiter = waiter = loop.create_future()
+                timer = loop.call_later(wait, _resolve, waiter)
+                try:
+                    await waiter
+                finally:
+                    timer.cancel()
+                    self._waiter = None
+
+    def _wake(self) -> None:
+        """Have :meth:`run` look at the queues again (something was added or finished)."""
+        self._woken = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        self._sending.discard(task)
+        self._wake()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("push_delivery_failed error=%r", task.exception())
+
+    async def _deliver(self, send: Send) -> None:
+        target = self.targets.get(send.target)
+        now = self.clock.now()
+        if target is None:
+            self.queues.finished(send, True, now)
+            return
+        if _expired(target, now):
+            self.queues.finished(send, True, now)
+            await self._drop(target, "lease expired")
+            return
+        status, error, elapsed = 0, "", 0.0
+        try:
+            body, headers = await self._message(target, send)
+            answer = await self.client.post(target.url, body, headers)
+            status, elapsed = answer.status, answer.elapsed_ms
+            if not 200 <= status < 300:
+                error = f"answered HTTP {status}"
+        except CallbackError as exc:
+            error = str(exc)
+        except StoreError as exc:  # the feed could not be read: try again later
+            error = f"the feed could not be read: {exc}"
+        delivered = 200 <= status < 300
+        now = self.clock.now()
+        outcome = self.queues.finished(send, delivered, now, give_up=status == 410)
+        self.metrics.push_deliveries.labels(target.kind, "ok" if delivered else "failed").inc()
+        if delivered:
+            seen = [_first_seen(p) for p in send.payloads]
+            seen = [s for s in seen if s is not None]
+            if seen:
+                self.metrics.push_latency.observe(max(0.0, now - min(seen)))
+        else:
+            _failures.log(logging.WARNING, f"push:{target.id}",
+                          "push_failed target=%d kind=%s attempt=%d outcome=%s error=%s",
+                          target.id, target.kind, send.attempt, outcome.value, error)
+        if target.kind == WEBHOOK:
+            entries = sum(1 for p in send.payloads if isinstance(p, ReflectedItem))
+            try:
+                await self._io.call(self.state.record_push_attempts, [PushAttempt(
+                    target_id=target.id, at=now, attempt=send.attempt, status=status,
+                    error=error[:500], entries=entries, elapsed_ms=round(elapsed, 1))],
+                    self.settings.log_keep)
+            except StoreError as exc:
+                log.error("push_log_not_written target=%d error=%s", target.id, exc)
+        if outcome is Outcome.DROPPED and target.kind == WEBSUB:
+            await self._drop(target, "gone (HTTP 410)" if status == 410 else
+                             f"{send.attempt} failed deliveries in a row; last: {error}")
+        elif outcome is Outcome.DROPPED:
+            # A webhook is its owner's: what waited is dropped (the log shows why), the
+            # webhook stays, and the next entries are tried afresh.
+            log.warning("webhook_entries_dropped target=%d sub=%d entries=%d error=%s",
+                        target.id, target.sub_id, len(send.keys), error)
+
+    async def _message(self, target: PushTarget, send: Send) -> tuple[bytes, dict[str, str]]:
+        if target.kind == WEBSUB:
+            return websub_message(target, await self.document(target.sub_id, target.format,
+                                                              target.topic))
+        return webhook_message(target, await self.subscription(target.sub_id),
+                               [p for p in send.payloads if isinstance(p, ReflectedItem)])
+
+    async def close(self) -> None:
+        for task in (*self._sending, *self._verifying):
+            task.cancel()
+        await asyncio.gather(*self._sending, *self._verifying, return_exceptions=True)
+        await self.client.close()
+        self._io.close()
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _first_seen(payload: object) -> float | None:
+    if isinstance(payload, ReflectedItem):
+        return payload.first_seen_at
+    return payload if isinstance(payload, float) else None
+
+
+def _expired(target: PushTarget, now: float) -> bool:
+    return target.expires_at is not None and target.expires_at <= now

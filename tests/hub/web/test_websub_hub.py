@@ -1,0 +1,224 @@
+"""The WebSub hub of the private feeds, through websub.rocks' hub test plan (tests 100-106,
+https://websub.rocks/hub), reproduced on loopback: a subscriber of our own on 127.0.0.2 subscribes
+to a personalized feed over ``POST /hub`` and receives the feed when the farm posts a matching
+entry. Plus what the issue adds: private topics only, the address guard on callbacks, leases,
+retries and the drop after repeated failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from feedmesh.feeds.parser import parse_feed
+from feedmesh.hub.push import PushSettings
+from feedmesh.websub.delivery import RetryPolicy
+from feedmesh.websub.hub_requests import LeaseBounds
+from feedmesh.websub.signature import verify
+from tests.eventually import eventually
+from tests.hub.web.conftest import assert_error, filled_subscription
+from tests.websub.subscriber import loopback_subscriber
+
+LEASE = LeaseBounds(default_s=600, min_s=2, max_s=3600)
+
+
+@pytest.fixture
+def hub_overrides() -> dict[str, Any]:
+    return {"push": PushSettings(lease=LEASE, timeout_s=3.0,
+                                 retry=RetryPolicy(first_delay_s=0.05, max_delay_s=0.2,
+                                                   max_failures=3))}
+
+
+async def hub_request(env, **fields: str) -> tuple[int, Any]:
+    form = {k.replace("_", ".", 1): v for k, v in fields.items()}
+    async with env.session.post(env.base + "/hub", data=form) as response:
+        text = await response.text()
+        return response.status, (await response.json() if "json" in response.content_type
+                                 else text)
+
+
+async def subscribed(env, subscriber, topic: str, path: str = "/cb", **extra: str) -> None:
+    """Subscribe ``path`` of ``subscriber`` to ``topic`` and wait until the hub holds it."""
+    subscriber.want("subscribe", topic, path)
+    status, body = await hub_request(env, hub_mode="subscribe", hub_topic=topic,
+                                     hub_callback=subscriber.callback(path), **extra)
+    assert status == 202, body
+    await eventually(lambda: any(t.topic == topic and t.url == subscriber.callback(path)
+                                 for t in env.hub.push.targets.values()))
+
+
+async def test_100_typical_subscriber_request_then_the_updated_feed_is_pushed(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann)
+    topic = sub["feed_urls"]["atom"]
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, topic)
+        (verification,) = subscriber.verifications
+        assert verification.params["hub.mode"] == "subscribe"
+        assert verification.params["hub.topic"] == topic
+        assert verification.params["hub.lease_seconds"] == "600"
+        await eventually(lambda: subscriber.to("/cb"), timeout=60.0)
+        delivery = subscriber.to("/cb")[0]
+        assert delivery.headers["Content-Type"].startswith("application/atom+xml")
+        assert "X-Hub-Signature" not in delivery.headers
+        assert f'<{topic}>; rel="self"' in delivery.headers["Link"]
+        parsed = parse_feed(delivery.body, url=topic)
+        assert parsed.feed.self_link == topic
+        assert parsed.feed.hub_links == (f"{hub_env.base}/hub",)
+        pushed = {e.guid for e in parsed.entries}
+        held = {f"tag:feedmesh,2026:entry-{i.entry_id}"
+                for i in await hub_env.hub.feed_items(sub["id"])}
+        assert pushed & held  # the feed as it is now, newest entries included
+
+
+async def test_101_a_subscriber_with_a_secret_gets_signed_deliveries(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann)
+    topic = sub["feed_urls"]["rss"]
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, topic, hub_secret="a secret of mine")
+        await eventually(lambda: subscriber.to("/cb"), timeout=60.0)
+        delivery = subscriber.to("/cb")[0]
+        assert verify("a secret of mine", delivery.body,
+                      delivery.headers["X-Hub-Signature"]) == "sha256"
+        assert delivery.headers["Content-Type"].startswith("application/rss+xml")
+
+
+async def test_102_unknown_parameters_are_ignored(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann)
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, sub["feed_urls"]["rss"], foo="bar",
+                         hub_extension="1")
+        assert "foo" not in subscriber.verifications[0].params
+
+
+async def test_103_subscribing_again_updates_the_same_subscription(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann)
+    topic = sub["feed_urls"]["atom"]
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, topic, hub_lease_seconds="100")
+        (first,) = hub_env.hub.push_targets(sub["id"])
+        await subscribed(hub_env, subscriber, topic, hub_lease_seconds="999999",
+                         hub_secret="now signed")
+        await eventually(lambda: hub_env.hub.push_targets(sub["id"])[0].secret == "now signed")
+        (again,) = hub_env.hub.push_targets(sub["id"])
+        assert again.id == first.id and again.lease_seconds == LEASE.max_s
+        assert subscriber.verifications[-1].params["hub.lease_seconds"] == str(LEASE.max_s)
+        saved = await hub_env.hub._io.call(hub_env.hub.state.push_targets, sub["id"])
+        assert saved == [again]
+
+
+async def test_104_unsubscribe_stops_deliveries(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann)
+    topic = sub["feed_urls"]["rss"]
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, topic)
+        await eventually(lambda: subscriber.to("/cb"), timeout=60.0)
+        # An unsubscription the subscriber did not ask for is not acted on.
+        status, _ = await hub_request(hub_env, hub_mode="unsubscribe", hub_topic=topic,
+                                      hub_callback=subscriber.callback())
+        assert status == 202
+        await eventually(lambda: subscriber.verifications[-1].params["hub.mode"] ==
+                         "unsubscribe")
+        assert hub_env.hub.push_targets(sub["id"])
+        subscriber.want("unsubscribe", topic)
+        status, _ = await hub_request(hub_env, hub_mode="unsubscribe", hub_topic=topic,
+                                      hub_callback=subscriber.callback())
+        assert status == 202
+        await eventually(lambda: not hub_env.hub.push_targets(sub["id"]))
+        assert await hub_env.hub._io.call(hub_env.hub.state.push_targets, sub["id"]) == []
+
+
+@pytest.mark.parametrize(("case", "ext", "media"), [
+    ("105 a document that is not JSON, delivered verbatim", "rss", "application/rss+xml"),
+    ("106 a JSON topic", "json", "application/feed+json"),
+])
+async def test_105_106_the_delivery_is_what_the_topic_serves(hub_env, ann, case, ext, media):
+    sub = await filled_subscription(hub_env, ann)
+    topic = sub["feed_urls"][ext]
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, topic)
+        await eventually(lambda: subscriber.to("/cb"), timeout=60.0)
+        delivery = subscriber.to("/cb")[-1]
+        assert delivery.headers["Content-Type"].startswith(media), case
+        # The body is the topic's document: fetch the topic until it shows the same version.
+        async def served() -> bool:
+            async with hub_env.session.get(topic) as response:
+                assert response.headers["Content-Type"].startswith(media)
+                body = await response.read()
+            return body == subscriber.to("/cb")[-1].body
+        await eventually(served, timeout=30.0)
+
+
+async def test_private_feeds_advertise_the_hub_in_the_document_and_the_link_header(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    for ext, url in sub["feed_urls"].items():
+        async with hub_env.session.get(url) as response:
+            body = await response.read()
+            link = response.headers["Link"]
+        assert f'<{hub_env.base}/hub>; rel="hub"' in link and f'<{url}>; rel="self"' in link
+        parsed = parse_feed(body, url=url)
+        assert parsed.feed.hub_links == (f"{hub_env.base}/hub",), ext
+        assert parsed.feed.self_link == url, ext
+
+
+async def test_only_a_holder_of_the_feed_url_can_subscribe(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    real = sub["feed_urls"]["atom"]
+    token = real.rsplit("/", 1)[1].split(".")[0]
+    forged = token[:-1] + ("A" if token[-1] != "A" else "B")
+    async with loopback_subscriber() as subscriber:
+        for topic in (f"{hub_env.base}/f/{forged}.atom", f"{hub_env.base}/f/{token}.xml",
+                      "http://elsewhere.test/feed", f"{hub_env.base}/f/"):
+            status, body = await hub_request(hub_env, hub_mode="subscribe", hub_topic=topic,
+                                             hub_callback=subscriber.callback())
+            assert_error(status, body, 404, "unknown_topic")
+        assert subscriber.verifications == []  # nothing was sent anywhere
+
+
+async def test_bad_requests_get_clear_errors(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    topic = sub["feed_urls"]["rss"]
+    status, body = await hub_request(hub_env, hub_mode="subscribe", hub_topic=topic)
+    assert "hub.callback" in assert_error(status, body, 400, "invalid_hub_request")["message"]
+    status, body = await hub_request(hub_env, hub_mode="publish", hub_topic=topic,
+                                     hub_callback="http://127.0.0.2:9/cb")
+    assert assert_error(status, body, 400, "invalid_hub_request")["field"] == "hub.mode"
+    async with hub_env.session.post(hub_env.base + "/hub", json={"hub.mode": "subscribe"}) as r:
+        assert_error(r.status, await r.json(), 415)
+    async with hub_env.session.post(hub_env.base + "/hub", data={"x": "y" * 20_000}) as r:
+        assert_error(r.status, await r.json(), 413)
+
+
+async def test_callbacks_pass_the_address_guard(hub_env, ann):
+    """Loopback is allowed in these tests (as for the farm); private, link-local and metadata
+    addresses are refused before anything is sent."""
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    for callback in ("http://10.0.0.1/cb", "http://169.254.169.254/latest/meta-data",
+                     "http://[::ffff:192.168.1.1]/cb", "http://0.0.0.0/cb"):
+        status, body = await hub_request(hub_env, hub_mode="subscribe",
+                                         hub_topic=sub["feed_urls"]["rss"],
+                                         hub_callback=callback)
+        error = assert_error(status, body, 400, "callback_refused")
+        assert "address" in error["message"]
+    assert not hub_env.hub.push_targets(sub["id"])
+
+
+async def test_a_callback_that_keeps_failing_is_retried_then_dropped(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann)
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, sub["feed_urls"]["rss"])
+        subscriber.status = 500
+        await eventually(lambda: not hub_env.hub.push_targets(sub["id"]), timeout=60.0)
+        assert len(subscriber.to("/cb")) >= 3  # the first try and its retries
+        assert await hub_env.hub._io.call(hub_env.hub.state.push_targets, sub["id"]) == []
+
+
+async def test_a_lease_runs_out(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, sub["feed_urls"]["rss"], hub_lease_seconds="2")
+        (target,) = hub_env.hub.push_targets(sub["id"])
+        assert target.lease_seconds == 2
+        await eventually(lambda: hub_env.hub.clock.now() > target.expires_at, timeout=10.0)
+        # The next delivery finds it expired and drops it instead of sending.
+        await eventually(lambda: not hub_env.hub.push_targets(sub["id"]), timeout=60.0)
+        assert all(d.at <= target.expires_at + 0.5 for d in subscriber.to("/cb"))
