@@ -35,7 +35,7 @@ def test_json_is_one_object_with_counts_services_and_links():
         by_role.setdefault(service["role"], []).append(service)
         assert {"in_mbps", "out_mbps", "cpu", "memory_mb"} <= set(service["load"])
         assert service["host"].startswith("127.")
-        assert f"--role {service['role']}" in service["flags"]
+        assert service["flags"].startswith(f"{service['role']} --shard ")
     assert (len(by_role["crawler"]), len(by_role["filter"]), len(by_role["reflector"])) == \
         (plan["crawlers"], plan["filters"], plan["reflectors"])
     assert sum(s["feeds"] for s in by_role["crawler"]) == 800_000
@@ -51,7 +51,7 @@ def test_the_table_and_launch_plan_for_a_person():
     done = provision(*FIGURE_2B)
     assert done.returncode == 0, done.stderr
     assert "crawlers," in done.stdout and "launch plan" in done.stdout
-    assert "feedmesh --role crawler --feeds 0:" in done.stdout
+    assert "feedmesh crawler --shard 0/" in done.stdout
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot not installed")

@@ -122,7 +122,8 @@ def _plan(args: argparse.Namespace, model: ResourceModel, limits: NodeLimits) ->
         note = draw(topology_dot(result), args.picture)
         print(note, file=sys.stderr if args.json else sys.stdout)
     if not args.json:
-        print("launch plan (for `feedmesh up`, not built yet):")
+        print("launch plan (`feedmesh up --topology` of this plan's --json starts it on one "
+              "machine):")
         for row in launch_plan(result):
             print(f"  {row['host']:12} feedmesh {row['flags']}")
     return 0

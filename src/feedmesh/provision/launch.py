@@ -1,9 +1,13 @@
 """The plan as data: the topology JSON and the launch plan (role, shard, flags, host).
 
 Each service gets its own emulated host, a loopback address (many machines on one): crawlers
-127.1.x.y, filters 127.2.x.y, reflectors 127.3.x.y. The flags are what a service of that role
-needs to know of its share and its peers; ``feedmesh up`` (issue 16), not built yet, is what will
-read them.
+127.1.x.y, filters 127.2.x.y, reflectors 127.3.x.y. The command is the real one for that role
+and share: ``crawler --shard i/n`` (the planner's feed ranges are equal slices; the processes
+split the feeds by id modulo n, the same sizes), ``filter --shard j/m`` for the j-th distinct
+subscription range (services with the same range are replicas: one group, sharing its articles,
+as the planner's in-decomposition of a filter shares them by feed range), ``reflector --shard
+k/R``. ``feedmesh up --topology FILE`` starts a topology from this JSON; the flags every process
+shares (``--bus``, ``--state``, ``--store``) are ``up``'s.
 """
 
 from __future__ import annotations
@@ -30,20 +34,31 @@ def _shard(service: Service) -> dict[str, str]:
     return shard
 
 
+def _shards(topology: Topology) -> dict[str, str]:
+    """Each service's ``i/n`` among its tier's processes (a filter's among the distinct
+    subscription ranges: replicas share one)."""
+    out = {}
+    for services in (topology.crawlers, topology.reflectors):
+        ordered = sorted(services, key=lambda s: (s.feeds or s.subscriptions).start)
+        for i, service in enumerate(ordered):
+            out[service.name] = f"{i}/{len(ordered)}"
+    ranges = sorted({(s.subscriptions.start, s.subscriptions.stop) for s in topology.filters
+                     if s.subscriptions is not None})
+    for service in topology.filters:
+        if service.subscriptions is not None:
+            key = (service.subscriptions.start, service.subscriptions.stop)
+            out[service.name] = f"{ranges.index(key)}/{len(ranges)}"
+    return out
+
+
 def launch_plan(plan: Plan) -> list[dict[str, Any]]:
     topology = plan.topology
-    downstream: dict[str, list[str]] = {}
-    for link in topology.links():
-        downstream.setdefault(link.source, []).append(host_of(topology, topology.service(link.target)))
+    shards = _shards(topology)
     rows = []
     for service in topology.services:
-        shard = _shard(service)
-        flags = [f"--role {service.tier}"]
-        flags += [f"--{key} {value}" for key, value in shard.items()]
-        if downstream.get(service.name):
-            flags.append(f"--send-to {','.join(downstream[service.name])}")
-        rows.append({"service": service.name, "role": service.tier, "shard": shard,
-                     "host": host_of(topology, service), "flags": " ".join(flags)})
+        rows.append({"service": service.name, "role": service.tier, "shard": _shard(service),
+                     "process_shard": shards[service.name], "host": host_of(topology, service),
+                     "flags": f"{service.tier} --shard {shards[service.name]}"})
     return rows
 
 
@@ -68,6 +83,7 @@ def topology_json(plan: Plan) -> dict[str, Any]:
     for service in topology.services:
         row = hosts[service.name]
         services.append({"name": service.name, "role": service.tier, "host": row["host"],
+                         "process_shard": row["process_shard"],
                          "feeds": service.feeds.size if service.feeds else None,
                          "subscriptions": (service.subscriptions.size
                                            if service.subscriptions else None),

@@ -3,7 +3,7 @@ Figure 2 (crawlers, filters and reflectors in three ranks, each labelled with it
 
 from __future__ import annotations
 
-from .launch import host_of
+from .launch import host_of, launch_plan
 from .planner import Plan
 
 __all__ = ["plan_table", "topology_dot"]
@@ -22,6 +22,7 @@ def _share(service: object) -> str:
 
 def plan_table(plan: Plan) -> str:
     t = plan.topology
+    shards = {row["service"]: row["flags"] for row in launch_plan(plan)}
     lines = [(f"{len(t.crawlers)} crawlers, {len(t.filters)} filters, {len(t.reflectors)} "
              f"reflectors for {plan.targets.feeds:,} feeds and {plan.targets.subscriptions:,} "
              f"subscriptions ({len(plan.steps)} decompositions)"),
@@ -29,11 +30,7 @@ def plan_table(plan: Plan) -> str:
              f"{'CPU':>6} {'MB':>7}  flags")]
     for service in t.services:
         load = plan.loads[service.name]
-        flags = f"--role {service.tier}"
-        if service.feeds is not None:
-            flags += f" --feeds {service.feeds}"
-        if service.subscriptions is not None:
-            flags += f" --subscriptions {service.subscriptions}"
+        flags = shards[service.name]
         lines.append(f"{service.name:14} {host_of(t, service):12} {_share(service):28} "
                      f"{load.in_bandwidth * 8 / 1e6:8.2f} {load.out_bandwidth * 8 / 1e6:8.2f} "
                      f"{load.cpu / plan.limits.cpu:6.3f} {load.memory / 2**20:7.0f}  {flags}")
