@@ -16,6 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from feedmesh.commands.up import read_topology
 from feedmesh.farm import FarmConfig, FarmServer
 from tests.eventually import eventually
 
@@ -34,11 +35,17 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops():
     # Not in pytest's folder: up starts a PostgreSQL of its own in DATA/postgres, and as root
     # its server's user must be able to pass through every folder above.
     data = Path(tempfile.mkdtemp(prefix="feedmesh-test-up-"))
+    # The provisioner's plan for a target this machine's model cannot hold in one reflector.
+    code, plan, err = await feedmesh("provision", "--feeds", "20", "--subs", "1500000",
+                                     "--memory-mb", "500", "--json")
+    assert code == 0, err
+    (data / "plan.json").write_text(plan)
+    assert read_topology(str(data / "plan.json")) == (1, 1, 1, 2)
     config = FarmConfig(feeds=20, seed=3, faults="none", speed=3600.0, origin=ORIGIN)
     async with FarmServer(config) as farm, aiohttp.ClientSession() as session:
         up = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "feedmesh", "up", "--data", str(data), "--filters", "2",
-            "--reflectors", "2", "--web", "2", "--crawlers", "2",
+            sys.executable, "-m", "feedmesh", "up", "--data", str(data), "--topology",
+            str(data / "plan.json"), "--web", "2",
             "--port", "0", "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8",
             stderr=asyncio.subprocess.PIPE)
         lines: list[str] = []
@@ -74,11 +81,10 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops():
             assert code == 0, err
             rows = json.loads(out)
             assert sorted(row["role"] for row in rows) == [
-                "crawler", "crawler", "filter", "filter", "nats", "postgres", "reflector",
-                "reflector", "web", "web"]
+                "crawler", "filter", "nats", "postgres", "reflector", "reflector", "web", "web"]
             assert all(row["alive"] and row["rss_mb"] > 0 for row in rows)
             filters = [row for row in rows if row["role"] == "filter"]
-            assert sorted(row["shard"] for row in filters) == ["0/2", "1/2"]
+            assert sorted(row["shard"] for row in filters) == ["0/1"]
             assert all(row["queue_messages"] is not None for row in filters)
             reflectors = [row for row in rows if row["role"] == "reflector"]
             assert sorted(row["shard"] for row in reflectors) == ["0/2", "1/2"]
@@ -117,3 +123,22 @@ async def test_up_says_when_its_postgresql_could_not_reach_the_data_folder(tmp_p
     assert code == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "does not let other users pass through" in lines[0], err
+
+
+async def test_a_plan_with_filter_replicas_and_a_bad_plan(tmp_path):
+    code, plan, err = await feedmesh("provision", "--feeds", "20", "--subs", "2000000",
+                                     "--memory-mb", "300", "--json")
+    assert code == 0, err
+    (tmp_path / "plan.json").write_text(plan)
+    crawlers, shards, replicas, reflectors = read_topology(str(tmp_path / "plan.json"))
+    services = json.loads(plan)["services"]
+    assert crawlers == sum(s["role"] == "crawler" for s in services)
+    assert reflectors == sum(s["role"] == "reflector" for s in services)
+    assert shards * replicas == sum(s["role"] == "filter" for s in services) and shards == 2
+    for bad, says in (('{"services": [{"role": "crawler"}]}', "needs crawlers, reflectors"),
+                      ("not json", "not a plan of `feedmesh provision --json`")):
+        (tmp_path / "bad.json").write_text(bad)
+        code, _, err = await feedmesh("up", "--data", str(tmp_path / "x"), "--topology",
+                                      str(tmp_path / "bad.json"))
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert err.startswith("feedmesh up: --topology") and says in err, err

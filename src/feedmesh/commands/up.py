@@ -43,7 +43,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var-up"),
                         help="the topology's folder: the hub's data, the filters' snapshots, "
                         "NATS's streams, up.json")
+    parser.add_argument("--topology", default="", metavar="PLAN_JSON",
+                        help="start the plan `feedmesh provision --json` wrote: its crawlers, "
+                        "filter shards and their replicas, and reflectors (instead of "
+                        "--crawlers, --filters, --reflectors)")
     parser.add_argument("--filters", type=int, default=2, help="filter shard processes")
+    parser.add_argument("--filter-replicas", type=int, default=1,
+                        help="processes per filter shard (they share its articles)")
     parser.add_argument("--crawlers", type=int, default=1,
                         help="crawler processes, each fetching its share of the feeds (more "
                         "than 1 needs --store)")
@@ -119,7 +125,38 @@ class _Role:
         return self.process.returncode
 
 
+def read_topology(path: str) -> tuple[int, int, int, int]:
+    """(crawlers, filter shards, replicas per shard, reflectors) of a provisioner's plan."""
+    try:
+        plan = json.loads(Path(path).read_text())
+        services = plan["services"]
+        crawlers = sum(1 for s in services if s["role"] == "crawler")
+        reflectors = sum(1 for s in services if s["role"] == "reflector")
+        shards: dict[str, int] = {}
+        for s in services:
+            if s["role"] == "filter":
+                shards[s["process_shard"]] = shards.get(s["process_shard"], 0) + 1
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"--topology {path}: not a plan of `feedmesh provision --json` "
+                         f"({exc!r})") from exc
+    replicas = set(shards.values())
+    if not crawlers or not reflectors or not shards or len(replicas) != 1:
+        raise ValueError(f"--topology {path}: needs crawlers, reflectors and filter shards "
+                         "with as many replicas each")
+    return crawlers, len(shards), replicas.pop(), reflectors
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.topology:
+        try:
+            args.crawlers, args.filters, args.filter_replicas, args.reflectors = \
+                read_topology(args.topology)
+        except ValueError as exc:
+            print(f"feedmesh up: {exc}", file=sys.stderr)
+            return 2
+        print(f"feedmesh up: the plan {args.topology}: {args.crawlers} crawlers, "
+              f"{args.filters} filter shards x {args.filter_replicas}, {args.reflectors} "
+              "reflectors", file=sys.stderr, flush=True)
     if not 1 <= args.crawlers <= 16:
         print("feedmesh up: --crawlers must be in 1..16", file=sys.stderr)
         return 2
@@ -130,8 +167,10 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.web <= 16:
         print("feedmesh up: --web must be in 1..16", file=sys.stderr)
         return 2
-    if not 1 <= args.filters <= 64 or not 1 <= args.reflectors <= 64:
-        print("feedmesh up: --filters and --reflectors must be in 1..64", file=sys.stderr)
+    if not 1 <= args.filters <= 64 or not 1 <= args.reflectors <= 64 or \
+            not 1 <= args.filter_replicas <= 16:
+        print("feedmesh up: --filters and --reflectors must be in 1..64, --filter-replicas "
+              "in 1..16", file=sys.stderr)
         return 2
     data = Path(args.data).resolve()
     try:
@@ -204,17 +243,20 @@ def run(args: argparse.Namespace) -> int:
             roles.insert(n, role)  # stopped first: they hold nothing
             webs.append(role.wait_ready("feedmesh web on ").split()[3].rstrip("/"))
         web = webs[0]
+        place = args.web + args.crawlers  # after them, before the reflectors
         for shard in range(args.filters):
-            metrics = f"127.0.0.1:{_free_port('127.0.0.1')}"
-            role = _Role(f"filter {shard}/{args.filters}",
-                         [*python, "filter", "--bus", url,
-                          "--state", state,
-                          "--shard", f"{shard}/{args.filters}", "--data",
-                          str(data / f"filter-{shard}-of-{args.filters}"), "--metrics", metrics,
-                          "--log-level", "warning"],
-                         shard=f"{shard}/{args.filters}", metrics=f"http://{metrics}/metrics")
-            roles.insert(args.web + args.crawlers + shard, role)  # before the reflectors
-            role.wait_ready("feedmesh filter shard")
+            for replica in range(args.filter_replicas):
+                metrics = f"127.0.0.1:{_free_port('127.0.0.1')}"
+                folder = f"filter-{shard}-of-{args.filters}" + (f"-r{replica}" if replica else "")
+                role = _Role(f"filter {shard}/{args.filters}",
+                             [*python, "filter", "--bus", url, "--state", state,
+                              "--shard", f"{shard}/{args.filters}", "--data",
+                              str(data / folder), "--metrics", metrics,
+                              "--log-level", "warning"],
+                             shard=f"{shard}/{args.filters}", metrics=f"http://{metrics}/metrics")
+                roles.insert(place, role)
+                place += 1
+                role.wait_ready("feedmesh filter shard")
         listing = {"pid": os.getpid(), "web": web, "webs": webs, "bus": url, "processes": [
             *([{"role": "nats", "pid": nats.process.pid, "address": url}]
               if nats is not None and nats.process is not None else []),
