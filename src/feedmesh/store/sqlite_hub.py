@@ -17,9 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from feedmesh.model import WebSubLease
 from feedmesh.store.columns import SUBSCRIPTION_COLUMNS, subscription_columns
 from feedmesh.store.ports import Account, FollowedSource, Subscription
 from feedmesh.store.sqlite_file import SQLiteFile
+from feedmesh.store.websub_rows import WEBSUB_LEASE_COLUMNS, websub_lease, websub_row
 
 __all__ = ["SQLiteHubState"]
 
@@ -65,6 +67,23 @@ CREATE TRIGGER IF NOT EXISTS subscription_changed AFTER UPDATE ON subscriptions
     BEGIN INSERT INTO subscription_log (sub_id) VALUES (NEW.id); END;
 CREATE TRIGGER IF NOT EXISTS subscription_deleted AFTER DELETE ON subscriptions
     BEGIN INSERT INTO subscription_log (sub_id) VALUES (OLD.id); END;
+-- Our push subscriptions at publishers' WebSub hubs (feedmesh.websub.lease: their states).
+CREATE TABLE IF NOT EXISTS websub_leases (
+    callback_id TEXT PRIMARY KEY,
+    feed_id INTEGER NOT NULL,
+    topic TEXT NOT NULL,
+    hub TEXT NOT NULL,
+    secret TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL,
+    awaiting INTEGER NOT NULL DEFAULT 0,
+    lease_s REAL NOT NULL DEFAULT 0,
+    expires_at REAL NOT NULL DEFAULT 0,
+    next_at REAL NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT NOT NULL DEFAULT '',
+    updated_at REAL NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS websub_leases_by_feed ON websub_leases (feed_id);
 """
 
 
@@ -248,6 +267,23 @@ class SQLiteHubState:
         """Feed id -> number of accounts following it (the User-Agent's subscriber count)."""
         return {r[0]: r[1] for r in self._file.read(
             "SELECT feed_id, count(*) FROM account_sources GROUP BY feed_id")}
+
+    # -- push subscriptions -------------------------------------------------------------------
+
+    def websub_leases(self) -> list[WebSubLease]:
+        return [websub_lease(row) for row in self._file.read(
+            f"SELECT {', '.join(WEBSUB_LEASE_COLUMNS)} FROM websub_leases ORDER BY callback_id")]
+
+    def save_websub_leases(self, changed: Sequence[WebSubLease], deleted: Sequence[str]) -> None:
+        if not changed and not deleted:
+            return
+        columns = ", ".join(WEBSUB_LEASE_COLUMNS)
+        marks = ", ".join("?" * len(WEBSUB_LEASE_COLUMNS))
+        with self._file.write(f"saving {len(changed) + len(deleted)} WebSub leases") as db:
+            db.executemany("DELETE FROM websub_leases WHERE callback_id = ?",
+                           [(c,) for c in deleted])
+            db.executemany(f"INSERT OR REPLACE INTO websub_leases ({columns}) VALUES ({marks})",
+                           [websub_row(lease) for lease in changed])
 
     def close(self) -> None:
         self._file.close()
