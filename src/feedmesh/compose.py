@@ -144,4 +144,4 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
                             namespace=bus_namespace),
                fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
                clock=clock, open_state=functools.partial(open_hub_state, state_location),
-               data_dir=data, feed_secret=feed_secret)
+               data_dir=data, feed_secret=feed_secret, resolver=resolver)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import msgspec
 import numpy as np
+from aiohttp.abc import AbstractResolver
 
 from feedmesh.bus import Bus, BusError
 from feedmesh.clock import Clock
@@ -48,6 +49,7 @@ from feedmesh.hub.messages import (
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.websub_subscriber import WebSubSubscriber
 from feedmesh.match import (
     Query,
     SubscriptionIndex,
@@ -69,6 +71,8 @@ from feedmesh.store import (
     StoreThread,
     Subscription,
 )
+from feedmesh.websub.lease import SubscriberSettings, Verdict
+from feedmesh.websub.subscriber import Delivery
 
 __all__ = ["Hub", "HubSettings"]
 
@@ -106,8 +110,15 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
+    public_url: str = ""
+    """Where publishers' WebSub hubs reach this hub's web server (``--public-url``): callbacks
+    are ``PUBLIC_URL/websub/<id>``. Empty: no push subscription is made (docs/websub.md)."""
+    websub: SubscriberSettings = SubscriberSettings()
 
     def __post_init__(self) -> None:
+        if self.public_url and not self.public_url.startswith(("http://", "https://")):
+            raise ValueError(f"public URL {self.public_url!r}: give an http:// or https:// URL "
+                             "that publishers' hubs can reach")
         if not 1 <= self.filters <= 64 or not 1 <= self.reflectors <= 64:
             raise ValueError("HubSettings: filters and reflectors must be in 1..64")
         if self.crawl_interval_s <= 0:
@@ -139,7 +150,7 @@ class Hub:
     def __init__(self, settings: HubSettings, *, ingest: IngestStore, state: HubState,
                  reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
                  clock: Clock, open_state: StateOpener, data_dir: Path,
-                 feed_secret: bytes) -> None:
+                 feed_secret: bytes, resolver: AbstractResolver | None = None) -> None:
         if len(reflector_logs) != settings.reflectors:
             raise ValueError(f"{settings.reflectors} reflectors need as many logs, "
                              f"got {len(reflector_logs)}")
@@ -170,9 +181,17 @@ class Hub:
                                    s.crawl, followers=state.followers(),
                                    forward_backlog=s.forward_backlog, schedule=s.schedule,
                                    schedule_path=data_dir / "schedule.bin")
+        self.websub = WebSubSubscriber(
+            s.websub, public_url=s.public_url, state=state, clock=clock, guard=fetcher.guard,
+            ingest=self.crawler.ingest_push, set_live=self.crawler.set_websub_live,
+            registry=self.metrics.registry, resolver=resolver,
+            user_agent=s.fetch.user_agent or "feedmesh (WebSub subscriber)")
+        self.crawler.on_document = self.websub.discovered
+        self.crawler.on_deactivated = self.websub.feed_removed
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self._crawl_task: asyncio.Task[None] | None = None
+        self._websub_task: asyncio.Task[None] | None = None
         self.started = False
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -205,6 +224,9 @@ class Hub:
                 for subject in ("control", "articles"):  # durable: they outlive the member
                     await (await self.bus.consumer(subject, f"filter-{shard}")).close()
         await self._replay()
+        await self.websub.start()
+        self._websub_task = asyncio.create_task(
+            supervise("websub", lambda: self.websub.run(self._stop), self._stop))
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
@@ -253,6 +275,9 @@ class Hub:
         self._stop.set()
         if self._crawl_task is not None:
             await self._crawl_task
+        if self._websub_task is not None:
+            await self._websub_task
+        await self.websub.close()
         await self.crawler.aclose()  # commits what was fetched, publishes its entries
         if not await self.drain():
             log.warning("hub_stop_undrained reason=tiers did not process everything in time; "
@@ -288,6 +313,23 @@ class Hub:
     async def add_feeds(self, urls: Sequence[str]) -> list[int]:
         """Crawl these feeds (an operator's list, followed by no account); their ids."""
         return await self.crawler.add_feeds(list(urls))
+
+    async def remove_feeds(self, feed_ids: Sequence[int]) -> int:
+        """Stop crawling these feeds (unsubscribing from their WebSub hubs); how many were."""
+        removed = 0
+        for feed_id in feed_ids:
+            self.websub.feed_removed(feed_id)
+            removed += await self.crawler.remove_feed(feed_id)
+        return removed
+
+    # -- HubFacade: WebSub callbacks ------------------------------------------------------
+
+    async def websub_verify(self, callback_id: str, params: dict[str, str]) -> Verdict:
+        return await self.websub.verification(callback_id, params)
+
+    async def websub_deliver(self, callback_id: str, signature: str | None, content_type: str,
+                             body: bytes) -> Delivery:
+        return await self.websub.content(callback_id, signature, content_type, body)
 
     # -- HubFacade: accounts ----------------------------------------------------------------
 

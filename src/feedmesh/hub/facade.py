@@ -19,6 +19,8 @@ from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.match import Query
 from feedmesh.store import Account, IngestedEntry, ReflectedItem, Subscription
+from feedmesh.websub.lease import Verdict
+from feedmesh.websub.subscriber import Delivery
 
 __all__ = ["FeedVersion", "FollowLimitError", "HubFacade", "RecentMatch", "SourceView"]
 
@@ -124,6 +126,16 @@ class HubFacade(Protocol):
         ...
 
     async def unfollow_source(self, account_id: int, feed_id: int) -> bool: ...
+
+    # WebSub: publishers' hubs calling back (the hub as a subscriber)
+    async def websub_verify(self, callback_id: str, params: dict[str, str]) -> Verdict:
+        """A hub's GET to a callback: the challenge to echo, or why not."""
+        ...
+
+    async def websub_deliver(self, callback_id: str, signature: str | None, content_type: str,
+                             body: bytes) -> Delivery:
+        """A hub's POST to a callback: checked, and ingested when it passes."""
+        ...
 
     # the rest
     async def recent_matches(self, query: Query, searched: int) -> tuple[int, list[RecentMatch]]:

@@ -1,6 +1,6 @@
 """The subscriber's sans-IO core: every push subscription of a hub, what to send when, and how to
 answer each callback request. Time, randomness and messages go in; requests, verdicts, timers
-and the leases to persist come out. The aiohttp edge (:mod:`feedmesh.hub.websub_push`) carries
+and the leases to persist come out. The aiohttp edge (:mod:`feedmesh.hub.websub_subscriber`) carries
 them; tests drive it with a manual clock.
 
 * :meth:`Subscriptions.discovered`: after a document of a feed was parsed, what its publisher
@@ -160,6 +160,13 @@ class Subscriptions:
         lease = self.leases.get(callback_id)
         if lease is not None:
             self._set(callback_id, on_response(lease, status, error, now, self.settings))
+
+    def hub_moved(self, callback_id: str, hub: str, now: float) -> None:
+        """The hub answered from a new URL after a permanent redirect (308): ask it there from
+        now on (websub.rocks 204)."""
+        lease = self.leases.get(callback_id)
+        if lease is not None and hub != lease.hub:
+            self._put(msgspec.structs.replace(lease, hub=hub, updated_at=now))
 
     # -- the callback --------------------------------------------------------------------------
 

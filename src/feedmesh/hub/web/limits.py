@@ -28,6 +28,8 @@ class WebLimits(msgspec.Struct, frozen=True, kw_only=True):
     """Polls per second per personalized feed (one every 5 s sustained, burst below). A reader
     polling every 100 ms gets 429 with Retry-After instead of a free render."""
     feed_burst: int = 10
+    max_push_bytes: int = 4 * 1024 * 1024
+    """Largest document a publisher's WebSub hub may push to a callback (413 above)."""
     rendered_feeds_bytes: int = 64 * 1024 * 1024
     """Memory for feeds as rendered and compressed, served to every reader of a version."""
 
