@@ -47,25 +47,25 @@ def test_link_headers_are_read_leniently(value, expected):
 
 @pytest.mark.parametrize(("case", "kwargs", "topic", "hubs", "source"), [
     # websub.rocks 100: HTTP header discovery
-    ("100 header", dict(link_header='<http://hub.test/h>; rel="hub", '
-                                    '<http://pub.test/h-self>; rel="self"'),
+    ("100 header", {"link_header": '<http://hub.test/h>; rel="hub", '
+                                    '<http://pub.test/h-self>; rel="self"'},
      "http://pub.test/h-self", ("http://hub.test/h",), "header"),
     # 101: HTML tag discovery
-    ("101 html", dict(html=HTML), "http://pub.test/page-self", ("http://hub.test/html",),
+    ("101 html", {"html": HTML}, "http://pub.test/page-self", ("http://hub.test/html",),
      "document"),
     # 102: Atom feed discovery
-    ("102 atom", dict(info=ATOM), "http://pub.test/atom-self", ("http://hub.test/atom",),
+    ("102 atom", {"info": ATOM}, "http://pub.test/atom-self", ("http://hub.test/atom",),
      "document"),
     # 103: RSS feed discovery (atom:link, a relative self)
-    ("103 rss", dict(info=RSS), "http://pub.test/rss-self", ("http://hub.test/rss",),
+    ("103 rss", {"info": RSS}, "http://pub.test/rss-self", ("http://hub.test/rss",),
      "document"),
-    ("json feed hubs", dict(info=JSON), "http://pub.test/json-self", ("http://hub.test/json",),
+    ("json feed hubs", {"info": JSON}, "http://pub.test/json-self", ("http://hub.test/json",),
      "document"),
     # 104: discovery priority: the header wins over the document
-    ("104 priority", dict(link_header='<http://hub.test/h>; rel="hub"', info=ATOM),
+    ("104 priority", {"link_header": '<http://hub.test/h>; rel="hub"', "info": ATOM},
      URL, ("http://hub.test/h",), "header"),
-    ("no hub", dict(info=PLAIN_ATOM), URL, (), ""),
-    ("self without hub", dict(link_header='<http://pub.test/s>; rel="self"'),
+    ("no hub", {"info": PLAIN_ATOM}, URL, (), ""),
+    ("self without hub", {"link_header": '<http://pub.test/s>; rel="self"'},
      "http://pub.test/s", (), ""),
 ])
 def test_discovery_follows_the_websub_rocks_cases(case, kwargs, topic, hubs, source):

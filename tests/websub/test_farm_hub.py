@@ -43,7 +43,7 @@ async def test_feedmesh_receives_the_farms_posts_by_push(tmp_path):
     # leases are counted on the farm's clock, an hour a second: ask for a month
     websub = SubscriberSettings(lease_s=30 * 86400)
     async with FarmServer(config, clock=clock) as farm, FarmHub(farm) as farm_hub, \
-            feedmesh_hub(str(tmp_path), websub=websub) as (hub, base):
+            feedmesh_hub(str(tmp_path), websub=websub) as (hub, _base):
         ids = await hub.add_feeds([farm.feed_url(i) for i in range(config.feeds)])
         # A hub started empty has a fetch budget of zero until its scheduler next refits (stale
         # plans are refitted at most once a minute): refit now rather than wait for it.

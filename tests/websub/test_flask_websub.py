@@ -12,18 +12,19 @@ import threading
 from collections.abc import Iterator
 
 import aiohttp
-import pytest
+import celery as celery_module
+import flask
+import flask_websub.hub as flask_websub_hub
+from flask_websub.publisher import init_publisher, publisher
+from werkzeug.serving import make_server
 
 from tests.eventually import eventually
-from tests.websub.test_subscriber_loopback import feedmesh_hub, leases, live_in_scheduler, \
-    stored_ids
-
-flask = pytest.importorskip("flask")
-flask_websub_hub = pytest.importorskip("flask_websub.hub")
-celery_module = pytest.importorskip("celery")
-
-from flask_websub.publisher import init_publisher, publisher  # noqa: E402
-from werkzeug.serving import make_server  # noqa: E402
+from tests.websub.test_subscriber_loopback import (
+    feedmesh_hub,
+    leases,
+    live_in_scheduler,
+    stored_ids,
+)
 
 HOST = "127.0.3.4"
 ATOM = """<?xml version="1.0" encoding="utf-8"?>
@@ -78,7 +79,7 @@ def flask_blog(storage_path: str) -> Iterator[FlaskBlog]:
 async def test_flask_websub_hub_verifies_and_pushes_to_feedmesh(tmp_path, monkeypatch):
     monkeypatch.setenv("NO_PROXY", "*")  # Flask-WebSub's requests calls stay on loopback
     with flask_blog(str(tmp_path / "flask-hub.db")) as blog:
-        async with feedmesh_hub(str(tmp_path / "hub")) as (hub, base), \
+        async with feedmesh_hub(str(tmp_path / "hub")) as (hub, _base), \
                 aiohttp.ClientSession() as session:
             (feed_id,) = await hub.add_feeds([blog.feed_url])
             await eventually(lambda: [lease.state for lease in leases(hub, feed_id)] == [

@@ -107,7 +107,7 @@ def test_a_refused_request_backs_off_doubling_to_the_cap(status, error):
         lease = s.leases[callback]
         waits.append(lease.next_at - now)
         now = lease.next_at
-        (request,) = s.due(now)
+        (_request,) = s.due(now)
     assert waits[0] < waits[1] < waits[2] < waits[3] and max(waits) <= S.backoff_max_s
     assert (error or str(status)) in s.leases[callback].last_error
 

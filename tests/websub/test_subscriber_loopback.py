@@ -38,9 +38,9 @@ def free_port(host: str) -> int:
 async def feedmesh_hub(data_dir: str, *, public: bool = True,
                        **overrides: Any) -> AsyncIterator[tuple[Hub, str]]:
     port = free_port(HOST)
-    fields: dict[str, Any] = dict(
-        public_url=f"http://{HOST}:{port}" if public else "", websub=FAST,
-        schedule=SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=96.0))
+    fields: dict[str, Any] = {
+        "public_url": f"http://{HOST}:{port}" if public else "", "websub": FAST,
+        "schedule": SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=96.0)}
     fields.update(overrides)
     async with running_hub(hub_settings(data_dir, **fields), HOST, port,
                            resolver=StaticResolver({})) as (hub, base):
@@ -89,7 +89,7 @@ async def test_300_subscribes_with_secret_and_lease_and_a_push_is_stored(tmp_pat
 
 
 async def test_301_302_and_unknown_methods_are_dropped_but_answered_2xx(tmp_path):
-    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, base):
+    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         url = pub.add_topic(Topic("news"))
         await subscribed(hub, pub, url)
         for n, kind in enumerate(("wrong", "none", "unknown")):
@@ -130,7 +130,7 @@ async def test_205_verifications_not_asked_for_get_404(tmp_path):
 ])
 async def test_200_202_the_topic_is_self_or_where_redirects_end(tmp_path, case, path,
                                                                 self_url, topic):
-    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, base):
+    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         pub.add_topic(Topic("news", self_url=self_url.format(base=pub.base), in_header=True,
                             in_document=False))
         await subscribed(hub, pub, f"{pub.base}/{path}")
@@ -142,7 +142,7 @@ async def test_200_202_the_topic_is_self_or_where_redirects_end(tmp_path, case, 
     ("/hub-308", ["/hub-308", "/hub2"], "/hub2"),  # 204: permanent: move the subscription
 ])
 async def test_203_204_hub_redirects_are_followed(tmp_path, hub_path, asked, kept):
-    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, base):
+    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         url = pub.add_topic(Topic("news", hub_path=hub_path))
         feed_id = await subscribed(hub, pub, url)
         assert [r["path"] for r in pub.requests] == asked
@@ -151,7 +151,7 @@ async def test_203_204_hub_redirects_are_followed(tmp_path, hub_path, asked, kep
 
 
 async def test_denial_stops_push_and_resubscribes_after_a_backoff(tmp_path):
-    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, base):
+    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         url = pub.add_topic(Topic("news"))
         feed_id = await subscribed(hub, pub, url)
         assert await pub.deny(url, "quota exceeded") == [200]
@@ -163,7 +163,7 @@ async def test_denial_stops_push_and_resubscribes_after_a_backoff(tmp_path):
 
 
 async def test_renewal_before_the_lease_ends_keeps_the_feed_live(tmp_path):
-    async with LoopbackHub(grant_lease_s=2) as pub, feedmesh_hub(str(tmp_path)) as (hub, base):
+    async with LoopbackHub(grant_lease_s=2) as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         url = pub.add_topic(Topic("news"))
         feed_id = await subscribed(hub, pub, url)
         first = leases(hub, feed_id)[0].expires_at
@@ -175,7 +175,7 @@ async def test_renewal_before_the_lease_ends_keeps_the_feed_live(tmp_path):
 
 
 async def test_removing_a_feed_unsubscribes_from_its_hub(tmp_path):
-    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, base):
+    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         url = pub.add_topic(Topic("news"))
         feed_id = await subscribed(hub, pub, url)
         callback = pub.requests[0]["hub.callback"]
@@ -193,10 +193,10 @@ async def test_removing_a_feed_unsubscribes_from_its_hub(tmp_path):
 async def test_leases_survive_a_restart(tmp_path):
     async with LoopbackHub() as pub:
         url = pub.add_topic(Topic("news"))
-        async with feedmesh_hub(str(tmp_path)) as (hub, base):
+        async with feedmesh_hub(str(tmp_path)) as (hub, _base):
             feed_id = await subscribed(hub, pub, url)
             (before,) = leases(hub, feed_id)
-        async with feedmesh_hub(str(tmp_path)) as (hub, base):
+        async with feedmesh_hub(str(tmp_path)) as (hub, _base):
             assert leases(hub, feed_id) == [before]
             assert live_in_scheduler(hub, feed_id)
 
@@ -204,7 +204,7 @@ async def test_leases_survive_a_restart(tmp_path):
 async def test_without_a_public_url_nothing_is_subscribed_and_the_log_says_so(tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="feedmesh.hub.websub")
     async with LoopbackHub("127.0.3.1") as one, LoopbackHub("127.0.3.3") as two, \
-            feedmesh_hub(str(tmp_path), public=False, schedule=None) as (hub, base):
+            feedmesh_hub(str(tmp_path), public=False, schedule=None) as (hub, _base):
         ids = await hub.add_feeds([one.add_topic(Topic("a")), two.add_topic(Topic("b"))])
         await eventually(lambda: all(hub.crawler.fetch_state(i).last_fetched_at for i in ids),
                          what="both feeds fetched")
@@ -215,7 +215,7 @@ async def test_without_a_public_url_nothing_is_subscribed_and_the_log_says_so(tm
 
 
 async def test_a_hub_behind_the_address_guard_is_never_contacted(tmp_path):
-    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, base):
+    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         # the publisher claims its hub is the cloud metadata service, then a private address
         url = pub.add_topic(Topic("news", in_document=False,
                                   header_hub="http://169.254.169.254/hub"))

@@ -22,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-
-import msgspec
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
+
+import msgspec
 
 from feedmesh.clock import Clock
 from feedmesh.crawl.pipeline import Crawler, CrawlStats, FeedOutcome

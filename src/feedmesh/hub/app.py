@@ -37,7 +37,6 @@ from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier, FeedMeta
 from feedmesh.hub.facade import FeedVersion, FollowLimitError, RecentMatch, SourceView
 from feedmesh.hub.filter import FilterTier, StateOpener
-from feedmesh.hub.supervise import supervise
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import (
     Matched,
@@ -48,6 +47,7 @@ from feedmesh.hub.messages import (
 )
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
+from feedmesh.hub.supervise import supervise
 from feedmesh.hub.tokens import FeedTokens
 from feedmesh.hub.websub_subscriber import WebSubSubscriber
 from feedmesh.match import (

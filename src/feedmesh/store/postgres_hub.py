@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from feedmesh.model import WebSubLease
 from feedmesh.store.columns import SUBSCRIPTION_COLUMNS, subscription_columns
 from feedmesh.store.ports import Account, FollowedSource, Subscription
-from feedmesh.model import WebSubLease
 from feedmesh.store.postgres_db import LOCK_CLASS, LOCKS, PostgresDatabase
 from feedmesh.store.websub_rows import WEBSUB_LEASE_COLUMNS, websub_lease, websub_row
 
