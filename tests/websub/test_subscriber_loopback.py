@@ -80,10 +80,17 @@ async def test_300_subscribes_with_secret_and_lease_and_a_push_is_stored(tmp_pat
         (lease,) = leases(hub, feed_id)
         assert lease.state == "active" and lease.expires_at > hub.clock.now() + 3000
         gets = pub.feed_gets
+        scheduler = hub.crawler.scheduled.scheduler
+        before = scheduler.status(str(feed_id)).last_fetch_at
+        # live: polled only as the daily safety net
+        assert scheduler.due_at(str(feed_id)) - hub.clock.now() > 12 * 3600
         body = pub.document("news", [("2", "pushed story"), ("1", "old story")])
         assert await pub.publish(url, body) == [202]
         await eventually(lambda: "urn:entry:2" in stored_ids(hub), what="the pushed entry")
         assert pub.feed_gets == gets  # no fetch was needed to learn of it
+        # the scheduler learned from the push as from a fetch made when it arrived
+        assert scheduler.status(str(feed_id)).last_fetch_at > before
+        assert scheduler.due_at(str(feed_id)) - hub.clock.now() > 12 * 3600
         # the lease is in the hub's state, and comes back after a restart
         assert [s.callback_id for s in hub.state.websub_leases()] == [lease.callback_id]
 
