@@ -34,6 +34,7 @@ __all__ = [
     "ParseProblem",
     "ParsedFeed",
     "Person",
+    "WebSubLease",
 ]
 
 
@@ -214,7 +215,39 @@ class FetchResult(msgspec.Struct, frozen=True, omit_defaults=True):
     max_age_s: float | None = None
     """Cache-Control max-age (or Expires - Date), a hint for the scheduler."""
     error: FetchError | None = None
+    links: str = ""
+    """The ``Link:`` header values of the final response, joined with commas (WebSub discovery
+    reads the hub and the topic's ``self`` URL from them)."""
 
     @property
     def ok(self) -> bool:
         return self.outcome in (FetchOutcome.OK, FetchOutcome.DELTA)
+
+
+class WebSubLease(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One push subscription of ours at a publisher's WebSub hub, as it is kept and persisted.
+
+    Its states and what moves it between them are :mod:`feedmesh.websub.lease`'s to decide.
+    """
+
+    callback_id: str
+    """Random and unguessable: the last segment of the callback URL the hub calls."""
+    feed_id: int
+    topic: str
+    hub: str
+    secret: str = ""
+    """The ``hub.secret`` given with the subscription: deliveries must be signed with it."""
+    state: str = "subscribing"
+    """``subscribing``, ``active``, ``denied`` (resubscribed after a backoff) or
+    ``unsubscribing``."""
+    awaiting: bool = False
+    """A request went to the hub and its verification of intent is expected by ``next_at``."""
+    lease_s: float = 0.0
+    """Lease the hub granted at the last verification."""
+    expires_at: float = 0.0
+    next_at: float = 0.0
+    """When to act next: send a request, renew, or stop waiting for a verification."""
+    attempts: int = 0
+    """Consecutive failures (refused request, no verification, denial): the backoff's count."""
+    last_error: str = ""
+    updated_at: float = 0.0

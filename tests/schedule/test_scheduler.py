@@ -169,6 +169,18 @@ def test_websub_live_feeds_are_polled_only_as_a_safety_net():
     assert len(fetched["poll"]) > 20
 
 
+def test_a_feed_going_live_moves_its_next_poll_to_the_safety_net_at_once():
+    scheduler = Scheduler(SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=96))
+    scheduler.add_feed("f", now=T0, hints=FeedHints(has_hub=True))
+    now = scheduler.next_due_at(T0)
+    scheduler.pop_due(now)
+    due = scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK))
+    assert due < now + DAY / 2
+    scheduler.set_hints("f", FeedHints(has_hub=True, websub_live=True))  # no refit in between
+    assert scheduler.due_at("f") >= now + DAY
+    assert scheduler.next_due_at() >= now + DAY
+
+
 def test_future_and_absurd_dates_are_not_believed():
     scheduler = Scheduler(SchedulerSettings(policy="feedmesh"))
     scheduler.add_feed("f", now=T0)

@@ -165,3 +165,27 @@ def test_push_targets_survive_a_restart(hub_state_opener):
         assert state.push_targets() == [saved]
     finally:
         state.close()
+
+
+def test_websub_leases_are_saved_replaced_and_deleted_across_restarts(hub_state_opener):
+    from feedmesh.model import WebSubLease
+
+    state = hub_state_opener()
+    assert state.websub_leases() == []
+    a = WebSubLease(callback_id="cb-a", feed_id=7, topic="http://pub.test/feed",
+                    hub="http://hub.test/", secret="s3cret", state="subscribing", next_at=5.0,
+                    updated_at=1.0)
+    b = WebSubLease(callback_id="cb-b", feed_id=8, topic="http://pub.test/other",
+                    hub="http://hub.test/", awaiting=True, next_at=6.5)
+    state.save_websub_leases([a, b], [])
+    assert state.websub_leases() == [a, b]
+    active = WebSubLease(callback_id="cb-a", feed_id=7, topic=a.topic, hub=a.hub, secret="s3cret",
+                         state="active", lease_s=864000.0, expires_at=864100.0, next_at=734500.0,
+                         attempts=0, last_error="", updated_at=100.0)
+    state.save_websub_leases([active], ["cb-b", "cb-never"])
+    state.close()
+    again = hub_state_opener()
+    assert again.websub_leases() == [active]
+    again.save_websub_leases([], [])
+    assert again.websub_leases() == [active]
+    again.close()

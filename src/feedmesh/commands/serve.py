@@ -42,6 +42,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="port the web server listens on (0: any free one)")
     parser.add_argument("--base-url", default="",
                         help="public URL of this hub, used in feed links (default http://HOST:PORT)")
+    parser.add_argument("--public-url", default=os.environ.get("FEEDMESH_PUBLIC_URL", ""),
+                        metavar="URL", help="URL at which publishers' WebSub hubs reach this "
+                        "server (callbacks PUBLIC_URL/websub/ID); without it feeds are only "
+                        "polled (docs/websub.md)")
     parser.add_argument("--policy", default="feedmesh",
                         choices=("interval", *sorted(POLICY_NAMES)),
                         help="when to fetch each feed: a learned policy (default feedmesh, see "
@@ -107,6 +111,7 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog,
+        public_url=args.public_url,
         crawl=CrawlSettings(),
         push=PushSettings(max_deliveries_per_s=args.push_rate),
         reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,

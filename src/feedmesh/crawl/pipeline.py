@@ -12,6 +12,10 @@ Steps 2-4 of the data flow (docs/architecture.md). For each feed that is due:
 
 A cycle never fetches one URL twice, however many feed rows point at it. Failures of one feed
 (network, HTTP, parse) become typed outcomes in the stats and never stop the others.
+
+A document a publisher's WebSub hub *pushed* (:meth:`Crawler.ingest_push`) takes steps 3-5 like a
+fetched one, stamped with its arrival time; it changes nothing of the feed's fetch state (its
+validators and document hash still describe the document fetched last).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest,
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.state import not_a_feed
 from feedmesh.logs import Throttled
-from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult
+from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult, ParsedFeed
 from feedmesh.store import FeedUpdate, IngestedEntry, IngestStore, StoreThread, document_hash
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "FeedOutcome"]
@@ -37,6 +41,7 @@ __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "FeedOutcome"]
 log = logging.getLogger("feedmesh.crawl")
 _commit_log = Throttled(log)
 OnIngested = Callable[[list[IngestedEntry]], Awaitable[None]]
+OnDocument = Callable[[int, FetchResult, ParsedFeed], None]
 _encoder = msgspec.msgpack.Encoder()
 
 
@@ -118,12 +123,14 @@ class FeedOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class _Pending:
-    __slots__ = ("future", "previous", "stats", "update")
+    __slots__ = ("future", "previous", "pushed", "stats", "update")
 
-    def __init__(self, update: FeedUpdate, previous: FeedFetchState, stats: CrawlStats) -> None:
+    def __init__(self, update: FeedUpdate, previous: FeedFetchState, stats: CrawlStats,
+                 pushed: bool = False) -> None:
         self.update = update
         self.previous = previous
         self.stats = stats
+        self.pushed = pushed
         self.future: asyncio.Future[list[IngestedEntry]] = (
             asyncio.get_running_loop().create_future())
 
@@ -140,6 +147,8 @@ class Crawler:
                  settings: CrawlSettings | None = None, on_ingested: OnIngested | None = None,
                  subscribers: Callable[[int], int | None] | None = None,
                  on_feed_info: Callable[[int, FeedInfo], None] | None = None,
+                 on_document: OnDocument | None = None,
+                 on_deactivated: Callable[[int], None] | None = None,
                  share: tuple[int, int] = (0, 1)) -> None:
         self.store = store
         self.share = share
@@ -151,6 +160,10 @@ class Crawler:
         self.on_ingested = on_ingested
         self.subscribers = subscribers
         self.on_feed_info = on_feed_info
+        self.on_document = on_document
+        """Called with each fetched document that parsed as a feed (WebSub discovery)."""
+        self.on_deactivated = on_deactivated
+        """Called when a fetch deactivates a feed (410 Gone and the like)."""
         self.states: dict[int, FeedFetchState] = {}
         self._rng = random.Random(self.settings.seed)
         self._db = StoreThread()
@@ -175,6 +188,13 @@ class Crawler:
             if self.owns(row.id):
                 self.states.setdefault(row.id, row.state)
         return [row.id for row in rows]
+
+    async def remove_feed(self, feed_id: int) -> bool:
+        """Forget ``feed_id`` here and in the store (its entries with it); False: unknown."""
+        if self.states.pop(feed_id, None) is None:
+            return False
+        await self._db.call(self.store.remove_feed, feed_id)
+        return True
 
     def due(self, now: float) -> list[int]:
         """Active feeds whose backoff, Retry-After and freshness hints allow a fetch now."""
@@ -260,17 +280,42 @@ class Crawler:
                                 state=msgspec.structs.replace(previous,
                                                               last_error=error.message))
         ingested = await self._submit(update, previous, stats)
+        if previous.active and not self.states.get(feed_id, previous).active \
+                and self.on_deactivated is not None:
+            self.on_deactivated(feed_id)
         return FeedOutcome(feed_id=feed_id, result=msgspec.structs.replace(result, body=b""),
                            state=self.states.get(feed_id, update.state),
                            ingested=tuple(ingested), entries_in_document=len(update.entries),
                            info=update.info)
 
+    async def ingest_push(self, feed_id: int, body: bytes, content_type: str,
+                          arrived_at: float) -> FeedOutcome | None:
+        """A document a WebSub hub pushed for ``feed_id``: parsed, deduplicated and stored like
+        a fetched one, seen at ``arrived_at``; the new entries once committed (None: no such
+        feed). A body that is not a feed is counted and dropped."""
+        state = self.states.get(feed_id)
+        if state is None:
+            return None
+        stats = CrawlStats()
+        parsed = parse_feed(body, url=state.url, content_type=content_type)
+        result = FetchResult(url=state.url, outcome=FetchOutcome.OK, fetched_at=arrived_at,
+                             status=200, content_type=content_type, decoded_bytes=len(body))
+        if not parsed.is_feed:
+            log.warning("push_not_a_feed feed=%s error=%s", feed_id,
+                        parsed.error.message if parsed.error else "")
+            return FeedOutcome(feed_id=feed_id, result=result, state=state)
+        update = FeedUpdate(feed_id=feed_id, state=state, seen_at=arrived_at,
+                            entries=parsed.entries)
+        ingested = await self._submit(update, state, stats, pushed=True)
+        return FeedOutcome(feed_id=feed_id, result=result, state=self.states.get(feed_id, state),
+                           ingested=tuple(ingested), entries_in_document=len(parsed.entries))
+
     async def _submit(self, update: FeedUpdate, previous: FeedFetchState,
-                      stats: CrawlStats) -> list[IngestedEntry]:
+                      stats: CrawlStats, pushed: bool = False) -> list[IngestedEntry]:
         if self._committer is None or self._committer.done():
             self._queue = asyncio.Queue(maxsize=2 * self.settings.batch_size)
             self._committer = asyncio.create_task(self._commit_loop(self._queue))
-        pending = _Pending(update, previous, stats)
+        pending = _Pending(update, previous, stats, pushed)
         await self._queue.put(pending)  # waits when the store or downstream is behind
         return await pending.future
 
@@ -324,6 +369,8 @@ class Crawler:
             stats.add_error(f"parse:{parsed.error.kind}")  # recovered: entries still count
         if self.on_feed_info is not None:
             self.on_feed_info(feed_id, parsed.feed)
+        if self.on_document is not None and not is_delta:
+            self.on_document(feed_id, result, parsed)
         stats.entries_parsed += len(parsed.entries)
         stats.entries_parsed_bytes += sum(len(_encoder.encode(e)) for e in parsed.entries)
         return FeedUpdate(feed_id=feed_id, state=state, seen_at=now, info=parsed.feed,
@@ -359,6 +406,11 @@ class Crawler:
             await self._commit(batch)
 
     async def _commit(self, batch: list[_Pending]) -> None:
+        for pending in batch:
+            if pending.pushed:  # a push keeps the fetch state as the fetches left it, now
+                update = pending.update
+                current = self.states.get(update.feed_id, update.state)
+                pending.update = msgspec.structs.replace(update, state=current)
         try:
             ingested = await self._db.call(self.store.apply, [p.update for p in batch])
         except Exception as exc:
@@ -368,7 +420,8 @@ class Crawler:
                             "commit_failed feeds=%d error=%s; their fetches are forgotten and "
                             "made again", len(batch), exc)
             for pending in batch:
-                self.states[pending.update.feed_id] = pending.previous
+                if not pending.pushed:  # a push changed no fetch state
+                    self.states[pending.update.feed_id] = pending.previous
                 pending.stats.add_error("store")
                 if not pending.future.done():
                     pending.future.set_result([])

@@ -11,6 +11,10 @@ the real or an accelerated clock), instead of every feed every interval.
   back what the fetch found once it is committed: new entries and their dates, the document's
   size, Cache-Control, Retry-After, the feed's hints.
 * The snapshot is written every few minutes and at shutdown.
+* Push: while a feed's WebSub subscription is live (:meth:`ScheduledCrawler.set_live`), its
+  hints say so and the scheduler fetches it only as a daily safety net; each pushed document is
+  reported like a fetch made when it arrived (:meth:`ScheduledCrawler.record_push`), so the
+  posting rate is still learned should push lapse.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
+
+import msgspec
 
 from feedmesh.clock import Clock
 from feedmesh.crawl.pipeline import Crawler, CrawlStats, FeedOutcome
@@ -59,6 +65,8 @@ class ScheduledCrawler:
         self.stats = CrawlStats()
         self._wake = asyncio.Event()
         self._in_flight: set[asyncio.Task[None]] = set()
+        self.live: set[int] = set()
+        """Feeds whose WebSub subscription is live (polled only as a safety net)."""
 
     # -- feeds -------------------------------------------------------------------------------
 
@@ -115,12 +123,48 @@ class ScheduledCrawler:
             self._add(feed_id, now, (), None, first_fetch_within_s=window)
         self._wake.set()
 
+    def remove_feed(self, feed_id: int) -> None:
+        """Stop scheduling ``feed_id``."""
+        self.live.discard(feed_id)
+        try:
+            self.scheduler.remove_feed(str(feed_id))
+        except UnknownFeedError:
+            pass
+
     def next_fetch_at(self, feed_id: int) -> float | None:
         """When the scheduler will fetch ``feed_id`` next (None: not scheduled)."""
         try:
             return self.scheduler.due_at(str(feed_id))
         except UnknownFeedError:
             return None
+
+    # -- push --------------------------------------------------------------------------------
+
+    def set_live(self, feed_id: int, live: bool) -> None:
+        """The feed's push subscription went live (True) or lapsed (False)."""
+        if live == (feed_id in self.live):
+            return
+        if live:
+            self.live.add(feed_id)
+        else:
+            self.live.discard(feed_id)
+        try:
+            slot = self.scheduler.slot_of(str(feed_id))
+        except UnknownFeedError:
+            return
+        old = self.scheduler.state.hints[slot] or FeedHints()
+        self.scheduler.set_hints(str(feed_id), msgspec.structs.replace(
+            old, websub_live=live, has_hub=old.has_hub or live))
+        self._wake.set()
+
+    def record_push(self, outcome: FeedOutcome) -> None:
+        """Learn from a pushed document as from a fetch made when it arrived. Skipped while the
+        feed is being fetched (that fetch reports)."""
+        feed_id = str(outcome.feed_id)
+        if self.next_fetch_at(outcome.feed_id) is None:
+            return
+        self.scheduler.record(report_of(feed_id, outcome, live=outcome.feed_id in self.live))
+        self._wake.set()
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -174,7 +218,10 @@ class ScheduledCrawler:
             self.scheduler.release(feed_id, now=self.clock.now())
             self._wake.set()
             return
-        self.scheduler.record(report_of(feed_id, outcome))
+        try:
+            self.scheduler.record(report_of(feed_id, outcome, live=int(feed_id) in self.live))
+        except UnknownFeedError:  # removed while it was being fetched
+            pass
         self._wake.set()
 
     def save(self) -> None:
@@ -186,12 +233,15 @@ class ScheduledCrawler:
         os.replace(temporary, self.snapshot_path)
 
 
-def report_of(feed_id: str, outcome: FeedOutcome) -> FetchReport:
+def report_of(feed_id: str, outcome: FeedOutcome, *, live: bool = False) -> FetchReport:
     """What the scheduler learns from one committed fetch, with the fetch state's decision on
     when the feed may be fetched again (backoff, Retry-After, a page that is not a feed), which
-    the scheduler follows instead of deciding again."""
+    the scheduler follows instead of deciding again. ``live``: the feed's push subscription
+    holds (kept in the hints the document's own replace)."""
     new = [item.entry for item in outcome.ingested if not item.updated and not item.backlog]
     hints = FeedHints.from_feed_info(outcome.info) if outcome.info is not None else None
+    if hints is not None and live:
+        hints = msgspec.structs.replace(hints, websub_live=True, has_hub=True)
     return FetchReport.from_fetch(feed_id, outcome.result, new_entries=new,
                                   entries_in_document=outcome.entries_in_document, hints=hints,
                                   state=outcome.state)

@@ -240,6 +240,9 @@ class FarmServer:
         self._status_counts: dict[int, int] = {}
         self._host_index = {address: i for i, address in enumerate(self.addresses)}
         self._jitter = random.Random(f"farm-jitter:{config.seed}")
+        self.hub_url = ""
+        """A WebSub hub for the farm's feeds (set by :class:`~feedmesh.farm.websub.FarmHub`):
+        every feed reply then advertises it, and the feed's own URL as the topic, in ``Link:``."""
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -424,6 +427,9 @@ class FarmServer:
                 reply = text_reply(404, f"feed {feed_id} is served by {spec.host}, not {host}\n")
             else:
                 reply = feed_reply(self.model, self, request, feed_id, variant, now)
+                if self.hub_url and variant == "":
+                    reply.headers.append(("Link", f'<{self.hub_url}>; rel="hub", '
+                                                  f'<{self.feed_url(feed_id)}>; rel="self"'))
         elif path == "/opml":
             if self._opml is None:
                 self._opml = opml_document(self.model)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import time
+from collections.abc import Mapping
 from types import TracebackType
 
 import msgspec
@@ -257,6 +258,7 @@ class Fetcher:
                                       request.last_modified if not_modified else ""),
             wire_bytes=progress.wire_bytes, decoded_bytes=len(body),
             retry_after_s=retry_after, max_age_s=max_age_seconds(headers, now), error=error,
+            links=_link_header(headers),
         )
 
     async def _read_body(self, response: TransportResponse, url: URL, progress: _Progress,
@@ -318,6 +320,13 @@ class _Progress:
         self.final_url = ""
         self.permanent = ""
         self.wire_bytes = 0
+
+
+def _link_header(headers: Mapping[str, str]) -> str:
+    """Every ``Link:`` header of the response, joined as one value (WebSub discovery), capped."""
+    getall = getattr(headers, "getall", None)
+    values = getall("Link", []) if getall is not None else [headers.get("Link", "")]
+    return ", ".join(v for v in values if v)[:16384]
 
 
 def _classify(status: int, retry_after: float | None, im: str) -> FetchOutcome:

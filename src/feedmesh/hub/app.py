@@ -46,6 +46,7 @@ from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.reflector_service import ReflectorClient
 from feedmesh.hub.supervise import supervise
 from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.websub_subscriber import WebSubSubscriber
 from feedmesh.match import SubscriptionIndex
 from feedmesh.memory import release_memory
 from feedmesh.schedule import SchedulerSettings
@@ -57,6 +58,8 @@ from feedmesh.store import (
     ReflectorLog,
     StoreThread,
 )
+from feedmesh.websub.lease import SubscriberSettings, Verdict
+from feedmesh.websub.subscriber import Delivery
 
 __all__ = ["Hub", "HubSettings"]
 
@@ -95,11 +98,18 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     fetch: FetchSettings = FetchSettings()
     crawl: CrawlSettings = CrawlSettings()
     reflector: ReflectorSettings = ReflectorSettings()
+    public_url: str = ""
+    """Where publishers' WebSub hubs reach this hub's web server (``--public-url``): callbacks
+    are ``PUBLIC_URL/websub/<id>``. Empty: no push subscription is made (docs/websub.md)."""
+    websub: SubscriberSettings = SubscriberSettings()
     push: PushSettings = PushSettings()
     """The WebSub hub of the private feeds and the webhooks (:mod:`.push`); served only with
     the reflectors in this process."""
 
     def __post_init__(self) -> None:
+        if self.public_url and not self.public_url.startswith(("http://", "https://")):
+            raise ValueError(f"public URL {self.public_url!r}: give an http:// or https:// URL "
+                             "that publishers' hubs can reach")
         if not 1 <= self.filters <= 64 or not 1 <= self.reflectors <= 64:
             raise ValueError("HubSettings: filters and reflectors must be in 1..64")
         if self.crawl_interval_s <= 0:
@@ -241,9 +251,17 @@ class Hub(HubFront):
             for reflector in self.reflectors:
                 reflector.on_applied = self.push.matched
         self._push_documents = RenderedDocuments()
+        self.websub = WebSubSubscriber(
+            s.websub, public_url=s.public_url, state=state, clock=clock, guard=fetcher.guard,
+            ingest=self.crawler.ingest_push, set_live=self.crawler.set_websub_live,
+            registry=self.metrics.registry, resolver=resolver,
+            user_agent=s.fetch.user_agent or "feedmesh (WebSub subscriber)")
+        self.crawler.on_document = self.websub.discovered
+        self.crawler.on_deactivated = self.websub.feed_removed
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self._crawl_task: asyncio.Task[None] | None = None
+        self._websub_task: asyncio.Task[None] | None = None
         self.started = False
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -287,6 +305,9 @@ class Hub(HubFront):
             self._tasks.append(asyncio.create_task(
                 supervise("push", lambda: push.run(self._stop), self._stop)))
         await self._replay()
+        await self.websub.start()
+        self._websub_task = asyncio.create_task(
+            supervise("websub", lambda: self.websub.run(self._stop), self._stop))
         self._crawl_task = asyncio.create_task(
             self.crawler.run(self.settings.crawl_interval_s, self._stop))
         self.started = True
@@ -381,6 +402,9 @@ class Hub(HubFront):
         self._stop.set()
         if self._crawl_task is not None:
             await self._crawl_task
+        if self._websub_task is not None:
+            await self._websub_task
+        await self.websub.close()
         await self.crawler.aclose()  # commits what was fetched, publishes its entries
         if not await self.drain():
             log.warning("hub_stop_undrained reason=tiers did not process everything in time; "
@@ -421,6 +445,23 @@ class Hub(HubFront):
     async def add_feeds(self, urls: Sequence[str]) -> list[int]:
         """Crawl these feeds (an operator's list, followed by no account); their ids."""
         return await self.crawler.add_feeds(list(urls))
+
+    async def remove_feeds(self, feed_ids: Sequence[int]) -> int:
+        """Stop crawling these feeds (unsubscribing from their WebSub hubs); how many were."""
+        removed = 0
+        for feed_id in feed_ids:
+            self.websub.feed_removed(feed_id)
+            removed += await self.crawler.remove_feed(feed_id)
+        return removed
+
+    # -- HubFacade: WebSub callbacks (publishers' hubs pushing to the crawler) --------------
+
+    async def websub_verify(self, callback_id: str, params: dict[str, str]) -> Verdict:
+        return await self.websub.verification(callback_id, params)
+
+    async def websub_deliver(self, callback_id: str, signature: str | None, content_type: str,
+                             body: bytes) -> Delivery:
+        return await self.websub.content(callback_id, signature, content_type, body)
 
     async def _push_document(self, sub_id: int, fmt: str, topic: str) -> bytes:
         """The feed a WebSub subscriber of ``topic`` gets now: what a reader polling the topic

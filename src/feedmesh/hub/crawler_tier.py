@@ -18,12 +18,12 @@ import msgspec
 
 from feedmesh.bus import Bus
 from feedmesh.clock import Clock
-from feedmesh.crawl import Crawler, CrawlSettings, CrawlStats
+from feedmesh.crawl import Crawler, CrawlSettings, CrawlStats, FeedOutcome
 from feedmesh.crawl.scheduled import ScheduledCrawler
 from feedmesh.fetch import FeedFetchState, Fetcher
 from feedmesh.hub.messages import FeedMeta, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.model import FeedInfo
+from feedmesh.model import FeedInfo, FetchResult, ParsedFeed
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import IngestedEntry, IngestStore
 
@@ -46,9 +46,13 @@ class CrawlerTier:
         self.pace = pace
         self.feed_meta: dict[int, FeedMeta] = {}
         self._by_source: dict[str, int] = {}  # the URL a feed was added at -> its id
+        self.on_document: Callable[[int, FetchResult, ParsedFeed], None] | None = None
+        """Told of each fetched document (the WebSub subscriber discovers hubs in it)."""
+        self.on_deactivated: Callable[[int], None] | None = None
         self.crawler = Crawler(store, fetcher, clock, settings=settings,
                                on_ingested=self.publish, subscribers=self._followers.get,
-                               on_feed_info=self._feed_info, share=share)
+                               on_feed_info=self._feed_info, on_document=self._document,
+                               on_deactivated=self._deactivated, share=share)
         self.last_cycle: CrawlStats | None = None
         self.cycles = 0
         self.scheduled = (ScheduledCrawler(self.crawler, store, clock, schedule,
@@ -77,6 +81,41 @@ class CrawlerTier:
     def _feed_info(self, feed_id: int, info: FeedInfo) -> None:
         self.feed_meta[feed_id] = FeedMeta(self.crawler.states[feed_id].url, info.title,
                                            info.language)
+
+    def _document(self, feed_id: int, result: FetchResult, parsed: ParsedFeed) -> None:
+        if self.on_document is not None:
+            self.on_document(feed_id, result, parsed)
+
+    def _deactivated(self, feed_id: int) -> None:
+        if self.on_deactivated is not None:
+            self.on_deactivated(feed_id)
+
+    # -- push ------------------------------------------------------------------------------
+
+    async def ingest_push(self, feed_id: int, body: bytes, content_type: str,
+                          arrived_at: float) -> FeedOutcome | None:
+        """A pushed document through parse -> dedup -> store -> the filters, like a fetch;
+        the scheduler learns from it. None: no such feed."""
+        outcome = await self.crawler.ingest_push(feed_id, body, content_type, arrived_at)
+        if outcome is not None and self.scheduled is not None:
+            self.scheduled.record_push(outcome)
+        return outcome
+
+    def set_websub_live(self, feed_id: int, live: bool) -> None:
+        """Push holds for the feed (poll it only as a safety net), or no longer does."""
+        if self.scheduled is not None:
+            self.scheduled.set_live(feed_id, live)
+
+    async def remove_feed(self, feed_id: int) -> bool:
+        """Stop crawling ``feed_id`` and forget it (its stored entries go with it)."""
+        if self.scheduled is not None and feed_id in self.crawler.states:
+            self.scheduled.remove_feed(feed_id)
+        if not await self.crawler.remove_feed(feed_id):
+            return False
+        self.feed_meta.pop(feed_id, None)
+        self._by_source = {url: fid for url, fid in self._by_source.items() if fid != feed_id}
+        self.metrics.feeds.set(len(self.crawler.states))
+        return True
 
     def feed_count(self) -> int:
         return len(self.crawler.states)

@@ -27,6 +27,8 @@ from feedmesh.store import (
     Subscription,
 )
 from feedmesh.websub.hub_requests import HubRequest, LeaseBounds
+from feedmesh.websub.lease import Verdict
+from feedmesh.websub.subscriber import Delivery
 
 __all__ = ["FeedUnavailable", "FeedVersion", "FollowLimitError", "HubFacade", "PushRefusedError",
            "RecentMatch", "SourceView"]
@@ -154,6 +156,16 @@ class HubFacade(Protocol):
         ...
 
     async def unfollow_source(self, account_id: int, feed_id: int) -> bool: ...
+
+    # WebSub: publishers' hubs calling back (the hub as a subscriber)
+    async def websub_verify(self, callback_id: str, params: dict[str, str]) -> Verdict:
+        """A hub's GET to a callback: the challenge to echo, or why not."""
+        ...
+
+    async def websub_deliver(self, callback_id: str, signature: str | None, content_type: str,
+                             body: bytes) -> Delivery:
+        """A hub's POST to a callback: checked, and ingested when it passes."""
+        ...
 
     # the rest
     async def recent_matches(self, query: Query, searched: int) -> tuple[int, list[RecentMatch]]:

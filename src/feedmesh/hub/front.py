@@ -70,6 +70,8 @@ from feedmesh.store import (
     Subscription,
 )
 from feedmesh.websub.hub_requests import HubRequest, LeaseBounds
+from feedmesh.websub.lease import Verdict
+from feedmesh.websub.subscriber import Delivery
 
 if TYPE_CHECKING:
     from feedmesh.hub.push import PushService
@@ -340,6 +342,17 @@ class HubFront:
             self.push.subscription_removed(sub.id)
         self.holders.owners.set(sub.id, -1)
         self.metrics.subscriptions.dec()
+
+    # -- WebSub callbacks: publishers' hubs pushing to the crawler ---------------------------
+
+    async def websub_verify(self, callback_id: str, params: dict[str, str]) -> Verdict:
+        raise PushRefusedError(503, "push_unavailable", "publishers' WebSub hubs are answered "
+                               "by the crawling hub: point its --public-url at that process")
+
+    async def websub_deliver(self, callback_id: str, signature: str | None, content_type: str,
+                             body: bytes) -> Delivery:
+        raise PushRefusedError(503, "push_unavailable", "publishers' WebSub hubs are answered "
+                               "by the crawling hub: point its --public-url at that process")
 
     # -- push: WebSub subscribers of private feeds, webhooks ---------------------------------
 

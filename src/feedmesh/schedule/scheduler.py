@@ -203,6 +203,12 @@ class Scheduler:
         self.state.set_hints(slot, hints)
         if (old.websub_live if old else False) != hints.websub_live:
             self.upkeep.plans_stale = True
+            table = self.state.table
+            due = float(table.F[slot, F_DUE])
+            waiting = int(table.I[slot, I_FLAGS]) & (FLAG_GONE | FLAG_IN_FLIGHT | FLAG_AWAITING)
+            if hints.websub_live and not waiting and math.isfinite(due):
+                # Push went live: the next poll moves to the safety net now, not at the refit.
+                self.state.push(slot, due)
 
     # ------------------------------------------------------------------ time
     def refit(self, now: float) -> None:

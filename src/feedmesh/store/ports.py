@@ -48,7 +48,7 @@ import msgspec
 import numpy as np
 
 from feedmesh.fetch.state import FeedFetchState
-from feedmesh.model import Entry, FeedInfo
+from feedmesh.model import Entry, FeedInfo, WebSubLease
 
 __all__ = [
     "Account",
@@ -339,6 +339,16 @@ class HubState(Protocol):
 
     def push_attempts(self, target_id: int, limit: int = 20) -> list[PushAttempt]:
         """A target's newest attempts, newest first."""
+        ...
+
+    # our push subscriptions at publishers' WebSub hubs
+    def websub_leases(self) -> list[WebSubLease]:
+        """Every push subscription kept, by callback id."""
+        ...
+
+    def save_websub_leases(self, changed: Sequence[WebSubLease], deleted: Sequence[str]) -> None:
+        """Insert or replace ``changed`` (by callback id) and delete the ``deleted`` callback
+        ids, in one transaction."""
         ...
 
     def close(self) -> None: ...

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from feedmesh.model import WebSubLease
 from feedmesh.store.columns import (
     PUSH_ATTEMPT_COLUMNS,
     PUSH_TARGET_COLUMNS,
@@ -30,6 +31,7 @@ from feedmesh.store.columns import (
 )
 from feedmesh.store.ports import Account, FollowedSource, PushAttempt, PushTarget, Subscription
 from feedmesh.store.postgres_db import LOCK_CLASS, LOCKS, PostgresDatabase
+from feedmesh.store.websub_rows import WEBSUB_LEASE_COLUMNS, websub_lease, websub_row
 
 __all__ = ["PostgresHubState"]
 
@@ -112,6 +114,25 @@ MIGRATIONS = (
         elapsed_ms double precision NOT NULL DEFAULT 0
     );
     CREATE INDEX push_attempts_by_target ON push_attempts (target_id, id);
+    """,
+    # 3: our push subscriptions at publishers' WebSub hubs (feedmesh.websub.lease)
+    """
+    CREATE TABLE websub_leases (
+        callback_id text PRIMARY KEY,
+        feed_id bigint NOT NULL,
+        topic text NOT NULL,
+        hub text NOT NULL,
+        secret text NOT NULL DEFAULT '',
+        state text NOT NULL,
+        awaiting smallint NOT NULL DEFAULT 0,
+        lease_s double precision NOT NULL DEFAULT 0,
+        expires_at double precision NOT NULL DEFAULT 0,
+        next_at double precision NOT NULL DEFAULT 0,
+        attempts integer NOT NULL DEFAULT 0,
+        last_error text NOT NULL DEFAULT '',
+        updated_at double precision NOT NULL DEFAULT 0
+    );
+    CREATE INDEX websub_leases_by_feed ON websub_leases (feed_id);
     """,
 )
 
@@ -336,6 +357,27 @@ class PostgresHubState:
         return [push_attempt(r) for r in self._db.read(
             f"SELECT {PUSH_ATTEMPT_COLUMNS} FROM push_attempts WHERE target_id = %s "
             "ORDER BY id DESC LIMIT %s", (target_id, limit))]
+
+    # -- push subscriptions -------------------------------------------------------------------
+
+    def websub_leases(self) -> list[WebSubLease]:
+        return [websub_lease(row) for row in self._db.read(
+            f"SELECT {', '.join(WEBSUB_LEASE_COLUMNS)} FROM websub_leases ORDER BY callback_id")]
+
+    def save_websub_leases(self, changed: Sequence[WebSubLease], deleted: Sequence[str]) -> None:
+        if not changed and not deleted:
+            return
+        columns = ", ".join(WEBSUB_LEASE_COLUMNS)
+        marks = ", ".join(["%s"] * len(WEBSUB_LEASE_COLUMNS))
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in WEBSUB_LEASE_COLUMNS[1:])
+        with self._db.write(f"saving {len(changed) + len(deleted)} WebSub leases") as cur:
+            if deleted:
+                cur.execute("DELETE FROM websub_leases WHERE callback_id = ANY(%s)",
+                            (list(deleted),))
+            if changed:
+                cur.executemany(f"INSERT INTO websub_leases ({columns}) VALUES ({marks}) "
+                                f"ON CONFLICT (callback_id) DO UPDATE SET {updates}",
+                                [websub_row(lease) for lease in changed])
 
     def close(self) -> None:
         self._db.close()

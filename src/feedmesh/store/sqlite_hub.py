@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from feedmesh.model import WebSubLease
 from feedmesh.store.columns import (
     PUSH_ATTEMPT_COLUMNS,
     PUSH_TARGET_COLUMNS,
@@ -27,6 +28,7 @@ from feedmesh.store.columns import (
 )
 from feedmesh.store.ports import Account, FollowedSource, PushAttempt, PushTarget, Subscription
 from feedmesh.store.sqlite_file import SQLiteFile
+from feedmesh.store.websub_rows import WEBSUB_LEASE_COLUMNS, websub_lease, websub_row
 
 __all__ = ["SQLiteHubState"]
 
@@ -97,6 +99,24 @@ CREATE TABLE IF NOT EXISTS push_attempts (
     elapsed_ms REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS push_attempts_by_target ON push_attempts (target_id, id);
+
+-- Our push subscriptions at publishers' WebSub hubs (feedmesh.websub.lease: their states).
+CREATE TABLE IF NOT EXISTS websub_leases (
+    callback_id TEXT PRIMARY KEY,
+    feed_id INTEGER NOT NULL,
+    topic TEXT NOT NULL,
+    hub TEXT NOT NULL,
+    secret TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL,
+    awaiting INTEGER NOT NULL DEFAULT 0,
+    lease_s REAL NOT NULL DEFAULT 0,
+    expires_at REAL NOT NULL DEFAULT 0,
+    next_at REAL NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT NOT NULL DEFAULT '',
+    updated_at REAL NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS websub_leases_by_feed ON websub_leases (feed_id);
 """
 
 
@@ -331,6 +351,23 @@ class SQLiteHubState:
         return [push_attempt(r) for r in self._file.read(
             f"SELECT {PUSH_ATTEMPT_COLUMNS} FROM push_attempts WHERE target_id = ? "
             "ORDER BY id DESC LIMIT ?", (target_id, limit))]
+
+    # -- push subscriptions -------------------------------------------------------------------
+
+    def websub_leases(self) -> list[WebSubLease]:
+        return [websub_lease(row) for row in self._file.read(
+            f"SELECT {', '.join(WEBSUB_LEASE_COLUMNS)} FROM websub_leases ORDER BY callback_id")]
+
+    def save_websub_leases(self, changed: Sequence[WebSubLease], deleted: Sequence[str]) -> None:
+        if not changed and not deleted:
+            return
+        columns = ", ".join(WEBSUB_LEASE_COLUMNS)
+        marks = ", ".join("?" * len(WEBSUB_LEASE_COLUMNS))
+        with self._file.write(f"saving {len(changed) + len(deleted)} WebSub leases") as db:
+            db.executemany("DELETE FROM websub_leases WHERE callback_id = ?",
+                           [(c,) for c in deleted])
+            db.executemany(f"INSERT OR REPLACE INTO websub_leases ({columns}) VALUES ({marks})",
+                           [websub_row(lease) for lease in changed])
 
     def close(self) -> None:
         self._file.close()

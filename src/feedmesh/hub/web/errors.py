@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from feedmesh.hub.facade import FeedUnavailable
+from feedmesh.hub.facade import FeedUnavailable, PushRefusedError
 from feedmesh.logs import Throttled
 from feedmesh.store import StorageFullError, StoreError
 
@@ -57,6 +57,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return await handler(request)
     except ApiError as exc:
         return error_response(exc.status, exc.code, exc.message, exc.headers, **exc.detail)
+    except PushRefusedError as exc:
+        return error_response(exc.status, exc.code, exc.message, **exc.detail)
     except FeedUnavailable as exc:  # a reflector process is down or restarting
         _storage_log.log(logging.WARNING, "feed", "feed_unavailable method=%s path=%s error=%s",
                          request.method, request.path, exc)

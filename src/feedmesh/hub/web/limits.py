@@ -32,6 +32,8 @@ class WebLimits(msgspec.Struct, frozen=True, kw_only=True):
     """WebSub hub requests (POST /hub) per second per client address (burst below)."""
     hub_burst: int = 30
     max_hub_request_bytes: int = 16 * 1024
+    max_push_bytes: int = 4 * 1024 * 1024
+    """Largest document a publisher's WebSub hub may push to a callback (413 above)."""
     rendered_feeds_bytes: int = 64 * 1024 * 1024
     """Memory for feeds as rendered and compressed, served to every reader of a version."""
 

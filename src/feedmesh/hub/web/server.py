@@ -16,6 +16,7 @@ from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import WebLimits
 from feedmesh.hub.web.openapi import openapi
 from feedmesh.hub.web.websub import HubEndpoint
+from feedmesh.hub.web.websub_callback import WebSubCallback
 
 __all__ = ["build_app"]
 
@@ -46,6 +47,7 @@ def build_app(hub: HubFacade, *, base_url: str, limits: WebLimits | None = None)
     api = Api(hub, feeds, limits)
     app.add_routes(api.routes())
     app.add_routes(HubEndpoint(hub, limits, base_url).routes())
+    app.add_routes(WebSubCallback(hub, limits.max_push_bytes).routes())
     spec = json.dumps(openapi(base_url))
 
     async def openapi_json(request: web.Request) -> web.Response:
