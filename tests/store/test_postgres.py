@@ -53,7 +53,8 @@ def test_stores_opening_a_new_database_at_once_migrate_it_once(postgres_url):
     for store in opened:
         store.close()
     assert errors == [] and len(opened) == len(openers)
-    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("ingest", 1), ("reflector", 1)]
+    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("ingest", 1),
+                                      ("reflector", 1)]
 
 
 def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
@@ -61,7 +62,7 @@ def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         conn.execute("INSERT INTO feedmesh_migrations (component, version) VALUES ('hub', 99)")
     with pytest.raises(StoreError, match=r"cannot open hub database postgresql://.*: its hub "
-                                         r"schema is at version 99, this feedmesh knows 2"):
+                                         r"schema is at version 99, this feedmesh knows 3"):
         PostgresHubState(postgres_url)
 
 
@@ -79,8 +80,9 @@ def test_a_hub_database_of_before_push_gains_its_tables(postgres_url):
     saved = state.save_push_target(PushTarget(sub_id=sub.id, kind="webhook",
                                               url="http://a.test/", created_at=1.0))
     assert state.push_targets() == [saved]
+    assert state.websub_leases() == []  # and the WebSub subscriber's (migration 3)
     state.close()
-    assert versions(postgres_url) == [("hub", 1), ("hub", 2)]
+    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3)]
 
 
 def test_a_read_only_database_opens_and_refuses_writes_precisely(postgres_url):
