@@ -1,4 +1,4 @@
-"""Issue 12, section 5 (detection half): publishers that push versus polling them.
+"""Issue 12, section 5: publishers that push versus polling them, and our own pushes' delay.
 
 Two runs of the same farm (same seed, origin and speed, so the same posts at the same farm times),
 each crawled by a whole feedmesh hub (every tier and its web server, the scheduler's ``feedmesh``
@@ -23,10 +23,16 @@ subscription verified):
   requests made to its hub (subscribe, renew), per feed, per farm day. The window is longer than
   a day so that it holds the live feeds' daily safety-net polls (a shorter one would show none).
 
+Then the other direction, ``benchmarks/websub_delivery.py``'s measure: WebSub subscribers of the
+hub's private feeds on loopback at ``benchmarks/hub.py`` case (a) load, first sighting of an
+article -> the subscriber's callback received it (10,000 subscribers; ``--quick``: that phase
+alone, a 20 s window; ``--skip-delivery`` leaves it out).
+
     .venv/bin/python benchmarks/push.py [--feeds 400] [--hours 50] [--speed 600] [--quick]
 
 Last line: JSON with ``push_detect_p50_s`` and ``publisher_requests_saved_pct`` (goals: <= 2 s,
->= 95 %), and the figures behind them.
+>= 95 %), ``websub_delivery_p50_ms`` and ``websub_delivery_p99_ms`` (goals: <= 200 ms, <= 2 s),
+and the figures behind them.
 """
 
 from __future__ import annotations
@@ -160,6 +166,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--warmup-s", type=float, default=120.0,
                         help="real seconds allowed for first fetches and subscriptions")
+    parser.add_argument("--skip-delivery", action="store_true",
+                        help="leave out the WebSub delivery measure (websub_delivery.py)")
     parser.add_argument("--quick", action="store_true",
                         help="100 feeds, 26 farm hours per run at 1200x (about three minutes)")
     args = parser.parse_args()
@@ -183,6 +191,20 @@ def main() -> int:
           f"to the farm's hub, {push['feed_gets']} feed GETs in {push['farm_days']:.2f} farm days")
     print(f"publisher requests saved by push: {saved:.1f}% (goal >= 95%); push detection p50 "
           f"{push['detect_p50_s']:.3f} s (goal <= 2 s) vs polling {poll['detect_p50_s']:.0f} s")
+    delivery: dict = {}
+    if not args.skip_delivery:
+        import websub_delivery
+
+        phases = [10_000] if args.quick else [1_000, 10_000]
+        results = asyncio.run(websub_delivery.run(20.0 if args.quick else 60.0, phases, 8, 15.0,
+                                                  400.0))
+        last = results[-1]
+        print(f"WebSub delivery, {last['subscribers']} subscribers: p50 "
+              f"{last['websub_delivery_p50_ms']} ms, p99 {last['websub_delivery_p99_ms']} ms "
+              f"(goal <= 200 / 2,000 ms); the hub stored them at p50 {last['intra_hub_p50_ms']} ms")
+        delivery = {"websub_delivery_p50_ms": last["websub_delivery_p50_ms"],
+                    "websub_delivery_p99_ms": last["websub_delivery_p99_ms"],
+                    "websub_subscribers": last["subscribers"], "delivery_phases": results}
     print(json.dumps({
         "push_detect_p50_s": round(push["detect_p50_s"], 4),
         "publisher_requests_saved_pct": round(saved, 2),
@@ -192,7 +214,7 @@ def main() -> int:
         "push_requests_per_feed_per_day": round(push["requests_per_feed_per_day"], 3),
         "push_posts_seen": push["seen"], "poll_posts_seen": poll["seen"],
         "posts": push["posts"], "feeds": args.feeds, "farm_hours": args.hours,
-        "speed": args.speed, "budget_per_feed_per_day": args.budget,
+        "speed": args.speed, "budget_per_feed_per_day": args.budget, **delivery,
     }))
     return 0
 
