@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "up": ("feedmesh.commands.up", "start a hub as several processes joined by NATS JetStream"),
     "down": ("feedmesh.commands.down", "stop what `feedmesh up` started"),
     "provision": ("feedmesh.provision.cli", "plan a topology of crawlers, filters and reflectors"),
+    "peer": ("feedmesh.commands.peer", "run a FeedEx peer: follow feeds, swap entries with neighbours, serve your reader"),
+    "tracker": ("feedmesh.commands.tracker", "run a FeedEx tracker, where peers find neighbours"),
 }
 
 
