@@ -30,10 +30,14 @@ BUSY = (22, 155)
 # Every 5 farm minutes (0.5 s), and a node that has not fetched since start-up for days.
 EAGER = SchedulerSettings(policy="uniform", budget_per_feed_per_day=288.0, min_interval_s=300.0,
                           first_fetch_spread_s=60.0)
-LAZY = SchedulerSettings(policy="uniform", budget_per_feed_per_day=0.2, min_interval_s=5 * 86400.0,
+LAZY = SchedulerSettings(policy="uniform", budget_per_feed_per_day=1.0, min_interval_s=5 * 86400.0,
                          max_interval_s=7 * 86400.0, max_delay_target_s=7 * 86400.0,
                          first_fetch_spread_s=60.0)
-FEEDEX = FeedExSettings(min_neighbours=2, max_neighbours=4, dead_after_s=3600.0)
+# Timeouts are farm seconds: at 600x the defaults (30 s, 10 s) would be 50 ms and 17 ms of real
+# time, shorter than a loaded machine's round trip. A second or more of real time each.
+FEEDEX = FeedExSettings(min_neighbours=2, max_neighbours=4, dead_after_s=3600.0,
+                        connect_timeout_s=1800.0, reply_timeout_s=1800.0, check_hold_s=600.0,
+                        query_timeout_s=600.0)
 
 
 def free_port(host: str) -> int:

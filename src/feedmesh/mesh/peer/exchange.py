@@ -18,17 +18,22 @@ from typing import Protocol
 from feedmesh.clock import Clock
 from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, Output, QueryResult
 from feedmesh.mesh.feedex.messages import Address
+from feedmesh.mesh.feedex.messages import Entry as WireEntry
 from feedmesh.model import Entry
 
 from .entries import from_wire, to_wire
-from .transport import ArchiveReader, FeedExTransport, TransportSettings
+from .transport import FeedExTransport, TransportSettings
 
-__all__ = ["Exchange", "FeedExExchange", "Keep"]
+__all__ = ["ArchiveEntries", "Exchange", "FeedExExchange", "Keep"]
 
 log = logging.getLogger("feedmesh.mesh.peer")
 
 Keep = Callable[[str, list[Entry], str], Awaitable[int]]
 """``keep(feed URL, entries, source)`` -> entries new to the archive."""
+
+
+ArchiveEntries = Callable[[str, float | None, float | None, int], Awaitable[list[Entry]]]
+"""``(feed, since, until, limit)`` -> archived entries of the feed published in that range."""
 
 
 class Exchange(Protocol):
@@ -57,7 +62,7 @@ class FeedExExchange:
     name = "feedex"
 
     def __init__(self, address: Address, clock: Clock, keep: Keep, *,
-                 archive: ArchiveReader | None = None, tracker: Address | None = None,
+                 archive: ArchiveEntries | None = None, tracker: Address | None = None,
                  settings: FeedExSettings | None = None,
                  transport: TransportSettings | None = None,
                  candidates: Iterable[Address] = (), rng: random.Random | None = None,
@@ -66,14 +71,21 @@ class FeedExExchange:
         self.clock = clock
         self.keep = keep
         self.node = FeedExNode(address, settings, tracker=tracker, rng=rng)
+        self._archive = archive
         self.transport = FeedExTransport(self.node, clock, on_output=self._on_output,
-                                         archive=archive, settings=transport)
+                                         archive=self._archived if archive else None,
+                                         settings=transport)
         self.candidates = list(candidates)
         self.forward = forward
         self._queries: dict[bytes, asyncio.Future[QueryResult]] = {}
         self._keeping: set[asyncio.Task[int]] = set()
         self.delivered: dict[str, int] = {}
         """Entries the node delivered per neighbour ("host:port")."""
+
+    async def _archived(self, feed: str, since: float | None, until: float | None,
+                        limit: int) -> list[WireEntry]:
+        assert self._archive is not None
+        return to_wire(await self._archive(feed, since, until, limit))
 
     @property
     def address(self) -> Address:
