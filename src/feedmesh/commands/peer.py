@@ -141,7 +141,7 @@ def status(data: Path) -> int:
               "`feedmesh peer --opml FILE`", file=sys.stderr)
         return 2
     try:
-        with urlopen(f"{local}/api/status", timeout=10) as response:  # noqa: S310 (loopback)
+        with urlopen(f"{local}/api/status", timeout=10) as response:
             figures = json.loads(response.read())
     except (URLError, OSError, ValueError) as error:
         print(f"error: the peer of {data} does not answer at {local} ({error}); is it running?",
@@ -152,13 +152,13 @@ def status(data: Path) -> int:
 
 
 def format_status(figures: dict) -> str:
-    lines = [f"peer {figures['listen']}  local {figures['local']}  feeds {figures['feeds']}",
-             f"own fetches {figures['own_fetches']}  entries from peers "
+    saved = (f"own fetches {figures['own_fetches']}  entries from peers "
              f"{figures['entries_from_peers']}  reader requests served (fetches saved) "
-             f"{figures['fetches_saved']}",
-             f"{len(figures['neighbours'])} neighbours:",
-             f"  {'address':<22} {'shared':>6} {'received':>9} {'kept':>6} {'given':>6} "
-             f"{'deficit':>8}"]
+             f"{figures['fetches_saved']}")
+    header = (f"  {'address':<22} {'shared':>6} {'received':>9} {'kept':>6} {'given':>6} "
+              f"{'deficit':>8}")
+    lines = [f"peer {figures['listen']}  local {figures['local']}  feeds {figures['feeds']}",
+             saved, f"{len(figures['neighbours'])} neighbours:", header]
     for row in figures["neighbours"]:
         lines.append(f"  {row['address']:<22} {row['shared_feeds']:>6} {row['entries_from']:>9} "
                      f"{row['kept']:>6} {row['entries_to']:>6} {row['deficit']:>8.2f}")

@@ -3,9 +3,9 @@ start-up gets its new entries from the neighbour that did; a dead neighbour is r
 
 from __future__ import annotations
 
-from tests.eventually import eventually
 from dataclasses import replace
 
+from tests.eventually import eventually
 from tests.mesh.peer.conftest import BUSY, EAGER, FEEDEX, LAZY
 
 FEED = BUSY[0]

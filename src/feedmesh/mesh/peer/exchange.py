@@ -17,7 +17,7 @@ from typing import Protocol
 
 from feedmesh.clock import Clock
 from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, Output, QueryResult
-from feedmesh.mesh.feedex.messages import Address
+from feedmesh.mesh.feedex.messages import Address, CheckDid, Message, PutEntries
 from feedmesh.mesh.feedex.messages import Entry as WireEntry
 from feedmesh.model import Entry
 
@@ -67,14 +67,16 @@ class FeedExExchange:
                  transport: TransportSettings | None = None,
                  candidates: Iterable[Address] = (), rng: random.Random | None = None,
                  forward: bool = True) -> None:
-        """``forward`` False makes a free rider (it takes, never gives): for experiments only."""
+        """``forward`` False makes a free rider: it takes entries but never offers or sends any
+        (no check_did, no put_entries), for experiments only."""
         self.clock = clock
         self.keep = keep
         self.node = FeedExNode(address, settings, tracker=tracker, rng=rng)
         self._archive = archive
         self.transport = FeedExTransport(self.node, clock, on_output=self._on_output,
                                          archive=self._archived if archive else None,
-                                         settings=transport)
+                                         settings=transport,
+                                         withhold=None if forward else _forwarding)
         self.candidates = list(candidates)
         self.forward = forward
         self._queries: dict[bytes, asyncio.Future[QueryResult]] = {}
@@ -109,10 +111,7 @@ class FeedExExchange:
         wire = to_wire(entries)
         if not wire:
             return
-        outputs = self.node.fetched(self.clock.now(), feed, wire)
-        if not self.forward:
-            outputs = [o for o in outputs if isinstance(o, Deliver)]
-        self.transport.dispatch(outputs)
+        self.transport.dispatch(self.node.fetched(self.clock.now(), feed, wire))
 
     def _on_output(self, output: Output) -> None:
         if isinstance(output, Deliver):
@@ -173,3 +172,7 @@ class FeedExExchange:
         return {"protocol": self.name, "address": f"{self.address[0]}:{self.address[1]}",
                 "neighbours": self.neighbours(), "node": dict(self.node.stats),
                 "transport": dict(self.transport.stats)}
+
+
+def _forwarding(message: Message) -> bool:
+    return isinstance(message, CheckDid | PutEntries)

@@ -32,7 +32,7 @@ from feedmesh.model import FeedInfo
 
 from .archive import Archive
 
-__all__ = ["LocalProxy", "PeerControl", "check_loopback"]
+__all__ = ["BadRequest", "LocalProxy", "PeerControl", "check_loopback"]
 
 SUFFIXES = {"rss": "rss2.0", "atom": "atom1.0", "json": "json1.1"}
 FEED_ENTRIES = 100
@@ -49,6 +49,10 @@ class PeerControl(Protocol):
 
     async def pull(self, url: str, since: float | None, until: float | None) -> dict[str, object]:
         ...
+
+
+class BadRequest(Exception):
+    """A local API call the peer cannot act on; the message says why (answered with 400)."""
 
 
 def check_loopback(host: str) -> None:
@@ -171,16 +175,16 @@ class LocalProxy:
         try:
             body = msgspec.json.decode(await request.read())
             if not isinstance(body, dict):
-                raise ValueError("the body must be a JSON object")
+                raise BadRequest("the body must be a JSON object")
             return _json_response(await action(body))
-        except (msgspec.DecodeError, ValueError) as error:
+        except (msgspec.DecodeError, ValueError, BadRequest) as error:
             return _json_response({"error": str(error)}, status=400)
 
 
 def _url(body: dict) -> str:
     url = body.get("url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")) or len(url) > 2048:
-        raise ValueError('"url" must be an http(s) feed URL')
+        raise BadRequest('"url" must be an http(s) feed URL')
     return url
 
 
@@ -189,7 +193,7 @@ def _time(body: dict, name: str) -> float | None:
     if value is None:
         return None
     if not isinstance(value, int | float):
-        raise ValueError(f'"{name}" must be Unix seconds')
+        raise BadRequest(f'"{name}" must be Unix seconds')
     return float(value)
 
 

@@ -122,8 +122,12 @@ class FeedExTransport:
                  on_output: Callable[[Output], None],
                  archive: ArchiveReader | None = None,
                  settings: TransportSettings | None = None,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic,
+                 withhold: Callable[[Message], bool] | None = None) -> None:
+        """``withhold(message)`` True: that message is not sent (a free rider's transport, for
+        experiments: it withholds what it would forward)."""
         self.node = node
+        self.withhold = withhold
         self.clock = clock
         self.on_output = on_output
         self.archive = archive
@@ -183,7 +187,9 @@ class FeedExTransport:
         """Carry out what the node returned: send its messages, hand on everything else."""
         for output in outputs:
             if isinstance(output, Send):
-                if not self._stopping:
+                if self.withhold is not None and self.withhold(output.message):
+                    self.stats["withheld"] = self.stats.get("withheld", 0) + 1
+                elif not self._stopping:
                     self._spawn(self._send(output.to, output.message))
             else:
                 self.on_output(output)
@@ -273,6 +279,9 @@ class FeedExTransport:
         outputs = self.node.receive(self.clock.now(), sender, envelope.body)
         reply = _take_reply(outputs, sender)
         self.dispatch(outputs)
+        if reply is not None and self.withhold is not None and self.withhold(reply):
+            self.stats["withheld"] = self.stats.get("withheld", 0) + 1
+            reply = None
         if reply is None:
             return web.Response(status=204)
         data = encode(reply, self.port)
