@@ -9,7 +9,9 @@ from dataclasses import replace
 from tests.eventually import eventually
 from tests.mesh.peer.conftest import BUSY, EAGER, FEEDEX, LAZY
 
-CHECKED = replace(FEEDEX, max_deficit=3.0)
+# D = 3 entries of credit; a neighbour that gives anything back is forgiven 50 to 1, so the two
+# cooperators, whose feeds post at different rates, never cut each other: only a taker is cut.
+CHECKED = replace(FEEDEX, max_deficit=3.0, deficit_ratio=50.0)
 PAIR = (BUSY[0], 13)  # both post every 10-30 farm minutes in the first hours
 
 
@@ -34,10 +36,19 @@ async def test_a_free_rider_is_cut_off_while_cooperators_keep_their_entries(mesh
     rider_address = rider.feedex.address
 
     def cut() -> bool:
-        return all(p.feedex.node.neighbours[rider_address].owes(CHECKED.deficit_ratio)
-                   > CHECKED.max_deficit for p in cooperators
-                   if rider_address in p.feedex.node.neighbours)
+        ledgers = [p.feedex.node.neighbours.get(rider_address) for p in cooperators]
+        return all(ledger is not None and ledger.received == 0
+                   and ledger.owes(CHECKED.deficit_ratio) > CHECKED.max_deficit
+                   for ledger in ledgers)
     await eventually(cut, timeout=60, what="both cooperators stop serving the rider")
+
+    def feeding_each_other() -> bool:
+        # until a cooperator has given its partner something new, the partner owes it and may
+        # hold its bundles back too (D applies to everyone); from then on it is forgiven
+        return (first.feedex.node.neighbours[second.feedex.address].received > 0
+                and second.feedex.node.neighbours[first.feedex.address].received > 0)
+    await eventually(feeding_each_other, timeout=60)
+    assert cut()
     cut_at = mesh.clock.now()
     assert rider.feedex.transport.stats.get("withheld", 0) >= 1  # it did have things to offer
     assert sum(rider.archive.received.values()) >= 1  # and it took entries before the cut
@@ -56,6 +67,8 @@ async def test_a_free_rider_is_cut_off_while_cooperators_keep_their_entries(mesh
         return True
     await eventually(cooperators_have_them, timeout=60,
                      what="each cooperator gets the posts of the feed its partner fetches")
+    for peer in cooperators:  # the same connection throughout: nothing reset its ledger
+        assert peer.feedex.node.neighbours[rider_address].since <= cut_at
     for f in PAIR:
         assert not later[f] & await _keys(rider, mesh.url(f)), "the rider got nothing after the cut"
         assert len(mesh.fetches(2, f)) == 1

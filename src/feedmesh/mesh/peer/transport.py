@@ -226,6 +226,8 @@ class FeedExTransport:
         if status >= 500:
             self.dispatch(self.node.unreachable(self.clock.now(), to))
             return
+        if status < 300:
+            self._alive(to)
         if body and len(body) <= self.settings.max_body_bytes:
             try:
                 reply = decode(body).body
@@ -233,6 +235,16 @@ class FeedExTransport:
                 return  # an answer we cannot read is no answer; the node's timeouts handle it
             if not self._stopping:
                 self.dispatch(self.node.receive(self.clock.now(), to, reply))
+
+    def _alive(self, address: Address) -> None:
+        """A call to ``address`` was answered: it is alive. The core's keep-alive is one-way (an
+        empty update_subset to a silent neighbour, which the callee does not answer), so after
+        one side probed, the other would hear nothing and drop it as dead; over HTTP the answer
+        is there, and counts as hearing from it."""
+        neighbour = self.node.neighbours.get(address)
+        if neighbour is not None:
+            neighbour.last_heard = max(neighbour.last_heard, self.clock.now())
+            neighbour.probed_at = None
 
     async def _timers(self) -> None:
         while not self._stopping:
