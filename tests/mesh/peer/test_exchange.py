@@ -64,3 +64,16 @@ async def test_a_dead_neighbour_is_replaced(mesh):
     await eventually(lambda: len(watched.feedex.node.neighbours) >= 2, timeout=60,
                      what="the peer is back to its minimum of neighbours")
     assert set(watched.feedex.node.neighbours) - before, "a new neighbour took the dead one's place"
+
+
+async def test_a_restarted_peer_returns_to_its_neighbours_without_the_tracker(mesh):
+    first = await mesh.peer(0, [FEED], LAZY)
+    second = await mesh.peer(1, [FEED], LAZY)
+    await eventually(lambda: second.feedex.address in first.feedex.node.neighbours)
+    await mesh.stop_peer(0)  # saves its neighbours
+    await mesh.tracker.stop()  # nobody to ask now
+    again = await mesh.peer(0, [FEED], LAZY)
+    assert again.feedex.candidates == [second.feedex.address]
+    await eventually(lambda: second.feedex.address in again.feedex.node.neighbours,
+                     what="the restarted peer reconnects to the neighbour it saved")
+    assert again.feedex.address in second.feedex.node.neighbours
