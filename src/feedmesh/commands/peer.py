@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sys
+import zlib
 from pathlib import Path
 from urllib.error import URLError
 from urllib.request import urlopen
@@ -94,7 +95,11 @@ def _settings(args: argparse.Namespace) -> PeerSettings:
     local = parse_address(args.local, "--local")
     check_loopback(local[0])
     tracker = parse_address(args.tracker, "--tracker") if args.tracker else None
-    schedule = SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)
+    # the scheduler's seed sets the phases of the first fetches: one per node, or every peer
+    # started with the same list would fetch each feed at the same moments
+    seed = zlib.crc32(f"{listen[0]}:{listen[1]}".encode())
+    schedule = SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget,
+                                 seed=seed)
     return PeerSettings(listen=listen, local=local, tracker=tracker, data=Path(args.data),
                         feedex=FeedExSettings(), schedule=schedule)
 

@@ -56,6 +56,7 @@ class PeerSettings:
     feedex: FeedExSettings = field(default_factory=FeedExSettings)
     schedule: SchedulerSettings = field(
         default_factory=lambda: SchedulerSettings(policy="adaptive"))
+    """Give each peer its own ``seed``: it sets the phases of the first fetches."""
     transport: TransportSettings = field(default_factory=TransportSettings)
     save_interval_s: float = 300.0
     """How often (clock seconds) the neighbour list is written to disk."""
