@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("feedmesh.mesh.keys.cli", "make, show, rotate or revoke a mesh publisher's signing key"),
     "republish": ("feedmesh.commands.republish",
                   "poll legacy feeds and multicast what is new on the mesh, signed (SCRIBE-RSS)"),
+    "peer": ("feedmesh.commands.peer", "run a FeedEx peer: follow feeds, swap entries with neighbours, serve your reader"),
+    "tracker": ("feedmesh.commands.tracker", "run a FeedEx tracker, where peers find neighbours"),
 }
 
 

@@ -52,10 +52,13 @@ from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
-__all__ = ["FEED_SECRET_FILE", "embedded_hub", "web_front", "existing_hub_state", "is_database_url",
-           "open_bus", "open_hub_state", "open_ingest_store", "open_reflector_log"]
+__all__ = ["FEED_SECRET_FILE", "embedded_hub", "existing_hub_state", "is_database_url",
+           "open_archive", "open_bus", "open_hub_state", "open_ingest_store", "open_reflector_log",
+           "web_front"]
 
 FEED_SECRET_FILE = "feed-secret.key"
+ARCHIVE_ENTRIES_PER_FEED = 1_000_000
+"""A peer's archive keeps this many entries per feed (all of them, in practice)."""
 """The key that signs private feed URLs, in the data folder, readable by its owner only."""
 
 
@@ -68,6 +71,12 @@ def open_ingest_store(location: str | Path) -> IngestStore:
     """The ingest store at ``location``: a ``postgresql://`` URL (its tables created or migrated
     when missing or older), else the SQLite file at that path (created when missing)."""
     return PostgresStore(location) if is_database_url(location) else SQLiteStore(location)
+
+
+def open_archive(path: str | Path) -> IngestStore:
+    """A peer's archive (``feedmesh peer``): the SQLite ingest store at ``path``, keeping every
+    entry it sees rather than the crawler's latest few hundred per feed."""
+    return SQLiteStore(path, max_entries_per_feed=ARCHIVE_ENTRIES_PER_FEED)
 
 
 def open_hub_state(location: str | Path) -> HubState:

@@ -33,7 +33,14 @@ from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest,
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.state import not_a_feed
 from feedmesh.logs import Throttled
-from feedmesh.model import FeedInfo, FetchError, FetchOutcome, FetchResult, ParsedFeed
+from feedmesh.model import (
+    Entry,
+    FeedInfo,
+    FetchError,
+    FetchOutcome,
+    FetchResult,
+    ParsedFeed,
+)
 from feedmesh.store import FeedUpdate, IngestedEntry, IngestStore, StoreThread, document_hash
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "FeedOutcome"]
@@ -309,6 +316,16 @@ class Crawler:
         ingested = await self._submit(update, state, stats, pushed=True)
         return FeedOutcome(feed_id=feed_id, result=result, state=self.states.get(feed_id, state),
                            ingested=tuple(ingested), entries_in_document=len(parsed.entries))
+
+    async def ingest(self, feed_id: int, entries: Sequence[Entry],
+                     seen_at: float) -> list[IngestedEntry]:
+        """Store entries that came from elsewhere than a fetch of the feed (a peer's exchange, an
+        archive pulled from peers): the store keeps the new ones, as for a fetch. They go through
+        the same committer as fetches, with the feed's fetch state as it is now, so a fetch
+        committed meanwhile never has its validators overwritten by older ones."""
+        state = self.states[feed_id]
+        update = FeedUpdate(feed_id=feed_id, state=state, seen_at=seen_at, entries=tuple(entries))
+        return await self._submit(update, state, CrawlStats())
 
     async def _submit(self, update: FeedUpdate, previous: FeedFetchState,
                       stats: CrawlStats, pushed: bool = False) -> list[IngestedEntry]:

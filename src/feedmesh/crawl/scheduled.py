@@ -52,7 +52,10 @@ class ScheduledCrawler:
     def __init__(self, crawler: Crawler, store: IngestStore, clock: Clock,
                  settings: SchedulerSettings, *, snapshot_path: Path | None = None,
                  weight: Callable[[int], float] | None = None, concurrency: int = 64,
-                 snapshot_interval_s: float = 300.0) -> None:
+                 snapshot_interval_s: float = 300.0,
+                 on_fetched: Callable[[str, FeedOutcome], None] | None = None) -> None:
+        """``on_fetched(feed_id, outcome)`` is called after each fetch is committed and learned
+        from (a peer hands what its own fetch found to its neighbours there)."""
         self.crawler = crawler
         self.store = store
         self.clock = clock
@@ -61,6 +64,7 @@ class ScheduledCrawler:
         self.weight = weight or (lambda feed_id: 1.0)
         self.concurrency = concurrency
         self.snapshot_interval_s = snapshot_interval_s
+        self.on_fetched = on_fetched
         self.scheduler = Scheduler(settings)
         self.stats = CrawlStats()
         self._wake = asyncio.Event()
@@ -223,6 +227,8 @@ class ScheduledCrawler:
         except UnknownFeedError:  # removed while it was being fetched
             pass
         self._wake.set()
+        if self.on_fetched is not None:
+            self.on_fetched(feed_id, outcome)
 
     def save(self) -> None:
         if self.snapshot_path is None:

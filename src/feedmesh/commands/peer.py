@@ -1,0 +1,170 @@
+"""``feedmesh peer --opml FILE``: one person's peer node (FeedEx); ``feedmesh peer status``.
+
+The peer fetches the OPML's feeds itself on a ``schedule/`` policy (FeedEx's adaptive interval by
+default), exchanges new entries with its neighbours, keeps every entry in ``DATA/archive.db``,
+and serves them to the person's reader on loopback. It prints where to point the reader.
+``feedmesh peer status`` asks the running peer (found through ``DATA/peer.json``) for its
+neighbours, the entries each one brought, deficits and the fetches saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import zlib
+from pathlib import Path
+from urllib.error import URLError
+from urllib.request import urlopen
+
+from feedmesh.clock import SystemClock
+from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
+from feedmesh.compose import open_archive
+from feedmesh.feeds.opml import OpmlError
+from feedmesh.fetch import Fetcher
+from feedmesh.logs import setup_logging
+from feedmesh.mesh.feedex import FeedExSettings
+from feedmesh.mesh.peer import Peer, PeerSettings, check_loopback
+from feedmesh.mesh.peer.daemon import PEER_FILE
+from feedmesh.schedule import SchedulerSettings
+from feedmesh.schedule.policy_names import POLICY_NAMES
+from feedmesh.store import StoreError
+
+__all__ = ["configure", "parse_address", "run"]
+
+DEFAULT_DATA = "var/peer"
+
+
+def parse_address(value: str, what: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``http://HOST:PORT`` -> (host, port); ValueError says what is wrong."""
+    text = value.strip()
+    if text.startswith("http://"):
+        text = text[len("http://"):].rstrip("/")
+    host, colon, port = text.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{what} must be HOST:PORT (e.g. 127.0.3.1:8400), got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", nargs="?", choices=("run", "status"), default="run",
+                        help="run the peer, or show a running peer's status")
+    parser.add_argument("--opml", metavar="FILE_OR_URL",
+                        help="the feeds to follow (needed at the first start; later ones add "
+                             "to what the archive follows)")
+    parser.add_argument("--listen", default="127.0.0.1:8400", metavar="HOST:PORT",
+                        help="the peer API, where neighbours reach this node (its identity)")
+    parser.add_argument("--local", default="127.0.0.1:8401", metavar="HOST:PORT",
+                        help="the local API and proxy for your reader (loopback only)")
+    parser.add_argument("--tracker", metavar="URL", help="the tracker to find neighbours "
+                        "through (http://HOST:PORT)")
+    parser.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
+                        help="archive, schedule and neighbours are kept here")
+    parser.add_argument("--policy", default="adaptive", choices=POLICY_NAMES,
+                        help="when to fetch each feed (schedule/ policies)")
+    parser.add_argument("--budget", type=float, default=24.0, metavar="N",
+                        help="fetches per feed per day, on average")
+    add_fetch_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "status":
+            return status(Path(args.data))
+        setup_logging("warning")
+        os.umask(0o077)
+        settings = _settings(args)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_main(args, settings))
+    except (OpmlError, StoreError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _settings(args: argparse.Namespace) -> PeerSettings:
+    listen = parse_address(args.listen, "--listen")
+    if listen[1] == 0 or listen[0] in ("0.0.0.0", "::"):
+        raise ValueError("--listen needs the address and port neighbours reach this node at "
+                         "(it is the node's identity), not a wildcard or port 0")
+    local = parse_address(args.local, "--local")
+    check_loopback(local[0])
+    tracker = parse_address(args.tracker, "--tracker") if args.tracker else None
+    # the scheduler's seed sets the phases of the first fetches: one per node, or every peer
+    # started with the same list would fetch each feed at the same moments
+    seed = zlib.crc32(f"{listen[0]}:{listen[1]}".encode())
+    schedule = SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget,
+                                 seed=seed)
+    return PeerSettings(listen=listen, local=local, tracker=tracker, data=Path(args.data),
+                        feedex=FeedExSettings(), schedule=schedule)
+
+
+async def _main(args: argparse.Namespace, settings: PeerSettings) -> int:
+    urls: list[str] = []
+    if args.opml:
+        opml = await load_opml(args.opml, fetch_settings(args))
+        for reason in opml.skipped:
+            print(f"skipped {reason}", file=sys.stderr)
+        urls = [o.url for o in opml.outlines]
+    settings.data.mkdir(parents=True, exist_ok=True)
+    store = open_archive(settings.data / "archive.db")
+    clock = SystemClock()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with Fetcher(fetch_settings(args), clock=clock) as fetcher:
+        peer = Peer(settings, store, fetcher, clock)
+        try:
+            await peer.start(urls)
+            feeds = len(peer.archive.urls())
+            if feeds == 0:
+                print("warning: no feeds followed yet (give --opml FILE, or POST "
+                      f"{{\"url\": ...}} to {peer.proxy.url}/api/feeds)", file=sys.stderr)
+            print(f"feedmesh peer {settings.listen[0]}:{settings.listen[1]}: {feeds} feeds, "
+                  f"policy {settings.schedule.policy}, data in {settings.data}")
+            print(f"point your reader at {peer.proxy.url}/all.rss (every feed), or import "
+                  f"{peer.proxy.url}/feeds.opml (one feed each); Atom: .atom, JSON Feed: .json")
+            print(f"status: feedmesh peer status --data {settings.data}", flush=True)
+            await stop.wait()
+        finally:
+            await peer.stop()
+            store.close()
+    return 0
+
+
+def status(data: Path) -> int:
+    try:
+        local = json.loads((data / PEER_FILE).read_text())["local"]
+    except (OSError, ValueError, KeyError) as error:
+        print(f"error: no peer has run with --data {data} ({error}); start one with "
+              "`feedmesh peer --opml FILE`", file=sys.stderr)
+        return 2
+    try:
+        with urlopen(f"{local}/api/status", timeout=10) as response:
+            figures = json.loads(response.read())
+    except (URLError, OSError, ValueError) as error:
+        print(f"error: the peer of {data} does not answer at {local} ({error}); is it running?",
+              file=sys.stderr)
+        return 1
+    print(format_status(figures))
+    return 0
+
+
+def format_status(figures: dict) -> str:
+    saved = (f"own fetches {figures['own_fetches']}  entries from peers "
+             f"{figures['entries_from_peers']}  reader requests served (fetches saved) "
+             f"{figures['fetches_saved']}")
+    header = (f"  {'address':<22} {'shared':>6} {'received':>9} {'kept':>6} {'given':>6} "
+              f"{'deficit':>8}")
+    lines = [f"peer {figures['listen']}  local {figures['local']}  feeds {figures['feeds']}",
+             saved, f"{len(figures['neighbours'])} neighbours:", header]
+    for row in figures["neighbours"]:
+        lines.append(f"  {row['address']:<22} {row['shared_feeds']:>6} {row['entries_from']:>9} "
+                     f"{row['kept']:>6} {row['entries_to']:>6} {row['deficit']:>8.2f}")
+    return "\n".join(lines)

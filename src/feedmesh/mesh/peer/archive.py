@@ -1,0 +1,164 @@
+"""The peer's archive: every entry it sees of the feeds it follows, whoever brought it.
+
+Built from what feedmesh already has, not copied: the ingest store (SQLite, kept whole: see
+:func:`feedmesh.compose.open_archive`), the polite :class:`~feedmesh.crawl.Crawler` (conditional
+GET, backoff, Retry-After) and the :class:`~feedmesh.crawl.scheduled.ScheduledCrawler` running
+one of ``schedule/``'s policies (FeedEx's adaptive interval by default). Entries from elsewhere
+(an exchange protocol, an archive pulled from peers) go through :meth:`Archive.keep`, the same
+committer as fetches. Every exchange protocol of the peer shares this one archive, and the local
+proxy reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from feedmesh.clock import Clock
+from feedmesh.crawl import Crawler, CrawlSettings
+from feedmesh.crawl.pipeline import FeedOutcome
+from feedmesh.crawl.scheduled import ScheduledCrawler
+from feedmesh.fetch import Fetcher
+from feedmesh.model import Entry, FeedInfo
+from feedmesh.schedule import SchedulerSettings
+from feedmesh.store import FeedRow, IngestedEntry, IngestStore, StoreThread
+
+__all__ = ["Archive", "OnFetched"]
+
+log = logging.getLogger("feedmesh.mesh.peer")
+
+OnFetched = Callable[[str, list[Entry]], None]
+"""``(feed URL, entries our own fetch found new)``: what a peer offers its neighbours."""
+
+
+class Archive:
+    """``await start(urls)``, ``await stop()``. Feeds are known by the URL the person gave."""
+
+    def __init__(self, store: IngestStore, fetcher: Fetcher, clock: Clock,
+                 schedule: SchedulerSettings, *, snapshot_path: Path | None = None,
+                 on_fetched: OnFetched | None = None) -> None:
+        self.store = store
+        self.clock = clock
+        self.on_fetched = on_fetched
+        self.crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(concurrency=16))
+        self.scheduled = ScheduledCrawler(self.crawler, store, clock, schedule,
+                                          snapshot_path=snapshot_path, concurrency=16,
+                                          on_fetched=self._fetched)
+        self._db = StoreThread()
+        self._url_of: dict[int, str] = {}
+        self._id_of: dict[str, int] = {}
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.received: dict[str, int] = {}
+        """Entries kept per source ("host:port" of a peer), new to the archive when they came."""
+        self.own_fetches = 0
+
+    async def start(self, urls: Iterable[str]) -> None:
+        await self.crawler.load()
+        await self.crawler.add_feeds(urls)
+        rows = await self._db.call(self.store.feeds)
+        self._remember(rows)
+        self.scheduled.start()
+        self._task = asyncio.create_task(self.scheduled.run(self._stop))
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+        await self.crawler.aclose()
+        self._db.close()
+
+    def _remember(self, rows: Iterable[FeedRow]) -> None:
+        for row in rows:
+            self._url_of[row.id] = row.source_url
+            self._id_of[row.source_url] = row.id
+
+    # -- feeds ---------------------------------------------------------------------------------
+
+    def urls(self) -> list[str]:
+        return list(self._id_of)
+
+    def feed_id(self, url: str) -> int | None:
+        return self._id_of.get(url)
+
+    def url_of(self, feed_id: int) -> str | None:
+        return self._url_of.get(feed_id)
+
+    async def add_feed(self, url: str) -> tuple[int, bool]:
+        """Follow ``url`` (fetched soon, then on the policy); (its id, whether it is new)."""
+        known = url in self._id_of
+        ids = await self.crawler.add_feeds([url])
+        rows = await self._db.call(self.store.feeds)
+        self._remember(rows)
+        self.scheduled.add_feeds(ids)
+        return ids[0], not known
+
+    async def feeds(self) -> list[FeedRow]:
+        return await self._db.call(self.store.feeds)
+
+    # -- entries -------------------------------------------------------------------------------
+
+    def _fetched(self, feed_id: str, outcome: FeedOutcome) -> None:
+        self.own_fetches += 1
+        url = self._url_of.get(int(feed_id))
+        new = [item.entry for item in outcome.ingested if not item.updated]
+        if url is not None and new and self.on_fetched is not None:
+            self.on_fetched(url, new)
+
+    async def keep(self, url: str, entries: Sequence[Entry], source: str) -> int:
+        """Store ``entries`` of feed ``url`` that ``source`` brought; returns how many were new."""
+        feed_id = self._id_of.get(url)
+        if feed_id is None or feed_id not in self.crawler.states or not entries:
+            return 0
+        ingested = await self.crawler.ingest(feed_id, entries, self.clock.now())
+        new = sum(1 for item in ingested if not item.updated)
+        self.received[source] = self.received.get(source, 0) + new
+        return new
+
+    async def entries(self, feed_id: int, limit: int = 100) -> list[IngestedEntry]:
+        """The feed's entries, newest first (by publish time, else when first seen)."""
+        rows = await self._db.call(self.store.entries, feed_id, limit)
+        return sorted(rows, key=_newest_first)
+
+    async def recent(self, limit: int = 200) -> list[IngestedEntry]:
+        rows = await self._db.call(self.store.recent_entries, limit)
+        return sorted(rows, key=_newest_first)
+
+    async def info(self, feed_id: int) -> FeedInfo | None:
+        row = await self._db.call(self.store.feed, feed_id)
+        return row.info if row is not None else None
+
+    async def between(self, url: str, since: float | None, until: float | None,
+                      limit: int) -> list[Entry]:
+        """Entries of ``url`` published in [since, until] (undated ones only when no range is
+        given), newest first, at most ``limit``."""
+        feed_id = self._id_of.get(url)
+        if feed_id is None:
+            return []
+        rows = await self._db.call(self.store.entries, feed_id, 1_000_000)
+        lo = float("-inf") if since is None else since
+        hi = float("inf") if until is None else until
+        chosen = []
+        for row in sorted(rows, key=_newest_first):
+            published = row.entry.published
+            if published is None:
+                if since is None and until is None:
+                    chosen.append(row.entry)
+            elif lo <= published.timestamp() <= hi:
+                chosen.append(row.entry)
+            if len(chosen) >= limit:
+                break
+        return chosen
+
+    async def count(self, url: str) -> int:
+        feed_id = self._id_of.get(url)
+        if feed_id is None:
+            return 0
+        return len(await self._db.call(self.store.entries, feed_id, 1_000_000))
+
+
+def _newest_first(row: IngestedEntry) -> tuple[float, int]:
+    published = row.entry.published
+    return (-(published.timestamp() if published else row.first_seen_at), -row.id)

@@ -1,0 +1,174 @@
+"""One peer on a person's machine: the archive, the local proxy and the exchange protocols.
+
+Data flow, in steps:
+
+1. the archive (:mod:`.archive`) fetches the followed feeds itself on a ``schedule/`` policy and
+   keeps every entry in SQLite;
+2. what a fetch found new goes to each exchange protocol (FeedEx: a bundle to the neighbours
+   who follow the feed);
+3. what the exchanges bring from neighbours is kept in the same archive;
+4. the local proxy (:mod:`.proxy`, loopback only) serves the archive to the person's reader.
+
+On disk, in the data folder: ``archive.db`` (entries and fetch state), ``schedule.bin`` (what
+the scheduler learned), ``neighbours.json`` (the neighbours of the last run, tried first at the
+next start) and ``peer.json`` (where the local API listens, for ``feedmesh peer status``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from feedmesh.clock import Clock
+from feedmesh.fetch import Fetcher
+from feedmesh.mesh.feedex import FeedExSettings
+from feedmesh.mesh.feedex.messages import Address
+from feedmesh.model import Entry
+from feedmesh.schedule import SchedulerSettings
+from feedmesh.store import IngestStore
+
+from .archive import Archive
+from .exchange import FeedExExchange
+from .proxy import LocalProxy
+from .transport import TransportSettings
+
+__all__ = ["Peer", "PeerSettings", "load_neighbours"]
+
+log = logging.getLogger("feedmesh.mesh.peer")
+
+NEIGHBOURS_FILE = "neighbours.json"
+PEER_FILE = "peer.json"
+
+
+@dataclass(frozen=True)
+class PeerSettings:
+    listen: Address
+    """The node's address: neighbours call it there, and know it by it."""
+    data: Path
+    local: Address = ("127.0.0.1", 0)
+    """The local API and proxy (loopback only; port 0: any free one)."""
+    tracker: Address | None = None
+    feedex: FeedExSettings = field(default_factory=FeedExSettings)
+    schedule: SchedulerSettings = field(
+        default_factory=lambda: SchedulerSettings(policy="adaptive"))
+    """Give each peer its own ``seed``: it sets the phases of the first fetches."""
+    transport: TransportSettings = field(default_factory=TransportSettings)
+    save_interval_s: float = 300.0
+    """How often (clock seconds) the neighbour list is written to disk."""
+    forward: bool = True
+    """False: a free rider (takes, never forwards); for experiments only."""
+
+
+def load_neighbours(data: Path) -> list[Address]:
+    """The neighbours kept by the last run (none if the file is missing or unreadable)."""
+    path = data / NEIGHBOURS_FILE
+    try:
+        rows = json.loads(path.read_text())
+        return [(str(host), int(port)) for host, port in rows]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def _write_json(path: Path, value: object) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(value, indent=1))
+    os.replace(temporary, path)
+
+
+class Peer:
+    """``await start(urls)`` follows ``urls`` (and the feeds the archive already has);
+    ``await stop()``. :meth:`status`, :meth:`add_feed`, :meth:`pull` back the local API."""
+
+    def __init__(self, settings: PeerSettings, store: IngestStore, fetcher: Fetcher,
+                 clock: Clock) -> None:
+        self.settings = settings
+        self.clock = clock
+        settings.data.mkdir(parents=True, exist_ok=True)
+        self.archive = Archive(store, fetcher, clock, settings.schedule,
+                               snapshot_path=settings.data / "schedule.bin",
+                               on_fetched=self._fetched)
+        self.feedex = FeedExExchange(settings.listen, clock, self.archive.keep,
+                                     archive=self.archive.between, tracker=settings.tracker,
+                                     settings=settings.feedex, transport=settings.transport,
+                                     candidates=load_neighbours(settings.data),
+                                     forward=settings.forward)
+        self.exchanges = [self.feedex]
+        self.proxy = LocalProxy(settings.local[0], settings.local[1], self.archive, self)
+        self._saver: asyncio.Task[None] | None = None
+
+    async def start(self, urls: Iterable[str] = ()) -> None:
+        await self.archive.start(urls)
+        feeds = self.archive.urls()
+        for exchange in self.exchanges:
+            await exchange.start(feeds)
+        await self.proxy.start()
+        _write_json(self.settings.data / PEER_FILE,
+                    {"local": self.proxy.url, "listen": list(self.settings.listen)})
+        self._saver = asyncio.create_task(self._save_loop())
+
+    async def stop(self) -> None:
+        if self._saver is not None:
+            self._saver.cancel()
+            await asyncio.gather(self._saver, return_exceptions=True)
+        self.save_neighbours()
+        await self.proxy.stop()
+        for exchange in self.exchanges:
+            await exchange.stop()
+        await self.archive.stop()
+
+    def save_neighbours(self) -> None:
+        current = [list(a) for a in self.feedex.node.neighbours]
+        if current:
+            _write_json(self.settings.data / NEIGHBOURS_FILE, current)
+
+    async def _save_loop(self) -> None:
+        while True:
+            await self.clock.sleep(self.settings.save_interval_s)
+            self.save_neighbours()
+
+    def _fetched(self, feed: str, entries: list[Entry]) -> None:
+        for exchange in self.exchanges:
+            exchange.fetched(feed, entries)
+
+    # -- the local API -------------------------------------------------------------------------
+
+    async def add_feed(self, url: str) -> dict[str, object]:
+        feed_id, new = await self.archive.add_feed(url)
+        if new:
+            for exchange in self.exchanges:
+                exchange.subscribe(url)
+        return {"id": feed_id, "url": url, "new": new,
+                **{s: self.proxy.feed_url(feed_id, s) for s in ("rss", "atom", "json")}}
+
+    async def pull(self, url: str, since: float | None = None,
+                   until: float | None = None) -> dict[str, object]:
+        """Pull old entries of ``url`` from peers (FeedEx 3.6) into the archive."""
+        if self.archive.feed_id(url) is None:
+            raise ValueError(f"{url} is not followed here; add it first")
+        new, holder = await self.feedex.pull(url, since, until)
+        return {"url": url, "new_entries": new,
+                "holder": f"{holder[0]}:{holder[1]}" if holder else None}
+
+    def status(self) -> dict[str, object]:
+        """What ``feedmesh peer status`` shows."""
+        received = self.archive.received
+        neighbours = self.feedex.neighbours()
+        for row in neighbours:
+            row["kept"] = received.get(str(row["address"]), 0)
+        from_peers = sum(received.values())
+        return {
+            "listen": f"{self.settings.listen[0]}:{self.settings.listen[1]}",
+            "local": self.proxy.url,
+            "feeds": len(self.archive.urls()),
+            "neighbours": neighbours,
+            "own_fetches": self.archive.own_fetches,
+            "entries_from_peers": from_peers,
+            "reader_requests": self.proxy.reader_requests,
+            "fetches_saved": self.proxy.reader_requests,
+            "exchanges": [exchange.status() for exchange in self.exchanges],
+        }
