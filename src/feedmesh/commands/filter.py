@@ -35,7 +35,7 @@ from feedmesh.logs import setup_logging
 from feedmesh.model import Entry
 from feedmesh.store import StoreError
 
-__all__ = ["configure", "parse_shard", "run"]
+__all__ = ["add_role_arguments", "configure", "parse_shard", "run"]
 
 log = logging.getLogger("feedmesh.hub")
 
@@ -51,14 +51,23 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def configure(parser: argparse.ArgumentParser) -> None:
+def add_role_arguments(parser: argparse.ArgumentParser, *, state: bool = True) -> None:
+    """The flags every role in a process of its own takes: where the hub's processes meet
+    (``--bus``, ``--bus-namespace``) and, unless ``state`` is False, where its accounts and
+    subscriptions are (``--state``)."""
     parser.add_argument("--bus", required=True, metavar="URL",
-                        help="the NATS JetStream server the hub's tiers meet on, nats://HOST:PORT")
+                        help="the NATS JetStream server the hub's processes meet on, "
+                        "nats://HOST:PORT")
     parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
                         help="the hub's streams' prefix on that server")
-    parser.add_argument("--state", required=True, metavar="HUB_DB_OR_URL",
-                        help="the hub's accounts and subscriptions: the hub.db of its data "
-                        "folder, or its postgresql:// URL")
+    if state:
+        parser.add_argument("--state", required=True, metavar="HUB_DB_OR_URL",
+                            help="the hub's accounts and subscriptions: the hub.db of its data "
+                            "folder, or its postgresql:// URL")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_role_arguments(parser)
     parser.add_argument("--shard", default="0/1", metavar="I/N",
                         help="which share of the subscriptions: ids equal to I modulo N")
     parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var"),

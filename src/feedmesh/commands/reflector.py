@@ -26,7 +26,7 @@ from aiohttp import web
 
 from feedmesh.bus import BusError
 from feedmesh.clock import SystemClock
-from feedmesh.commands.filter import parse_shard
+from feedmesh.commands.filter import add_role_arguments, parse_shard
 from feedmesh.compose import existing_hub_state, open_bus, open_reflector_log
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
@@ -47,13 +47,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bus", required=True, metavar="URL",
-                        help="the NATS JetStream server the hub's tiers meet on, nats://HOST:PORT")
-    parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
-                        help="the hub's streams' prefix on that server")
-    parser.add_argument("--state", required=True, metavar="HUB_DB_OR_URL",
-                        help="the hub's accounts and subscriptions: the hub.db of its data "
-                        "folder, or its postgresql:// URL")
+    add_role_arguments(parser)
     parser.add_argument("--shard", default="0/1", metavar="I/N",
                         help="which reflector this is, of how many (the hub's --reflectors)")
     parser.add_argument("--store", default=os.environ.get("FEEDMESH_STORE", ""), metavar="URL",

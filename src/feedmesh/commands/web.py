@@ -22,6 +22,7 @@ import sys
 from aiohttp import web
 
 from feedmesh.bus import BusError
+from feedmesh.commands.filter import add_role_arguments
 from feedmesh.commands.reflector import parse_listen
 from feedmesh.compose import web_front
 from feedmesh.hub.app import crawler_group
@@ -33,10 +34,7 @@ __all__ = ["configure", "run"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bus", required=True, metavar="URL",
-                        help="the NATS JetStream server the hub's processes meet on")
-    parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
-                        help="the hub's streams' prefix on that server")
+    add_role_arguments(parser, state=False)
     parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var"),
                         help="the crawling hub's data folder: its feed-secret.key (and, without "
                         "--store, its hub.db and feedmesh.db)")
