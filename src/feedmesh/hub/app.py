@@ -158,6 +158,9 @@ class LocalHolders:
     async def held(self) -> int:
         return sum(r.subs.count() for r in self.reflectors)
 
+    def forget(self, sub_id: int) -> None:
+        """Nothing is cached: versions are read from the reflectors' memory."""
+
 
 class LocalSources:
     """The crawler tier of this process, as a person's source feeds need it."""

@@ -19,6 +19,7 @@ The embedded :class:`~.app.Hub` is a ``HubFront`` with the tiers' lifecycle adde
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -116,6 +117,10 @@ class FeedHolders(Protocol):
         """Subscriptions the reflectors hold, as far as this process can tell."""
         ...
 
+    def forget(self, sub_id: int) -> None:
+        """The subscription changed: what is known of its feed is not current."""
+        ...
+
 
 class SourceDesk(Protocol):
     async def count_new(self, urls: Sequence[str], followed: set[int]) -> int:
@@ -137,9 +142,17 @@ class SourceDesk(Protocol):
         ...
 
 
+VERSION_TTL_S = 1.0
+"""How long a web process reuses a feed's version from its reflector. A reader may be told 304
+for up to this long after the feed changed (its Cache-Control allows 60 s); in return a poll
+that finds nothing new costs no round trip to the reflector."""
+VERSIONS_KEPT = 200_000
+
+
 class RemoteHolders:
     """Reflectors in processes of their own (``feedmesh reflector``), asked over their API. The
-    owner of a subscription this process has not heard of is read from the hub's state once."""
+    owner of a subscription this process has not heard of is read from the hub's state once;
+    a feed's version is reused for ``VERSION_TTL_S``."""
 
     def __init__(self, clients: Sequence[ReflectorClient], state: HubState,
                  io: StoreThread) -> None:
@@ -147,6 +160,7 @@ class RemoteHolders:
         self.owners = Owners()
         self._state = state
         self._io = io
+        self._versions: dict[tuple[int, int], tuple[float, FeedVersion | None]] = {}
 
     async def _owner(self, sub_id: int) -> int:
         owner = self.owners.get(sub_id)
@@ -159,8 +173,22 @@ class RemoteHolders:
         return owner
 
     async def version(self, sub_id: int, generation: int) -> FeedVersion | None:
+        now = time.monotonic()
+        cached = self._versions.get((sub_id, generation))
+        if cached is not None and cached[0] > now:
+            return cached[1]
         owner = await self._owner(sub_id)
-        return await self.clients[owner].feed_version(sub_id, generation) if owner >= 0 else None
+        found = (await self.clients[owner].feed_version(sub_id, generation) if owner >= 0
+                 else None)
+        if len(self._versions) >= VERSIONS_KEPT:
+            self._versions.clear()  # the next second fills it again with what is polled
+        self._versions[(sub_id, generation)] = (now + VERSION_TTL_S, found)
+        return found
+
+    def forget(self, sub_id: int) -> None:
+        """A subscription changed here: ask its reflector afresh."""
+        for key in [k for k in self._versions if k[0] == sub_id]:
+            del self._versions[key]
 
     async def items(self, sub_id: int) -> list[ReflectedItem]:
         owner = await self._owner(sub_id)
@@ -331,6 +359,7 @@ class HubFront:
         if changed is None:  # deleted meanwhile (another request of the same account)
             return sub
         await self._announce(self._added(changed))
+        self.holders.forget(sub.id)
         if self.push is not None:
             await self.push.subscription_changed(sub.id, new_url)
         return changed
@@ -341,6 +370,7 @@ class HubFront:
         if self.push is not None:
             self.push.subscription_removed(sub.id)
         self.holders.owners.set(sub.id, -1)
+        self.holders.forget(sub.id)
         self.metrics.subscriptions.dec()
 
     # -- WebSub callbacks: publishers' hubs pushing to the crawler ---------------------------
