@@ -163,6 +163,22 @@ def held(log_at: str, reflector: int, subs: dict[int, tuple[str, int]]
 Disturb = Callable[[dict[str, Role], random.Random, list[str]], Awaitable[None]]
 
 
+def stored_entries(entries_at: str) -> int:
+    store = open_ingest_store(entries_at)
+    try:
+        return store.entry_count()
+    finally:
+        store.close()
+
+
+async def crawled(entries_at: str, more: int = 30) -> None:
+    """Until the crawler has stored ``more`` entries past what it holds now: the farm posts and
+    the crawl goes on (before a fault, or after one to show that it resumed)."""
+    start = stored_entries(entries_at)
+    await eventually(lambda: stored_entries(entries_at) >= start + more, timeout=120,
+                     interval=0.5)
+
+
 def filter_role(common: list[str], state_at: str, shard: int, shards: int,
                 tmp_path: Path) -> Role:
     return Role(f"filter{shard}", ["filter", *common, "--state", state_at, "--shard",
@@ -215,7 +231,7 @@ async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb, store_ur
             for role in roles:
                 await role.wait_ready()
             await disturb(by_name, random.Random(20261124), done)
-            await asyncio.sleep(2.0)  # some crawling after the last disturbance
+            await crawled(store_url or str(data / "feedmesh.db"))  # after the last one
         finally:
             # Drain order: the hub stops crawling and waits until the tiers acknowledged all it
             # published; then the filters, then the reflectors (a checkpoint each).
@@ -305,8 +321,10 @@ async def test_a_filter_shard_added_by_a_restart_loses_nothing(tmp_path, nats_ur
         argv[argv.index(flag) + 1] = value
         return argv
 
+    entries_at = str(tmp_path / "data" / "feedmesh.db")
+
     async def reshard(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
-        await asyncio.sleep(3.0)
+        await crawled(entries_at)
         hub, shard = roles["hub"], roles["filter0"]
         assert await hub.stop() == 0 and await shard.stop() == 0
         hub.argv = flags(hub.argv, "--filters", "2")
@@ -321,7 +339,7 @@ async def test_a_filter_shard_added_by_a_restart_loses_nothing(tmp_path, nats_ur
         for n in (0, 1):
             await roles[f"filter{n}"].wait_ready()
         done.append("1 shard -> 2")
-        await asyncio.sleep(3.0)
+        await crawled(entries_at)
 
     lost, duplicated, _, done = await run_topology(tmp_path, nats_url, reshard, filters=1)
     assert done == ["1 shard -> 2"]
@@ -331,14 +349,16 @@ async def test_a_filter_shard_added_by_a_restart_loses_nothing(tmp_path, nats_ur
 async def test_a_nats_outage_of_ten_seconds_is_waited_out(tmp_path):
     server = LocalNats(tmp_path / "nats").start()
 
+    entries_at = str(tmp_path / "data" / "feedmesh.db")
+
     async def outage(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
-        await asyncio.sleep(2.0)
+        await crawled(entries_at)
         await asyncio.to_thread(server.stop)
         done.append("nats stopped")
-        await asyncio.sleep(10.0)
+        await asyncio.sleep(10.0)  # the outage itself: its length is the test's
         await asyncio.to_thread(server.start)  # the same port, the same JetStream files
         done.append("nats started")
-        await asyncio.sleep(3.0)
+        await crawled(entries_at)  # it resumed by itself
 
     try:
         lost, duplicated, _, done = await run_topology(tmp_path, server.url, outage)
@@ -358,13 +378,13 @@ async def test_a_postgresql_outage_of_ten_seconds_is_waited_out(tmp_path):
     nats = LocalNats(tmp_path / "nats").start()
 
     async def outage(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
-        await asyncio.sleep(2.0)
+        await crawled(server.url())
         await asyncio.to_thread(server.stop)
         done.append("postgresql stopped")
-        await asyncio.sleep(10.0)
+        await asyncio.sleep(10.0)  # the outage itself: its length is the test's
         await asyncio.to_thread(server.start)
         done.append("postgresql started")
-        await asyncio.sleep(3.0)
+        await crawled(server.url())  # it resumed by itself
 
     try:
         lost, duplicated, _, done = await run_topology(tmp_path, nats.url, outage,
