@@ -53,8 +53,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def add_role_arguments(parser: argparse.ArgumentParser, *, state: bool = True) -> None:
     """The flags every role in a process of its own takes: where the hub's processes meet
-    (``--bus``, ``--bus-namespace``) and, unless ``state`` is False, where its accounts and
-    subscriptions are (``--state``)."""
+    (``--bus``, ``--bus-namespace``), unless ``state`` is False where its accounts and
+    subscriptions are (``--state``), and how much it logs (``--log-level``)."""
     parser.add_argument("--bus", required=True, metavar="URL",
                         help="the NATS JetStream server the hub's processes meet on, "
                         "nats://HOST:PORT")
@@ -64,6 +64,9 @@ def add_role_arguments(parser: argparse.ArgumentParser, *, state: bool = True) -
         parser.add_argument("--state", required=True, metavar="HUB_DB_OR_URL",
                             help="the hub's accounts and subscriptions: the hub.db of its data "
                             "folder, or its postgresql:// URL")
+    parser.add_argument("--log-level", default="info",
+                        choices=("debug", "info", "warning", "error"),
+                        help="the least severe log lines written to standard error")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -76,9 +79,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="what goes to reflectors: the matching ids, or the article alone")
     parser.add_argument("--metrics", default="", metavar="HOST:PORT",
                         help="serve Prometheus figures at http://HOST:PORT/metrics")
-    parser.add_argument("--log-level", default="info",
-                        choices=("debug", "info", "warning", "error"),
-                        help="the least severe log lines written to standard error")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -69,9 +69,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-interval", type=float,
                         default=ReflectorSettings().checkpoint_interval_s, metavar="SECONDS",
                         help="how often the held entries are checkpointed and the log truncated")
-    parser.add_argument("--log-level", default="info",
-                        choices=("debug", "info", "warning", "error"),
-                        help="the least severe log lines written to standard error")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -53,9 +53,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="polls per second allowed per personalized feed (per process)")
     parser.add_argument("--feed-burst", type=int, default=WebLimits().feed_burst,
                         help="polls of one personalized feed allowed at once, above the rate")
-    parser.add_argument("--log-level", default="info",
-                        choices=("debug", "info", "warning", "error"),
-                        help="the least severe log lines written to standard error")
 
 
 def run(args: argparse.Namespace) -> int:
