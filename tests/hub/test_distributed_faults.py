@@ -2,9 +2,11 @@
 reflectors), each bound to a loopback address of its own and reaching the others only through the
 URLs it was given, on a real NATS server, crawling a real farm, while
 
-* a seeded schedule kills one of them with SIGKILL at random moments (some while it is still
-  loading its snapshot, some while a reflector checkpoints every half second) and starts it
-  again, at least ten times;
+* a seeded schedule kills one of them with SIGKILL at random moments (some again just after
+  it started, some while a reflector checkpoints every half second) and starts it again, at
+  least ten times; then, at armed failpoints (src/feedmesh/failpoints.py), a filter shard in the
+  middle of loading its snapshot and each reflector in the middle of a checkpoint, so those
+  moments are certain, not likely;
 * the NATS server is stopped for 10 s mid-flow (its own server: other tests share the session's);
 * PostgreSQL, holding the hub's state, the entries and the reflectors' logs, is stopped for 10 s.
 
@@ -15,6 +17,7 @@ may be stored twice. Not the system's own counters."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
 import signal
@@ -31,6 +34,7 @@ import numpy as np
 
 from feedmesh.bus.nats_server import LocalNats
 from feedmesh.compose import open_hub_state, open_ingest_store, open_reflector_log
+from feedmesh.failpoints import ENVIRONMENT as FAILPOINTS
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.hub.held import restore_held
 from feedmesh.match import article_from_entry, parse_query
@@ -62,13 +66,15 @@ class Role:
     starts: int = 0
     log_files: list[Path] = field(default_factory=list)
 
-    def start(self) -> None:
+    def start(self, env: dict[str, str] | None = None) -> None:
+        """Start it (``env``: variables added to this one's, e.g. armed failpoints)."""
         self.starts += 1
         path = self.logs / f"{self.name}-{self.starts}.log"
         self.log_files.append(path)
         with open(path, "wb") as err:
             self.process = subprocess.Popen([sys.executable, "-m", "feedmesh", *self.argv],
-                                            stdout=subprocess.DEVNULL, stderr=err)
+                                            stdout=subprocess.DEVNULL, stderr=err,
+                                            env={**os.environ, **(env or {})})
 
     def text(self) -> str:
         return self.log_files[-1].read_text(errors="replace")
@@ -265,6 +271,35 @@ async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb, store_ur
     return lost, duplicated, expected, done
 
 
+FAILPOINT_KILLS = {"filter0": "filter.snapshot_mapped",
+                   "reflector0": "reflector.checkpoint_written",
+                   "reflector1": "reflector.checkpoint_copied"}
+"""The moments a random schedule can only hope to hit, made certain: a filter shard in the
+middle of loading its snapshot (mapped, the changes since not applied), a reflector between a
+durable checkpoint and the truncation of the log it covers, and one with its held entries
+copied but nothing written (src/feedmesh/failpoints.py)."""
+
+
+async def kill_at_failpoints(roles: dict[str, Role], done: list[str]) -> None:
+    """Restart each role of FAILPOINT_KILLS with its failpoint armed, and kill it the moment
+    its log says it is there (it waits there a minute: the kill lands inside, not after)."""
+    for name, point in FAILPOINT_KILLS.items():
+        role = roles[name]
+        await role.kill()
+        done.append(name)
+        role.start(env={FAILPOINTS: f"{point}=60"})
+
+        def there(role: Role = role, point: str = point) -> bool:
+            assert role.process is not None and role.process.poll() is None, role.text()
+            return f"failpoint_reached name={point}" in role.text()
+
+        await eventually(there, timeout=120)
+        await role.kill()
+        done.append(f"{name} (at {point})")
+        role.start()
+        await role.wait_ready()
+
+
 async def kill_at_random(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
     names = sorted(roles)
     # Every role at least once, then at random.
@@ -282,6 +317,7 @@ async def kill_at_random(roles: dict[str, Role], rng: random.Random, done: list[
             done.append(name + " (loading)")
             role.start()
         await role.wait_ready()
+    await kill_at_failpoints(roles, done)
 
 
 async def test_ten_kills_lose_nothing_and_double_nothing(tmp_path, nats_url):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from feedmesh import failpoints
 from feedmesh.bus import Bus, Consumer, Delivery
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
@@ -112,6 +113,7 @@ class FilterTier:
             with open(path, "rb") as f:
                 self._snapshot = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
             index = SubscriptionIndex.from_bytes(self._snapshot)
+            failpoints.reached("filter.snapshot_mapped")
         except FileNotFoundError:
             return False
         except (OSError, ValueError, KeyError, SnapshotError) as exc:

@@ -28,6 +28,7 @@ import msgspec
 import nh3
 import numpy as np
 
+from feedmesh import failpoints
 from feedmesh.bus import Bus, Consumer, Delivery
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
@@ -303,8 +304,10 @@ class Reflector:
             versions = VersionColumns(self.subs.version.copy(), self.subs.modified.copy(),
                                       self.clock.now())
             snapshot = await self._copy_held()
+            failpoints.reached("reflector.checkpoint_copied")
             await asyncio.to_thread(self.log.write_checkpoint,
                                     checkpoint_arrays(snapshot, versions), upto)
+            failpoints.reached("reflector.checkpoint_written")
             # A minute of log at 200 articles/s is ~13,000 rows of ~16 KB: deleted back to back
             # they hold the writer (and so the stream) for most of a second. Small deletions,
             # spread over half the interval, each delay one of the stream's writes by a few ms.
