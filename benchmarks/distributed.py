@@ -15,8 +15,11 @@
 3. **The kill run**: ``tests/hub/test_distributed_faults.py``'s topology (crawler, 2 filters, 2
    reflectors) killed with SIGKILL 10+ times, checked by an offline re-match: entries lost and
    doubled.
+4. **The crawl ceiling** (``--ceiling default`` or ``--ceiling 500,1000``): each mode's highest
+   fetch rate held with p99 <= 1 s, the crawl interval shortened step by step on case (a)
+   (``<mode>_ceiling_fetches_per_s``).
 
-    .venv/bin/python benchmarks/distributed.py [--quick] [--skip modes,filters,kills]
+    .venv/bin/python benchmarks/distributed.py [--quick] [--skip modes,filters,kills] [--ceiling R]
 
 Last line: JSON with, per mode, ``<mode>_articles_per_s``, ``<mode>_p50_ms``, ``<mode>_p99_ms``,
 ``<mode>_rss_mb``; ``filter_scaling_2v1``, ``kill_lost``, ``kill_duplicated``; and the figures
@@ -214,6 +217,49 @@ def modes(quick: bool, window: float) -> dict:
     return figures
 
 
+CEILING_RATES = (500, 1000, 1500, 2000, 3000)
+"""Fetch rates tried for the ceiling, per second: case (a)'s 10,000 feeds crawled every 20 s
+(its own rate; case (b)'s is 100,000 feeds every 300 s, 333 per second) down to every 3.3 s."""
+
+
+def ceiling(window: float, rates: tuple[int, ...]) -> dict:
+    """Each mode's crawl ceiling: the highest fetch rate it sustains (at least 95% of the rate
+    asked, every fetch's state stored, intra-hub latency p99 <= 1 s), on case (a)'s feeds,
+    subscriptions and farm (so the articles per second stay those of case (a): only the crawl
+    quickens), the crawl interval shortened step by step until a step fails."""
+    import hub
+    import topology
+
+    feeds, subs, speed, _ = hub.CASES["a"]
+    figures: dict = {}
+    for mode in ("embedded", "nats_111", "nats_122"):
+        steps, best = [], 0.0
+        for rate in rates:
+            interval = feeds / rate
+            if mode == "embedded":
+                r = hub.run_case("a", feeds, subs, speed, interval, window, "ids", "memory",
+                                 serve_feeds=False)
+            else:
+                shards = 1 if mode == "nats_111" else 2
+                r = topology.run_mode(mode, feeds, subs, speed, interval, window, shards, shards,
+                                      serve_feeds=False)
+            p99 = r["latency_p99_ms"]
+            held = r["fetches_per_s"] >= 0.95 * rate and p99 is not None and p99 <= 1000
+            steps.append({"asked_per_s": rate, "fetches_per_s": r["fetches_per_s"],
+                          "p99_ms": p99, "articles_per_s": r["articles_per_s"], "held": held})
+            print(f"  {mode}: asked {rate:,}/s, fetched {r['fetches_per_s']:,.0f}/s, p99 "
+                  f"{p99} ms: {'held' if held else 'not held'}", flush=True)
+            if not held:
+                break
+            best = r["fetches_per_s"]
+        figures[f"{mode}_ceiling_fetches_per_s"] = best
+        figures[f"{mode}_ceiling_steps"] = steps
+    print("crawl ceiling (fetches/s held with p99 <= 1 s): " + ", ".join(
+        f"{m} {figures[f'{m}_ceiling_fetches_per_s']:,.0f}"
+        for m in ("embedded", "nats_111", "nats_122")), flush=True)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -222,6 +268,10 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=60.0,
                         help="seconds measured per mode (whole crawl intervals)")
     parser.add_argument("--skip", default="", help="parts not to run: modes,filters,kills")
+    parser.add_argument("--ceiling", default="", metavar="RATES",
+                        help="also find each mode's crawl ceiling, trying these fetch rates "
+                        "per second in turn (comma-separated; 'default' for "
+                        f"{','.join(map(str, CEILING_RATES))}); about 3 minutes a step")
     parser.add_argument("--subs", type=int, default=1_000_000)
     parser.add_argument("--articles", type=int, default=20_000)
     parser.add_argument("--words", type=int, default=637,
@@ -239,6 +289,10 @@ def main() -> None:
         figures |= filter_scaling(args.subs, args.articles, args.words, args.runs)
     if "kills" not in skip:
         figures |= kill_run()
+    if args.ceiling:
+        rates = (CEILING_RATES if args.ceiling == "default"
+                 else tuple(int(r) for r in args.ceiling.split(",")))
+        figures |= ceiling(min(args.window, 40.0), rates)
     print(json.dumps(figures))
 
 

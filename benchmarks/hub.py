@@ -216,8 +216,14 @@ async def feed_wire_bytes(urls: list[str]) -> float:
     return float(statistics.median(sizes))
 
 
+def fetch_rate(before: dict[str, float], after: dict[str, float], elapsed: float) -> float:
+    """Fetches per second over a window (every outcome: new, unchanged, errors)."""
+    return sum(value - before.get(key, 0.0) for key, value in after.items()
+               if key.startswith("feedmesh_fetches_total")) / elapsed
+
+
 def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, window: float,
-             delivery: str, bus: str = "memory") -> dict:
+             delivery: str, bus: str = "memory", serve_feeds: bool = True) -> dict:
     print(f"case {name}: {feeds} feeds, {subs} subscriptions, farm x{speed:g}, delivery "
           f"{delivery}, bus {bus}", flush=True)
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as servers:
@@ -268,6 +274,7 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 figures[f"{tier}_bytes_out_per_s"] = round(
                     rate(f"feedmesh_tier_bytes_out_total{{tier={tier}}}"))
             figures["articles_per_s"] = figures["crawler_articles_out_per_s"]
+            figures["fetches_per_s"] = round(fetch_rate(before, after, elapsed), 1)
             figures["matches_per_s"] = round(rate("feedmesh_matches_total"), 1)
             both = latencies(data, t0, t1)
             lat, to_filter = both[:, 0], both[:, 1]
@@ -286,13 +293,15 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             figures["hub_rss_mb"] = round(statistics.median(rss), 1)
             figures["hub_rss_max_mb"] = round(max(rss), 1)
             farm.stop()  # feeds now measured alone, once what was crawled has been reflected
-            wait_quiet(base)
-            tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())  # made by the hub
-            step = max(1, subs // 500)
-            urls = [f"{base}/f/{tokens.make(sub_id, 0)}.rss" for sub_id in range(1, subs, step)]
-            figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
-            figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
-            figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
+            if serve_feeds:
+                wait_quiet(base)
+                tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())  # made by the hub
+                step = max(1, subs // 500)
+                urls = [f"{base}/f/{tokens.make(sub_id, 0)}.rss"
+                        for sub_id in range(1, subs, step)]
+                figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
+                figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
+                figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
         finally:
             hub.send_signal(signal.SIGTERM)
             try:

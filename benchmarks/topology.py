@@ -37,7 +37,7 @@ from feedmesh.match.workload import Workload
 from feedmesh.procstat import cpu_seconds, rss_bytes
 from feedmesh.store.pg_server import LocalPostgres
 from feedmesh.store.postgres_hub import PostgresHubState
-from hub import ORIGIN, _free_port, _get, _metrics, feed_load, feed_wire_bytes
+from hub import ORIGIN, _free_port, _get, _metrics, feed_load, feed_wire_bytes, fetch_rate
 
 PYTHON = [sys.executable, "-m", "feedmesh"]
 
@@ -114,7 +114,7 @@ def wait_for(check, what: str, timeout: float) -> None:  # noqa: ANN001
 
 
 def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, window: float,
-             filters: int, reflectors: int) -> dict:
+             filters: int, reflectors: int, serve_feeds: bool = True) -> dict:
     print(f"mode {name}: {feeds} feeds, {subs} subscriptions, 1 crawler, {filters} filters, "
           f"{reflectors} reflectors, 1 web process; NATS + PostgreSQL", flush=True)
     folder = Path(tempfile.mkdtemp(prefix="feedmesh-bench-"))
@@ -208,6 +208,8 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 "first_crawl_s": round(first, 1), "window_s": round(elapsed, 1),
                 "articles_per_s": round(rate(
                     "crawler", "feedmesh_tier_articles_out_total{tier=crawler}"), 1),
+                "fetches_per_s": round(fetch_rate(before["crawler"], after["crawler"],
+                                                  elapsed), 1),
                 "latency_samples": len(lat),
                 "latency_p50_ms": round(float(np.percentile(lat, 50)), 1) if len(lat) else None,
                 "latency_p99_ms": round(float(np.percentile(lat, 99)), 1) if len(lat) else None,
@@ -228,12 +230,14 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             wait_for(lambda: all(queued(p) == 0 for p in processes
                                  if p.name.startswith(("filter", "refl"))),
                      "the queues draining", 600)
-            tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())
-            step = max(1, subs // 500)
-            urls = [f"{web}/f/{tokens.make(sub_id, 0)}.rss" for sub_id in range(1, subs, step)]
-            figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
-            figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
-            figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
+            if serve_feeds:
+                tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())
+                step = max(1, subs // 500)
+                urls = [f"{web}/f/{tokens.make(sub_id, 0)}.rss"
+                        for sub_id in range(1, subs, step)]
+                figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
+                figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
+                figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
             order = ["web", "crawler", *(f"filter-{f}" for f in range(filters)),
                      *(f"reflector-{r}" for r in range(reflectors))]
             by_name = {p.name: p for p in processes}

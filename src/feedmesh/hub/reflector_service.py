@@ -6,6 +6,7 @@ reflector that owns each subscription. In one process the hub asks its :class:`R
 directly; across processes it asks this API, one loopback or LAN round trip per request::
 
     GET /reflector/v1/feeds/{sub_id}/{generation}   -> FeedState (404: not served here)
+    POST /reflector/v1/versions  [[sub_id, generation], ...] -> [FeedState or nil, ...]
     GET /reflector/v1/feeds/{sub_id}/items          -> [ReflectedItem], newest first
     GET /reflector/v1/watermarks                    -> {filter shard: newest entry id stored}
     GET /reflector/v1/status                        -> ReflectorStatus
@@ -42,6 +43,8 @@ TIMEOUT_S = 5.0
 """A reflector slower than this to answer one feed's request is taken as unavailable."""
 MAX_BODY_BYTES = 64 << 20
 """The largest answer a client reads: a feed that keeps 10,000 entries of a few KB each."""
+MAX_BATCH = 4096
+"""Most feeds' versions asked in one request (``POST /versions``)."""
 
 
 class ReflectorUnavailable(FeedUnavailable):
@@ -57,6 +60,8 @@ class ReflectorStatus(msgspec.Struct, frozen=True, kw_only=True):
 
 _feed_state = msgspec.msgpack.Encoder()
 _decode_version = msgspec.msgpack.Decoder(FeedVersion)
+_decode_versions = msgspec.msgpack.Decoder(list[FeedVersion | None])
+_decode_pairs = msgspec.msgpack.Decoder(list[tuple[int, int]])
 _decode_items = msgspec.msgpack.Decoder(list[ReflectedItem])
 _decode_marks = msgspec.msgpack.Decoder(dict[int, int])
 _decode_status = msgspec.msgpack.Decoder(ReflectorStatus)
@@ -90,6 +95,19 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
                                    f"{sub_id}/{generation}")
         return packed(FeedVersion(*reflector.version(sub_id)))
 
+    async def versions(request: web.Request) -> web.Response:
+        try:
+            pairs = _decode_pairs.decode(await request.read())
+        except msgspec.DecodeError as exc:
+            raise web.HTTPBadRequest(text=f"a msgpack list of [sub_id, generation] pairs "
+                                     f"expected: {exc}") from None
+        if len(pairs) > MAX_BATCH:
+            raise web.HTTPBadRequest(text=f"{len(pairs)} feeds asked at once; at most "
+                                     f"{MAX_BATCH}")
+        return packed([FeedVersion(*reflector.version(sub_id))
+                       if reflector.serves(sub_id, generation) else None
+                       for sub_id, generation in pairs])
+
     async def items(request: web.Request) -> web.Response:
         (sub_id,) = ids(request, "sub_id")
         if not reflector.subs.is_active(sub_id):
@@ -109,7 +127,9 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
         return web.Response(body=generate_latest(metrics.registry),
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    app = web.Application(middlewares=[loaded], client_max_size=1024)
+    # A batch of versions is the one body the API reads: ~20 bytes a pair.
+    app = web.Application(middlewares=[loaded], client_max_size=32 * MAX_BATCH)
+    app.router.add_post(PREFIX + "/versions", versions)
     app.router.add_get(PREFIX + "/feeds/{sub_id}/items", items)
     app.router.add_get(PREFIX + "/feeds/{sub_id}/{generation}", version)
     app.router.add_get(PREFIX + "/watermarks", watermarks)
@@ -130,15 +150,18 @@ class ReflectorClient:
         self.url = url.rstrip("/")
         self._session: aiohttp.ClientSession | None = None
 
-    async def _get(self, path: str) -> bytes | None:
-        """The answer's body, None on 404; ReflectorUnavailable on anything else."""
+    async def _get(self, path: str, body: bytes | None = None) -> bytes | None:
+        """The answer's body (to a POST of ``body`` if given), None on 404;
+        ReflectorUnavailable on anything else."""
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=TIMEOUT_S),
                 connector=aiohttp.TCPConnector(limit=64))
         where = f"reflector {self.number} at {self.url}"
         try:
-            async with self._session.get(self.url + PREFIX + path) as answer:
+            async with self._session.request(
+                    "GET" if body is None else "POST", self.url + PREFIX + path, data=body,
+                    headers=None if body is None else {"Content-Type": _MSGPACK}) as answer:
                 if answer.status == 404:
                     return None
                 if answer.status != 200:
@@ -156,8 +179,9 @@ class ReflectorClient:
             raise ReflectorUnavailable(f"{where} cannot be reached: "
                                        f"{exc!r}"[:300]) from exc
 
-    async def _decoded(self, path: str, decoder: msgspec.msgpack.Decoder) -> object:
-        body = await self._get(path)
+    async def _decoded(self, path: str, decoder: msgspec.msgpack.Decoder,
+                       sent: bytes | None = None) -> object:
+        body = await self._get(path, sent)
         if body is None:
             return None
         try:
@@ -168,6 +192,20 @@ class ReflectorClient:
 
     async def feed_version(self, sub_id: int, generation: int) -> FeedVersion | None:
         return await self._decoded(f"/feeds/{sub_id}/{generation}", _decode_version)  # type: ignore[return-value]
+
+    async def feed_versions(self, pairs: list[tuple[int, int]]) -> list[FeedVersion | None]:
+        """Many feeds' versions in one round trip (None: not served there), in order."""
+        found: list[FeedVersion | None] = []
+        for start in range(0, len(pairs), MAX_BATCH):
+            batch = pairs[start:start + MAX_BATCH]
+            answer = await self._decoded("/versions", _decode_versions,
+                                         _feed_state.encode(batch))
+            if not isinstance(answer, list) or len(answer) != len(batch):
+                raise ReflectorUnavailable(f"reflector {self.number} at {self.url} answered "
+                                           f"{len(batch)} feeds' versions with "
+                                           f"{len(answer) if isinstance(answer, list) else 0}")
+            found.extend(answer)
+        return found
 
     async def items(self, sub_id: int) -> list[ReflectedItem]:
         return await self._decoded(f"/feeds/{sub_id}/items", _decode_items) or []  # type: ignore[return-value]
