@@ -153,3 +153,15 @@ def test_all_postings_by_feed(ingest):
     assert list(postings) == [b.id] and postings[b.id][0].first_seen_at == 20.0
     assert ingest.prune_postings(before=15.0) == 1
     assert ingest.postings(a.id) == []
+
+
+def test_postings_are_pruned_oldest_first_a_batch_at_a_time(ingest):
+    (feed,) = ingest.add_feeds(["http://a/1"], now=0.0)
+    ingest.apply([FeedUpdate(feed_id=feed.id, state=feed.state, seen_at=float(t),
+                             entries=(entry(t),)) for t in range(1, 8)])
+    assert ingest.prune_postings(before=6.0, limit=2) == 2
+    assert [p.first_seen_at for p in ingest.postings(feed.id)] == [3.0, 4.0, 5.0, 6.0, 7.0]
+    assert ingest.prune_postings(before=6.0, limit=2) == 2
+    assert ingest.prune_postings(before=6.0, limit=2) == 1
+    assert ingest.prune_postings(before=6.0, limit=2) == 0
+    assert [p.first_seen_at for p in ingest.postings(feed.id)] == [6.0, 7.0]

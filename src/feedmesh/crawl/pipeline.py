@@ -268,6 +268,19 @@ class Crawler:
             progress(stats)
         return stats
 
+    async def prune_postings(self, before: float, pause_s: float = 0.05,
+                             batch: int = 10_000) -> int:
+        """Forget the postings first seen before ``before`` (the scheduler learns from the last
+        weeks only), a batch at a time on the store's thread with a pause between, so the
+        commits of fetches are not held up; how many went."""
+        pruned = 0
+        while True:
+            gone = await self._db.call(self.store.prune_postings, before, batch)
+            pruned += gone
+            if gone < batch:
+                return pruned
+            await asyncio.sleep(pause_s)
+
     async def fetch_feed(self, feed_id: int, stats: CrawlStats | None = None) -> FeedOutcome:
         """Fetch one feed now, whatever its backoff says (the caller decided), and return what
         it brought once committed. Never raises for the feed's own failures."""

@@ -32,13 +32,17 @@ from feedmesh.clock import Clock
 from feedmesh.crawl.pipeline import Crawler, CrawlStats, FeedOutcome
 from feedmesh.schedule import FeedHints, FetchReport, Scheduler, SchedulerSettings
 from feedmesh.schedule.errors import ScheduleError, UnknownFeedError
-from feedmesh.store import IngestStore
+from feedmesh.store import IngestStore, StoreError
 
 __all__ = ["ScheduledCrawler"]
 
 log = logging.getLogger("feedmesh.crawl.scheduled")
 
 HISTORY_DAYS = 28
+"""How far back the scheduler learns a feed's rhythm from; older postings are pruned."""
+PRUNE_INTERVAL_S = 3600.0
+"""How often postings older than HISTORY_DAYS are pruned (a posting per new entry: at 200 new
+entries a second, 17 million rows a day that nothing reads after four weeks)."""
 
 
 def host_of(url: str) -> str:
@@ -175,8 +179,13 @@ class ScheduledCrawler:
     async def run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         next_snapshot = loop.time() + self.snapshot_interval_s
+        next_prune = loop.time()  # at start, then hourly
+        pruning: asyncio.Task[None] | None = None
         try:
             while not stop.is_set():
+                if loop.time() >= next_prune and (pruning is None or pruning.done()):
+                    next_prune = loop.time() + PRUNE_INTERVAL_S
+                    pruning = asyncio.create_task(self._prune())
                 now = self.clock.now()
                 room = self.concurrency - len(self._in_flight)
                 if room > 0:
@@ -189,9 +198,21 @@ class ScheduledCrawler:
                     next_snapshot = loop.time() + self.snapshot_interval_s
                     self.save()
         finally:
+            if pruning is not None and not pruning.done():
+                pruning.cancel()
             if self._in_flight:
                 await asyncio.gather(*self._in_flight, return_exceptions=True)
             self.save()
+
+    async def _prune(self) -> None:
+        before = self.clock.now() - HISTORY_DAYS * 86400.0
+        try:
+            pruned = await self.crawler.prune_postings(before)
+        except StoreError as exc:  # a busy or full store: next hour, then
+            log.warning("postings_prune_failed error=%r", exc)
+            return
+        if pruned:
+            log.info("postings_pruned rows=%d before=%.0f", pruned, before)
 
     async def _wait(self, stop: asyncio.Event) -> None:
         """Until the next feed is due (room permitting), a fetch ends, new feeds, or stop.

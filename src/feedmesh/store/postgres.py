@@ -294,9 +294,10 @@ class PostgresStore:
             out[feed_id].append(Posting(seen, published, bool(backlog)))
         return dict(out)
 
-    def prune_postings(self, before: float) -> int:
+    def prune_postings(self, before: float, limit: int = 10_000) -> int:
         with self._db.write("pruning postings") as cur:
-            cur.execute("DELETE FROM postings WHERE first_seen_at < %s", (before,))
+            cur.execute("DELETE FROM postings WHERE ctid IN (SELECT ctid FROM postings WHERE "
+                        "first_seen_at < %s ORDER BY first_seen_at LIMIT %s)", (before, limit))
             return cur.rowcount
 
     def close(self) -> None:

@@ -226,9 +226,13 @@ class SQLiteStore:
             out[feed_id].append(Posting(seen, published, bool(backlog)))
         return dict(out)
 
-    def prune_postings(self, before: float) -> int:
+    def prune_postings(self, before: float, limit: int = 10_000) -> int:
+        # Rows go in by time, so the oldest are first in rowid order: the scan stops at
+        # ``limit`` without an index on first_seen_at.
         with self._file.write("pruning postings") as db:
-            return db.execute("DELETE FROM postings WHERE first_seen_at < ?", (before,)).rowcount
+            return db.execute("DELETE FROM postings WHERE rowid IN (SELECT rowid FROM postings "
+                              "WHERE first_seen_at < ? ORDER BY rowid LIMIT ?)",
+                              (before, limit)).rowcount
 
     def close(self) -> None:
         self._file.close()
