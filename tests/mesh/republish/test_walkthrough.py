@@ -154,7 +154,8 @@ async def test_two_peers_and_a_republisher_from_the_readme(tmp_path: Path) -> No
                                and f["key"] == keys.identity() for f in scribe["feeds"]), scribe
                 return True
             await eventually(attached, timeout=60, what="both peers in every feed's group")
-            await eventually(lambda: all(farm.log.count(feed=i) >= 1 for i in range(FEEDS)))
+            await eventually(lambda: all(farm.log.count(feed=i) >= 2 for i in range(FEEDS)),
+                             what="every feed polled twice: its first document is behind us")
 
             reader_url = f"{locals_[0]}/all.rss"
             reader = Newsboat(tmp_path / "newsboat", [reader_url])
