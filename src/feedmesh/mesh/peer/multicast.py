@@ -173,6 +173,8 @@ class ScribeExchange:
                 "bootstrap": f"{self.bootstrap[0]}:{self.bootstrap[1]}" if self.bootstrap else None,
                 "feeds": feeds, "not_multicast": dict(self.not_followed),
                 "refused": dict(refused), "datagrams_refused": udp,
+                "tree": {k: v for k, v in (node.counters.items() if node is not None else ())
+                         if k in ("parent-lost", "freeloader-detected", "shunned-refused")},
                 "counters": dict(self.counters)}
 
     # -- the loop ------------------------------------------------------------------------------
