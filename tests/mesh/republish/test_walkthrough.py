@@ -150,7 +150,7 @@ async def test_two_peers_and_a_republisher_from_the_readme(tmp_path: Path) -> No
                 for local in locals_:
                     scribe = multicast_of(await status(local))
                     assert scribe["joined"] and len(scribe["feeds"]) == FEEDS, scribe
-                    assert all(f["attached"] and f["republication"]
+                    assert all(f["attached"] and f["pushed"] and f["republication"]
                                and f["key"] == keys.identity() for f in scribe["feeds"]), scribe
                 return True
             await eventually(attached, timeout=60, what="both peers in every feed's group")

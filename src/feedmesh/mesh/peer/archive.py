@@ -101,6 +101,14 @@ class Archive:
         self.scheduled.add_feeds(ids)
         return ids[0], not known
 
+    def set_pushed(self, url: str, pushed: bool) -> None:
+        """``url``'s new entries arrive pushed (a multicast group the peer is attached to) or no
+        longer do: while pushed, the scheduler polls it only as a safety net (the WebSub "live"
+        hint, ``websub_safety_interval_s``)."""
+        feed_id = self._id_of.get(url)
+        if feed_id is not None:
+            self.scheduled.set_live(feed_id, pushed)
+
     async def feeds(self) -> list[FeedRow]:
         return await self._db.call(self.store.feeds)
 

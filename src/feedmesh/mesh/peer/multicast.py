@@ -10,7 +10,8 @@ Scribe group on its own UDP endpoint and verifies every record with the feed's l
    feed's group (a republisher's log travels in a group of its own);
 3. every verified record goes into the archive at once (and so into the local proxy's feeds),
    marked ``republished-by:KEY`` when a republisher signed it; gaps are asked of the parent,
-   then of the HTTP feed (:class:`~feedmesh.mesh.transport.subscriber.Subscriber`);
+   then of the HTTP feed (:class:`~feedmesh.mesh.transport.subscriber.Subscriber`); while the
+   group is attached the archive polls the feed only as a safety net (``on_pushed``);
 4. refused records (unsigned, tampered, wrong key, replayed, out of chain...) are never kept:
    they are counted per feed and reason (``peer status``) and logged (``record_refused``).
 
@@ -97,6 +98,7 @@ class _Followed:
     element: MeshSubscribe
     group: int = 0
     received: Counter[str] = field(default_factory=Counter)   # via -> records kept
+    pushed: bool = False                                       # attached to the group's tree
     refused: Counter[str] = field(default_factory=Counter)    # reason -> records
 
 
@@ -107,9 +109,11 @@ class ScribeExchange:
 
     def __init__(self, settings: MulticastSettings, keep: Keep,
                  fetch: Callable[[str], Awaitable[FetchResult]], data: Path, *,
-                 stored: Callable[[str], Awaitable[FeedInfo | None]] | None = None) -> None:
+                 stored: Callable[[str], Awaitable[FeedInfo | None]] | None = None,
+                 on_pushed: Callable[[str, bool], None] | None = None) -> None:
         """``stored(url)``: the feed-level data of the archive's last document of ``url``, so a
-        known feed's element is read without a request."""
+        known feed's element is read without a request. ``on_pushed(url, attached)`` says when
+        a followed feed's group is attached (records arrive pushed) or no longer is."""
         self.settings = settings
         self.keep = keep
         self.fetch = fetch
@@ -122,6 +126,7 @@ class ScribeExchange:
         self.not_followed: dict[str, str] = {}          # followed URL -> why not on the mesh
         self.bootstrap: Address | None = settings.bootstrap[0] if settings.bootstrap else None
         self.stored = stored
+        self.on_pushed = on_pushed
         self.counters: Counter[str] = Counter()
         self._warned: dict[str, str] = {}
         self._pending: list[str | tuple[str, FeedInfo]] = []
@@ -155,7 +160,7 @@ class ScribeExchange:
         feeds = []
         for state in self.followed.values():
             group = node.groups.get(state.group) if node is not None else None
-            feeds.append({
+            feeds.append({"pushed": state.pushed,
                 "url": state.url, "log": state.element.group,
                 "key": state.element.public_key,
                 "republication": state.element.republication,
@@ -189,6 +194,7 @@ class ScribeExchange:
             if self._started:
                 await self.subscriber.check()
                 self._note_refusals()
+                self._note_attachment()
             await asyncio.sleep(self.subscriber.period)
 
     def document(self, feed: str, info: FeedInfo) -> None:
@@ -294,6 +300,21 @@ class ScribeExchange:
         task = asyncio.ensure_future(self.keep(state.url, [entry], source))
         self._keeping.add(task)
         task.add_done_callback(self._keeping.discard)
+
+    def _attached(self, state: _Followed) -> bool:
+        node = self.endpoint.node
+        group = node.groups.get(state.group) if node is not None else None
+        return bool(group and (group.parent is not None or group.root))
+
+    def _note_attachment(self) -> None:
+        for state in self.followed.values():
+            attached = self._attached(state)
+            if attached != state.pushed:
+                state.pushed = attached
+                log.info("multicast_attached feed=%s attached=%s", state.url,
+                         str(attached).lower())
+                if self.on_pushed is not None:
+                    self.on_pushed(state.url, attached)
 
     def _note_refusals(self) -> None:
         node = self.endpoint.node
