@@ -1,8 +1,11 @@
-"""``feedmesh peer --opml FILE``: one person's peer node (FeedEx); ``feedmesh peer status``.
+"""``feedmesh peer --opml FILE``: one person's peer node (FeedEx and SCRIBE-RSS);
+``feedmesh peer status``.
 
 The peer fetches the OPML's feeds itself on a ``schedule/`` policy (FeedEx's adaptive interval by
-default), exchanges new entries with its neighbours, keeps every entry in ``DATA/archive.db``,
-and serves them to the person's reader on loopback. It prints where to point the reader.
+default), exchanges new entries with its neighbours, joins the signed multicast of the feeds
+that advertise a ``<subscribe>`` element (UDP on the ``--listen`` address unless ``--scribe``
+says otherwise; ``--trust`` says whose keys), keeps every entry in ``DATA/archive.db``, and
+serves them to the person's reader on loopback. It prints where to point the reader.
 ``feedmesh peer status`` asks the running peer (found through ``DATA/peer.json``) for its
 neighbours, the entries each one brought, deficits and the fetches saved.
 """
@@ -202,8 +205,9 @@ def format_status(figures: dict) -> str:
 
 def format_multicast(status: dict) -> list[str]:
     refused = " ".join(f"{k}={v}" for k, v in sorted(status["refused"].items())) or "none"
+    tree = " ".join(f"{k}={v}" for k, v in sorted(status.get("tree", {}).items())) or "-"
     lines = [(f"multicast (SCRIBE-RSS) {status['address']}  joined {status['joined']}  "
-              f"bootstrap {status['bootstrap']}  records refused: {refused}")]
+              f"bootstrap {status['bootstrap']}  records refused: {refused}  tree: {tree}")]
     for feed in status["feeds"]:
         kind = "republished" if feed["republication"] else "publisher"
         got = sum(feed["received"].values())
