@@ -11,7 +11,8 @@ MODULES = [
     "feedmesh.mesh.records.log", "feedmesh.mesh.overlay", "feedmesh.mesh.overlay.ids",
     "feedmesh.mesh.overlay.messages", "feedmesh.mesh.overlay.tables",
     "feedmesh.mesh.overlay.pastry", "feedmesh.mesh.overlay.scribe", "feedmesh.mesh.overlay.sim",
-    "feedmesh.mesh.overlay.scenario",
+    "feedmesh.mesh.overlay.scenario", "feedmesh.mesh.peer", "feedmesh.mesh.peer.multicast",
+    "feedmesh.mesh.peer.trust",
 ]
 
 

@@ -1,8 +1,11 @@
-"""``feedmesh peer --opml FILE``: one person's peer node (FeedEx); ``feedmesh peer status``.
+"""``feedmesh peer --opml FILE``: one person's peer node (FeedEx and SCRIBE-RSS);
+``feedmesh peer status``.
 
 The peer fetches the OPML's feeds itself on a ``schedule/`` policy (FeedEx's adaptive interval by
-default), exchanges new entries with its neighbours, keeps every entry in ``DATA/archive.db``,
-and serves them to the person's reader on loopback. It prints where to point the reader.
+default), exchanges new entries with its neighbours, joins the signed multicast of the feeds
+that advertise a ``<subscribe>`` element (UDP on the ``--listen`` address unless ``--scribe``
+says otherwise; ``--trust`` says whose keys), keeps every entry in ``DATA/archive.db``, and
+serves them to the person's reader on loopback. It prints where to point the reader.
 ``feedmesh peer status`` asks the running peer (found through ``DATA/peer.json``) for its
 neighbours, the entries each one brought, deficits and the fetches saved.
 """
@@ -29,6 +32,8 @@ from feedmesh.logs import setup_logging
 from feedmesh.mesh.feedex import FeedExSettings
 from feedmesh.mesh.peer import Peer, PeerSettings, check_loopback
 from feedmesh.mesh.peer.daemon import PEER_FILE
+from feedmesh.mesh.peer.multicast import MulticastSettings
+from feedmesh.mesh.peer.trust import TRUST_POLICIES, TrustSettings
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.schedule.policy_names import POLICY_NAMES
 from feedmesh.store import StoreError
@@ -67,6 +72,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="when to fetch each feed (schedule/ policies)")
     parser.add_argument("--budget", type=float, default=24.0, metavar="N",
                         help="fetches per feed per day, on average")
+    parser.add_argument("--scribe", default="", metavar="HOST:PORT|off",
+                        help="the UDP address of this node on the SCRIBE-RSS overlay (signed "
+                             "multicast of feeds that advertise <subscribe>); default: the "
+                             "--listen address (UDP), off: FeedEx only")
+    parser.add_argument("--scribe-bootstrap", action="append", default=[], metavar="HOST:PORT",
+                        help="an overlay node to join through (repeatable); default: the "
+                             "bootstrap node a followed feed's <subscribe> element names")
+    parser.add_argument("--trust", default="first-use", choices=TRUST_POLICIES,
+                        help="whose keys to follow: first-use pins the key a followed feed's "
+                             "<subscribe> names the first time; listed accepts a republisher "
+                             "only if given with --trust-key")
+    parser.add_argument("--trust-key", action="append", default=[], metavar="BASE64",
+                        help="a republisher key to accept under --trust listed (repeatable)")
     add_fetch_arguments(parser)
 
 
@@ -101,7 +119,19 @@ def _settings(args: argparse.Namespace) -> PeerSettings:
     schedule = SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget,
                                  seed=seed)
     return PeerSettings(listen=listen, local=local, tracker=tracker, data=Path(args.data),
-                        feedex=FeedExSettings(), schedule=schedule)
+                        feedex=FeedExSettings(), schedule=schedule,
+                        multicast=_multicast(args, listen))
+
+
+def _multicast(args: argparse.Namespace, listen: tuple[str, int]) -> MulticastSettings | None:
+    if args.scribe == "off":
+        return None
+    address = parse_address(args.scribe, "--scribe") if args.scribe else listen
+    bootstrap = tuple(parse_address(b, "--scribe-bootstrap") for b in args.scribe_bootstrap)
+    if args.trust_key and args.trust != "listed":
+        raise ValueError("--trust-key is for --trust listed (first-use pins keys by itself)")
+    return MulticastSettings(address=address, bootstrap=bootstrap,
+                             trust=TrustSettings(args.trust, frozenset(args.trust_key)))
 
 
 async def _main(args: argparse.Namespace, settings: PeerSettings) -> int:
@@ -167,4 +197,23 @@ def format_status(figures: dict) -> str:
     for row in figures["neighbours"]:
         lines.append(f"  {row['address']:<22} {row['shared_feeds']:>6} {row['entries_from']:>9} "
                      f"{row['kept']:>6} {row['entries_to']:>6} {row['deficit']:>8.2f}")
+    for exchange in figures.get("exchanges", []):
+        if exchange.get("protocol") == "scribe":
+            lines.extend(format_multicast(exchange))
     return "\n".join(lines)
+
+
+def format_multicast(status: dict) -> list[str]:
+    refused = " ".join(f"{k}={v}" for k, v in sorted(status["refused"].items())) or "none"
+    tree = " ".join(f"{k}={v}" for k, v in sorted(status.get("tree", {}).items())) or "-"
+    lines = [(f"multicast (SCRIBE-RSS) {status['address']}  joined {status['joined']}  "
+              f"bootstrap {status['bootstrap']}  records refused: {refused}  tree: {tree}")]
+    for feed in status["feeds"]:
+        kind = "republished" if feed["republication"] else "publisher"
+        got = sum(feed["received"].values())
+        lines.append(f"  {feed['url']}  {kind} key {feed['key'][:12]}...  attached "
+                     f"{feed['attached']}  seq {feed['seq']}  received {got}  refused "
+                     f"{sum(feed['refused'].values())}")
+    for url, why in status["not_multicast"].items():
+        lines.append(f"  {url}  not on the mesh: {why}")
+    return lines

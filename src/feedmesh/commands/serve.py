@@ -9,7 +9,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -29,6 +30,9 @@ from feedmesh.logs import setup_logging
 from feedmesh.memory import release_memory
 from feedmesh.schedule import POLICY_NAMES, SchedulerSettings
 from feedmesh.store import StoreError
+
+if TYPE_CHECKING:
+    from feedmesh.commands.hub_republish import HubRepublisher
 
 __all__ = ["configure", "run", "running_hub", "settings_from"]
 
@@ -97,6 +101,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="info",
                         choices=("debug", "info", "warning", "error"),
                         help="the least severe log lines written to standard error")
+    parser.add_argument("--republish", default="", metavar="KEY_DIR",
+                        help="multicast what the crawler finds new on the SCRIBE-RSS mesh, "
+                             "signed with this key folder (`feedmesh keys make --dir`) and "
+                             "marked as republications; source feeds with their <subscribe> "
+                             "element at /mesh/opml")
+    parser.add_argument("--republish-listen", default="127.0.0.1:7000", metavar="HOST:PORT",
+                        help="with --republish: the hub's UDP address on the overlay")
+    parser.add_argument("--republish-bootstrap", default="", metavar="HOST:PORT",
+                        help="with --republish: an overlay node to join through (default: "
+                             "start a new ring)")
     add_fetch_arguments(parser)
 
 
@@ -123,14 +137,19 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
                       limits: WebLimits | None = None,
                       resolver: AbstractResolver | None = None, bus: str = "memory",
                       bus_namespace: str = "feedmesh",
-                      store: str = "", web_layer: bool = True) -> AsyncIterator[tuple[Hub, str]]:
+                      store: str = "", web_layer: bool = True,
+                      prepare: Callable[[Hub], None] | None = None,
+                      routes: Sequence[web.RouteDef] = ()) -> AsyncIterator[tuple[Hub, str]]:
     """A started hub with its web server listening (without ``web_layer``: only its
-    ``/metrics``, as ``feedmesh crawler``); stopped cleanly on exit."""
+    ``/metrics``, as ``feedmesh crawler``); stopped cleanly on exit. ``prepare(hub)`` runs
+    before the hub starts; ``routes`` are added to its web server."""
     if store and not store.startswith(("postgresql://", "postgres://")):
         raise ValueError(f"--store {store!r}: give a postgresql:// URL (or nothing, for "
                          "SQLite files in --data)")
     hub = embedded_hub(settings, resolver=resolver, bus=bus, bus_namespace=bus_namespace,
                        store_url=store)
+    if prepare is not None:
+        prepare(hub)
     await hub.start()
     if port == 0:  # let the OS choose, then build the URLs from the port it chose
         with socket.socket() as probe:
@@ -138,6 +157,7 @@ async def running_hub(settings: HubSettings, host: str, port: int, base_url: str
             port = probe.getsockname()[1]
     base = base_url or f"http://{host}:{port}"
     app = build_app(hub, base_url=base, limits=limits) if web_layer else metrics_app(hub)
+    app.add_routes(routes)
     runner = web.AppRunner(app, handle_signals=False, access_log=None)
     await runner.setup()
     try:
@@ -179,24 +199,57 @@ def run(args: argparse.Namespace, *, web_layer: bool = True) -> int:
 async def _serve(args: argparse.Namespace, web_layer: bool) -> int:
     limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst,
                        hub_rate_per_s=args.hub_rate, hub_burst=args.hub_burst)
-    async with running_hub(settings_from(args), args.host, args.port, args.base_url,
-                           limits, bus=args.bus, bus_namespace=args.bus_namespace,
-                           store=args.store, web_layer=web_layer) as (hub, url):
-        if args.opml:
-            outlines = (await load_opml(args.opml, hub.settings.fetch)).outlines
-            await hub.add_feeds([o.url for o in outlines])
-            del outlines
-            release_memory()
-        if web_layer:
-            print(f"feedmesh hub on {url}/ (API: {url}/api/openapi.json, metrics: "
-                  f"{url}/metrics)", file=sys.stderr, flush=True)
-        else:
-            print(f"feedmesh crawler: {hub.crawler.feed_count()} feeds, metrics at "
-                  f"{url}/metrics", file=sys.stderr, flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        print("stopping: finishing in-flight work", file=sys.stderr)
+    republisher = await _republisher(args) if getattr(args, "republish", "") else None
+    try:
+        async with running_hub(settings_from(args), args.host, args.port, args.base_url,
+                               limits, bus=args.bus, bus_namespace=args.bus_namespace,
+                               store=args.store, web_layer=web_layer,
+                               prepare=(lambda hub: republisher.attach(hub.crawler))
+                               if republisher else None,
+                               routes=republisher.routes() if republisher else ()) as (hub, url):
+            if args.opml:
+                outlines = (await load_opml(args.opml, hub.settings.fetch)).outlines
+                await hub.add_feeds([o.url for o in outlines])
+                del outlines
+                release_memory()
+            if web_layer:
+                print(f"feedmesh hub on {url}/ (API: {url}/api/openapi.json, metrics: "
+                      f"{url}/metrics)", file=sys.stderr, flush=True)
+            else:
+                print(f"feedmesh crawler: {hub.crawler.feed_count()} feeds, metrics at "
+                      f"{url}/metrics", file=sys.stderr, flush=True)
+            if republisher is not None:
+                print(f"republishing on the mesh: overlay node {republisher.bootstrap}, key "
+                      f"{republisher.republisher.identity}, feeds at {url}/mesh/opml",
+                      file=sys.stderr, flush=True)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+            print("stopping: finishing in-flight work", file=sys.stderr)
+    finally:
+        if republisher is not None:
+            republisher.endpoint.close()
     return 0
+
+
+async def _republisher(args: argparse.Namespace) -> HubRepublisher:
+    """The overlay node and key of ``--republish``; a bad key folder or address fails here,
+    before the hub starts. (Imported here: a hub that does not republish loads no mesh code.)"""
+    from feedmesh.commands.peer import parse_address
+    from feedmesh.mesh.keys import KeyFileError, KeyStore
+    from feedmesh.mesh.transport import UdpNode, handle_at
+    keys = KeyStore(args.republish)
+    try:
+        keys.signing_key()
+    except KeyFileError as error:
+        raise ValueError(f"--republish: {error}") from None
+    listen = parse_address(args.republish_listen, "--republish-listen")
+    endpoint = UdpNode(*listen)
+    await endpoint.open()
+    bootstrap = (handle_at(*parse_address(args.republish_bootstrap, "--republish-bootstrap"))
+                 if args.republish_bootstrap else None)
+    await endpoint.start(bootstrap)
+    from feedmesh.commands.hub_republish import HubRepublisher
+    return HubRepublisher(endpoint, keys)

@@ -142,6 +142,10 @@ class CrawlerTier:
         its publisher and what weighs the feed in the fetch budget."""
         self._followers[feed_id] = max(0, self._followers.get(feed_id, 0) + change)
 
+    def sources(self) -> dict[str, int]:
+        """Each feed's id by the URL it was added at (a copy)."""
+        return dict(self._by_source)
+
     def known_feed(self, url: str) -> int | None:
         """The id of the feed added at ``url`` (as it was added), None when it never was."""
         return self._by_source.get(url.strip())

@@ -12,6 +12,9 @@ multicasts what is new, oldest first. Edits of an entry already multicast are no
 Records signed by ``feedmesh keys rotate``/``revoke`` (the folder's outbox) are multicast first.
 The log heads live in the key folder, so a restarted republisher continues its logs.
 
+The hub can be the poller instead (``feedmesh serve --republish``): its crawler hands each new
+entry to :meth:`Republisher.multicast`, and nothing is polled here.
+
 It also serves, over HTTP (``feedmesh republish --http``), its own RSS feed of each legacy feed:
 the entries it multicast lately and the ``<subscribe>`` element (its key, the group, its overlay
 address) from which a client bootstraps with one fetch.
@@ -69,7 +72,17 @@ class Republisher:
     def feed_document(self, index: int, bootstrap: str, self_link: str) -> bytes:
         """The republisher's own RSS 2.0 feed of legacy feed ``index``: what it multicast lately,
         with the ``<subscribe>`` element a client bootstraps from (key, group, overlay node)."""
-        url = self.urls[index]
+        return self.document_of(self.urls[index], bootstrap, self_link)
+
+    def add(self, url: str) -> None:
+        """Republish ``url`` too (the hub's crawler found it; it is polled elsewhere)."""
+        if url not in self.recent:
+            self.urls.append(url)
+            self.recent[url] = deque(maxlen=RECENT)
+
+    def document_of(self, url: str, bootstrap: str, self_link: str) -> bytes:
+        """:meth:`feed_document` by the legacy feed's URL."""
+        self.add(url)
         info = FeedInfo(title=f"{url} (republished)", link=url, self_link=self_link,
                         description=f"Entries of {url} republished on the mesh, signed by "
                                     f"{self.identity}",
@@ -129,11 +142,13 @@ class Republisher:
             return 0
         fresh = [e for e in reversed(parsed.entries) if e.key not in seen]
         for entry in fresh:
-            self._multicast(url, entry)
+            self.multicast(url, entry)
             seen.add(entry.key)
         return len(fresh)
 
-    def _multicast(self, url: str, entry: Entry) -> None:
+    def multicast(self, url: str, entry: Entry) -> None:
+        """Sign ``entry`` of legacy feed ``url`` into our log of it and send it to the group."""
+        self.add(url)
         writer = self._writers.get(url)
         if writer is None:
             writer = self._writers[url] = self.keys.writer(url, republication=True)

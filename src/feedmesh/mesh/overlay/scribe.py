@@ -17,6 +17,13 @@ Keeping the tree whole:
 * a root that learns of a node closer to the group id joins it (the tree hangs below the new root);
 * an adoption that would close a loop (the joiner is on our path to the root) is passed on.
 
+Freeloading (section 4.4 of the paper): each child compares what its parent announces (the newest
+seq in its heartbeats) with what the parent sent it, down the tree or answering its ``Recover``.
+A parent that announced ``freeload_streak`` records in a row and sent none of them (not even when
+asked) takes but does not forward: the child
+shuns it for ``shun_period`` (refusing its adoptions and redirects to it), declares it dead to
+Pastry and joins again, routed around it; it recovers what it missed from its new parent.
+
 Gaps: every member keeps the last ``buffer_size`` records of the group. A subscriber whose log has
 a gap (a later seq arrived, or a heartbeat announced one) asks its parent with ``Recover``; a parent
 without the record asks its own parent and relays the answer. Subscribers verify every record
@@ -139,6 +146,13 @@ class ScribeConfig:
     max_children: int = 16          # 0: no bound (plain Scribe)
     adopt_wait: float = 0.5
     recover_retry: float = 0.5
+    freeload_streak: int = 8
+    """A parent that announced this many records in a row (heartbeats' newest seq) without
+    forwarding any of them is a freeloader: shunned, and the child joins elsewhere (0: never)."""
+    shun_period: float = 60.0
+    """How long a freeloading parent is refused (its adoptions, redirects to it)."""
+    forward: bool = True
+    """False: a freeloader (takes records, forwards none, answers no recovery); experiments only."""
 
 
 @dataclass(slots=True)
@@ -156,6 +170,13 @@ class _Group:
     buffer: OrderedDict[int, bytes] = field(default_factory=OrderedDict)
     newest: int = 0
     asked: dict[int, float] = field(default_factory=dict)           # seq -> when we asked
+    # the parent's forwarding, as this child sees it: seqs it sent us (down the tree or answering
+    # a Recover), the newest it announced, the last seq judged, and how many announced seqs in a
+    # row it never sent
+    from_parent: set[int] = field(default_factory=set)
+    announced: int = 0
+    judged_to: int = 0
+    withheld_streak: int = 0
     waiting: dict[int, set[Handle]] = field(default_factory=dict)   # seq -> children to answer
 
 
@@ -171,6 +192,7 @@ class ScribeNode:
         self.groups: dict[int, _Group] = {}
         self.deliveries: list[Delivery] = []
         self.counters: Counter[str] = Counter()
+        self.shunned: dict[int, float] = {}     # node id -> until when it is refused as parent
         self._ticking = False
 
     # ---- the transport's side: same as Pastry's ----------------------------------------------
@@ -265,11 +287,14 @@ class ScribeNode:
             from_parent = group.parent is not None and sender.id == group.parent.id
             if from_parent:
                 group.parent_heard = now
+                group.from_parent.add(body.seq)
             self._on_item(now, group, body, from_parent=from_parent and not body.recovered)
         elif kind is Heartbeat:
             if group.parent is not None and sender.id == group.parent.id:
                 group.parent_heard = now
                 group.path = (sender.id, *body.path)
+                if self._judge_parent(now, group, body.newest):
+                    return
                 self._catch_up(now, group, body.newest)
             else:
                 self.pastry.send(sender, Unsubscribe(group.id))   # a parent we left
@@ -283,7 +308,10 @@ class ScribeNode:
         elif kind is Recover:
             self._on_recover(now, group, sender, body.seqs)
         elif kind is Redirect:
-            if group.parent is None and not group.root and body.to.id != self.handle.id:
+            if self._is_shunned(now, body.to):
+                self.counters["shunned-refused"] += 1
+                self._join(now, group)
+            elif group.parent is None and not group.root and body.to.id != self.handle.id:
                 self.pastry.send(body.to, Adopt(group.id))
                 # no JoinAck within a short while: join again (the sibling may be dead)
                 group.joining_since = now - self.config.join_retry + self.config.adopt_wait
@@ -386,9 +414,20 @@ class ScribeNode:
         if self.handle.id in ack.path:
             self.pastry.send(sender, Unsubscribe(group.id))   # would be a loop: refuse
             return
+        if self._is_shunned(now, sender):
+            # a freeloader adopted us again (a join routed through it): refuse, route around it
+            self.counters["shunned-refused"] += 1
+            self.pastry.send(sender, Unsubscribe(group.id))
+            self.pastry.declare_dead(now, sender)
+            if group.parent is None and not group.root:
+                self._join(now, group)
+            return
         if group.parent is not None and group.parent.id != sender.id:
             self.pastry.send(group.parent, Unsubscribe(group.id))
         group.parent, group.parent_heard, group.path = sender, now, ack.path
+        group.from_parent.clear()
+        group.judged_to = group.announced = ack.newest
+        group.withheld_streak = 0
         group.root = False
         group.joining_since = None
         self.counters["attached"] += 1
@@ -447,7 +486,7 @@ class ScribeNode:
             group.buffer.popitem(last=False)
         group.newest = max(group.newest, item.seq)
         group.asked.pop(item.seq, None)
-        if from_parent:
+        if from_parent and self.config.forward:
             for child_id, child in group.children.items():
                 self.pastry.send(child, Item(group.id, item.seq, item.wire))
                 group.child_sent[child_id] = now
@@ -455,8 +494,51 @@ class ScribeNode:
         self._answer_waiting(group, item)
 
     def _answer_waiting(self, group: _Group, item: Item) -> None:
-        for child in group.waiting.pop(item.seq, ()):
+        waiting = group.waiting.pop(item.seq, ())
+        if not self.config.forward:
+            return
+        for child in waiting:
             self.pastry.send(child, Item(group.id, item.seq, item.wire, recovered=True))
+
+    # ---- freeloading --------------------------------------------------------------------------
+    def _judge_parent(self, now: float, group: _Group, newest: int) -> bool:
+        """Compare what the parent announced with what it sent; True when it is found to freeload
+        (it is then shunned and declared dead to Pastry: the child joins around it).
+
+        A seq is judged one heartbeat after it was announced, so that a parent that got it by
+        recovery itself (and so did not forward it) has had time to answer our ``Recover``: an
+        honest parent answers, a freeloader does not."""
+        upto, group.announced = group.announced, max(group.announced, newest)
+        if upto <= group.judged_to or group.parent is None:
+            return False
+        for seq in range(group.judged_to + 1, upto + 1):
+            if seq in group.from_parent:
+                group.withheld_streak = 0
+            else:
+                group.withheld_streak += 1
+        group.from_parent = {s for s in group.from_parent if s > upto}
+        group.judged_to = upto
+        limit = self.config.freeload_streak
+        if not limit or group.withheld_streak < limit:
+            return False
+        parent = group.parent
+        self.counters["freeloader-detected"] += 1
+        self.shunned[parent.id] = now + self.config.shun_period
+        self.pastry.send(parent, Unsubscribe(group.id))
+        self.pastry.declare_dead(now, parent)      # re-joins through node_failed, routed around
+        if group.parent is not None and group.parent.id == parent.id:
+            group.parent = None
+            self._join(now, group)
+        return True
+
+    def _is_shunned(self, now: float, node: Handle) -> bool:
+        until = self.shunned.get(node.id)
+        if until is None:
+            return False
+        if now >= until:
+            del self.shunned[node.id]
+            return False
+        return True
 
     def _catch_up(self, now: float, group: _Group, newest: int) -> None:
         if group.log is not None:
@@ -481,6 +563,8 @@ class ScribeNode:
         self.pastry.send(group.parent, Recover(group.id, wanted))
 
     def _on_recover(self, now: float, group: _Group, child: Handle, seqs: tuple[int, ...]) -> None:
+        if not self.config.forward:
+            return
         lacking = []
         for seq in seqs:
             wire = group.buffer.get(seq)

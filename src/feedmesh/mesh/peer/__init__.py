@@ -2,13 +2,14 @@
 
 The front door. :class:`Peer` (:mod:`.daemon`) runs the archive (:mod:`.archive`: own fetches on
 a ``schedule/`` policy, every entry kept in SQLite), the exchange protocols (:mod:`.exchange`:
-FeedEx today, over :mod:`.transport`, its aiohttp driver) and the local proxy and API
+FeedEx, over :mod:`.transport`, its aiohttp driver; :mod:`.multicast`: SCRIBE-RSS's signed
+records on a UDP overlay node, whose keys :mod:`.trust` decides on) and the local proxy and API
 (:mod:`.proxy`, loopback only). :class:`TrackerServer` (:mod:`.tracker`) serves the tracker
 core. Layers, bottom-up::
 
-    entries, transport
+    entries, transport, trust
     tracker, archive, exchange
-    proxy
+    proxy, multicast
     daemon
 
 Errors: a peer's bad bytes never raise out of a handler (refused with a status and a FeedEx
@@ -19,10 +20,12 @@ Errors: a peer's bad bytes never raise out of a handler (refused with a status a
 from .archive import Archive
 from .daemon import Peer, PeerSettings, load_neighbours
 from .exchange import Exchange, FeedExExchange
+from .multicast import MulticastSettings, ScribeExchange
 from .proxy import LocalProxy, check_loopback
 from .tracker import TrackerServer
 from .transport import Archived, FeedExTransport, TransportSettings
+from .trust import TrustSettings
 
 __all__ = ["Archive", "Archived", "Exchange", "FeedExExchange", "FeedExTransport", "LocalProxy",
-           "Peer", "PeerSettings", "TrackerServer", "TransportSettings", "check_loopback",
-           "load_neighbours"]
+           "MulticastSettings", "Peer", "PeerSettings", "ScribeExchange", "TrackerServer",
+           "TransportSettings", "TrustSettings", "check_loopback", "load_neighbours"]

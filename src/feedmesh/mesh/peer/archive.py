@@ -25,12 +25,16 @@ from feedmesh.model import Entry, FeedInfo
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import FeedRow, IngestedEntry, IngestStore, StoreThread
 
-__all__ = ["Archive", "OnFetched"]
+__all__ = ["Archive", "OnDocument", "OnFetched"]
 
 log = logging.getLogger("feedmesh.mesh.peer")
 
 OnFetched = Callable[[str, list[Entry]], None]
 """``(feed URL, entries our own fetch found new)``: what a peer offers its neighbours."""
+
+OnDocument = Callable[[str, FeedInfo], None]
+"""``(feed URL, the feed-level data of the document our own fetch got)``: e.g. its
+``<subscribe>`` element."""
 
 
 class Archive:
@@ -38,10 +42,12 @@ class Archive:
 
     def __init__(self, store: IngestStore, fetcher: Fetcher, clock: Clock,
                  schedule: SchedulerSettings, *, snapshot_path: Path | None = None,
-                 on_fetched: OnFetched | None = None) -> None:
+                 on_fetched: OnFetched | None = None,
+                 on_document: OnDocument | None = None) -> None:
         self.store = store
         self.clock = clock
         self.on_fetched = on_fetched
+        self.on_document = on_document
         self.crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(concurrency=16))
         self.scheduled = ScheduledCrawler(self.crawler, store, clock, schedule,
                                           snapshot_path=snapshot_path, concurrency=16,
@@ -95,6 +101,14 @@ class Archive:
         self.scheduled.add_feeds(ids)
         return ids[0], not known
 
+    def set_pushed(self, url: str, pushed: bool) -> None:
+        """``url``'s new entries arrive pushed (a multicast group the peer is attached to) or no
+        longer do: while pushed, the scheduler polls it only as a safety net (the WebSub "live"
+        hint, ``websub_safety_interval_s``)."""
+        feed_id = self._id_of.get(url)
+        if feed_id is not None:
+            self.scheduled.set_live(feed_id, pushed)
+
     async def feeds(self) -> list[FeedRow]:
         return await self._db.call(self.store.feeds)
 
@@ -106,6 +120,8 @@ class Archive:
         new = [item.entry for item in outcome.ingested if not item.updated]
         if url is not None and new and self.on_fetched is not None:
             self.on_fetched(url, new)
+        if url is not None and outcome.info is not None and self.on_document is not None:
+            self.on_document(url, outcome.info)
 
     async def keep(self, url: str, entries: Sequence[Entry], source: str) -> int:
         """Store ``entries`` of feed ``url`` that ``source`` brought; returns how many were new."""
@@ -113,7 +129,10 @@ class Archive:
         if feed_id is None or feed_id not in self.crawler.states or not entries:
             return 0
         ingested = await self.crawler.ingest(feed_id, entries, self.clock.now())
-        new = sum(1 for item in ingested if not item.updated)
+        # the committer answers every update of a feed in one batch with the batch's entries
+        # of that feed: count only ours
+        ours = {entry.key for entry in entries}
+        new = sum(1 for item in ingested if not item.updated and item.entry.key in ours)
         self.received[source] = self.received.get(source, 0) + new
         return new
 
@@ -129,6 +148,11 @@ class Archive:
     async def info(self, feed_id: int) -> FeedInfo | None:
         row = await self._db.call(self.store.feed, feed_id)
         return row.info if row is not None else None
+
+    async def info_of(self, url: str) -> FeedInfo | None:
+        """The feed-level data of ``url``'s last fetched document (None: not fetched yet)."""
+        feed_id = self._id_of.get(url)
+        return None if feed_id is None else await self.info(feed_id)
 
     async def between(self, url: str, since: float | None, until: float | None,
                       limit: int) -> list[Entry]:

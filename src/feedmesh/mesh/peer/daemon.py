@@ -6,12 +6,15 @@ Data flow, in steps:
    keeps every entry in SQLite;
 2. what a fetch found new goes to each exchange protocol (FeedEx: a bundle to the neighbours
    who follow the feed);
-3. what the exchanges bring from neighbours is kept in the same archive;
+3. what the exchanges bring is kept in the same archive: FeedEx's bundles from neighbours, and
+   SCRIBE-RSS's signed records (:mod:`.multicast`: the groups of followed feeds that advertise
+   a ``<subscribe>`` element, each record verified before it is kept);
 4. the local proxy (:mod:`.proxy`, loopback only) serves the archive to the person's reader.
 
 On disk, in the data folder: ``archive.db`` (entries and fetch state), ``schedule.bin`` (what
 the scheduler learned), ``neighbours.json`` (the neighbours of the last run, tried first at the
-next start) and ``peer.json`` (where the local API listens, for ``feedmesh peer status``).
+next start) and ``peer.json`` (where the local API listens, for ``feedmesh peer status``) and, with multicast,
+``pinned-keys.json`` (the feed keys trusted on first use).
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ from feedmesh.clock import Clock
 from feedmesh.fetch import Fetcher
 from feedmesh.mesh.feedex import FeedExSettings
 from feedmesh.mesh.feedex.messages import Address
-from feedmesh.model import Entry
+from feedmesh.model import Entry, FeedInfo
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import IngestStore
 
 from .archive import Archive
-from .exchange import FeedExExchange
+from .exchange import Exchange, FeedExExchange
+from .multicast import MulticastSettings, ScribeExchange
 from .proxy import LocalProxy
 from .transport import TransportSettings
 
@@ -62,6 +66,9 @@ class PeerSettings:
     """How often (clock seconds) the neighbour list is written to disk."""
     forward: bool = True
     """False: a free rider (takes, never forwards); for experiments only."""
+    multicast: MulticastSettings | None = None
+    """SCRIBE-RSS: join the overlay and the groups of followed feeds that advertise one
+    (None: FeedEx only)."""
 
 
 def load_neighbours(data: Path) -> list[Address]:
@@ -91,13 +98,19 @@ class Peer:
         settings.data.mkdir(parents=True, exist_ok=True)
         self.archive = Archive(store, fetcher, clock, settings.schedule,
                                snapshot_path=settings.data / "schedule.bin",
-                               on_fetched=self._fetched)
+                               on_fetched=self._fetched, on_document=self._document)
         self.feedex = FeedExExchange(settings.listen, clock, self.archive.keep,
                                      archive=self.archive.between, tracker=settings.tracker,
                                      settings=settings.feedex, transport=settings.transport,
                                      candidates=load_neighbours(settings.data),
                                      forward=settings.forward)
-        self.exchanges = [self.feedex]
+        self.exchanges: list[Exchange] = [self.feedex]
+        self.multicast: ScribeExchange | None = None
+        if settings.multicast is not None:
+            self.multicast = ScribeExchange(settings.multicast, self.archive.keep, fetcher.fetch,
+                                            settings.data, stored=self.archive.info_of,
+                                            on_pushed=self.archive.set_pushed)
+            self.exchanges.append(self.multicast)
         self.proxy = LocalProxy(settings.local[0], settings.local[1], self.archive, self)
         self._saver: asyncio.Task[None] | None = None
 
@@ -130,6 +143,10 @@ class Peer:
         while True:
             await self.clock.sleep(self.settings.save_interval_s)
             self.save_neighbours()
+
+    def _document(self, feed: str, info: FeedInfo) -> None:
+        if self.multicast is not None:
+            self.multicast.document(feed, info)
 
     def _fetched(self, feed: str, entries: list[Entry]) -> None:
         for exchange in self.exchanges:
@@ -168,6 +185,7 @@ class Peer:
             "neighbours": neighbours,
             "own_fetches": self.archive.own_fetches,
             "entries_from_peers": from_peers,
+            "entries_by_source": dict(received),
             "reader_requests": self.proxy.reader_requests,
             "fetches_saved": self.proxy.reader_requests,
             "exchanges": [exchange.status() for exchange in self.exchanges],

@@ -18,7 +18,7 @@ import base64
 import binascii
 import hashlib
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -106,12 +106,17 @@ class Subscriber:
     returning a :class:`~feedmesh.model.FetchResult`); ``run()`` watches for open gaps."""
 
     def __init__(self, endpoint: UdpNode, fetch: Callable[[str], Awaitable[FetchResult]], *,
-                 http_after: float = 3.0, period: float = 0.25) -> None:
+                 http_after: float = 3.0, period: float = 0.25,
+                 on_received: Callable[[Received], None] | None = None,
+                 keep_received: int | None = None) -> None:
+        """``on_received`` is called with each :class:`Received` as it comes; ``keep_received``
+        bounds :attr:`received` to the last N (None: all of them)."""
         self.endpoint = endpoint
         self.fetch = fetch
         self.http_after = http_after
         self.period = period
-        self.received: list[Received] = []
+        self.on_received = on_received
+        self.received: deque[Received] = deque(maxlen=keep_received)
         self.counters: Counter[str] = Counter()
         self._known: dict[str, set[str]] = {}
         self._gap_since: dict[int, float] = {}
@@ -142,9 +147,14 @@ class Subscriber:
         if record.type != "entry" or record.entry is None:
             return
         self._known.setdefault(record.url, set()).update(entry_identities(record.entry))
-        self.received.append(Received(record.url, record.entry,
-                                      "recovered" if delivery.recovered else "tree",
-                                      delivery.at, record.seq))
+        self._hand_on(Received(record.url, record.entry,
+                               "recovered" if delivery.recovered else "tree", delivery.at,
+                               record.seq))
+
+    def _hand_on(self, received: Received) -> None:
+        self.received.append(received)
+        if self.on_received is not None:
+            self.on_received(received)
 
     # ---- the HTTP fallback --------------------------------------------------------------------
     async def run(self) -> None:
@@ -202,7 +212,7 @@ class Subscriber:
             body = {"key": entry.key, "guid": entry.guid, "title": entry.title,
                     "link": entry.link, "summary": entry.summary}
             known.update(entry_identities(entry))
-            self.received.append(Received(url, body, "http", now))
+            self._hand_on(Received(url, body, "http", now))
         self.counters["http-entries"] += len(fresh)
         self.counters["skipped-seqs"] += feed_log.skipped - skipped_before
         log.info("gap_filled_from_http feed=%s missing=%s entries=%d", url, list(missing),

@@ -56,12 +56,15 @@ class UdpNode(asyncio.DatagramProtocol):
                  make_node: Callable[[Handle], ScribeNode] = ScribeNode,
                  latency: Callable[[Address, Address], float] | None = None,
                  on_delivery: Callable[[Delivery], None] | None = None,
-                 max_datagram: int = MAX_DATAGRAM) -> None:
+                 max_datagram: int = MAX_DATAGRAM, keep_deliveries: bool = True) -> None:
+        """``keep_deliveries`` False: deliveries go to ``on_delivery`` only, not also to the
+        :attr:`deliveries` list (a long-running node would keep every record it ever got)."""
         self.addr: Address = (host, port)
         self.make_node = make_node
         self.node: ScribeNode | None = None
         self.latency = latency if latency is not None else pair_latency()
         self.on_delivery = on_delivery
+        self.keep_deliveries = keep_deliveries
         self.max_datagram = max_datagram
         self.counters: Counter[str] = Counter()
         self.deliveries: list[Delivery] = []
@@ -175,7 +178,8 @@ class UdpNode(asyncio.DatagramProtocol):
             loop.call_later(self.latency(self.addr, destination.addr), self._send, data,
                             destination.addr)
         for delivery in self.node.take_deliveries():
-            self.deliveries.append(delivery)
+            if self.keep_deliveries:
+                self.deliveries.append(delivery)
             if self.on_delivery is not None:
                 self.on_delivery(delivery)
         deadline = self.node.next_deadline()
