@@ -27,7 +27,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from .calibrate import BENCHMARKS, model_from_benchmarks
+from .calibrate import BENCHMARKS, PROCESS_BENCHMARKS, model_from_benchmarks
 from .check import ROLES, Scrape, check, live_loads, role_load
 from .errors import ProvisionError
 from .launch import launch_plan, topology_json
@@ -78,6 +78,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     for name in BENCHMARKS:
         calibrate_group.add_argument(f"--{name.replace('_', '-')}", type=Path, metavar="FILE",
                                      help=f"output of {BENCHMARKS[name].split()[0]}")
+    for name, command in PROCESS_BENCHMARKS.items():
+        calibrate_group.add_argument(f"--{name}", type=Path, metavar="FILE",
+                                     help=f"output of {command.split()[0]} (with the other: a "
+                                     "model of separate processes, `feedmesh up`)")
     calibrate_group.add_argument("--run", action="store_true",
                                  help="run the benchmarks not given as files (quick commands)")
     calibrate_group.add_argument("--out", type=Path, help="model file to write (default: stdout)")
@@ -201,6 +205,14 @@ def _calibrate(args: argparse.Namespace) -> int:
                 raise CommandError(f"{command} failed ({done.returncode}): {tail}")
             outputs[name] = _last_json_line(done.stdout, command)
             sources[name] = f"run {datetime.datetime.now(datetime.UTC).date().isoformat()}"
+    for name in PROCESS_BENCHMARKS:
+        path = getattr(args, name)
+        if path is not None:
+            try:
+                outputs[name] = _last_json_line(path.read_text(), str(path))
+            except OSError as exc:
+                raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+            sources[name] = f"read from {path}"
     missing = [f"--{n.replace('_', '-')}" for n in BENCHMARKS if n not in outputs]
     if missing:
         raise CommandError(f"no output for {', '.join(missing)}: give the files or --run")
