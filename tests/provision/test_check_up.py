@@ -14,6 +14,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+import pytest_asyncio
 
 from feedmesh.farm import FarmConfig, FarmServer
 from tests.eventually import eventually
@@ -29,7 +30,11 @@ async def feedmesh(*argv: str) -> tuple[int, str, str]:
     return process.returncode or 0, out.decode(), err.decode()
 
 
-@pytest.fixture
+# One topology for the module's tests (starting one takes ~15 s here).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def up_topology():
     data = Path(tempfile.mkdtemp(prefix="feedmesh-test-check-up-"))
     code, plan, err = await feedmesh("provision", "--feeds", "30", "--subs", "1000", "--json")
