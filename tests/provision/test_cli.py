@@ -102,7 +102,7 @@ def test_a_model_of_another_version_is_refused(tmp_path):
     (["--feeds", "10", "--subs", "10", "--cpu", "0"], "--cpu must be > 0"),
     (["--feeds", "10", "--subs", "10", "--model", "/nonexistent.json"], "cannot read model"),
     (["calibrate", "--hub", "/nonexistent.json"], "cannot read /nonexistent.json"),
-    (["--check"], "--check needs --metrics"),
+    (["--check"], "--check needs --up DIR (a `feedmesh up` topology) or --metrics URL"),
 ])
 def test_bad_input_is_one_line(args, says):
     done = provision(*args)

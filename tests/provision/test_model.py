@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from feedmesh.provision import ModelError, ModelVersionError, decode_model, encode_model
-from feedmesh.provision.calibrate import BENCHMARKS, model_from_benchmarks
+from feedmesh.provision.calibrate import BENCHMARKS, PROCESS_BENCHMARKS, model_from_benchmarks
 from feedmesh.provision.cli import load_model
 
 DATA = Path(__file__).parent / "data"
@@ -26,8 +26,9 @@ def test_the_shipped_model_is_tagged_with_its_machine_and_sources():
     assert model.machine.cores >= 1 and model.machine.cpu_model and model.machine.measured_at
     for tier in ("crawler", "filter", "reflector"):
         for field in getattr(model, tier).__struct_fields__:
-            if field != "memory_base_bytes":
+            if field not in ("memory_base_bytes", "cpu_s_per_s_base"):
                 assert f"{tier}.{field}" in model.source, f"{tier}.{field} has no source"
+    assert "memory_base_bytes" in model.source and "cpu_s_per_s_base" in model.source
 
 
 def test_the_shipped_model_is_calibrates_output_from_the_kept_benchmark_outputs():
@@ -72,4 +73,46 @@ def test_calibrate_names_a_missing_benchmark_figure():
     outputs = {name: json.loads((DATA / f"{name}.json").read_text()) for name in BENCHMARKS}
     del outputs["match"]["index_mb"]
     with pytest.raises(ModelError, match="match output has no 'index_mb'"):
+        model_from_benchmarks(outputs, load_model(None).machine, {})
+
+
+PROCESSES_MODEL = Path(__file__).parents[2] / "docs" / "provisioning" / "processes-model.json"
+
+
+def kept_outputs(*extra: str) -> dict:
+    return {name: json.loads((DATA / f"{name}.json").read_text().strip().splitlines()[-1])
+            for name in (*BENCHMARKS, *extra)}
+
+
+def test_the_separate_processes_model_is_calibrates_output_from_kept_outputs():
+    model = decode_model(PROCESSES_MODEL.read_bytes(), str(PROCESSES_MODEL))
+    sources = {name: f"read from tests/provision/data/{name}.json"
+               for name in (*BENCHMARKS, *PROCESS_BENCHMARKS)}
+    again = model_from_benchmarks(kept_outputs(*PROCESS_BENCHMARKS), model.machine, sources)
+    assert again == model
+    hub_model = load_model(None)
+    idle = kept_outputs("idle")["idle"]["roles"]
+    for tier in ("crawler", "filter", "reflector"):
+        costs = getattr(model, tier)
+        # each role's fixed part is its own idle process's, not the whole hub's
+        assert costs.memory_base_bytes == idle[tier]["rss_mb"] * 2**20
+        assert costs.cpu_s_per_s_base == idle[tier]["cpu_s_per_s"] > 0
+        assert costs.memory_base_bytes < getattr(hub_model, tier).memory_base_bytes
+        assert f"{tier}.cpu_s_per_s_base" in model.source
+    # what the hub measured as wall time of matching is less than the process's CPU per article
+    assert model.filter.cpu_s_per_article > hub_model.filter.cpu_s_per_article
+    # the re-matching reflector pays the store of the ids reflector plus the match
+    assert model.reflector.cpu_s_per_article > hub_model.filter.cpu_s_per_article
+    # bandwidth figures are the crawl's and the hub's, unchanged
+    assert model.crawler.bytes_in_per_feed_per_crawl == hub_model.crawler.bytes_in_per_feed_per_crawl
+    assert model.filter.bytes_per_match_message == hub_model.filter.bytes_per_match_message
+
+
+def test_a_separate_processes_model_needs_both_outputs():
+    outputs = kept_outputs("idle")
+    with pytest.raises(ModelError, match="needs both --idle and --distributed"):
+        model_from_benchmarks(outputs, load_model(None).machine, {})
+    outputs = kept_outputs("idle", "distributed")
+    outputs["distributed"] = {"modes": {}}
+    with pytest.raises(ModelError, match="modes.nats_111"):
         model_from_benchmarks(outputs, load_model(None).machine, {})

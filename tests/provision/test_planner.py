@@ -95,3 +95,19 @@ def test_limits_out_of_range_are_refused(kwargs):
 def test_targets_out_of_range_are_refused():
     with pytest.raises(TargetsError, match="--feeds"):
         Targets(0, 10)
+
+
+def test_a_process_s_fixed_cpu_is_paid_by_every_replica_and_bounds_what_a_split_saves():
+    plain = make_model(crawler__cpu_s_per_feed_per_crawl=0.01)
+    based = make_model(crawler__cpu_s_per_feed_per_crawl=0.01, crawler__cpu_s_per_s_base=0.3,
+                       filter__cpu_s_per_s_base=0.2, reflector__cpu_s_per_s_base=0.1)
+    target = Targets(100_000, 10_000)
+    before = plan(target, limits(cpu=4.0), plain)
+    loads, base_loads = predict(before.topology, plain), predict(before.topology, based)
+    for service in before.topology.services:
+        fixed = {"crawler": 0.3, "filter": 0.2, "reflector": 0.1}[service.tier]
+        assert base_loads[service.name].cpu == pytest.approx(loads[service.name].cpu + fixed)
+    # 100,000 feeds x 0.01 s / 900 s = 1.11 cores: two crawlers of 0.56 without the fixed part,
+    # three with it (0.3 + 0.37 each)
+    assert counts(plan(target, limits(cpu=0.8), plain))[0] == 2
+    assert counts(plan(target, limits(cpu=0.8), based))[0] == 3

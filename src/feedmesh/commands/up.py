@@ -71,6 +71,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
                         help="let the crawler fetch from this network (e.g. 127.0.0.0/8 for a "
                         "local farm)")
+    crawl = parser.add_argument_group("the crawl and the delivery (as `feedmesh serve`'s)")
+    crawl.add_argument("--crawl-interval", type=float, default=0.0, metavar="SECONDS",
+                       help="crawl every feed every SECONDS (`--policy interval`); default: the "
+                       "crawler's learned policy")
+    crawl.add_argument("--per-host", type=int, default=0,
+                       help="the crawlers' requests in flight per host (default: theirs)")
+    crawl.add_argument("--no-backlog", action="store_true",
+                       help="do not match the entries a source held before it was followed")
+    crawl.add_argument("--delivery", choices=("ids", "article"), default="ids",
+                       help="filter -> reflector: matching ids, or the article to re-match "
+                       "(Cobra's final design); given to every crawler, filter and reflector")
+
+
+def _crawl_flags(args: argparse.Namespace) -> list[str]:
+    flags = ["--delivery", args.delivery]
+    if args.crawl_interval > 0:
+        flags += ["--policy", "interval", "--interval", str(args.crawl_interval)]
+    if args.per_host > 0:
+        flags += ["--per-host", str(args.per_host)]
+    if args.no_backlog:
+        flags.append("--no-backlog")
+    return flags
 
 
 def _free_port(host: str) -> int:
@@ -210,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
             role = _Role(f"reflector {shard}",
                          [*python, "reflector", "--bus", url, "--state", state, "--store", store,
                           "--shard", shard, "--data", str(data / "hub"), "--listen", listen,
-                          "--log-level", "warning"],
+                          "--delivery", args.delivery, "--log-level", "warning"],
                          shard=shard, metrics=f"http://{listen}/metrics")
             roles.append(role)
             role.wait_ready("feedmesh reflector")
@@ -222,7 +244,8 @@ def run(args: argparse.Namespace) -> int:
                             "--store", store, "--filters", str(args.filters),
                             "--external-filters", "--host", "127.0.0.1", "--port",
                             str(metrics_port), "--reflectors", str(args.reflectors),
-                            "--external-reflectors", ",".join(reflectors), "--shard", share]
+                            "--external-reflectors", ",".join(reflectors), "--shard", share,
+                            *_crawl_flags(args)]
             if args.opml:
                 crawler_argv += ["--opml", args.opml]
             for network in args.allow_network:
@@ -252,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
                              [*python, "filter", "--bus", url, "--state", state,
                               "--shard", f"{shard}/{args.filters}", "--data",
                               str(data / folder), "--metrics", metrics,
-                              "--log-level", "warning"],
+                              "--delivery", args.delivery, "--log-level", "warning"],
                              shard=f"{shard}/{args.filters}", metrics=f"http://{metrics}/metrics")
                 roles.insert(place, role)
                 place += 1

@@ -64,6 +64,10 @@ class HubMetrics:
         self.memory = Gauge("feedmesh_process_memory_bytes", "Resident memory of this process",
                             registry=r)
         self.memory.set_function(process_rss_bytes)
+        self.cpu = Gauge("feedmesh_process_cpu_seconds",
+                         "CPU time (user + system) this process has used, seconds (a rate of it "
+                         "is the process's share of a core: `provision --check`)", registry=r)
+        self.cpu.set_function(lambda: sum(os.times()[:2]))
         self.reflector_memory = Gauge("feedmesh_reflector_memory_bytes",
                                       "Memory the reflectors hold (newest-k rows, subscription "
                                       "columns, re-match index, SQLite caches)", registry=r)

@@ -75,6 +75,13 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
     def packed(value: object) -> web.Response:
         return web.Response(body=_feed_state.encode(value), content_type=_MSGPACK)
 
+    def answered(value: object) -> web.Response:
+        """A poll's answer (a feed's version, its items): counted as the reflector's bytes out,
+        what readers' polling costs it (the provisioner's reflector out-bandwidth)."""
+        response = packed(value)
+        metrics.bytes_out.labels("reflector").inc(len(response.body))  # type: ignore[arg-type]
+        return response
+
     def ids(request: web.Request, *names: str) -> list[int]:
         try:
             return [int(request.match_info[name]) for name in names]
@@ -93,7 +100,7 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
         if not reflector.serves(sub_id, generation):
             raise web.HTTPNotFound(text=f"reflector {reflector.number} serves no feed "
                                    f"{sub_id}/{generation}")
-        return packed(FeedVersion(*reflector.version(sub_id)))
+        return answered(FeedVersion(*reflector.version(sub_id)))
 
     async def versions(request: web.Request) -> web.Response:
         try:
@@ -111,8 +118,8 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
     async def items(request: web.Request) -> web.Response:
         (sub_id,) = ids(request, "sub_id")
         if not reflector.subs.is_active(sub_id):
-            return packed([])
-        return packed(await reflector.items(sub_id))
+            return answered([])
+        return answered(await reflector.items(sub_id))
 
     async def watermarks(_: web.Request) -> web.Response:
         return packed(await asyncio.to_thread(reflector.log.watermarks))

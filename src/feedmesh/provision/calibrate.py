@@ -15,11 +15,25 @@ model's ``source`` (and docs/provisioning.md):
   matched article filter -> reflector (``article`` delivery, Cobra's final design), the
   reflector's memory per held (subscription, entry) row, the bytes of a private feed answered to
   a reader, and a process's fixed memory.
+
+With the two optional outputs, the model is of a topology of separate processes (``feedmesh
+up``), each role's costs in process CPU time rather than the hub's match time:
+
+* ``benchmarks/idle_roles.py`` (``--idle``): each role's fixed CPU and memory, a process with
+  nothing to do;
+* ``benchmarks/distributed.py`` (``--distributed``, its ``nats_111`` mode: one crawler, one
+  filter, one reflector under the hub's case (a) load): each role's CPU per unit of work, its
+  process CPU less the fixed part, and its memory per subscription and per held row, its RSS
+  less the fixed part. That mode delivers ids; the re-matching reflector of Cobra's final design
+  adds the hub's match cost per article and, per subscription, what the hub's ``article`` case
+  holds beyond its ``ids`` case (the re-match index and the queries it is built from).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import msgspec
 
 from .errors import ModelError
 from .model import (
@@ -32,7 +46,7 @@ from .model import (
     Workload,
 )
 
-__all__ = ["BENCHMARKS", "model_from_benchmarks"]
+__all__ = ["BENCHMARKS", "PROCESS_BENCHMARKS", "model_from_benchmarks"]
 
 BENCHMARKS = {
     "crawl_bandwidth": "benchmarks/crawl_bandwidth.py --feeds 2000 --cycles 3",
@@ -42,13 +56,20 @@ BENCHMARKS = {
 }
 """benchmark -> the (quick) command calibrate runs; the same commands reproduce the model."""
 
+PROCESS_BENCHMARKS = {
+    "idle": "benchmarks/idle_roles.py",
+    "distributed": "benchmarks/distributed.py --quick --skip filters,kills",
+}
+"""Optional, given as files (``--run`` does not run them): a model of separate processes."""
+
 
 def _get(obj: dict[str, Any], path: str, bench: str) -> float:
     value: Any = obj
     for key in path.split("."):
         if not isinstance(value, dict) or key not in value:
+            command = {**BENCHMARKS, **PROCESS_BENCHMARKS}[bench]
             raise ModelError(f"{bench} output has no {path!r}: is it the last line of "
-                             f"{BENCHMARKS[bench].split()[0]}?")
+                             f"{command.split()[0]}?")
         value = value[key]
     if not isinstance(value, (int, float)):
         raise ModelError(f"{bench} output: {path!r} is not a number")
@@ -110,7 +131,8 @@ def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
                - hub_subs * index_per_sub - hub_feeds * state_per_feed)
 
     def cite(bench: str, keys: str) -> str:
-        return f"{BENCHMARKS[bench]} -> {keys} ({sources.get(bench, 'given')})"
+        command = {**BENCHMARKS, **PROCESS_BENCHMARKS}[bench]
+        return f"{command} -> {keys} ({sources.get(bench, 'given')})"
 
     source = {
         "crawler.bytes_in_per_feed_per_crawl": cite("crawl_bandwidth", "bytes.cd.in / "
@@ -148,8 +170,9 @@ def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
         "memory_base_bytes": cite("hub", "cases[article].hub_rss_mb - reflector_mb - index - "
                                          "feeds * crawler state (one process's fixed memory)"),
         "workload": "Cobra: 15-minute crawls, readers polling every 30 minutes, k = 10",
+        "cpu_s_per_s_base": "0: not measured (give --idle: the hub is one process)",
     }
-    return ResourceModel(
+    model = ResourceModel(
         version=MODEL_VERSION, machine=machine, workload=workload,
         crawler=CrawlerCosts(
             bytes_in_per_feed_per_crawl=_get(bw, "bytes.cd.in", "crawl_bandwidth") / fetches,
@@ -173,4 +196,95 @@ def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
             memory_bytes_per_held_entry=per_row,
             memory_base_bytes=base,
             bytes_per_poll_answer=_get(article, "feed_200_wire_bytes", "hub")),
+        source=source)
+    if "idle" in outputs or "distributed" in outputs:
+        if not ("idle" in outputs and "distributed" in outputs):
+            raise ModelError("a model of separate processes needs both --idle and "
+                             "--distributed (the fixed part and the part per unit of work)")
+        return _separate_processes(model, outputs["idle"], outputs["distributed"], ids, article,
+                                   cite)
+    return model
+
+
+def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed: dict[str, Any],
+                        ids: dict[str, Any], article: dict[str, Any], cite: Any
+                        ) -> ResourceModel:
+    """The hub-measured model, with each role's costs as a process of its own measures them."""
+    run = distributed.get("modes", {}).get("nats_111")
+    if not isinstance(run, dict) or "processes" not in run:
+        raise ModelError("distributed output has no modes.nats_111 with its processes (run "
+                         "benchmarks/distributed.py --quick --skip filters,kills)")
+    k = model.workload.held_per_subscription
+    feeds = _get(run, "feeds", "distributed")
+    subs = _get(run, "subscriptions", "distributed")
+    articles = _get(run, "articles_per_s", "distributed")
+    if articles <= 0 or feeds <= 0 or subs <= 0:
+        raise ModelError("distributed output: no article flowed in mode nats_111")
+    interval = _get(run, "crawl_interval_s", "distributed")
+
+    def fixed(role: str) -> tuple[float, float]:
+        return (_get(idle, f"roles.{role}.cpu_s_per_s", "idle"),
+                _get(idle, f"roles.{role}.rss_mb", "idle") * 2**20)
+
+    def busy(process: str) -> tuple[float, float]:
+        return (_get(run, f"processes.{process}.cpu_pct", "distributed") / 100,
+                _get(run, f"processes.{process}.rss_mb", "distributed") * 2**20)
+
+    c, f, r = model.crawler, model.filter, model.reflector
+    (c_cpu0, c_mem0), (f_cpu0, f_mem0), (r_cpu0, r_mem0) = (fixed(x) for x in
+                                                            ("crawler", "filter", "reflector"))
+    c_cpu, _ = busy("crawler")
+    f_cpu, f_mem = busy("filter-0")
+    r_cpu, r_mem = busy("reflector-0")
+    per_ksub = f.cpu_s_per_article_per_ksubs
+    filter_per_article = max(0.0, (f_cpu - f_cpu0) / articles - per_ksub * subs / 1000)
+    # the re-matching reflector: what the ids reflector spends per article, plus matching it
+    reflector_per_article = max(0.0, (r_cpu - r_cpu0) / articles) + f.cpu_s_per_article
+    rematch_per_sub = max(0.0, (_get(article, "hub_rss_mb", "hub")
+                                - _get(ids, "hub_rss_mb", "hub")) * 2**20
+                          / _get(article, "subscriptions", "hub"))
+    source = dict(model.source)
+    source.pop("memory_base_bytes", None)
+    source.pop("cpu_s_per_s_base", None)
+    for tier in ("crawler", "filter", "reflector"):
+        source[f"{tier}.cpu_s_per_s_base"] = cite("idle", f"roles.{tier}.cpu_s_per_s "
+                                                  "(process CPU time, nothing to do)")
+        source[f"{tier}.memory_base_bytes"] = cite("idle", f"roles.{tier}.rss_mb")
+    nats = "modes.nats_111.processes"
+    source.update({
+        "crawler.cpu_s_per_feed_per_crawl": cite(
+            "distributed", f"({nats}.crawler.cpu_pct / 100 - the idle crawler's) / (feeds / "
+            "crawl_interval_s): process CPU time per feed fetched (its articles included)"),
+        "filter.cpu_s_per_article": cite(
+            "distributed", f"({nats}.filter-0.cpu_pct / 100 - the idle filter's) / "
+            "articles_per_s - the per-ksubs part at its subscriptions: process CPU time per "
+            "article (decoding, matching, publishing, acknowledging)"),
+        "filter.memory_bytes_per_subscription": cite(
+            "distributed", f"({nats}.filter-0.rss_mb - the idle filter's) / subscriptions: the "
+            "index and what the process keeps to build it"),
+        "reflector.cpu_s_per_article": cite(
+            "distributed", f"({nats}.reflector-0.cpu_pct / 100 - the idle reflector's) / "
+            "articles_per_s (storing, ids delivery) + the hub's match CPU per article "
+            "(filter.cpu_s_per_article of the hub-measured model: the re-match)"),
+        "reflector.memory_bytes_per_subscription": cite(
+            "hub", "(cases[article].hub_rss_mb - cases[ids].hub_rss_mb) / subscriptions: the "
+            "re-match index and its queries"),
+        "reflector.memory_bytes_per_held_entry": cite(
+            "distributed", f"({nats}.reflector-0.rss_mb - the idle reflector's) / "
+            f"(subscriptions * k={k}) (an ids reflector holds no index)"),
+    })
+    return msgspec.structs.replace(
+        model,
+        crawler=msgspec.structs.replace(
+            c, cpu_s_per_s_base=c_cpu0, memory_base_bytes=c_mem0,
+            cpu_s_per_feed_per_crawl=max(0.0, c_cpu - c_cpu0) / (feeds / interval)),
+        filter=msgspec.structs.replace(
+            f, cpu_s_per_s_base=f_cpu0, memory_base_bytes=f_mem0,
+            cpu_s_per_article=filter_per_article,
+            memory_bytes_per_subscription=max(0.0, f_mem - f_mem0) / subs),
+        reflector=msgspec.structs.replace(
+            r, cpu_s_per_s_base=r_cpu0, memory_base_bytes=r_mem0,
+            cpu_s_per_article=reflector_per_article,
+            memory_bytes_per_subscription=rematch_per_sub,
+            memory_bytes_per_held_entry=max(0.0, r_mem - r_mem0) / (subs * k)),
         source=source)

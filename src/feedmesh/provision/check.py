@@ -16,6 +16,19 @@ the hub process     memory (``feedmesh_process_memory_bytes``)  -
 ==================  =========================================  ===============================
 
 CPU of the crawler and the reflector is not exported by the hub, so it is not checked.
+
+A topology of separate processes (``feedmesh up``: its ``DATA/up.json``, or role-tagged URLs
+``crawler=URL``) is checked process by process, each as its role, every figure measured from
+the process's own ``/metrics``:
+
+==========  ==========================  ========================  ============================
+role        in                          out                       CPU, memory
+==========  ==========================  ========================  ============================
+crawler     bytes from publishers       bytes to the bus          ``feedmesh_process_cpu_
+filter      articles from the bus       match messages            seconds`` per second;
+reflector   match messages              answers to polls          ``feedmesh_process_memory_
+                                        (``tier_bytes_out``)      bytes`` (resident)
+==========  ==========================  ========================  ============================
 """
 
 from __future__ import annotations
@@ -29,7 +42,7 @@ from .model import ResourceModel
 from .planner import Violation, find_violations
 from .topology import NodeLimits
 
-__all__ = ["Finding", "Scrape", "check", "live_loads"]
+__all__ = ["ROLES", "Finding", "Scrape", "check", "live_loads", "role_load"]
 
 Scrape = dict[str, float]  # "name{label=value}" -> value, as benchmarks/hub.py keys them
 
@@ -82,11 +95,30 @@ def live_loads(hub: str, before: Scrape, after: Scrape, seconds: float,
     return loads, estimated
 
 
-def check(loads: dict[str, Load], limits: NodeLimits) -> list[Finding]:
+ROLES = ("crawler", "filter", "reflector")
+
+
+def role_load(role: str, before: Scrape, after: Scrape, seconds: float) -> Load:
+    """One process of a role (``feedmesh crawler``, ``filter``, ``reflector``), measured."""
+    if role not in ROLES:
+        raise ValueError(f"role {role!r}: one of {', '.join(ROLES)}")
+    if seconds <= 0:
+        raise ValueError("the scrapes must be apart in time")
+    return Load(
+        _rate(before, after, f"feedmesh_tier_bytes_in_total{{tier={role}}}", seconds),
+        _rate(before, after, f"feedmesh_tier_bytes_out_total{{tier={role}}}", seconds),
+        _rate(before, after, "feedmesh_process_cpu_seconds", seconds),
+        after.get("feedmesh_process_memory_bytes", 0.0),
+        _rate(before, after, f"feedmesh_tier_articles_in_total{{tier={role}}}", seconds))
+
+
+def check(loads: dict[str, Load], limits: NodeLimits,
+          tiers: dict[str, str] | None = None) -> list[Finding]:
     """The violations of live loads, in the planner's order, each with its next decomposition.
-    The whole hub process (``hub@...``) is checked on memory only; a violation there is resolved
-    by running its tiers as separate services, the first step of any plan."""
-    tiers = {name: name.split("@", 1)[0] for name in loads}
+    ``tiers``: each service's role (default: the part of its name before ``@``). The whole hub
+    process (``hub@...``) is checked on memory only; a violation there is resolved by running
+    its tiers as separate services, the first step of any plan."""
+    tiers = tiers or {name: name.split("@", 1)[0] for name in loads}
     findings = []
     for violation in find_violations({n: v for n, v in loads.items() if tiers[n] != "hub"},
                                      tiers, limits):

@@ -4,6 +4,7 @@
         --cpu 1 [--overprovision 0.1] [--model MODEL.json] [--json] [--picture topology.svg]
     feedmesh provision calibrate [--run] [--hub FILE --match FILE ...] [--out MODEL.json]
     feedmesh provision --check --metrics URL [URL...] [--seconds 10] [limits]
+    feedmesh provision --check --up DIR | --metrics ROLE=URL... [--seconds 10] [limits]
 
 The edge of the package: files, subprocesses (the benchmarks, Graphviz's ``dot``) and HTTP
 (``/metrics``) are here; everything it prints is decided by the pure modules.
@@ -26,8 +27,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from .calibrate import BENCHMARKS, model_from_benchmarks
-from .check import Scrape, check, live_loads
+from .calibrate import BENCHMARKS, PROCESS_BENCHMARKS, model_from_benchmarks
+from .check import ROLES, Scrape, check, live_loads, role_load
 from .errors import ProvisionError
 from .launch import launch_plan, topology_json
 from .model import Machine, ResourceModel, decode_model, encode_model
@@ -66,13 +67,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check_group.add_argument("--check", action="store_true",
                              help="read live figures and say what violates its limits")
     check_group.add_argument("--metrics", nargs="+", default=[], metavar="URL",
-                             help="hubs' /metrics URLs (or their base URLs)")
+                             help="hubs' /metrics URLs (or their base URLs), or one process of "
+                             "a role as ROLE=URL (crawler=, filter=, reflector=)")
+    check_group.add_argument("--up", default="", metavar="DIR",
+                             help="every crawler, filter and reflector process of a `feedmesh "
+                             "up --data DIR` topology (its DIR/up.json), each as its role")
     check_group.add_argument("--seconds", type=float, default=10.0,
                              help="seconds between the two scrapes rates are taken over")
     calibrate_group = parser.add_argument_group("calibrate")
     for name in BENCHMARKS:
         calibrate_group.add_argument(f"--{name.replace('_', '-')}", type=Path, metavar="FILE",
                                      help=f"output of {BENCHMARKS[name].split()[0]}")
+    for name, command in PROCESS_BENCHMARKS.items():
+        calibrate_group.add_argument(f"--{name}", type=Path, metavar="FILE",
+                                     help=f"output of {command.split()[0]} (with the other: a "
+                                     "model of separate processes, `feedmesh up`)")
     calibrate_group.add_argument("--run", action="store_true",
                                  help="run the benchmarks not given as files (quick commands)")
     calibrate_group.add_argument("--out", type=Path, help="model file to write (default: stdout)")
@@ -196,6 +205,14 @@ def _calibrate(args: argparse.Namespace) -> int:
                 raise CommandError(f"{command} failed ({done.returncode}): {tail}")
             outputs[name] = _last_json_line(done.stdout, command)
             sources[name] = f"run {datetime.datetime.now(datetime.UTC).date().isoformat()}"
+    for name in PROCESS_BENCHMARKS:
+        path = getattr(args, name)
+        if path is not None:
+            try:
+                outputs[name] = _last_json_line(path.read_text(), str(path))
+            except OSError as exc:
+                raise CommandError(f"cannot read {path}: {exc.strerror}") from exc
+            sources[name] = f"read from {path}"
     missing = [f"--{n.replace('_', '-')}" for n in BENCHMARKS if n not in outputs]
     if missing:
         raise CommandError(f"no output for {', '.join(missing)}: give the files or --run")
@@ -230,27 +247,72 @@ def scrape(url: str) -> Scrape:
     return figures
 
 
+def _targets(args: argparse.Namespace) -> list[tuple[str, str, str]]:
+    """(service name, role or "hub", metrics URL) for every process to check: ``--up DIR``'s
+    listing (its crawler, filter and reflector processes), ``ROLE=URL`` and whole hubs' URLs."""
+    targets = []
+    if args.up:
+        listing_path = Path(args.up) / "up.json"
+        try:
+            listing = json.loads(listing_path.read_text())
+            processes = listing["processes"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CommandError(f"--up {args.up}: no running `feedmesh up` topology there "
+                               f"({listing_path}: {exc})") from exc
+        for process in processes:
+            if process.get("role") in ROLES and "metrics" in process:
+                shard = process.get("shard", "")
+                name = f"{process['role']} {shard}".strip()
+                targets.append((f"{name}@pid {process['pid']}", process["role"],
+                                process["metrics"]))
+        if not targets:
+            raise CommandError(f"--up {args.up}: the listing names no crawler, filter or "
+                               "reflector with its metrics address")
+    for given in args.metrics:
+        role, sep, url = given.partition("=")
+        if sep and role in ROLES:
+            targets.append((f"{role}@{url.split('//', 1)[-1].split('/', 1)[0]}", role, url))
+        elif sep and not role.startswith(("http", "/")):
+            raise CommandError(f"--metrics {given}: a role is one of {', '.join(ROLES)} "
+                               "(ROLE=URL), or give a whole hub's URL alone")
+        else:
+            targets.append((given.split("//", 1)[-1].split("/", 1)[0], "hub", given))
+    return targets
+
+
 def _check(args: argparse.Namespace, model: ResourceModel, limits: NodeLimits) -> int:
-    if not args.metrics:
-        raise CommandError("--check needs --metrics URL (a hub's /metrics)")
+    if not args.metrics and not args.up:
+        raise CommandError("--check needs --up DIR (a `feedmesh up` topology) or --metrics URL "
+                           "(a hub's /metrics, or ROLE=URL for one process)")
     if args.seconds <= 0:
         raise CommandError("--seconds must be > 0")
-    first = {url: scrape(url) for url in args.metrics}
+    targets = _targets(args)
+    first = {url: scrape(url) for _, _, url in targets}
     started = time.monotonic()
     time.sleep(args.seconds)  # rates are taken between two scrapes, this far apart
-    second = {url: scrape(url) for url in args.metrics}
+    second = {url: scrape(url) for _, _, url in targets}
     elapsed = time.monotonic() - started
-    loads, estimated = {}, {}
-    for url in args.metrics:
-        hub = url.split("//", 1)[-1].split("/", 1)[0]
-        hub_loads, hub_estimated = live_loads(hub, first[url], second[url], elapsed, model)
-        loads.update(hub_loads)
-        estimated.update(hub_estimated)
-    findings = check(loads, limits)
+    loads, estimated, tiers = {}, {}, {}
+    for name, role, url in targets:
+        if role == "hub":
+            hub_loads, hub_estimated = live_loads(name, first[url], second[url], elapsed, model)
+            loads.update(hub_loads)
+            estimated.update(hub_estimated)
+            tiers.update({n: n.split("@", 1)[0] for n in hub_loads})
+        else:
+            if "feedmesh_process_cpu_seconds" not in second[url]:
+                raise CommandError(f"{url} does not export feedmesh_process_cpu_seconds: is it "
+                                   f"a feedmesh {role} of this version?")
+            loads[name] = role_load(role, first[url], second[url], elapsed)
+            estimated[name] = []
+            tiers[name] = role
+    findings = check(loads, limits, tiers)
     if args.json:
-        print(json.dumps({"services": {name: load.as_dict() for name, load in loads.items()},
+        print(json.dumps({"services": {name: {**load.as_dict(), "role": tiers[name]}
+                                       for name, load in loads.items()},
                           "estimated": estimated,
                           "violations": [{"service": f.violation.service,
+                                          "role": f.violation.tier,
                                           "resource": f.violation.resource,
                                           "load": f.violation.load, "limit": f.violation.limit,
                                           "decomposition": f.decomposition,

@@ -1,6 +1,7 @@
 """Predicted load of every service of a topology, from the resource model (pure arithmetic).
 
-Per crawl interval ``T`` (the model's workload):
+Per crawl interval ``T`` (the model's workload); every CPU figure also counts the tier's fixed
+``cpu_s_per_s_base`` (0 in a model calibrated without ``--idle``):
 
 * crawler of ``F`` feeds: in = F * bytes_in / T; out = the sum over its links of the link's
   feeds * bytes_out / T (each filter sharing its feeds gets their new articles); CPU = F * cpu
@@ -101,7 +102,7 @@ def predict(topology: Topology, model: ResourceModel,
             loads[crawler.name] = Load(
                 in_bandwidth=float(share) * c.bytes_in_per_feed_per_crawl / interval,
                 out_bandwidth=float(out) * c.bytes_out_per_feed_per_crawl / interval,
-                cpu=float(share) * c.cpu_s_per_feed_per_crawl / interval,
+                cpu=c.cpu_s_per_s_base + float(share) * c.cpu_s_per_feed_per_crawl / interval,
                 memory=c.memory_base_bytes + float(share) * c.memory_bytes_per_feed)
     all_reflectors = _ranges(topology.reflectors, "subscriptions")
     if filters:
@@ -114,7 +115,7 @@ def predict(topology: Topology, model: ResourceModel,
                 in_bandwidth=float(feeds[1][i] - feeds[0][i]) * c.bytes_out_per_feed_per_crawl
                 / interval,
                 out_bandwidth=float(articles[i] * matched[i]) * f.bytes_per_match_message,
-                cpu=float(articles[i]) * (f.cpu_s_per_article
+                cpu=f.cpu_s_per_s_base + float(articles[i]) * (f.cpu_s_per_article
                                           + f.cpu_s_per_article_per_ksubs * held / 1000),
                 memory=f.memory_base_bytes + held * f.memory_bytes_per_subscription,
                 articles_in_per_s=float(articles[i]))
@@ -134,7 +135,8 @@ def predict(topology: Topology, model: ResourceModel,
             loads[reflector.name] = Load(
                 in_bandwidth=float(received[i]) * f.bytes_per_match_message,
                 out_bandwidth=held / model.workload.poll_interval_s * r.bytes_per_poll_answer,
-                cpu=articles * (r.cpu_s_per_article + r.cpu_s_per_article_per_ksubs * held / 1000),
+                cpu=r.cpu_s_per_s_base
+                + articles * (r.cpu_s_per_article + r.cpu_s_per_article_per_ksubs * held / 1000),
                 memory=(r.memory_base_bytes + held * r.memory_bytes_per_subscription
                         + held * k * r.memory_bytes_per_held_entry),
                 articles_in_per_s=articles)

@@ -37,6 +37,7 @@ class CrawlerCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cpu_s_per_feed_per_crawl: float
     memory_bytes_per_feed: float
     memory_base_bytes: float
+    cpu_s_per_s_base: float = 0.0  # a process's fixed CPU, whatever its share (timers, bus)
 
 
 class FilterCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -46,6 +47,7 @@ class FilterCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     memory_base_bytes: float
     matches_per_article_per_subscription: float  # p: an article matches a subscription
     bytes_per_match_message: float  # one matched article, filter -> reflector
+    cpu_s_per_s_base: float = 0.0
 
 
 class ReflectorCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -55,6 +57,7 @@ class ReflectorCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     memory_bytes_per_held_entry: float  # one (subscription, entry) row of a private feed
     memory_base_bytes: float
     bytes_per_poll_answer: float  # one private feed answered to a reader
+    cpu_s_per_s_base: float = 0.0
 
 
 class ResourceModel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -97,8 +97,12 @@ class FeedServer:
             # gzip, compressed once per version: deflate is what readers have long decoded
             # inconsistently (zlib-wrapped or raw).
             headers["Content-Encoding"] = "gzip"
-            return web.Response(body=rendered.gzipped, headers=headers)
-        return web.Response(body=rendered.body, headers=headers)
+            body = rendered.gzipped
+        else:
+            body = rendered.body
+        # What readers' polling costs the front (bodies of 200s; 304s are headers alone).
+        self.hub.metrics.bytes_out.labels("web").inc(len(body))
+        return web.Response(body=body, headers=headers)
 
     async def _render(self, sub_id: int, token: str, fmt: str) -> bytes:
         self.hub.metrics.feed_renders.inc()
