@@ -111,9 +111,9 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
         if len(pairs) > MAX_BATCH:
             raise web.HTTPBadRequest(text=f"{len(pairs)} feeds asked at once; at most "
                                      f"{MAX_BATCH}")
-        return packed([FeedVersion(*reflector.version(sub_id))
-                       if reflector.serves(sub_id, generation) else None
-                       for sub_id, generation in pairs])
+        return answered([FeedVersion(*reflector.version(sub_id))
+                         if reflector.serves(sub_id, generation) else None
+                         for sub_id, generation in pairs])
 
     async def items(request: web.Request) -> web.Response:
         (sub_id,) = ids(request, "sub_id")
