@@ -204,6 +204,30 @@ async def feed_load(urls: list[str], seconds: float, conditional: bool,
         return done / (time.perf_counter() - started)
 
 
+async def steady_polls(urls: list[str], per_s: float, seconds: float) -> dict[str, float]:
+    """Readers polling ``per_s`` private feeds a second for ``seconds``, each a different feed
+    (round robin over ``urls``), gzip, no validators: what readers who find news cost."""
+    answered = {"polls": 0, "ok": 0, "bytes": 0}
+    async with aiohttp.ClientSession(auto_decompress=False) as session:
+        async def poll(url: str) -> None:
+            async with session.get(url, headers={"Accept-Encoding": "gzip"}) as response:
+                body = await response.read()
+                answered["ok"] += response.status == 200
+                answered["bytes"] += len(body)
+
+        tasks, started, sent = set(), time.perf_counter(), 0
+        while (elapsed := time.perf_counter() - started) < seconds:
+            while sent < int(elapsed * per_s):
+                tasks.add(asyncio.create_task(poll(urls[sent % len(urls)])))
+                sent += 1
+            tasks = {t for t in tasks if not t.done()}
+            await asyncio.sleep(0.01)
+        await asyncio.gather(*tasks)
+        answered["polls"] = sent
+        answered["seconds"] = time.perf_counter() - started
+    return answered
+
+
 async def feed_wire_bytes(urls: list[str]) -> float:
     """Median bytes on the wire of a private feed answered 200, as a reader asking for gzip gets
     it (the provisioner's model of a reflector's outbound bandwidth: feedmesh provision)."""

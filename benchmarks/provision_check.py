@@ -24,7 +24,9 @@ process's predicted CPU, memory and bandwidth with what it measured.
    what its readers' polls cost: the private feeds answered 200 with gzip on the wire, headers
    included, counted by the polling readers per owning reflector (in this topology the web
    process renders and sends them; the reflector's own answers to it, ``{tier=reflector}``
-   out, are shown beside).
+   out, are shown beside); likewise its CPU is the reflector process's plus the web process's
+   share by the polls it answered (Cobra's reflector serves its readers itself). The window
+   starts once the private feeds hold nearly k entries each (the model's answer is a full feed).
 
 Memory is compared as RSS: the plan puts every service on a node of its own, where it shares its
 pages with no one, so all its resident pages are its own. PSS would divide the libraries' pages
@@ -274,11 +276,27 @@ def measure(args: argparse.Namespace) -> dict:
 
             with contextlib.suppress(RuntimeError):  # a backlog that stays is reported below
                 wait_for(lambda: backlog() < 50, "the start-up backlog draining", 300)
+            # The model's answer is a full private feed (k entries): measure once the
+            # reflectors hold nearly k per subscription, as they do after a while at any rate.
+            reflectors = [p for p in listing["processes"] if p["role"] == "reflector"]
+            k = load_model(args.model).workload.held_per_subscription
+
+            def held() -> float:
+                return sum(_metrics(p["metrics"].removesuffix("/metrics")).get(
+                    "feedmesh_reflector_rows_held", 0.0) for p in reflectors)
+
+            with contextlib.suppress(RuntimeError):
+                wait_for(lambda: held() >= 0.9 * k * args.subs, "the private feeds filling",
+                         args.fill_timeout)
+            filled = held() / (k * args.subs)
+            print(f"  private feeds {100 * filled:.0f}% full before the window", flush=True)
+            webs = [p for p in listing["processes"] if p["role"] == "web"]
             window = math.ceil(args.window / args.interval) * args.interval
             names = list(mapping)
             load0 = loadavg()
             before = {n: _metrics(mapping[n]["metrics"].removesuffix("/metrics")) for n in names}
             cpu0 = {n: cpu_seconds(mapping[n]["pid"]) for n in names}
+            web_cpu0 = sum(cpu_seconds(p["pid"]) for p in webs)
             polled0, answers0 = list(poller.bytes), list(poller.answers)
             t0 = time.monotonic()
             rss: dict[str, list[float]] = {n: [] for n in names}
@@ -288,6 +306,7 @@ def measure(args: argparse.Namespace) -> dict:
                 time.sleep(1.0)
             after = {n: _metrics(mapping[n]["metrics"].removesuffix("/metrics")) for n in names}
             cpu1 = {n: cpu_seconds(mapping[n]["pid"]) for n in names}
+            web_cpu = (sum(cpu_seconds(p["pid"]) for p in webs) - web_cpu0)
             polled1, answers1 = list(poller.bytes), list(poller.answers)
             elapsed = time.monotonic() - t0
             load1 = loadavg()
@@ -312,7 +331,13 @@ def measure(args: argparse.Namespace) -> dict:
                     number = int(service["process_shard"].split("/")[0])
                     measured["out"] = (polled1[number] - polled0[number]) / elapsed / 1000
                     answers = answers1[number] - answers0[number]
-                    extra = {"internal_answers_kb_s": round(rate(
+                    # Cobra's reflector serves its readers; here a web process renders and
+                    # sends what the reflector holds: its CPU is the reflector's, by polls.
+                    all_answers = sum(answers1) - sum(answers0)
+                    web_share = web_cpu / elapsed * answers / max(1, all_answers)
+                    measured["cpu"] += web_share
+                    extra = {"web_cpu_share": round(web_share, 4),
+                             "internal_answers_kb_s": round(rate(
                         name, "feedmesh_tier_bytes_out_total{tier=reflector}") / 1000, 2),
                         "answers_200_per_s": round(answers / elapsed, 2),
                         "bytes_per_200_answer": round((polled1[number] - polled0[number])
@@ -352,7 +377,8 @@ def measure(args: argparse.Namespace) -> dict:
     return {"plan": plan, "rows": rows, "window_s": round(elapsed, 1),
             "bytes_per_poll_answer": load_model(args.model).reflector.bytes_per_poll_answer,
             "loadavg_before": load0, "loadavg_after": load1, "poll_statuses": statuses,
-            "crawl_cycles": last_cycles, "limits": plan["limits"], "model": str(model_path)}
+            "crawl_cycles": last_cycles, "limits": plan["limits"], "model": str(model_path),
+            "filled": round(filled, 3)}
 
 
 def saturated(run: dict, interval: float) -> list[str]:
@@ -415,6 +441,8 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=30.0,
                         help="real seconds between crawls (the farm runs 900/interval faster)")
     parser.add_argument("--window", type=float, default=180.0)
+    parser.add_argument("--fill-timeout", type=float, default=600.0,
+                        help="seconds to wait for the private feeds to hold k entries each")
     parser.add_argument("--polls-per-s", type=float, default=20.0,
                         help="readers' polls per second over all subscriptions")
     parser.add_argument("--bandwidth-mbps", type=float, default=2.5)
@@ -468,8 +496,9 @@ def main() -> None:
         "limits": run["limits"], "loadavg": [run["loadavg_before"], run["loadavg_after"]],
         "model": str(args.model), **ours,
         "reflectors": {name: {k: row[k] for k in ("answers_200_per_s", "bytes_per_200_answer",
-                                                  "internal_answers_kb_s")}
-                       for name, row in run["rows"].items() if row["role"] == "reflector"}, "baseline": base, "saturated": busy,
+                                                  "internal_answers_kb_s", "web_cpu_share")}
+                       for name, row in run["rows"].items() if row["role"] == "reflector"},
+        "feeds_full": run["filled"], "baseline": base, "saturated": busy,
         "memory_measure": "RSS (median of 1 s samples)", "cpu_measure": "process CPU time",
         "services": result["figures"]}))
 

@@ -37,7 +37,16 @@ from feedmesh.match.workload import Workload
 from feedmesh.procstat import cpu_seconds, rss_bytes
 from feedmesh.store.pg_server import LocalPostgres
 from feedmesh.store.postgres_hub import PostgresHubState
-from hub import ORIGIN, _free_port, _get, _metrics, feed_load, feed_wire_bytes, fetch_rate
+from hub import (
+    ORIGIN,
+    _free_port,
+    _get,
+    _metrics,
+    feed_load,
+    feed_wire_bytes,
+    fetch_rate,
+    steady_polls,
+)
 
 PYTHON = [sys.executable, "-m", "feedmesh"]
 
@@ -111,6 +120,31 @@ def wait_for(check, what: str, timeout: float) -> None:  # noqa: ANN001
             pass
         time.sleep(0.5)
     raise RuntimeError(f"{what}: not within {timeout:.0f} s")
+
+
+POLLS_PER_S = 40.0
+POLL_PHASE_S = 20.0
+
+
+def poll_phase(processes: list[Process], data: Path, subs: int, busy: dict, web: str) -> dict:
+    """Readers polling while the articles flow (each poll a different feed, so each finds news,
+    as the provisioner's model assumes): the reflectors' and the web process's CPU per poll,
+    beyond their CPU in the window just measured without polls (``busy``)."""
+    tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())
+    order = np.random.default_rng(7).permutation(np.arange(1, subs + 1))
+    urls = [f"{web}/f/{tokens.make(int(sub_id), 0)}.rss" for sub_id in order[:5000]]
+    serving = [p for p in processes if p.name.startswith("reflector") or p.name == "web"]
+    cpu0 = {p.name: cpu_seconds(p.popen.pid) for p in serving}
+    answered = asyncio.run(steady_polls(urls, POLLS_PER_S, POLL_PHASE_S))
+    elapsed = answered["seconds"]
+    extra = {p.name: (cpu_seconds(p.popen.pid) - cpu0[p.name]) / elapsed
+             - busy[p.name]["cpu_pct"] / 100 for p in serving}
+    per_s = answered["polls"] / elapsed
+    reflectors = sum(v for k, v in extra.items() if k.startswith("reflector"))
+    return {"polls_per_s": round(per_s, 1), "answered_200": answered["ok"],
+            "bytes_per_200": round(answered["bytes"] / max(1, answered["ok"])),
+            "reflector_cpu_s_per_poll": round(max(0.0, reflectors) / per_s, 6),
+            "web_cpu_s_per_poll": round(max(0.0, extra["web"]) / per_s, 6)}
 
 
 def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, window: float,
@@ -225,6 +259,8 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             }
             figures["rss_mb"] = round(sum(p["rss_mb"] for p in figures["processes"].values()),
                                       1)
+            figures["poll_phase"] = poll_phase(processes, data, subs, figures["processes"],
+                                               web)
             farm.stop()
             farm = None
             wait_for(lambda: all(queued(p) == 0 for p in processes

@@ -171,6 +171,7 @@ def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
                                          "feeds * crawler state (one process's fixed memory)"),
         "workload": "Cobra: 15-minute crawls, readers polling every 30 minutes, k = 10",
         "cpu_s_per_s_base": "0: not measured (give --idle: the hub is one process)",
+        "reflector.cpu_s_per_poll": "0: not measured (give --distributed with its poll phase)",
     }
     model = ResourceModel(
         version=MODEL_VERSION, machine=machine, workload=workload,
@@ -240,6 +241,13 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
     filter_per_article = max(0.0, (f_cpu - f_cpu0) / articles - per_ksub * subs / 1000)
     # the re-matching reflector: what the ids reflector spends per article, plus matching it
     reflector_per_article = max(0.0, (r_cpu - r_cpu0) / articles) + f.cpu_s_per_article
+    # Readers' polls: the reflector's lookups and the web process's render and send, per poll,
+    # beyond what the two spend on the article stream meanwhile (distributed.py's poll phase).
+    polled = run.get("poll_phase")
+    per_poll = 0.0
+    if isinstance(polled, dict):
+        per_poll = (_get(polled, "reflector_cpu_s_per_poll", "distributed")
+                    + _get(polled, "web_cpu_s_per_poll", "distributed"))
     rematch_per_sub = max(0.0, (_get(article, "hub_rss_mb", "hub")
                                 - _get(ids, "hub_rss_mb", "hub")) * 2**20
                           / _get(article, "subscriptions", "hub"))
@@ -272,6 +280,12 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
         "reflector.memory_bytes_per_held_entry": cite(
             "distributed", f"({nats}.reflector-0.rss_mb - the idle reflector's) / "
             f"(subscriptions * k={k}) (an ids reflector holds no index)"),
+        "reflector.cpu_s_per_poll": cite(
+            "distributed", "modes.nats_111.poll_phase: (reflector_cpu_s_per_poll + "
+            "web_cpu_s_per_poll): a reader's poll that finds news, the reflector's lookups and "
+            "the web process's render and send, beyond their CPU for the article stream")
+        if isinstance(polled, dict) else "not measured (the distributed output has no "
+        "poll_phase): 0",
     })
     return msgspec.structs.replace(
         model,
@@ -286,5 +300,6 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
             r, cpu_s_per_s_base=r_cpu0, memory_base_bytes=r_mem0,
             cpu_s_per_article=reflector_per_article,
             memory_bytes_per_subscription=rematch_per_sub,
-            memory_bytes_per_held_entry=max(0.0, r_mem - r_mem0) / (subs * k)),
+            memory_bytes_per_held_entry=max(0.0, r_mem - r_mem0) / (subs * k),
+            cpu_s_per_poll=per_poll),
         source=source)

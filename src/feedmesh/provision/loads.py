@@ -136,7 +136,8 @@ def predict(topology: Topology, model: ResourceModel,
                 in_bandwidth=float(received[i]) * f.bytes_per_match_message,
                 out_bandwidth=held / model.workload.poll_interval_s * r.bytes_per_poll_answer,
                 cpu=r.cpu_s_per_s_base
-                + articles * (r.cpu_s_per_article + r.cpu_s_per_article_per_ksubs * held / 1000),
+                + articles * (r.cpu_s_per_article + r.cpu_s_per_article_per_ksubs * held / 1000)
+                + held / model.workload.poll_interval_s * r.cpu_s_per_poll,
                 memory=(r.memory_base_bytes + held * r.memory_bytes_per_subscription
                         + held * k * r.memory_bytes_per_held_entry),
                 articles_in_per_s=articles)

@@ -58,6 +58,7 @@ class ReflectorCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     memory_base_bytes: float
     bytes_per_poll_answer: float  # one private feed answered to a reader
     cpu_s_per_s_base: float = 0.0
+    cpu_s_per_poll: float = 0.0  # answering one reader's poll that finds news (lookup, render)
 
 
 class ResourceModel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
