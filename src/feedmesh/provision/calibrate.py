@@ -222,6 +222,8 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
     if articles <= 0 or feeds <= 0 or subs <= 0:
         raise ModelError("distributed output: no article flowed in mode nats_111")
     interval = _get(run, "crawl_interval_s", "distributed")
+    # the fetches it made (a loaded machine fetches fewer than feeds / interval asks)
+    fetched = run.get("fetches_per_s") or feeds / interval
 
     def fixed(role: str) -> tuple[float, float]:
         return (_get(idle, f"roles.{role}.cpu_s_per_s", "idle"),
@@ -261,8 +263,9 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
     nats = "modes.nats_111.processes"
     source.update({
         "crawler.cpu_s_per_feed_per_crawl": cite(
-            "distributed", f"({nats}.crawler.cpu_pct / 100 - the idle crawler's) / (feeds / "
-            "crawl_interval_s): process CPU time per feed fetched (its articles included)"),
+            "distributed", f"({nats}.crawler.cpu_pct / 100 - the idle crawler's) / "
+            "modes.nats_111.fetches_per_s (else feeds / crawl_interval_s): process CPU time per "
+            "feed fetched (its articles included)"),
         "filter.cpu_s_per_article": cite(
             "distributed", f"({nats}.filter-0.cpu_pct / 100 - the idle filter's) / "
             "articles_per_s - the per-ksubs part at its subscriptions: process CPU time per "
@@ -291,7 +294,7 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
         model,
         crawler=msgspec.structs.replace(
             c, cpu_s_per_s_base=c_cpu0, memory_base_bytes=c_mem0,
-            cpu_s_per_feed_per_crawl=max(0.0, c_cpu - c_cpu0) / (feeds / interval)),
+            cpu_s_per_feed_per_crawl=max(0.0, c_cpu - c_cpu0) / fetched),
         filter=msgspec.structs.replace(
             f, cpu_s_per_s_base=f_cpu0, memory_base_bytes=f_mem0,
             cpu_s_per_article=filter_per_article,
