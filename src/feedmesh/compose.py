@@ -168,6 +168,10 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
         feed_secret = read_or_create_key(
             data / FEED_SECRET_FILE, lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
         state.forget_legacy_feed_secret()
+        ownership = (open_feed_ownership(store_url or data / "feedmesh.db")
+                     if settings.crawler_name else None)
+        if ownership is not None:
+            opened.append(ownership)
         logs = []
         for n in range(0 if settings.external_reflectors else settings.reflectors):
             logs.append(open_reflector_log(store_url or data / f"reflector-{n}.db", n))
@@ -181,7 +185,7 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
                             namespace=bus_namespace),
                fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
                clock=clock, open_state=functools.partial(open_hub_state, state_location),
-               data_dir=data, feed_secret=feed_secret, resolver=resolver)
+               data_dir=data, feed_secret=feed_secret, resolver=resolver, ownership=ownership)
 
 
 def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_url: str = "",

@@ -161,6 +161,9 @@ class Crawler:
         self.share = share
         """``(i, n)``: this crawler fetches the feeds whose id is ``i`` modulo ``n`` (Cobra's
         split of the feeds over crawlers); the others are in the store for other crawlers."""
+        self.owned: set[int] | None = None
+        """A named crawler's feeds, as the ownership table gives them (``share`` is then
+        unused); None: the modulo split."""
         self.fetcher = fetcher
         self.clock = clock
         self.settings = settings or CrawlSettings()
@@ -176,6 +179,8 @@ class Crawler:
         self._db = StoreThread()
         self._queue: asyncio.Queue[_Pending | None] | None = None
         self._committer: asyncio.Task[None] | None = None
+        self._fetching: dict[int, int] = {}  # feed id -> fetches of it not yet committed
+        self._fetch_ended = asyncio.Event()
 
     async def load(self) -> int:
         """Read every feed's fetch state from the store (on start-up and after feeds change)."""
@@ -185,7 +190,17 @@ class Crawler:
 
     def owns(self, feed_id: int) -> bool:
         """Whether this crawler fetches ``feed_id`` (its share of the feeds)."""
+        if self.owned is not None:
+            return feed_id in self.owned
         return feed_id % self.share[1] == self.share[0]
+
+    async def wait_idle(self, feed_ids: Iterable[int]) -> None:
+        """Until no fetch of these feeds is in flight: each one started has been committed (or
+        its commit failed) and its entries handed on."""
+        feeds = set(feed_ids)
+        while feeds.intersection(self._fetching):
+            self._fetch_ended.clear()
+            await self._fetch_ended.wait()
 
     async def add_feeds(self, urls: Iterable[str]) -> list[int]:
         """Add feeds to the store (known ones keep their ids) and crawl this crawler's share of
@@ -252,6 +267,8 @@ class Crawler:
                         await _pause(self.clock, wait, stop)
                 if stop is not None and stop.is_set():
                     break
+                if fid not in self.states or not self.owns(fid):
+                    continue  # handed to another crawler since the cycle began
                 await self.fetch_feed(fid, stats)
                 if progress is not None:
                     progress(stats)
@@ -273,6 +290,17 @@ class Crawler:
         it brought once committed. Never raises for the feed's own failures."""
         stats = stats if stats is not None else CrawlStats()
         previous = self.states[feed_id]
+        self._fetching[feed_id] = self._fetching.get(feed_id, 0) + 1
+        try:
+            return await self._fetch_and_commit(feed_id, previous, stats)
+        finally:
+            left = self._fetching.pop(feed_id) - 1
+            if left:
+                self._fetching[feed_id] = left
+            self._fetch_ended.set()
+
+    async def _fetch_and_commit(self, feed_id: int, previous: FeedFetchState,
+                                stats: CrawlStats) -> FeedOutcome:
         try:
             update, result = await self._crawl_one(feed_id, stats)
         except Exception as exc:  # a bug must cost one feed one fetch, nothing more

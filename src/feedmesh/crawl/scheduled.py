@@ -127,6 +127,21 @@ class ScheduledCrawler:
             self._add(feed_id, now, (), None, first_fetch_within_s=window)
         self._wake.set()
 
+    def adopt(self, feed_ids: Iterable[int]) -> None:
+        """Schedule feeds another crawler fetched until now: learned from the store (their
+        postings of the last weeks, the publisher's hints, the last fetch), as at a start
+        without snapshot; the other crawler's scheduler state of them is not carried over."""
+        now = self.clock.now()
+        known = set(self.scheduler.feed_ids())
+        since = now - HISTORY_DAYS * 86400.0
+        for feed_id in dict.fromkeys(feed_ids):
+            state = self.crawler.states.get(feed_id)
+            if str(feed_id) in known or state is None or not state.active:
+                continue
+            self._add(feed_id, now, self.store.postings(feed_id, since=since),
+                      self.store.feed(feed_id))
+        self._wake.set()
+
     def remove_feed(self, feed_id: int) -> None:
         """Stop scheduling ``feed_id``."""
         self.live.discard(feed_id)
