@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator
 
 import msgspec
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from aiohttp.abc import AbstractResolver
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from feedmesh.bus import BusError
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml

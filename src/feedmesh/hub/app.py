@@ -378,9 +378,9 @@ class Hub(HubFront):
             elif isinstance(message, FollowsChanged):
                 for feed_id, change in message.changes.items():
                     self.crawler.follow(feed_id, change)
-            elif isinstance(message, OwnersChanged) and self.feed_owners is not None:
-                if await self.feed_owners.reconcile():
-                    await self._owners_changed()
+            elif (isinstance(message, OwnersChanged) and self.feed_owners is not None
+                  and await self.feed_owners.reconcile()):
+                await self._owners_changed()  # it handed feeds over: the gainers take them
             await delivery.ack()
 
     async def _owners_changed(self) -> None:
