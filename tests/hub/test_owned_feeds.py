@@ -79,12 +79,12 @@ async def test_the_scheduler_adopts_a_moved_feed_from_the_store_and_forgets_a_lo
                                                           last_fetched_at=ORIGIN - 600.0))])
     async with Fetcher(FetchSettings(), clock=clock) as fetcher:
         crawler = Crawler(store, fetcher, clock)
-        crawler.owned = set()
+        crawler.owned = {}
         live = ScheduledCrawler(crawler, store, clock, SchedulerSettings(
             policy="feedmesh", budget_per_feed_per_day=96.0))
         live.start()
         for row in store.feeds():  # what CrawlerTier.gain does before it calls adopt
-            crawler.owned.add(row.id)
+            crawler.owned[row.id] = 1
             crawler.states[row.id] = row.state
         live.adopt([fetched.id, fresh.id])
         assert ORIGIN <= live.next_fetch_at(fresh.id) <= ORIGIN + 1.0  # never fetched: soon
@@ -96,3 +96,30 @@ async def test_the_scheduler_adopts_a_moved_feed_from_the_store_and_forgets_a_lo
         assert live.scheduler.next_due_at(ORIGIN) > ORIGIN + 60.0  # fetched 10 minutes ago
         await crawler.aclose()
     store.close()
+
+
+async def test_a_crawler_not_told_of_a_transfer_is_fenced_off(hub_env, tmp_path):
+    """The feeds go to another crawler while this one is not told (cut off from the bus, say):
+    it goes on fetching them, and the store drops every such commit (the epoch moved on)."""
+    hub, farm = hub_env.hub, hub_env.farm
+    ids = await hub.add_feeds([farm.feed_url(n) for n in range(4)])
+    store = hub.store
+    table = open_feed_ownership(tmp_path / "feedmesh.db")
+    try:
+        def fetched_since(seq: int) -> set[int]:
+            return {request.feed for request in farm.log.since(seq)
+                    if request.status in (200, 304)}
+
+        await eventually(lambda: all(store.feed(f).state.last_fetched_at for f in ids),
+                         timeout=30)
+        assert table.transfer(dict.fromkeys(ids[:2], "beta")) == 2
+        before = {f: store.feed(f).state.last_fetched_at for f in ids}
+        moved_at = farm.log.next_seq
+        # it fetches all four again (it was not told) ...
+        await eventually(lambda: fetched_since(moved_at) >= {0, 1, 2, 3}, timeout=30)
+        await eventually(lambda: all(store.feed(f).state.last_fetched_at > before[f]
+                                     for f in ids[2:]), timeout=30)
+        # ... but only the commits of the feeds it still holds were stored
+        assert all(store.feed(f).state.last_fetched_at == before[f] for f in ids[:2])
+    finally:
+        table.close()

@@ -91,3 +91,17 @@ def ownership(ownership_opener) -> Iterator[FeedOwnership]:
     table = ownership_opener()
     yield table
     table.close()
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def ingest_and_ownership(request, tmp_path) -> Iterator[tuple[IngestStore, FeedOwnership]]:
+    """An ingest store and the ownership table beside it, in one database."""
+    if request.param == "postgresql":
+        url = _url(request)
+        pair = (PostgresStore(url), PostgresFeedOwnership(url))
+    else:
+        pair = (SQLiteStore(tmp_path / "feedmesh.db"),
+                SQLiteFeedOwnership(tmp_path / "feedmesh.db"))
+    yield pair
+    for store in pair:
+        store.close()

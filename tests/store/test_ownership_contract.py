@@ -5,6 +5,12 @@ against each implementation (tests/store/conftest.py)."""
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
+
+import msgspec
+
+from feedmesh.model import Entry
+from feedmesh.store import FeedUpdate
 
 
 def owners(table) -> dict[int, tuple[str, int, str]]:
@@ -87,3 +93,31 @@ def test_ownership_survives_a_restart(ownership_opener):
         assert owners(table) == {7: ("eu-1", 1, "na-1")}
     finally:
         table.close()
+
+
+def test_an_intent_fenced_off_by_a_move_is_dropped_whole(ingest_and_ownership):
+    ingest, ownership = ingest_and_ownership
+    feed, other = ingest.add_feeds(["http://a/1", "http://a/2"], now=0.0)
+    ownership.claim({feed.id: "eu-1"})
+
+    def update(n: int, **fence) -> FeedUpdate:
+        entry = Entry(key=f"k{n}", content_hash=f"h{n}", title=f"post {n}",
+                      published=datetime(2026, 11, 1, tzinfo=UTC))
+        return FeedUpdate(feed_id=feed.id, seen_at=float(n), entries=(entry,),
+                          state=msgspec.structs.replace(feed.state, etag=f'"{n}"'), **fence)
+
+    assert len(ingest.apply([update(1, owner="eu-1", epoch=1)])) == 1  # the owner's
+    ownership.stage({feed.id: "na-1"})
+    assert len(ingest.apply([update(2, owner="eu-1", epoch=1)])) == 1  # staged: still its
+    ownership.release("eu-1", [feed.id])
+    # A fetch eu-1 began before it let go, committed after: dropped, state and entries.
+    late = update(3, owner="eu-1", epoch=1)
+    other_update = FeedUpdate(feed_id=other.id, seen_at=3.0,
+                              state=msgspec.structs.replace(other.state, etag='"x"'))
+    assert ingest.apply([late, other_update]) == []
+    assert ingest.feed(feed.id).state.etag == '"2"' and ingest.entry_count() == 2
+    assert ingest.feed(other.id).state.etag == '"x"'  # not fenced: applied
+    assert len(ingest.apply([update(4, owner="na-1", epoch=2)])) == 1  # the new owner's
+    assert ingest.apply([update(5, owner="na-1", epoch=1)]) == []  # an older epoch of it
+    assert ingest.apply([update(6, owner="eu-1", epoch=2)]) == []
+    assert len(ingest.apply([update(7)])) == 1  # no fence: always applied

@@ -161,9 +161,13 @@ class Crawler:
         self.share = share
         """``(i, n)``: this crawler fetches the feeds whose id is ``i`` modulo ``n`` (Cobra's
         split of the feeds over crawlers); the others are in the store for other crawlers."""
-        self.owned: set[int] | None = None
-        """A named crawler's feeds, as the ownership table gives them (``share`` is then
-        unused); None: the modulo split."""
+        self.owned: dict[int, int] | None = None
+        """A named crawler's feeds and the epoch at which the ownership table gave each
+        (``share`` is then unused); None: the modulo split."""
+        self.owner_name = ""
+        """A named crawler's name: each of its fetch intents carries it and the feed's epoch
+        when the fetch began, so that the store drops the commit of a fetch that outlived the
+        crawler's hold on the feed (fencing, :class:`~feedmesh.store.FeedUpdate`)."""
         self.fetcher = fetcher
         self.clock = clock
         self.settings = settings or CrawlSettings()
@@ -290,17 +294,25 @@ class Crawler:
         it brought once committed. Never raises for the feed's own failures."""
         stats = stats if stats is not None else CrawlStats()
         previous = self.states[feed_id]
+        fence = self._fence(feed_id)  # the hold on the feed now, when the fetch begins
         self._fetching[feed_id] = self._fetching.get(feed_id, 0) + 1
         try:
-            return await self._fetch_and_commit(feed_id, previous, stats)
+            return await self._fetch_and_commit(feed_id, previous, stats, fence)
         finally:
             left = self._fetching.pop(feed_id) - 1
             if left:
                 self._fetching[feed_id] = left
             self._fetch_ended.set()
 
+    def _fence(self, feed_id: int) -> dict[str, object]:
+        """What a fetch intent of ``feed_id`` begun now carries to be fenced: nothing for a
+        crawler of the modulo split."""
+        if self.owned is None or not self.owner_name:
+            return {}
+        return {"owner": self.owner_name, "epoch": self.owned.get(feed_id, -1)}
+
     async def _fetch_and_commit(self, feed_id: int, previous: FeedFetchState,
-                                stats: CrawlStats) -> FeedOutcome:
+                                stats: CrawlStats, fence: dict[str, object]) -> FeedOutcome:
         try:
             update, result = await self._crawl_one(feed_id, stats)
         except Exception as exc:  # a bug must cost one feed one fetch, nothing more
@@ -314,6 +326,8 @@ class Crawler:
             update = FeedUpdate(feed_id=feed_id, seen_at=result.fetched_at,
                                 state=msgspec.structs.replace(previous,
                                                               last_error=error.message))
+        if fence:
+            update = msgspec.structs.replace(update, **fence)
         ingested = await self._submit(update, previous, stats)
         if previous.active and not self.states.get(feed_id, previous).active \
                 and self.on_deactivated is not None:
@@ -340,7 +354,7 @@ class Crawler:
                         parsed.error.message if parsed.error else "")
             return FeedOutcome(feed_id=feed_id, result=result, state=state)
         update = FeedUpdate(feed_id=feed_id, state=state, seen_at=arrived_at,
-                            entries=parsed.entries)
+                            entries=parsed.entries, **self._fence(feed_id))
         ingested = await self._submit(update, state, stats, pushed=True)
         return FeedOutcome(feed_id=feed_id, result=result, state=self.states.get(feed_id, state),
                            ingested=tuple(ingested), entries_in_document=len(parsed.entries))
@@ -352,7 +366,8 @@ class Crawler:
         the same committer as fetches, with the feed's fetch state as it is now, so a fetch
         committed meanwhile never has its validators overwritten by older ones."""
         state = self.states[feed_id]
-        update = FeedUpdate(feed_id=feed_id, state=state, seen_at=seen_at, entries=tuple(entries))
+        update = FeedUpdate(feed_id=feed_id, state=state, seen_at=seen_at, entries=tuple(entries),
+                            **self._fence(feed_id))
         return await self._submit(update, state, CrawlStats())
 
     async def _submit(self, update: FeedUpdate, previous: FeedFetchState,

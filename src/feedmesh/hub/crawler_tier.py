@@ -163,16 +163,18 @@ class CrawlerTier:
 
     # -- ownership moving while the crawler runs (named crawlers, hub/owners.py) -----------
 
-    def gain(self, rows: list[FeedRow]) -> None:
+    def gain(self, rows: list[FeedRow], epochs: dict[int, int]) -> None:
         """Start crawling feeds handed to this crawler, from the fetch state the store holds
         (read after their last owner's fetches were committed): their validators and document
-        hash, their backoff. The scheduler learns them as it learns any feed it has no snapshot
-        of: from the postings the store keeps and the time of the last fetch."""
+        hash, their backoff; ``epochs`` are the ownership table's for them (what this crawler's
+        commits of them are fenced with). The scheduler learns them as it learns any feed it
+        has no snapshot of: from the postings the store keeps and the time of the last
+        fetch."""
         owned = self.crawler.owned
         assert owned is not None, "only a named crawler gains feeds"
         fresh = [row for row in rows if row.id not in owned]
         for row in fresh:
-            owned.add(row.id)
+            owned[row.id] = epochs[row.id]
             self.crawler.states[row.id] = row.state
             self.feed_meta[row.id] = FeedMeta(row.state.url, row.title,
                                               row.info.language if row.info else "")
@@ -191,7 +193,8 @@ class CrawlerTier:
         here (the scheduler's knowledge of them with them)."""
         owned = self.crawler.owned
         assert owned is not None, "only a named crawler drops feeds"
-        owned.difference_update(feed_ids)
+        for feed_id in feed_ids:  # fetches in flight keep the epoch they began with
+            owned.pop(feed_id, None)
         if self.scheduled is not None:
             for feed_id in feed_ids:
                 self.scheduled.remove_feed(feed_id)

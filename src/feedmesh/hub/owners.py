@@ -53,7 +53,8 @@ class CrawlerOwnership:
         rows = await self._io.call(self.table.owned_by, self.name)
         staged = [f for f, row in rows.items() if row.next_owner]
         released = await self._io.call(self.table.release, self.name, staged) if staged else {}
-        self.tier.crawler.owned = set(rows) - set(released)
+        self.tier.crawler.owner_name = self.name
+        self.tier.crawler.owned = {f: row.epoch for f, row in rows.items() if f not in released}
         log.info("ownership_loaded crawler=%s feeds=%d released=%d", self.name,
                  len(self.tier.crawler.owned), len(released))
         return bool(released)
@@ -88,15 +89,19 @@ class CrawlerOwnership:
             staged = {f for f, row in rows.items() if row.next_owner
                       and row.next_owner != self.name}
             keep = set(rows) - staged
-            lost = sorted((owned - set(rows)) | (owned & staged))
-            gained = sorted(keep - owned)
+            # A feed back at a new epoch (it went away and came back between two looks): its
+            # state here is stale; it is dropped and taken again from the store.
+            again = {f for f in keep & owned.keys() if rows[f].epoch != owned[f]}
+            lost = sorted((owned.keys() - set(rows)) | (owned.keys() & staged) | again)
+            gained = sorted((keep - owned.keys()) | again)
             if lost:
                 await self.tier.drop(lost)
             released = (await self._io.call(self.table.release, self.name, sorted(staged))
                         if staged else {})
             if gained:
                 found = await self._io.call(lambda: [self.store.feed(f) for f in gained])
-                self.tier.gain([row for row in found if row is not None])
+                self.tier.gain([row for row in found if row is not None],
+                               {f: rows[f].epoch for f in gained})
             if lost or gained or released:
                 log.info("ownership_changed crawler=%s gained=%d lost=%d released=%d feeds=%d",
                          self.name, len(gained), len(lost), len(released), len(owned))

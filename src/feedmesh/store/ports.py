@@ -133,6 +133,12 @@ class FeedUpdate(msgspec.Struct, frozen=True, kw_only=True):
     backlog: bool = False
     """The feed's first document: its entries were not *posted* at ``seen_at``, so the scheduler
     must not learn posting times from them."""
+    owner: str = ""
+    """Fencing, for a named crawler: the intent is applied only while the feed ownership table
+    gives the feed to ``owner`` at ``epoch`` (checked in the same transaction); otherwise it is
+    dropped whole, as if the fetch had not happened (the feed changed hands meanwhile). Empty:
+    not fenced."""
+    epoch: int = 0
 
 
 class IngestedEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -169,7 +175,8 @@ class IngestStore(Protocol):
 
     def apply(self, updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
         """Commit a batch of fetch intents atomically; return the entries that were new or
-        updated (in the order met), with their ids."""
+        updated (in the order met), with their ids. An intent fenced off (``owner`` and
+        ``epoch`` no longer the feed's in the ownership table) is dropped."""
         ...
 
     def entries(self, feed_id: int, limit: int = 50) -> list[IngestedEntry]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from feedmesh.store.ports import FeedOwner
+from feedmesh.store.owner_tables import POSTGRES_OWNERS
 from feedmesh.store.postgres_db import PostgresDatabase
 
 __all__ = ["PostgresFeedOwnership"]
@@ -17,15 +18,7 @@ __all__ = ["PostgresFeedOwnership"]
 COMPONENT = "ownership"
 MIGRATIONS = (
     # 1: feed id -> crawler name, an epoch per feed, a staged move
-    """
-    CREATE TABLE feed_owners (
-        feed_id bigint PRIMARY KEY,
-        owner text NOT NULL,
-        epoch bigint NOT NULL,
-        next_owner text NOT NULL DEFAULT ''
-    );
-    CREATE INDEX feed_owners_by_owner ON feed_owners (owner);
-    """,
+    POSTGRES_OWNERS,
 )
 _COLUMNS = "feed_id, owner, epoch, next_owner"
 

@@ -9,19 +9,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from feedmesh.store.ports import FeedOwner
+from feedmesh.store.owner_tables import SQLITE_OWNERS
 from feedmesh.store.sqlite_file import SQLiteFile
 
 __all__ = ["SQLiteFeedOwnership"]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS feed_owners (
-    feed_id INTEGER PRIMARY KEY,
-    owner TEXT NOT NULL,
-    epoch INTEGER NOT NULL,
-    next_owner TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS feed_owners_by_owner ON feed_owners (owner);
-"""
 _COLUMNS = "feed_id, owner, epoch, next_owner"
 
 
@@ -34,7 +26,7 @@ class SQLiteFeedOwnership:
     """:class:`feedmesh.store.ports.FeedOwnership` in the SQLite file at ``path``."""
 
     def __init__(self, path: str | Path) -> None:
-        self._file = SQLiteFile(path, SCHEMA, what="SQLite feed ownership")
+        self._file = SQLiteFile(path, SQLITE_OWNERS, what="SQLite feed ownership")
         self.path = self._file.path
 
     def owners(self) -> dict[int, FeedOwner]:
