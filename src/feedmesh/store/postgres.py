@@ -24,8 +24,8 @@ import psycopg
 from feedmesh.fetch.state import FeedFetchState
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store.dedup import classify_entries
-from feedmesh.store.ports import FeedRow, FeedUpdate, IngestedEntry, Posting
 from feedmesh.store.owner_tables import POSTGRES_OWNERS
+from feedmesh.store.ports import FeedRow, FeedUpdate, IngestedEntry, Posting
 from feedmesh.store.postgres_db import LOCK_CLASS, LOCKS, PostgresDatabase
 
 __all__ = ["PostgresStore"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from feedmesh.store.ports import FeedOwner
 from feedmesh.store.owner_tables import POSTGRES_OWNERS
+from feedmesh.store.ports import FeedOwner
 from feedmesh.store.postgres_db import PostgresDatabase
 
 __all__ = ["PostgresFeedOwnership"]

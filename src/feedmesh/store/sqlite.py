@@ -15,8 +15,8 @@ import msgspec
 from feedmesh.fetch.state import FeedFetchState
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store.dedup import classify_entries
-from feedmesh.store.ports import FeedRow, FeedUpdate, IngestedEntry, Posting, StoreError
 from feedmesh.store.owner_tables import SQLITE_OWNERS
+from feedmesh.store.ports import FeedRow, FeedUpdate, IngestedEntry, Posting, StoreError
 from feedmesh.store.sqlite_file import SQLiteFile
 
 __all__ = ["SQLiteStore"]
