@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "crawl": ("feedmesh.commands.crawl", "crawl every feed of an OPML list into the store"),
     "query": ("feedmesh.match.cli", "check subscription queries"),
     "sim": ("feedmesh.schedule.cli", "replay a posting trace against fetch policies"),
-    "map": ("feedmesh.locality.cli", "assign feeds to crawlers by latency and work (Cobra 3.7)"),
+    "map": ("feedmesh.commands.map", "assign feeds to crawlers by latency and work (Cobra 3.7); --apply moves them"),
     "serve": ("feedmesh.commands.serve", "run the hub: crawler, filters, reflectors and web, on SQLite"),
     "stats": ("feedmesh.commands.stats", "print a running hub's figures"),
     "filter": ("feedmesh.commands.filter", "run one filter shard in its own process, on NATS"),

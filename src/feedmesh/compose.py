@@ -37,6 +37,7 @@ from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector_service import ReflectorClient
 from feedmesh.hub.tokens import FeedTokens
 from feedmesh.store import (
+    FeedOwnership,
     HubState,
     IngestStore,
     ReflectorLog,
@@ -47,14 +48,16 @@ from feedmesh.store import (
 from feedmesh.store.key_file import read_or_create_key
 from feedmesh.store.postgres import PostgresStore
 from feedmesh.store.postgres_hub import PostgresHubState
+from feedmesh.store.postgres_owners import PostgresFeedOwnership
 from feedmesh.store.postgres_reflector import PostgresReflectorLog
 from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
+from feedmesh.store.sqlite_owners import SQLiteFeedOwnership
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
 __all__ = ["FEED_SECRET_FILE", "embedded_hub", "existing_hub_state", "is_database_url",
-           "open_archive", "open_bus", "open_hub_state", "open_ingest_store", "open_reflector_log",
-           "web_front"]
+           "open_archive", "open_bus", "open_feed_ownership", "open_hub_state",
+           "open_ingest_store", "open_reflector_log", "web_front"]
 
 FEED_SECRET_FILE = "feed-secret.key"
 ARCHIVE_ENTRIES_PER_FEED = 1_000_000
@@ -71,6 +74,14 @@ def open_ingest_store(location: str | Path) -> IngestStore:
     """The ingest store at ``location``: a ``postgresql://`` URL (its tables created or migrated
     when missing or older), else the SQLite file at that path (created when missing)."""
     return PostgresStore(location) if is_database_url(location) else SQLiteStore(location)
+
+
+def open_feed_ownership(location: str | Path) -> FeedOwnership:
+    """Which named crawler fetches which feed, beside the feeds: in the database of a
+    ``postgresql://`` URL, else in the crawlers' SQLite file at that path."""
+    if is_database_url(location):
+        return PostgresFeedOwnership(location)
+    return SQLiteFeedOwnership(location)
 
 
 def open_archive(path: str | Path) -> IngestStore:
@@ -157,6 +168,10 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
         feed_secret = read_or_create_key(
             data / FEED_SECRET_FILE, lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
         state.forget_legacy_feed_secret()
+        ownership = (open_feed_ownership(store_url or data / "feedmesh.db")
+                     if settings.crawler_name else None)
+        if ownership is not None:
+            opened.append(ownership)
         logs = []
         for n in range(0 if settings.external_reflectors else settings.reflectors):
             logs.append(open_reflector_log(store_url or data / f"reflector-{n}.db", n))
@@ -170,7 +185,7 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
                             namespace=bus_namespace),
                fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
                clock=clock, open_state=functools.partial(open_hub_state, state_location),
-               data_dir=data, feed_secret=feed_secret, resolver=resolver)
+               data_dir=data, feed_secret=feed_secret, resolver=resolver, ownership=ownership)
 
 
 def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_url: str = "",

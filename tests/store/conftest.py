@@ -13,12 +13,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from feedmesh.store import HubState, IngestStore, ReflectorLog
+from feedmesh.store import FeedOwnership, HubState, IngestStore, ReflectorLog
 from feedmesh.store.postgres import PostgresStore
 from feedmesh.store.postgres_hub import PostgresHubState
+from feedmesh.store.postgres_owners import PostgresFeedOwnership
 from feedmesh.store.postgres_reflector import PostgresReflectorLog
 from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
+from feedmesh.store.sqlite_owners import SQLiteFeedOwnership
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
@@ -73,3 +75,33 @@ def reflector_log(reflector_log_opener) -> Iterator[ReflectorLog]:
     log = reflector_log_opener()
     yield log
     log.close()
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def ownership_opener(request, tmp_path) -> Callable[[], FeedOwnership]:
+    """Opens the same feed ownership table again each call (several crawlers share it)."""
+    if request.param == "postgresql":
+        url = _url(request)
+        return lambda: PostgresFeedOwnership(url)
+    return lambda: SQLiteFeedOwnership(tmp_path / "feedmesh.db")
+
+
+@pytest.fixture
+def ownership(ownership_opener) -> Iterator[FeedOwnership]:
+    table = ownership_opener()
+    yield table
+    table.close()
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def ingest_and_ownership(request, tmp_path) -> Iterator[tuple[IngestStore, FeedOwnership]]:
+    """An ingest store and the ownership table beside it, in one database."""
+    if request.param == "postgresql":
+        url = _url(request)
+        pair = (PostgresStore(url), PostgresFeedOwnership(url))
+    else:
+        pair = (SQLiteStore(tmp_path / "feedmesh.db"),
+                SQLiteFeedOwnership(tmp_path / "feedmesh.db"))
+    yield pair
+    for store in pair:
+        store.close()

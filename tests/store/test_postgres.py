@@ -23,6 +23,7 @@ from feedmesh.store import FeedUpdate, StorageFullError, StorageReadOnlyError, S
 from feedmesh.store.pg_server import LocalPostgres
 from feedmesh.store.postgres import PostgresStore
 from feedmesh.store.postgres_hub import PostgresHubState
+from feedmesh.store.postgres_owners import PostgresFeedOwnership
 from feedmesh.store.postgres_reflector import PostgresReflectorLog
 from tests.postgres import ENV
 
@@ -34,7 +35,8 @@ def versions(url: str) -> list[tuple[str, int]]:
 
 
 def test_stores_opening_a_new_database_at_once_migrate_it_once(postgres_url):
-    openers = [PostgresStore, PostgresHubState, PostgresReflectorLog] * 4
+    openers = [PostgresStore, PostgresHubState, PostgresReflectorLog,
+               PostgresFeedOwnership] * 4  # the first and the last both make feed_owners
     start = threading.Barrier(len(openers))
     opened, errors = [], []
 
@@ -54,7 +56,7 @@ def test_stores_opening_a_new_database_at_once_migrate_it_once(postgres_url):
         store.close()
     assert errors == [] and len(opened) == len(openers)
     assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("ingest", 1),
-                                      ("reflector", 1)]
+                                      ("ingest", 2), ("ownership", 1), ("reflector", 1)]
 
 
 def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):

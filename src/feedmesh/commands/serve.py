@@ -12,9 +12,10 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
+import msgspec
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from aiohttp.abc import AbstractResolver
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from feedmesh.bus import BusError
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
@@ -115,13 +116,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> HubSettings:
+    fetch = fetch_settings(args)
+    if getattr(args, "source_address", ""):
+        fetch = msgspec.structs.replace(fetch, source_address=args.source_address)
     return HubSettings(
         data_dir=args.data, filters=args.filters, reflectors=args.reflectors,
         external_filters=args.external_filters,
-        crawler_shard=parse_shard(getattr(args, "shard", "0/1")),
+        crawler_shard=parse_shard(getattr(args, "shard", None) or "0/1"),
+        crawler_name=getattr(args, "name", ""),
         external_reflectors=tuple(url.strip() for url in args.external_reflectors.split(",")
                                   if url.strip()),
-        crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch_settings(args),
+        crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch,
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog,

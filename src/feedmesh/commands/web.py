@@ -42,8 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the hub's PostgreSQL database (postgresql://...)")
     parser.add_argument("--reflectors", required=True, metavar="URL,URL,...",
                         help="every reflector process's URL, in order (reflector 0 first)")
-    parser.add_argument("--crawlers", type=int, default=1,
-                        help="crawler processes (their --shard n): each is told of new feeds")
+    parser.add_argument("--crawlers", default="1", metavar="N|NAME,NAME,...",
+                        help="crawler processes (their --shard n, or their --name each): each "
+                        "is told of new feeds")
     parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
                         help="where people and readers reach this web process (port 0: any)")
     parser.add_argument("--base-url", default="",
@@ -65,6 +66,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
+def crawler_groups(crawlers: str) -> list[str]:
+    """The ``feeds`` groups of ``--crawlers``: N shards, or the crawlers' names."""
+    if crawlers.strip().isdigit():
+        count = int(crawlers)
+        if not 1 <= count <= 64:
+            raise ValueError("--crawlers must be in 1..64")
+        return [crawler_group(shard) for shard in range(count)]
+    names = [name.strip() for name in crawlers.split(",") if name.strip()]
+    if not names:
+        raise ValueError(f"--crawlers {crawlers!r}: give a count or the crawlers' names")
+    return [crawler_group(name) for name in names]
+
+
 async def _run(args: argparse.Namespace, host: str, port: int) -> int:
     reflectors = [url.strip() for url in args.reflectors.split(",") if url.strip()]
     front = web_front(args.data, reflectors=reflectors, bus=args.bus, store_url=args.store,
@@ -73,10 +87,8 @@ async def _run(args: argparse.Namespace, host: str, port: int) -> int:
     try:
         # The crawlers' groups of `feeds` exist before anything is told to them, so a feed
         # followed while a crawler is down waits for it.
-        if not 1 <= args.crawlers <= 64:
-            raise ValueError("--crawlers must be in 1..64")
-        for shard in range(args.crawlers):
-            await (await front.bus.consumer("feeds", crawler_group(shard))).close()
+        for crawler in crawler_groups(args.crawlers):
+            await (await front.bus.consumer("feeds", crawler)).close()
         if port == 0:  # let the OS choose, then build the URLs from the port it chose
             with socket.socket() as probe:
                 probe.bind((host, 0))

@@ -161,6 +161,13 @@ class Crawler:
         self.share = share
         """``(i, n)``: this crawler fetches the feeds whose id is ``i`` modulo ``n`` (Cobra's
         split of the feeds over crawlers); the others are in the store for other crawlers."""
+        self.owned: dict[int, int] | None = None
+        """A named crawler's feeds and the epoch at which the ownership table gave each
+        (``share`` is then unused); None: the modulo split."""
+        self.owner_name = ""
+        """A named crawler's name: each of its fetch intents carries it and the feed's epoch
+        when the fetch began, so that the store drops the commit of a fetch that outlived the
+        crawler's hold on the feed (fencing, :class:`~feedmesh.store.FeedUpdate`)."""
         self.fetcher = fetcher
         self.clock = clock
         self.settings = settings or CrawlSettings()
@@ -176,6 +183,8 @@ class Crawler:
         self._db = StoreThread()
         self._queue: asyncio.Queue[_Pending | None] | None = None
         self._committer: asyncio.Task[None] | None = None
+        self._fetching: dict[int, int] = {}  # feed id -> fetches of it not yet committed
+        self._fetch_ended = asyncio.Event()
 
     async def load(self) -> int:
         """Read every feed's fetch state from the store (on start-up and after feeds change)."""
@@ -185,7 +194,17 @@ class Crawler:
 
     def owns(self, feed_id: int) -> bool:
         """Whether this crawler fetches ``feed_id`` (its share of the feeds)."""
+        if self.owned is not None:
+            return feed_id in self.owned
         return feed_id % self.share[1] == self.share[0]
+
+    async def wait_idle(self, feed_ids: Iterable[int]) -> None:
+        """Until no fetch of these feeds is in flight: each one started has been committed (or
+        its commit failed) and its entries handed on."""
+        feeds = set(feed_ids)
+        while feeds.intersection(self._fetching):
+            self._fetch_ended.clear()
+            await self._fetch_ended.wait()
 
     async def add_feeds(self, urls: Iterable[str]) -> list[int]:
         """Add feeds to the store (known ones keep their ids) and crawl this crawler's share of
@@ -252,6 +271,8 @@ class Crawler:
                         await _pause(self.clock, wait, stop)
                 if stop is not None and stop.is_set():
                     break
+                if fid not in self.states or not self.owns(fid):
+                    continue  # handed to another crawler since the cycle began
                 await self.fetch_feed(fid, stats)
                 if progress is not None:
                     progress(stats)
@@ -286,6 +307,25 @@ class Crawler:
         it brought once committed. Never raises for the feed's own failures."""
         stats = stats if stats is not None else CrawlStats()
         previous = self.states[feed_id]
+        fence = self._fence(feed_id)  # the hold on the feed now, when the fetch begins
+        self._fetching[feed_id] = self._fetching.get(feed_id, 0) + 1
+        try:
+            return await self._fetch_and_commit(feed_id, previous, stats, fence)
+        finally:
+            left = self._fetching.pop(feed_id) - 1
+            if left:
+                self._fetching[feed_id] = left
+            self._fetch_ended.set()
+
+    def _fence(self, feed_id: int) -> dict[str, object]:
+        """What a fetch intent of ``feed_id`` begun now carries to be fenced: nothing for a
+        crawler of the modulo split."""
+        if self.owned is None or not self.owner_name:
+            return {}
+        return {"owner": self.owner_name, "epoch": self.owned.get(feed_id, -1)}
+
+    async def _fetch_and_commit(self, feed_id: int, previous: FeedFetchState,
+                                stats: CrawlStats, fence: dict[str, object]) -> FeedOutcome:
         try:
             update, result = await self._crawl_one(feed_id, stats)
         except Exception as exc:  # a bug must cost one feed one fetch, nothing more
@@ -299,6 +339,8 @@ class Crawler:
             update = FeedUpdate(feed_id=feed_id, seen_at=result.fetched_at,
                                 state=msgspec.structs.replace(previous,
                                                               last_error=error.message))
+        if fence:
+            update = msgspec.structs.replace(update, **fence)
         ingested = await self._submit(update, previous, stats)
         if previous.active and not self.states.get(feed_id, previous).active \
                 and self.on_deactivated is not None:
@@ -325,7 +367,7 @@ class Crawler:
                         parsed.error.message if parsed.error else "")
             return FeedOutcome(feed_id=feed_id, result=result, state=state)
         update = FeedUpdate(feed_id=feed_id, state=state, seen_at=arrived_at,
-                            entries=parsed.entries)
+                            entries=parsed.entries, **self._fence(feed_id))
         ingested = await self._submit(update, state, stats, pushed=True)
         return FeedOutcome(feed_id=feed_id, result=result, state=self.states.get(feed_id, state),
                            ingested=tuple(ingested), entries_in_document=len(parsed.entries))
@@ -337,7 +379,8 @@ class Crawler:
         the same committer as fetches, with the feed's fetch state as it is now, so a fetch
         committed meanwhile never has its validators overwritten by older ones."""
         state = self.states[feed_id]
-        update = FeedUpdate(feed_id=feed_id, state=state, seen_at=seen_at, entries=tuple(entries))
+        update = FeedUpdate(feed_id=feed_id, state=state, seen_at=seen_at, entries=tuple(entries),
+                            **self._fence(feed_id))
         return await self._submit(update, state, CrawlStats())
 
     async def _submit(self, update: FeedUpdate, previous: FeedFetchState,

@@ -131,6 +131,24 @@ class ScheduledCrawler:
             self._add(feed_id, now, (), None, first_fetch_within_s=window)
         self._wake.set()
 
+    def adopt(self, feed_ids: Iterable[int]) -> None:
+        """Schedule feeds another crawler fetched until now (or nobody yet): learned from the
+        store (their postings of the last weeks, the publisher's hints, the last fetch), as at
+        a start without snapshot; the other crawler's scheduler state of them is not carried
+        over. Feeds never fetched get their first fetch soon, as :meth:`add_feeds` gives."""
+        now = self.clock.now()
+        known = set(self.scheduler.feed_ids())
+        since = now - HISTORY_DAYS * 86400.0
+        wanted = [f for f in dict.fromkeys(feed_ids) if str(f) not in known
+                  and f in self.crawler.states and self.crawler.states[f].active]
+        never = sum(1 for f in wanted if not self.crawler.states[f].last_fetched_at)
+        window = self.scheduler.first_fetch_window(never) if never else None
+        for feed_id in wanted:
+            first = None if self.crawler.states[feed_id].last_fetched_at else window
+            self._add(feed_id, now, self.store.postings(feed_id, since=since),
+                      self.store.feed(feed_id), first_fetch_within_s=first)
+        self._wake.set()
+
     def remove_feed(self, feed_id: int) -> None:
         """Stop scheduling ``feed_id``."""
         self.live.discard(feed_id)

@@ -41,11 +41,14 @@ class FarmRequest(msgspec.Struct, frozen=True):
     """Everything sent for this response, head included."""
     fault: str
     duration_s: float
+    client: str = ""
+    """The address the request came from (a crawler playing its own site binds its own)."""
 
 
 # Positions in a raw record (a list, so the server can fill it in cheaply).
 SEQ, FARM_TIME, REAL_TIME, FEED, HOST, PATH, METHOD, STATUS = range(8)
-INM, IMS, AIM, ACCEPT_ENCODING, USER_AGENT, BODY_BYTES, BYTES_SENT, FAULT, DURATION = range(8, 17)
+INM, IMS, AIM, ACCEPT_ENCODING, USER_AGENT, BODY_BYTES, BYTES_SENT, FAULT, DURATION, CLIENT = \
+    range(8, 18)
 
 
 class RequestLog:
@@ -56,11 +59,11 @@ class RequestLog:
         self.next_seq = 0
 
     def open(self, farm_time: float, real_time: float, feed: int | None, host: str, path: str,
-             method: str, headers: dict[str, str]) -> list:
+             method: str, headers: dict[str, str], client: str = "") -> list:
         get = headers.get
         record = [self.next_seq, farm_time, real_time, feed, host, path, method, 0,
                   get("if-none-match", ""), get("if-modified-since", ""), get("a-im", ""),
-                  get("accept-encoding", ""), get("user-agent", ""), 0, 0, "", 0.0]
+                  get("accept-encoding", ""), get("user-agent", ""), 0, 0, "", 0.0, client]
         self.next_seq += 1
         self._records.append(record)
         return record

@@ -104,7 +104,7 @@ class _Connection(asyncio.Protocol):
             if request is None:
                 return
             try:
-                reply, record = self.farm._dispatch(request, self.host)
+                reply, record = self.farm._dispatch(request, self.host, self.client)
             except Exception as error:  # a farm bug must not look like a network fault
                 logger.exception("farm failed on %s %s", request.method, request.target)
                 reply, record = text_reply(500, f"farm error: {error!r}\n"), None
@@ -409,7 +409,7 @@ class FarmServer:
         self._nonces[feed_id] = nonce
         return nonce
 
-    def _dispatch(self, request, host: str) -> tuple[Reply, list | None]:
+    def _dispatch(self, request, host: str, client: str = "") -> tuple[Reply, list | None]:
         now = self.clock.now()
         path = request.path
         if path.startswith("/_farm/"):
@@ -417,7 +417,7 @@ class FarmServer:
                                  origin=self.origin, stats=self.stats), None
         feed_id, variant = _feed_path(path)
         record = self.log.open(now, time.time(), feed_id, host, request.target, request.method,
-                               request.headers)
+                               request.headers, client)
         if request.method not in ("GET", "HEAD"):
             reply = text_reply(405, f"{request.method} is not served here\n",
                                extra=[("Allow", "GET, HEAD")])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,8 +39,16 @@ from feedmesh.hub.facade import FeedUnavailable, FeedVersion, SourceView
 from feedmesh.hub.feed_document import render_private_feed
 from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.front import HubFront, Owners, RemoteHolders
-from feedmesh.hub.messages import FeedMeta, FeedsAdded, FollowsChanged, article_of, encode
+from feedmesh.hub.messages import (
+    FeedMeta,
+    FeedsAdded,
+    FollowsChanged,
+    OwnersChanged,
+    article_of,
+    encode,
+)
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.owners import CrawlerOwnership
 from feedmesh.hub.push import PushService, PushSettings
 from feedmesh.hub.push_messages import RenderedDocuments
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
@@ -51,6 +60,7 @@ from feedmesh.match import SubscriptionIndex
 from feedmesh.memory import release_memory
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import (
+    FeedOwnership,
     FollowedSource,
     HubState,
     IngestStore,
@@ -92,6 +102,10 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     crawler_shard: tuple[int, int] = (0, 1)
     """``(i, n)``: this hub's crawler fetches the feeds whose id is ``i`` modulo ``n``; the
     others are for the ``feedmesh crawler --shard`` processes of the other shares."""
+    crawler_name: str = ""
+    """This hub's crawler fetches the feeds the feed ownership table gives this name
+    (``feedmesh crawler --name``; hub/owners.py), which may move while it runs; instead of
+    ``crawler_shard``'s modulo split."""
     external_reflectors: tuple[str, ...] = ()
     """The ``reflectors`` run as ``feedmesh reflector`` processes (on a NATS bus), reached at
     these URLs, one per reflector in order: this hub holds no feed; it asks them."""
@@ -117,17 +131,29 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
         if not 0 <= self.crawler_shard[0] < self.crawler_shard[1] <= 64:
             raise ValueError(f"HubSettings.crawler_shard {self.crawler_shard}: need 0 <= i < n "
                              "<= 64")
+        if self.crawler_name and self.crawler_shard != (0, 1):
+            raise ValueError("a crawler takes its feeds by name (the ownership table) or by "
+                             "share (i/n), not both")
+        if self.crawler_name and not _NAME.fullmatch(self.crawler_name):
+            raise ValueError(f"crawler name {self.crawler_name!r}: use 1-64 letters, digits, "
+                             "'-' or '_', starting with a letter")
         if self.external_reflectors and len(self.external_reflectors) != self.reflectors:
             raise ValueError(f"{self.reflectors} reflectors need {self.reflectors} URLs, got "
                              f"{len(self.external_reflectors)}")
 
 
-def crawler_group(shard: int) -> str:
-    """The group of the ``feeds`` subject of crawler shard ``shard`` (each gets every message)."""
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+
+
+def crawler_group(shard: int | str) -> str:
+    """The group of the ``feeds`` subject of crawler shard ``shard``, or of the crawler named
+    ``shard`` (each gets every message)."""
     return f"crawler-{shard}"
 
 
-def _schedule_file(share: tuple[int, int]) -> str:
+def _schedule_file(share: tuple[int, int], name: str = "") -> str:
+    if name:
+        return f"schedule-{name}.bin"
     return "schedule.bin" if share == (0, 1) else f"schedule-{share[0]}-of-{share[1]}.bin"
 
 
@@ -210,7 +236,10 @@ class Hub(HubFront):
     def __init__(self, settings: HubSettings, *, ingest: IngestStore, state: HubState,
                  reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
                  clock: Clock, open_state: StateOpener, data_dir: Path,
-                 feed_secret: bytes, resolver: AbstractResolver | None = None) -> None:
+                 feed_secret: bytes, resolver: AbstractResolver | None = None,
+                 ownership: FeedOwnership | None = None) -> None:
+        if bool(settings.crawler_name) != (ownership is not None):
+            raise ValueError("a named crawler needs the feed ownership table, and only it")
         local = 0 if settings.external_reflectors else settings.reflectors
         if len(reflector_logs) != local:
             raise ValueError(f"{local} reflectors in this process need as many logs, "
@@ -224,7 +253,8 @@ class Hub(HubFront):
         self.crawler = CrawlerTier(ingest, fetcher, bus, clock, metrics,
                                    s.crawl, followers=state.followers(),
                                    forward_backlog=s.forward_backlog, schedule=s.schedule,
-                                   schedule_path=data_dir / _schedule_file(s.crawler_shard),
+                                   schedule_path=data_dir / _schedule_file(
+                                       s.crawler_shard, s.crawler_name),
                                    share=s.crawler_shard)
         self.reflectors = [
             Reflector(n, reflector_log, bus, clock, metrics, s.reflector,
@@ -241,7 +271,11 @@ class Hub(HubFront):
                          starting_entries=s.starting_entries, io=io)
         self.metrics.watch_queues(self.bus.depths)
         self.feeds_joined = asyncio.Event()
-        self._feeds_settle = Settle(bus, crawler_group(s.crawler_shard[0]), metrics)
+        self._group = crawler_group(s.crawler_name or s.crawler_shard[0])
+        self._feeds_settle = Settle(bus, self._group, metrics)
+        self.ownership = ownership
+        self.feed_owners = (CrawlerOwnership(s.crawler_name, ownership, self.crawler, ingest, io)
+                            if ownership is not None else None)
         self.metrics.reflector_memory.set_function(
             lambda: sum(r.memory_bytes() for r in self.reflectors))
         self.filters = [] if s.external_filters else [
@@ -282,6 +316,7 @@ class Hub(HubFront):
         del columns
         release_memory()  # start-up tables for a million subscriptions are gone: give it back
         self.metrics.subscriptions.set(count)
+        handed_over = await self.feed_owners.start() if self.feed_owners is not None else False
         await self.crawler.load()
         # What start-up loaded lives as long as the hub: keep it out of the full collections
         # that stop everything else while they run.
@@ -294,6 +329,8 @@ class Hub(HubFront):
         self._tasks.append(asyncio.create_task(
             supervise("crawler.feeds", self.run_feed_changes, self._stop)))
         await self._joined()  # a bus keeps messages only for the groups that exist
+        if handed_over:  # feeds staged away while this crawler was down: tell their owners
+            await self._owners_changed()
         groups = []  # of the tiers in processes of their own: durable, they outlive a member
         if self.settings.external_filters:
             groups += [(subject, f"filter-{shard}") for shard in range(self.settings.filters)
@@ -332,16 +369,23 @@ class Hub(HubFront):
     async def run_feed_changes(self) -> None:
         """Apply what web processes of their own ask of the crawler on ``feeds``: feeds to
         crawl (already in the shared store), followers gained or lost."""
-        consumer = await self.bus.consumer("feeds", crawler_group(self.settings.crawler_shard[0]))
+        consumer = await self.bus.consumer("feeds", self._group)
         self.feeds_joined.set()
         async for delivery in consumer:
             message = await self._feeds_settle.decoded(delivery)
             if isinstance(message, FeedsAdded):
-                await self.crawler.add_feeds(list(message.urls))
+                await self.add_feeds(list(message.urls))
             elif isinstance(message, FollowsChanged):
                 for feed_id, change in message.changes.items():
                     self.crawler.follow(feed_id, change)
+            elif (isinstance(message, OwnersChanged) and self.feed_owners is not None
+                  and await self.feed_owners.reconcile()):
+                await self._owners_changed()  # it handed feeds over: the gainers take them
             await delivery.ack()
+
+    async def _owners_changed(self) -> None:
+        """Tell every named crawler that this one handed feeds over (the gainers load them)."""
+        await self.bus.publish("feeds", encode(OwnersChanged(by=self.settings.crawler_name)))
 
     async def _replay(self) -> None:
         newest = self.store.max_entry_id()
@@ -429,6 +473,8 @@ class Hub(HubFront):
         self._io.close()
         self.store.close()
         self.state.close()
+        if self.ownership is not None:
+            self.ownership.close()
 
     async def drain(self, timeout: float = 30.0) -> bool:
         """Wait until every tier has acknowledged every message published so far (True), or
@@ -446,8 +492,14 @@ class Hub(HubFront):
         return True
 
     async def add_feeds(self, urls: Sequence[str]) -> list[int]:
-        """Crawl these feeds (an operator's list, followed by no account); their ids."""
-        return await self.crawler.add_feeds(list(urls))
+        """Crawl these feeds (an operator's list, followed by no account); their ids. A named
+        crawler gives those without owner one (hub/owners.py) and crawls those that are its."""
+        ids = await self.crawler.add_feeds(list(urls))
+        if self.feed_owners is not None and ids:
+            await self.feed_owners.claim(ids)
+            if await self.feed_owners.reconcile():
+                await self._owners_changed()
+        return ids
 
     async def remove_feeds(self, feed_ids: Sequence[int]) -> int:
         """Stop crawling these feeds (unsubscribing from their WebSub hubs); how many were."""

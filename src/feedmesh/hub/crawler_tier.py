@@ -25,7 +25,7 @@ from feedmesh.hub.messages import FeedMeta, article_of, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.model import FeedInfo, FetchResult, ParsedFeed
 from feedmesh.schedule import SchedulerSettings
-from feedmesh.store import IngestedEntry, IngestStore
+from feedmesh.store import FeedRow, IngestedEntry, IngestStore
 
 __all__ = ["CrawlerTier", "FeedMeta"]
 
@@ -164,6 +164,48 @@ class CrawlerTier:
         self._new_feeds.extend(ids)
         self._wake.set()  # crawl new sources now rather than at the next interval
         return ids
+
+    # -- ownership moving while the crawler runs (named crawlers, hub/owners.py) -----------
+
+    def gain(self, rows: list[FeedRow], epochs: dict[int, int]) -> None:
+        """Start crawling feeds handed to this crawler, from the fetch state the store holds
+        (read after their last owner's fetches were committed): their validators and document
+        hash, their backoff; ``epochs`` are the ownership table's for them (what this crawler's
+        commits of them are fenced with). The scheduler learns them as it learns any feed it
+        has no snapshot of: from the postings the store keeps and the time of the last
+        fetch."""
+        owned = self.crawler.owned
+        assert owned is not None, "only a named crawler gains feeds"
+        fresh = [row for row in rows if row.id not in owned]
+        for row in fresh:
+            owned[row.id] = epochs[row.id]
+            self.crawler.states[row.id] = row.state
+            self.feed_meta[row.id] = FeedMeta(row.state.url, row.title,
+                                              row.info.language if row.info else "")
+            self._by_source[row.source_url] = row.id
+        if not fresh:
+            return
+        self.metrics.feeds.set(len(self.crawler.states))
+        if self.scheduled is not None:
+            self.scheduled.adopt([row.id for row in fresh])
+        self._new_feeds.extend(row.id for row in fresh)
+        self._wake.set()
+
+    async def drop(self, feed_ids: list[int]) -> None:
+        """Stop crawling feeds handed to another crawler: no new fetch of them starts, those in
+        flight finish and are committed (their entries published), then they are forgotten
+        here (the scheduler's knowledge of them with them)."""
+        owned = self.crawler.owned
+        assert owned is not None, "only a named crawler drops feeds"
+        for feed_id in feed_ids:  # fetches in flight keep the epoch they began with
+            owned.pop(feed_id, None)
+        if self.scheduled is not None:
+            for feed_id in feed_ids:
+                self.scheduled.remove_feed(feed_id)
+        await self.crawler.wait_idle(feed_ids)
+        for feed_id in feed_ids:
+            self.crawler.states.pop(feed_id, None)
+        self.metrics.feeds.set(len(self.crawler.states))
 
     async def publish(self, ingested: list[IngestedEntry]) -> None:
         for item in ingested:

@@ -10,7 +10,8 @@ Subjects:
 * ``control``             web -> filters and reflectors: :class:`SubscriptionAdded`,
                           :class:`SubscriptionRemoved`
 * ``feeds``               web processes -> the crawler: :class:`FeedsAdded`,
-                          :class:`FollowsChanged`
+                          :class:`FollowsChanged`; ``map --apply`` and named crawlers ->
+                          every named crawler: :class:`OwnersChanged`
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "FollowsChanged",
     "HubMessage",
     "Matched",
+    "OwnersChanged",
     "SubscriptionAdded",
     "SubscriptionRemoved",
     "article_of",
@@ -102,6 +104,14 @@ class FollowsChanged(msgspec.Struct, frozen=True, tag="follows_changed", kw_only
     changes: dict[int, int]
 
 
+class OwnersChanged(msgspec.Struct, frozen=True, tag="owners_changed", kw_only=True):
+    """The feed ownership table changed (``feedmesh map --apply``, or a crawler handed feeds
+    over): every named crawler reads its rows again (hub/owners.py)."""
+
+    by: str = ""
+    """Who changed it: ``map`` or the crawler's name (for the logs)."""
+
+
 class FeedMeta(msgspec.Struct, frozen=True):
     """What the tiers downstream need to know of a source feed besides its entries."""
 
@@ -111,7 +121,7 @@ class FeedMeta(msgspec.Struct, frozen=True):
 
 
 HubMessage = (Article | Matched | SubscriptionAdded | SubscriptionRemoved | FeedsAdded
-              | FollowsChanged)
+              | FollowsChanged | OwnersChanged)
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(HubMessage)

@@ -13,7 +13,8 @@ The front door. A mapping in four steps::
 
 Everything here but :mod:`~feedmesh.locality.probe` and the command is pure (no sockets, no event loop, no
 clock): the ``locality-pure`` contract of ``.importlinter`` holds it to that. Layers, bottom-up:
-``errors``; ``groups``; ``latency``; ``cost``; ``assign``; ``probe`` (the I/O edge: HEAD probes
+``errors``; ``groups``; ``latency``; ``cost``; ``assign`` and ``owners`` (owners for new feeds between
+two mappings); ``probe`` (the I/O edge: HEAD probes
 from each crawler's own address, and the matrix file); ``cli`` (``feedmesh map``).
 docs/locality.md explains the design.
 """
@@ -23,6 +24,7 @@ from feedmesh.locality.cost import FeedLoad, cost_matrix, fetches_per_cycle, rou
 from feedmesh.locality.errors import LocalityError
 from feedmesh.locality.groups import HostGroup, group_by_host, host_of
 from feedmesh.locality.latency import CrawlerSite, LatencyEstimator, LatencyMatrix
+from feedmesh.locality.owners import place_new_feeds
 
 __all__ = [
     "CrawlerSite",
@@ -37,6 +39,7 @@ __all__ = [
     "first_fit",
     "group_by_host",
     "host_of",
+    "place_new_feeds",
     "random_assignment",
     "reassign",
     "round_trips",

@@ -32,7 +32,7 @@ from feedmesh.locality.groups import group_by_host
 from feedmesh.locality.latency import CrawlerSite
 from feedmesh.locality.probe import MatrixFileEstimator, ProbeEstimator
 
-__all__ = ["configure", "run"]
+__all__ = ["configure", "estimate_latency", "run"]
 
 EXIT_INVALID = 2
 
@@ -55,8 +55,9 @@ def _crawler(text: str) -> CrawlerSite:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--feeds", required=True, metavar="FILE",
-                        help="OPML file, or a text file of feed URLs one a line")
+    parser.add_argument("--feeds", metavar="FILE",
+                        help="OPML file, or a text file of feed URLs one a line (required "
+                        "without --apply)")
     parser.add_argument("--crawler", action="append", type=_crawler, required=True,
                         metavar="NAME=ADDRESS", help="a crawler and its source address (repeatable)")
     parser.add_argument("--matrix", metavar="FILE.json",
@@ -113,7 +114,9 @@ def _previous(path: str | None) -> dict[str, str] | None:
                             f"with a \"mapping\": {error}") from error
 
 
-async def _latency(args: argparse.Namespace, sites: list[CrawlerSite], groups):
+async def estimate_latency(args: argparse.Namespace, sites: list[CrawlerSite], groups):
+    """The latency matrix ``--matrix`` gives, or one probed from each crawler's address, and
+    the probes that failed."""
     if args.matrix:
         return await MatrixFileEstimator(args.matrix).estimate(sites, groups), []
     probe = ProbeEstimator(probes=args.probes, allow_networks=args.allow_network)
@@ -134,13 +137,16 @@ def _run(args: argparse.Namespace) -> int:
     names = [site.name for site in sites]
     if len(set(names)) != len(names):
         raise LocalityError(f"crawler names must be distinct, got {names}")
+    if not args.feeds:
+        raise LocalityError("--feeds FILE is required (or --apply, which maps the feeds of a "
+                            "hub's store)")
     urls = list(dict.fromkeys(_feed_urls(args.feeds)))
     if not urls:
         raise LocalityError(f"feed list {args.feeds}: no feed URLs in it")
     per_feed = _loads(args.loads)
     previous = _previous(args.previous)
     groups = group_by_host({url: url for url in urls})
-    latency, failures = asyncio.run(_latency(args, sites, groups))
+    latency, failures = asyncio.run(estimate_latency(args, sites, groups))
     if args.save_matrix:
         try:
             Path(args.save_matrix).write_bytes(latency.to_json())

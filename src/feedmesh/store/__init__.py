@@ -1,9 +1,9 @@
 """Persistence: the storage ports (:mod:`.ports`: what each kind of state guarantees), Cobra's
 dedup decisions (:mod:`.dedup`), and the embedded SQLite implementations of the ports
-(:mod:`.sqlite`, :mod:`.sqlite_hub`, :mod:`.sqlite_reflector`, sharing :mod:`.sqlite_file`),
-the distributed deployment's PostgreSQL implementations of the same ports (:mod:`.postgres`,
-:mod:`.postgres_hub`, :mod:`.postgres_reflector`, sharing :mod:`.postgres_db`), and a PostgreSQL
-server of our own for tests and ``feedmesh up`` (:mod:`.pg_server`). Which implementation a
+(:mod:`.sqlite`, :mod:`.sqlite_hub`, :mod:`.sqlite_reflector`, :mod:`.sqlite_owners`, sharing
+:mod:`.sqlite_file`), the distributed deployment's PostgreSQL implementations of the same ports
+(:mod:`.postgres`, :mod:`.postgres_hub`, :mod:`.postgres_reflector`, :mod:`.postgres_owners`,
+sharing :mod:`.postgres_db`), and a PostgreSQL server of our own for tests and ``feedmesh up`` (:mod:`.pg_server`). Which implementation a
 program uses is chosen in its composition root (:mod:`feedmesh.compose`), nowhere else.
 
 Exceptions drawn from this package::
@@ -17,6 +17,8 @@ Exceptions drawn from this package::
 from feedmesh.store.dedup import classify_entries, document_hash
 from feedmesh.store.ports import (
     Account,
+    FeedOwner,
+    FeedOwnership,
     FeedRow,
     FeedUpdate,
     FollowedSource,
@@ -38,6 +40,8 @@ from feedmesh.store.runner import StoreThread
 
 __all__ = [
     "Account",
+    "FeedOwner",
+    "FeedOwnership",
     "FeedRow",
     "FeedUpdate",
     "FollowedSource",

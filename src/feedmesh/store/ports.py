@@ -26,6 +26,14 @@ same contract suite (``tests/store/``).
     at change ``seq`` catches up with :meth:`HubState.changed_since`. A subscription's ``reflector``
     is its owner (the reflector that serves its feed); it changes only when its owner moves.
 
+:class:`FeedOwnership`: which named crawler fetches which feed (``feedmesh crawler --name``), kept
+    beside the feeds in the store the crawlers share. Each feed has one owner and an *epoch*
+    that grows by one each time the feed changes hands. A move is either *staged* (the owner is
+    running: it stops starting fetches of the feed, lets those in flight commit, then
+    :meth:`FeedOwnership.release` hands the feed to the next owner) or a *transfer* (the owner
+    is gone: the feed changes hands at once). A feed is claimed once: of two crawlers that claim
+    a new feed at the same time, the first claim wins and both read the same owner back.
+
 :class:`ReflectorLog`: one reflector's durable state: one copy of each entry it holds, the log of
     matches not yet in a checkpoint, the checkpoint, and per filter shard the last entry stored
     (its *watermark*). :meth:`ReflectorLog.store` commits items, log rows and watermarks
@@ -52,6 +60,8 @@ from feedmesh.model import Entry, FeedInfo, WebSubLease
 
 __all__ = [
     "Account",
+    "FeedOwner",
+    "FeedOwnership",
     "FeedRow",
     "FeedUpdate",
     "FollowedSource",
@@ -123,6 +133,12 @@ class FeedUpdate(msgspec.Struct, frozen=True, kw_only=True):
     backlog: bool = False
     """The feed's first document: its entries were not *posted* at ``seen_at``, so the scheduler
     must not learn posting times from them."""
+    owner: str = ""
+    """Fencing, for a named crawler: the intent is applied only while the feed ownership table
+    gives the feed to ``owner`` at ``epoch`` (checked in the same transaction); otherwise it is
+    dropped whole, as if the fetch had not happened (the feed changed hands meanwhile). Empty:
+    not fenced."""
+    epoch: int = 0
 
 
 class IngestedEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -159,7 +175,8 @@ class IngestStore(Protocol):
 
     def apply(self, updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
         """Commit a batch of fetch intents atomically; return the entries that were new or
-        updated (in the order met), with their ids."""
+        updated (in the order met), with their ids. An intent fenced off (``owner`` and
+        ``epoch`` no longer the feed's in the ownership table) is dropped."""
         ...
 
     def entries(self, feed_id: int, limit: int = 50) -> list[IngestedEntry]:
@@ -419,6 +436,59 @@ class ReflectorLog(Protocol):
 
     def counts(self) -> tuple[int, int]:
         """(items stored, log rows not yet checkpointed)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class FeedOwner(msgspec.Struct, frozen=True, kw_only=True):
+    """Who fetches one feed (:class:`FeedOwnership`)."""
+
+    feed_id: int
+    owner: str
+    epoch: int
+    """1 when first claimed; one more each time the feed changes hands."""
+    next_owner: str = ""
+    """A staged move: the crawler the owner hands the feed to once its fetches of it are
+    committed ("": none)."""
+
+
+class FeedOwnership(Protocol):
+    """Feed id -> crawler name, with an epoch per feed. See the module docstring."""
+
+    def owners(self) -> dict[int, FeedOwner]:
+        """Every feed's owner, by feed id."""
+        ...
+
+    def owned_by(self, owner: str) -> dict[int, FeedOwner]:
+        """The feeds ``owner`` holds now (staged moves away from it included)."""
+        ...
+
+    def claim(self, choices: Mapping[int, str]) -> dict[int, FeedOwner]:
+        """Give each feed that has no owner yet the one chosen for it (epoch 1); a feed already
+        owned keeps its owner. The rows of every given feed, as they are after."""
+        ...
+
+    def stage(self, moves: Mapping[int, str]) -> int:
+        """Plan moves that the current owners hand over (:meth:`release`): each feed's
+        ``next_owner`` becomes its target; a feed whose target is its owner has any staged move
+        cancelled; a feed without owner is given its target at once. How many feeds now have
+        a move staged (their owner is not their target)."""
+        ...
+
+    def transfer(self, moves: Mapping[int, str]) -> int:
+        """Move feeds at once, their owners being gone: owner = target, epoch + 1, any staged
+        move dropped (feeds already with their target are left alone; unowned ones are given
+        it). How many changed hands."""
+        ...
+
+    def release(self, owner: str, feed_ids: Iterable[int]) -> dict[int, FeedOwner]:
+        """``owner`` hands over those of ``feed_ids`` it holds with a staged move: each goes to
+        its ``next_owner``, epoch + 1. The rows that changed hands."""
+        ...
+
+    def staged(self) -> dict[int, FeedOwner]:
+        """The feeds with a move staged and not yet released."""
         ...
 
     def close(self) -> None: ...

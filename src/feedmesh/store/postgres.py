@@ -24,6 +24,7 @@ import psycopg
 from feedmesh.fetch.state import FeedFetchState
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store.dedup import classify_entries
+from feedmesh.store.owner_tables import POSTGRES_OWNERS
 from feedmesh.store.ports import FeedRow, FeedUpdate, IngestedEntry, Posting
 from feedmesh.store.postgres_db import LOCK_CLASS, LOCKS, PostgresDatabase
 
@@ -66,6 +67,8 @@ MIGRATIONS = (
     CREATE INDEX postings_by_feed ON postings (feed_id, first_seen_at);
     CREATE INDEX postings_by_seen ON postings (first_seen_at);
     """,
+    # 2: the feed ownership table, which fenced intents are checked against
+    POSTGRES_OWNERS,
 )
 
 _entry_encoder = msgspec.msgpack.Encoder()
@@ -137,6 +140,17 @@ class PostgresStore:
 
     def _apply_batch(self, cur: psycopg.Cursor,
                      updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
+        # 0. Fencing: the intents of a named crawler that no longer holds the feed (at the
+        # epoch it fetched in) are dropped. FOR SHARE waits for a hand-over in progress.
+        fenced = sorted({u.feed_id for u in updates if u.owner})
+        if fenced:
+            cur.execute("SELECT feed_id, owner, epoch FROM feed_owners WHERE feed_id = ANY(%s) "
+                        "ORDER BY feed_id FOR SHARE", (fenced,))
+            holders = {feed_id: (owner, epoch) for feed_id, owner, epoch in cur.fetchall()}
+            updates = [u for u in updates
+                       if not u.owner or holders.get(u.feed_id) == (u.owner, u.epoch)]
+            if not updates:
+                return []
         # 1. The feeds' state: the last intent of a feed wins, its last feed info too.
         final: dict[int, FeedUpdate] = {}
         infos: dict[int, FeedInfo] = {}

@@ -15,6 +15,7 @@ import msgspec
 from feedmesh.fetch.state import FeedFetchState
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store.dedup import classify_entries
+from feedmesh.store.owner_tables import SQLITE_OWNERS
 from feedmesh.store.ports import FeedRow, FeedUpdate, IngestedEntry, Posting, StoreError
 from feedmesh.store.sqlite_file import SQLiteFile
 
@@ -68,7 +69,9 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path, *, max_entries_per_feed: int = 200) -> None:
         self.max_entries_per_feed = max_entries_per_feed
-        self._file = SQLiteFile(path, SCHEMA, what="SQLite store", foreign_keys=True)
+        # the feed ownership table lives beside the feeds: fenced intents are checked against it
+        self._file = SQLiteFile(path, SCHEMA + SQLITE_OWNERS, what="SQLite store",
+                                foreign_keys=True)
         self.path = self._file.path
         self._check_version()
 
@@ -133,6 +136,10 @@ class SQLiteStore:
 
     def _apply_one(self, db: sqlite3.Connection, update: FeedUpdate,
                    ingested: list[IngestedEntry]) -> None:
+        if update.owner and db.execute(
+                "SELECT 1 FROM feed_owners WHERE feed_id = ? AND owner = ? AND epoch = ?",
+                (update.feed_id, update.owner, update.epoch)).fetchone() is None:
+            return  # fenced: the feed changed hands since this fetch began
         state = update.state
         info = update.info
         params: list[object] = [state.url, int(state.active), msgspec.msgpack.encode(state),
