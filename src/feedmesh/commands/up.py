@@ -53,6 +53,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crawlers", type=int, default=1,
                         help="crawler processes, each fetching its share of the feeds (more "
                         "than 1 needs --store)")
+    parser.add_argument("--by-locality", action="store_true",
+                        help="crawlers by name, each on a loopback address of its own (the "
+                        "plan's hosts with --topology, else 127.1.0.N), the feeds mapped to the "
+                        "nearest once they are loaded (`feedmesh map --apply`: latency probed "
+                        "from each crawler's address; docs/locality.md)")
     parser.add_argument("--reflectors", type=int, default=1,
                         help="reflector processes (each serves the feeds of part of the accounts)")
     parser.add_argument("--web", type=int, default=1,
@@ -168,6 +173,35 @@ def read_topology(path: str) -> tuple[int, int, int, int]:
     return crawlers, len(shards), replicas.pop(), reflectors
 
 
+def crawler_hosts(path: str) -> list[str]:
+    """The hosts a provisioner's plan gives its crawlers, in order."""
+    plan = json.loads(Path(path).read_text())
+    return [s["host"] for s in plan["services"] if s["role"] == "crawler" and s.get("host")]
+
+
+def _map_by_locality(python: list[str], where: list[str], url: str, crawlers: dict[str, str],
+                     args: argparse.Namespace) -> None:
+    """Map the loaded feeds to the nearest crawlers while they run (the handover is theirs);
+    a failure leaves the feeds where the crawlers' own rule put them, and says so."""
+    argv = [*python, "map", "--apply", *where, "--bus", url, "--probes", "3",
+            *(f"--crawler={name}={address}" for name, address in crawlers.items()),
+            *(f"--allow-network={network}" for network in args.allow_network)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        print("feedmesh up: mapping the feeds by locality took over 300 s; the crawlers keep "
+              "the feeds their own rule gave them", file=sys.stderr, flush=True)
+        return
+    said = (done.stdout + done.stderr).strip().splitlines()
+    if done.returncode != 0:
+        print(f"feedmesh up: mapping the feeds by locality failed (exit {done.returncode}): "
+              f"{said[-1] if said else 'no message'}; the crawlers keep the feeds their own "
+              "rule gave them", file=sys.stderr, flush=True)
+        return
+    for line in said:
+        print(f"feedmesh up: map: {line}", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.topology:
         try:
@@ -237,14 +271,21 @@ def run(args: argparse.Namespace) -> int:
             roles.append(role)
             role.wait_ready("feedmesh reflector")
             reflectors.append(f"http://{listen}")
+        hosts = crawler_hosts(args.topology) if args.topology else []
+        named: dict[str, str] = {}  # crawler name -> its address (--by-locality)
         for shard in range(args.crawlers):
             metrics_port = _free_port("127.0.0.1")
             share = f"{shard}/{args.crawlers}"
+            owned = ["--shard", share]
+            if args.by_locality:
+                share = f"crawler-{shard}"
+                named[share] = hosts[shard] if shard < len(hosts) else f"127.1.0.{shard + 1}"
+                owned = ["--name", share, "--source-address", named[share]]
             crawler_argv = [*python, "crawler", "--data", str(data / "hub"), "--bus", url,
                             "--store", store, "--filters", str(args.filters),
                             "--external-filters", "--host", "127.0.0.1", "--port",
                             str(metrics_port), "--reflectors", str(args.reflectors),
-                            "--external-reflectors", ",".join(reflectors), "--shard", share,
+                            "--external-reflectors", ",".join(reflectors), *owned,
                             *_crawl_flags(args)]
             if args.opml:
                 crawler_argv += ["--opml", args.opml]
@@ -259,7 +300,8 @@ def run(args: argparse.Namespace) -> int:
             port = (args.port if n == 0 and args.port else _free_port(args.host))
             role = _Role(f"web {n}", [*python, "web", "--data", str(data / "hub"), "--bus", url,
                                       "--store", store, "--reflectors", ",".join(reflectors),
-                                      "--crawlers", str(args.crawlers),
+                                      "--crawlers",
+                                      ",".join(named) if named else str(args.crawlers),
                                       "--listen", f"{args.host}:{port}", "--log-level",
                                       "warning"],
                          metrics=f"http://{args.host}:{port}/metrics")
@@ -280,6 +322,9 @@ def run(args: argparse.Namespace) -> int:
                 roles.insert(place, role)
                 place += 1
                 role.wait_ready("feedmesh filter shard")
+        if named:
+            where = ["--store", store] if store else ["--data", str(data / "hub")]
+            _map_by_locality(python, where, url, named, args)
         listing = {"pid": os.getpid(), "web": web, "webs": webs, "bus": url, "processes": [
             *([{"role": "nats", "pid": nats.process.pid, "address": url}]
               if nats is not None and nats.process is not None else []),
