@@ -84,7 +84,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="most polls a feed needs per cycle")
     apply.add_argument("--bus", default="", metavar="URL",
                        help="the hub's NATS server: tell the running crawlers")
-    apply.add_argument("--bus-namespace", default="feedmesh", metavar="NAME")
+    apply.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
+                       help="the subjects' prefix on the bus (default: feedmesh)")
     apply.add_argument("--wait", type=float, default=60.0, metavar="S",
                        help="how long to wait for the crawlers to hand staged feeds over "
                        "(0: do not wait)")
