@@ -38,6 +38,7 @@ from typing import Annotated
 
 import aiohttp
 import msgspec
+import yarl
 from aiohttp import web
 from msgspec import Meta
 
@@ -142,7 +143,12 @@ class FeedExTransport:
         self._session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._kick = asyncio.Event()
+        self._wake_at: float | None = None
+        """When (clock time) the timer task wakes next: a dispatch kicks it only if the node's
+        next timer moved before that, not after every message."""
         self._timer_task: asyncio.Task[None] | None = None
+        self._urls: dict[Address, yarl.URL] = {}
+        self._headers = {"Content-Type": CONTENT_TYPE, PORT_HEADER: str(self.port)}
         self._stopping = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -193,7 +199,9 @@ class FeedExTransport:
                     self._spawn(self._send(output.to, output.message))
             else:
                 self.on_output(output)
-        self._kick.set()  # the node's next timer may have moved
+        at = self.node.next_timer()
+        if at is not None and (self._wake_at is None or at < self._wake_at):
+            self._kick.set()  # the node wants to wake earlier than planned
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
@@ -207,12 +215,16 @@ class FeedExTransport:
             log.error("feedex_send_too_large to=%s:%s type=%s error=%s", to[0], to[1],
                       type(message).__name__, error)
             return
-        url = f"http://{to[0]}:{to[1]}{PATH}"
-        headers = {"Content-Type": CONTENT_TYPE, PORT_HEADER: str(self.port)}
+        url = self._urls.get(to)
+        if url is None:
+            if len(self._urls) > 4096:
+                self._urls.clear()
+            url = self._urls[to] = yarl.URL.build(scheme="http", host=to[0], port=to[1],
+                                                  path=PATH)
         assert self._session is not None
         try:
-            async with self._session.post(url, data=data, headers=headers) as response:
-                body = await response.content.read(self.settings.max_body_bytes + 1)
+            async with self._session.post(url, data=data, headers=self._headers) as response:
+                body = await _read_capped(response.content, self.settings.max_body_bytes)
                 status = response.status
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             self.stats["send_failures"] += 1
@@ -255,6 +267,7 @@ class FeedExTransport:
                 await asyncio.sleep(0)
                 continue
             wait = 60.0 if at is None else min(60.0, at - now)
+            self._wake_at = now + wait
             self._kick.clear()
             sleeper = asyncio.ensure_future(self.clock.sleep(wait))
             kicked = asyncio.ensure_future(self._kick.wait())
@@ -278,7 +291,7 @@ class FeedExTransport:
         declared = request.content_length
         if declared is not None and declared > cap:
             return self._oversized(host, stated, declared)
-        body = await request.content.read(cap + 1)
+        body = await _read_capped(request.content, cap)
         if len(body) > cap:
             return self._oversized(host, stated, len(body))
         self.stats["bytes_in"] += len(body)
@@ -355,7 +368,7 @@ class FeedExTransport:
         assert self._session is not None
         try:
             async with self._session.get(url, params=params) as response:
-                body = await response.content.read(self.settings.max_body_bytes + 1)
+                body = await _read_capped(response.content, self.settings.max_body_bytes)
                 status = response.status
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise ConnectionError(f"archive download of {feed} from {holder[0]}:{holder[1]} "
@@ -372,6 +385,19 @@ class FeedExTransport:
             raise ConnectionError(f"archive download of {feed} from {holder[0]}:{holder[1]}: "
                                   f"it answered for another feed, {archived.feed[:200]}")
         return archived.entries
+
+
+async def _read_capped(stream: aiohttp.StreamReader, cap: int) -> bytes:
+    """The whole body, or its first ``cap + 1`` bytes if it is longer (the caller refuses it).
+    One ``read(n)`` returns what has arrived so far, which for a large body is only a part;
+    reading to the end also lets a client connection go back to the pool for the next call."""
+    body = bytearray()
+    while len(body) <= cap:
+        chunk = await stream.read(cap + 1 - len(body))
+        if not chunk:
+            break
+        body += chunk
+    return bytes(body)
 
 
 def _port(value: str) -> int | None:
