@@ -31,6 +31,7 @@ import multiprocessing
 import os
 import queue
 import random
+import resource
 import socket
 import statistics
 import sys
@@ -86,7 +87,7 @@ async def _worker(plan: dict) -> dict:
     from feedmesh.fetch import Fetcher, FetchSettings
     from feedmesh.mesh.feedex import FeedExSettings
     from feedmesh.mesh.peer import Peer, PeerSettings
-    from feedmesh.schedule import SchedulerSettings
+    from feedmesh.schedule import Scheduler, SchedulerSettings
 
     clock = AcceleratedClock(plan["speed"], origin=plan["farm_time"],
                              real_origin=plan["real_time"])
@@ -99,13 +100,15 @@ async def _worker(plan: dict) -> dict:
                                  max_delay_target_s=interval, first_fetch_spread_s=interval,
                                  host_min_spacing_s=0.0, host_max_per_minute=1000,
                                  seed=plan["seed"] * 100_003 + i)
+    # the scheduler's compiled kernels load on first use (half a second): before the clock
+    # starts, not inside the first node's join
+    Scheduler(schedule(0)).add_feed("warm-up", now=clock.now())
     # timeouts in farm seconds: a few real seconds each at the benchmark's speed
     feedex = FeedExSettings(connect_timeout_s=600.0, reply_timeout_s=600.0, dead_after_s=1800.0,
                             query_timeout_s=600.0)
     peers: dict[int, Peer] = {}
     stores = {}
     fetchers = {}
-    leave_at = plan["leave_at"]
     for spec in plan["nodes"]:
         i = spec["index"]
         host = node_host(i)
@@ -115,28 +118,37 @@ async def _worker(plan: dict) -> dict:
         fetchers[i] = Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",),
                                             source_address=host, user_agent=f"bench node {i}",
                                             total_timeout_s=30.0), clock=clock)
+        # a person's peer saves its neighbours every 5 minutes; 160x faster that would be a
+        # file written every 2 s per node, disk churn that tells nothing about the protocol
         settings = PeerSettings(listen=(host, spec["port"]), data=data,
                                 local=("127.0.0.1", 0), tracker=tuple(plan["tracker"]),
-                                feedex=feedex, schedule=schedule(i))
+                                feedex=feedex, schedule=schedule(i), save_interval_s=6 * HOUR)
         peers[i] = Peer(settings, stores[i], fetchers[i], clock)
-    # joining over the first 5 farm minutes, as the simulator's nodes do
-    for spec in sorted(plan["nodes"], key=lambda s: s["join_at"]):
-        wait = spec["join_at"] - clock.now()
-        if wait > 0:
-            await clock.sleep(wait)
-        await peers[spec["index"]].start(spec["feeds"])
-    joined = {spec["index"]: clock.now() for spec in plan["nodes"]}
+    lag = _LoopLag(clock, plan["end"])
+    lag_task = asyncio.create_task(lag.run())
+    joined: dict[int, float] = {}
     gone: dict[int, dict] = {}
+
+    async def life(spec: dict) -> None:
+        """One node: joins at its moment (the first 5 farm minutes, as the simulator's nodes),
+        leaves at its moment if it is one of those that leave."""
+        i = spec["index"]
+        if spec["join_at"] > clock.now():
+            await clock.sleep(spec["join_at"] - clock.now())
+        await peers[i].start(spec["feeds"])
+        joined[i] = clock.now()
+        leave = plan["leave_at"].get(str(i))
+        if leave is not None:
+            if leave > clock.now():
+                await clock.sleep(leave - clock.now())
+            gone[i] = _figures(peers[i])
+            await peers[i].stop()
+
+    await asyncio.gather(*(life(spec) for spec in plan["nodes"]))
     end = plan["end"]
-    for i, at in sorted(((int(k), v) for k, v in leave_at.items()), key=lambda kv: kv[1]):
-        if i not in peers:
-            continue
-        if at > clock.now():
-            await clock.sleep(at - clock.now())
-        gone[i] = _figures(peers[i])
-        await peers[i].stop()
     if end > clock.now():
         await clock.sleep(end - clock.now())
+    lag_task.cancel()
     nodes = []
     for i, peer in peers.items():
         if i in gone:
@@ -150,13 +162,38 @@ async def _worker(plan: dict) -> dict:
             first_seen[url] = {row.entry.key: row.first_seen_at for row in rows}
         nodes.append({"index": i, "left": False, "joined": joined[i], "first_seen": first_seen,
                       **figures})
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     for i, peer in peers.items():
         if i not in gone:
             await peer.stop()
     for i in peers:
         stores[i].close()
         await fetchers[i].close()
-    return {"worker": plan["worker"], "nodes": nodes}
+    return {"worker": plan["worker"], "nodes": nodes,
+            "cpu_s": usage.ru_utime + usage.ru_stime, **lag.figures()}
+
+
+class _LoopLag:
+    """How late the worker's event loop runs a 50 ms tick: a loop that cannot keep up with the
+    accelerated clock delays every message and timer by as much (farm time = lag x speed)."""
+
+    def __init__(self, clock, end: float) -> None:
+        self.clock = clock
+        self.end = end
+        self.lags: list[float] = []
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.clock.now() < self.end:
+            before = loop.time()
+            await asyncio.sleep(0.05)
+            self.lags.append(max(0.0, loop.time() - before - 0.05))
+
+    def figures(self) -> dict:
+        ordered = sorted(self.lags) or [0.0]
+        return {"loop_lag_p50_s": ordered[len(ordered) // 2],
+                "loop_lag_p99_s": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+                "loop_lag_max_s": ordered[-1]}
 
 
 def _figures(peer) -> dict:
@@ -164,6 +201,8 @@ def _figures(peer) -> dict:
     transport = peer.feedex.transport.stats
     return {"check_did": stats["check_did"], "put_entries": stats["put_entries"],
             "bytes": transport["bytes_in"] + transport["bytes_out"],
+            "calls_sent": transport["sent"], "calls_received": transport["received"],
+            "send_failures": transport["send_failures"],
             "neighbours": len(peer.feedex.node.neighbours),
             "own_fetches": peer.archive.own_fetches}
 
@@ -254,11 +293,25 @@ async def run(args: argparse.Namespace) -> int:
             return 1
         requests = _requests(farm.base_url)
         model = FarmModel(config, farm.base_urls)
-        figures = _measure(args, model, nodes, [n for o in outputs for n in o["nodes"]],
-                           requests, start, end)
+        all_nodes = [n for o in outputs for n in o["nodes"]]
+        figures = _measure(args, model, nodes, all_nodes, requests, start, end)
+        figures.update(_load(outputs, all_nodes, end - start, args.speed))
     figures["wall_s"] = round(time.perf_counter() - wall, 1)
     _print(figures)
     return 0
+
+
+def _load(outputs: list[dict], nodes: list[dict], farm_s: float, speed: float) -> dict:
+    """What the emulation cost this machine, and whether it kept up with the clock."""
+    cpu = sum(o["cpu_s"] for o in outputs)
+    calls = sum(n["calls_sent"] for n in nodes)
+    return {"worker_cpu_s": round(cpu, 1),
+            "calls_per_real_s": round(calls / (farm_s / speed), 1),
+            "cpu_us_per_call": round(1e6 * cpu / max(1, calls)),
+            "send_failures": sum(n["send_failures"] for n in nodes),
+            "loop_lag_p99_s": round(max(o["loop_lag_p99_s"] for o in outputs), 3),
+            "loop_lag_max_s": round(max(o["loop_lag_max_s"] for o in outputs), 3),
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _farm_clock(base_url: str) -> tuple[float, float]:
@@ -385,7 +438,12 @@ def _print(f: dict) -> None:
             ("check_did / put_entries per node-min",
              f"{f['check_per_node_min']} / {f['put_per_node_min']}", "6.3 / 0.9"),
             ("bytes per node-min", f["bytes_per_node_min"], ""),
-            ("median neighbours", f["median_neighbours"], "8-10")]
+            ("median neighbours", f["median_neighbours"], "8-10"),
+            ("worker CPU s (us per call)", f"{f['worker_cpu_s']} ({f['cpu_us_per_call']})", ""),
+            ("calls per real second", f["calls_per_real_s"], ""),
+            ("event loop lag p99 / max, s",
+             f"{f['loop_lag_p99_s']} / {f['loop_lag_max_s']}", ""),
+            ("load average (1, 5, 15 min)", " ".join(map(str, f["load_average"])), "")]
     print(f"{'':40} {'feedmesh':>24} {'paper':>10}")
     for name, ours, paper in rows:
         print(f"{name:40} {ours!s:>24} {paper!s:>10}")

@@ -2,10 +2,12 @@
 
 The front door. :class:`Peer` (:mod:`.daemon`) runs the archive (:mod:`.archive`: own fetches on
 a ``schedule/`` policy, every entry kept in SQLite), the exchange protocols (:mod:`.exchange`:
-FeedEx today, over :mod:`.transport`, its aiohttp driver) and the local proxy and API
+FeedEx today, over :mod:`.transport`, its aiohttp driver, which calls peers on the kept-alive
+connections of :mod:`.channel`) and the local proxy and API
 (:mod:`.proxy`, loopback only). :class:`TrackerServer` (:mod:`.tracker`) serves the tracker
 core. Layers, bottom-up::
 
+    channel
     entries, transport
     tracker, archive, exchange
     proxy

@@ -13,8 +13,9 @@ the sender's stated port, msgpack). What the transport does, and nothing else:
   :attr:`FeedExTransport.stats`. A valid message goes to ``node.receive``; the first reply the
   node makes to that sender travels back as the response body (a call's return, as Table 1
   pairs them), the rest as calls of their own.
-* **Out.** Each :class:`~feedmesh.mesh.feedex.Send` is one POST; a message in the response body
-  is handed to the node as received from the callee. A peer that cannot be reached (refused,
+* **Out.** Each :class:`~feedmesh.mesh.feedex.Send` is one POST, on a kept-alive connection to
+  that peer (:mod:`.channel`; archive downloads use an aiohttp session); a message in the
+  response body is handed to the node as received from the callee. A peer that cannot be reached (refused,
   timed out, 5xx) is reported with ``node.unreachable``.
 * **Time.** The node's timers run on the injected :class:`~feedmesh.clock.Clock`;
   rate limits count real seconds (``monotonic``, injectable), since what they protect is this
@@ -38,13 +39,14 @@ from typing import Annotated
 
 import aiohttp
 import msgspec
-import yarl
 from aiohttp import web
 from msgspec import Meta
 
 from feedmesh.clock import Clock
 from feedmesh.mesh.feedex import FeedExNode, MessageError, Output, Send, decode, encode
 from feedmesh.mesh.feedex.messages import MAX_MESSAGE_BYTES, Address, Entry, Error, Message
+
+from .channel import Channels
 
 __all__ = ["Archived", "FeedExTransport", "HostRate", "TransportSettings"]
 
@@ -147,7 +149,9 @@ class FeedExTransport:
         """When (clock time) the timer task wakes next: a dispatch kicks it only if the node's
         next timer moved before that, not after every message."""
         self._timer_task: asyncio.Task[None] | None = None
-        self._urls: dict[Address, yarl.URL] = {}
+        self._channels = Channels(self.host, connect_timeout_s=self.settings.connect_timeout_s,
+                                  call_timeout_s=self.settings.send_timeout_s,
+                                  max_body_bytes=self.settings.max_body_bytes)
         self._headers = {"Content-Type": CONTENT_TYPE, PORT_HEADER: str(self.port)}
         self._stopping = False
 
@@ -178,6 +182,7 @@ class FeedExTransport:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._channels.close()
         if self._session is not None:
             await self._session.close()
         if self._runner is not None:
@@ -215,18 +220,9 @@ class FeedExTransport:
             log.error("feedex_send_too_large to=%s:%s type=%s error=%s", to[0], to[1],
                       type(message).__name__, error)
             return
-        url = self._urls.get(to)
-        if url is None:
-            if len(self._urls) > 4096:
-                self._urls.clear()
-            url = self._urls[to] = yarl.URL.build(scheme="http", host=to[0], port=to[1],
-                                                  path=PATH)
-        assert self._session is not None
         try:
-            async with self._session.post(url, data=data, headers=self._headers) as response:
-                body = await _read_capped(response.content, self.settings.max_body_bytes)
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            status, body = await self._channels.post(to, PATH, data, self._headers)
+        except (TimeoutError, OSError) as error:
             self.stats["send_failures"] += 1
             log.debug("feedex_unreachable to=%s:%s error=%r", to[0], to[1], error)
             if not self._stopping:
