@@ -172,3 +172,16 @@ async def test_refused_garbled_and_oversized_answers_fail_with_a_clear_error():
                 await channels.post(address, "/call", b"x", HEADERS)
     finally:
         await channels.close()
+
+
+@pytest.mark.parametrize("case", [
+    test_calls_to_one_peer_share_one_connection_and_get_their_own_answers,
+    test_a_call_on_a_kept_connection_the_peer_dropped_is_sent_again_on_a_new_one,
+    test_a_peer_that_drops_a_new_connection_is_not_called_again,
+    test_a_peer_that_does_not_answer_times_out_and_the_calls_behind_fail,
+    test_refused_garbled_and_oversized_answers_fail_with_a_clear_error,
+], ids=lambda case: case.__name__.removeprefix("test_")[:40])
+def test_on_uvloop(case):
+    """The same cases on uvloop, which the emulation benchmark's workers run on (its transports
+    are not asyncio's classes)."""
+    pytest.importorskip("uvloop").run(case())

@@ -52,7 +52,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self, owner: Channels, address: Address) -> None:
         self.owner = owner
         self.address = address
-        self.transport: asyncio.Transport | None = None
+        self.transport: asyncio.WriteTransport | None = None
         self.waiting: deque[_Call] = deque()
         self.parser = httptools.HttpResponseParser(self)
         self.answered = 0
@@ -64,8 +64,7 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol ----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
 
     def data_received(self, data: bytes) -> None:
         self.answering = True
@@ -112,8 +111,10 @@ class _Connection(asyncio.Protocol):
         call.timer = loop.call_later(self.owner.call_timeout_s, self._timed_out, call)
         self.waiting.append(call)
         self.last_used = loop.time()
-        assert self.transport is not None
-        self.transport.write(request)
+        if self.transport is None or self.transport.is_closing():
+            self._fail(ConnectionError(f"{self._name()}: the connection is closing"))
+        else:
+            self.transport.write(request)
         return call
 
     def _timed_out(self, call: _Call) -> None:
