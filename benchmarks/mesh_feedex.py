@@ -114,9 +114,13 @@ async def _worker(plan: dict) -> dict:
     # the scheduler's compiled kernels load on first use (half a second): before the clock
     # starts, not inside the first node's join
     Scheduler(schedule(0)).add_feed("warm-up", now=clock.now())
-    # timeouts in farm seconds: a few real seconds each at the benchmark's speed
+    # timeouts in farm seconds: a few real seconds each at the benchmark's speed. A call that
+    # takes 20 ms of real time takes 3 farm seconds here, a busy event loop's 0.5 s takes 80:
+    # the protocol's defaults assume a wide-area network's 0.1-0.2 s, hence check_hold_s too
+    # (how long a node answers "seen" after an "unseen", waiting for that put_entries; shorter
+    # than the put's real delay, every other offer of the bundle is answered "unseen" again)
     feedex = FeedExSettings(connect_timeout_s=600.0, reply_timeout_s=600.0, dead_after_s=1800.0,
-                            query_timeout_s=600.0)
+                            query_timeout_s=600.0, check_hold_s=plan["check_hold_s"])
     peers: dict[int, Peer] = {}
     stores = {}
     fetchers = {}
@@ -214,7 +218,9 @@ def _figures(peer) -> dict:
     return {"check_did": stats["check_did"], "put_entries": stats["put_entries"],
             "bytes": transport["bytes_in"] + transport["bytes_out"],
             "calls_sent": transport["sent"], "calls_received": transport["received"],
+            "deficit_refusals": stats["refused_deficit"],
             "send_failures": transport["send_failures"],
+            **{k: transport[k] for k in ("send_timeouts", "send_refused", "send_broken")},
             "neighbours": len(peer.feedex.node.neighbours),
             "own_fetches": peer.archive.own_fetches}
 
@@ -231,6 +237,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--churn", type=float, default=0.15)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--check-hold-s", type=float, default=600.0,
+                        help="FeedEx check_hold_s in farm seconds (default 600: ~4 real s)")
     parser.add_argument("--warmup-s", type=float, default=20.0,
                         help="real seconds the workers get to start before the first join")
     args = parser.parse_args()
@@ -278,6 +286,7 @@ async def run(args: argparse.Namespace) -> int:
             mine = nodes[w::args.workers]
             plan = {"worker": w, "seed": args.seed, "speed": args.speed, "farm_time": farm_time,
                     "real_time": real_time, "interval_s": args.interval_hours * HOUR,
+                    "check_hold_s": args.check_hold_s,
                     "root": root, "tracker": list(tracker.address), "end": end,
                     "nodes": [{k: v for k, v in n.items() if k != "feed_ids"} for n in mine],
                     "leave_at": {str(i): at for i, at in leave_at.items()
@@ -325,6 +334,9 @@ def _load(outputs: list[dict], nodes: list[dict], farm_s: float, speed: float) -
             "calls_per_real_s": round(calls / (farm_s / speed), 1),
             "cpu_us_per_call": round(1e6 * cpu / max(1, calls)),
             "send_failures": sum(n["send_failures"] for n in nodes),
+            "deficit_refusals": sum(n["deficit_refusals"] for n in nodes),
+            **{k: sum(n[k] for n in nodes) for k in ("send_timeouts", "send_refused",
+                                                     "send_broken")},
             "loop_lag_p99_s": round(max(o["loop_lag_p99_s"] for o in outputs), 3),
             "loop_lag_max_s": round(max(o["loop_lag_max_s"] for o in outputs), 3),
             "event_loop": outputs[0]["loop"],

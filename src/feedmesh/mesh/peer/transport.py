@@ -138,7 +138,8 @@ class FeedExTransport:
         self.monotonic = monotonic
         self.host, self.port = node.address
         self.stats: dict[str, int] = {
-            "received": 0, "sent": 0, "send_failures": 0, "malformed": 0, "oversized": 0,
+            "received": 0, "sent": 0, "send_failures": 0, "send_timeouts": 0, "send_refused": 0,
+            "send_broken": 0, "malformed": 0, "oversized": 0,
             "rate_limited": 0, "bytes_in": 0, "bytes_out": 0, "archive_served": 0}
         self._rate = HostRate(self.settings.max_requests_per_minute)
         self._runner: web.AppRunner | None = None
@@ -224,6 +225,9 @@ class FeedExTransport:
             status, body = await self._channels.post(to, PATH, data, self._headers)
         except (TimeoutError, OSError) as error:
             self.stats["send_failures"] += 1
+            kind = "send_timeouts" if isinstance(error, TimeoutError) else \
+                "send_refused" if "cannot connect" in str(error) else "send_broken"
+            self.stats[kind] += 1
             log.debug("feedex_unreachable to=%s:%s error=%r", to[0], to[1], error)
             if not self._stopping:
                 self.dispatch(self.node.unreachable(self.clock.now(), to))
