@@ -316,7 +316,10 @@ async def run(args: argparse.Namespace) -> int:
             print(f"workers failed: {errors or 'timed out'}; exit codes {codes}",
                   file=sys.stderr)
             return 1
-        requests = _requests(farm.base_url)
+        # the workers read their archives after the end while the nodes still run (seconds of
+        # real time, many farm minutes): what came or was fetched after the end does not count
+        requests = {agent: [(at, feed) for at, feed in rows if at < end]
+                    for agent, rows in _requests(farm.base_url).items()}
         model = FarmModel(config, farm.base_urls)
         all_nodes = [n for o in outputs for n in o["nodes"]]
         figures = _measure(args, model, nodes, all_nodes, requests, start, end)
@@ -392,7 +395,8 @@ def _measure(args, model, plans: list[dict], results: list[dict],
         for feed in plan["feed_ids"]:
             url = plan["feeds"][plan["feed_ids"].index(feed)]
             url_of[feed] = url
-            held = node["first_seen"].get(url, {})
+            held = {key: at for key, at in node["first_seen"].get(url, {}).items()
+                    if at < end}
             spec = model.spec(feed)
             process = model.process(feed)
             seen_alone: dict[str, float] = {}
