@@ -5,7 +5,8 @@
 
 Every node is a whole ``feedmesh peer`` (``mesh/peer``: its archive in its own SQLite file, its
 own fetcher, scheduler and FeedEx node on an aiohttp transport) on its own loopback address
-(127.0.3.x, then 127.0.4.x) and port; ``--workers`` processes run the nodes, several each. The
+(127.0.3.x, then 127.0.4.x) and port; ``--workers`` processes run the nodes, several each, each
+process on its own event loop (uvloop when installed). The
 farm (a ``feedmesh farm`` process) is the publishers: the first 70 feeds of its seed-1 catalog
 that post at least 5 entries a day, with daily rhythms. A tracker joins them. Each node follows
 20 random feeds and fetches each every 16 hours (uniform policy, first fetch at a random moment
@@ -16,10 +17,13 @@ SLN and XCH are pairwise on the same nodes and the same fetches (the paper's met
 a node's own fetches saw (the farm's request log gives each node's fetch times, its model the
 document each fetch got), XCH is what the node's archive holds, with when it first held it. The
 farm's model is the ground truth: every post of a node's feeds published while it ran. Figures
-are over the nodes that stay. Prints a table, then as its LAST line one JSON object with
+are over the nodes that stay. The protocol's timeouts are farm seconds, set to a few real seconds
+each. The figures also say what the run cost (worker CPU, calls per real second) and whether
+the workers kept up with the clock (their event loops' lag, the load average): at 160x a loop
+running 0.5 s late delays a message by 80 farm seconds. Prints a table, then as its LAST line one JSON object with
 ``xch_coverage``, ``sln_coverage``, ``xch_lag_min``, ``sln_lag_min``,
 ``publisher_requests_xch_over_sln`` and ``calls_per_node_min``. ``--quick`` is the 16 h interval
-alone (the only one built), 160 nodes, 22 farm hours at 160x: about 8 minutes of wall time.
+alone (the only one built), 160 nodes, 22 farm hours at 160x: about 9 minutes of wall time.
 """
 
 from __future__ import annotations
