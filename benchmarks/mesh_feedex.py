@@ -5,7 +5,8 @@
 
 Every node is a whole ``feedmesh peer`` (``mesh/peer``: its archive in its own SQLite file, its
 own fetcher, scheduler and FeedEx node on an aiohttp transport) on its own loopback address
-(127.0.3.x, then 127.0.4.x) and port; ``--workers`` processes run the nodes, several each. The
+(127.0.3.x, then 127.0.4.x) and port; ``--workers`` processes run the nodes, several each, each
+process on its own event loop (uvloop when installed). The
 farm (a ``feedmesh farm`` process) is the publishers: the first 70 feeds of its seed-1 catalog
 that post at least 5 entries a day, with daily rhythms. A tracker joins them. Each node follows
 20 random feeds and fetches each every 16 hours (uniform policy, first fetch at a random moment
@@ -16,10 +17,13 @@ SLN and XCH are pairwise on the same nodes and the same fetches (the paper's met
 a node's own fetches saw (the farm's request log gives each node's fetch times, its model the
 document each fetch got), XCH is what the node's archive holds, with when it first held it. The
 farm's model is the ground truth: every post of a node's feeds published while it ran. Figures
-are over the nodes that stay. Prints a table, then as its LAST line one JSON object with
+are over the nodes that stay. The protocol's timeouts are farm seconds, set to a few real seconds
+each. The figures also say what the run cost (worker CPU, calls per real second) and whether
+the workers kept up with the clock (their event loops' lag, the load average): at 160x a loop
+running 0.5 s late delays a message by 80 farm seconds. Prints a table, then as its LAST line one JSON object with
 ``xch_coverage``, ``sln_coverage``, ``xch_lag_min``, ``sln_lag_min``,
 ``publisher_requests_xch_over_sln`` and ``calls_per_node_min``. ``--quick`` is the 16 h interval
-alone (the only one built), 160 nodes, 22 farm hours at 160x: about 8 minutes of wall time.
+alone (the only one built), 160 nodes, 22 farm hours at 160x: about 9 minutes of wall time.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import multiprocessing
 import os
 import queue
 import random
+import resource
 import socket
 import statistics
 import sys
@@ -75,9 +80,20 @@ def choose_feeds() -> tuple[int, list[int]]:
 
 def worker(plan: dict, results: multiprocessing.Queue) -> None:
     try:
-        results.put(asyncio.run(_worker(plan)))
+        results.put(_event_loop_runner()(_worker(plan)))
     except BaseException as error:  # noqa: BLE001 (reported to the parent, which must not hang)
         results.put({"worker": plan["worker"], "error": repr(error)})
+
+
+def _event_loop_runner():
+    """uvloop's event loop when installed (the ``fast`` extra): a FeedEx call costs a worker
+    about a quarter less CPU on it (measured on loopback), and the workers' CPU is what limits
+    how many nodes keep up with the accelerated clock."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run
+    return uvloop.run
 
 
 async def _worker(plan: dict) -> dict:
@@ -86,7 +102,7 @@ async def _worker(plan: dict) -> dict:
     from feedmesh.fetch import Fetcher, FetchSettings
     from feedmesh.mesh.feedex import FeedExSettings
     from feedmesh.mesh.peer import Peer, PeerSettings
-    from feedmesh.schedule import SchedulerSettings
+    from feedmesh.schedule import Scheduler, SchedulerSettings
 
     clock = AcceleratedClock(plan["speed"], origin=plan["farm_time"],
                              real_origin=plan["real_time"])
@@ -99,13 +115,19 @@ async def _worker(plan: dict) -> dict:
                                  max_delay_target_s=interval, first_fetch_spread_s=interval,
                                  host_min_spacing_s=0.0, host_max_per_minute=1000,
                                  seed=plan["seed"] * 100_003 + i)
-    # timeouts in farm seconds: a few real seconds each at the benchmark's speed
+    # the scheduler's compiled kernels load on first use (half a second): before the clock
+    # starts, not inside the first node's join
+    Scheduler(schedule(0)).add_feed("warm-up", now=clock.now())
+    # timeouts in farm seconds: a few real seconds each at the benchmark's speed. A call that
+    # takes 20 ms of real time takes 3 farm seconds here, a busy event loop's 0.5 s takes 80:
+    # the protocol's defaults assume a wide-area network's 0.1-0.2 s, hence check_hold_s too
+    # (how long a node answers "seen" after an "unseen", waiting for that put_entries; shorter
+    # than the put's real delay, every other offer of the bundle is answered "unseen" again)
     feedex = FeedExSettings(connect_timeout_s=600.0, reply_timeout_s=600.0, dead_after_s=1800.0,
-                            query_timeout_s=600.0)
+                            query_timeout_s=600.0, check_hold_s=plan["check_hold_s"])
     peers: dict[int, Peer] = {}
     stores = {}
     fetchers = {}
-    leave_at = plan["leave_at"]
     for spec in plan["nodes"]:
         i = spec["index"]
         host = node_host(i)
@@ -115,28 +137,37 @@ async def _worker(plan: dict) -> dict:
         fetchers[i] = Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",),
                                             source_address=host, user_agent=f"bench node {i}",
                                             total_timeout_s=30.0), clock=clock)
+        # a person's peer saves its neighbours every 5 minutes; 160x faster that would be a
+        # file written every 2 s per node, disk churn that tells nothing about the protocol
         settings = PeerSettings(listen=(host, spec["port"]), data=data,
                                 local=("127.0.0.1", 0), tracker=tuple(plan["tracker"]),
-                                feedex=feedex, schedule=schedule(i))
+                                feedex=feedex, schedule=schedule(i), save_interval_s=6 * HOUR)
         peers[i] = Peer(settings, stores[i], fetchers[i], clock)
-    # joining over the first 5 farm minutes, as the simulator's nodes do
-    for spec in sorted(plan["nodes"], key=lambda s: s["join_at"]):
-        wait = spec["join_at"] - clock.now()
-        if wait > 0:
-            await clock.sleep(wait)
-        await peers[spec["index"]].start(spec["feeds"])
-    joined = {spec["index"]: clock.now() for spec in plan["nodes"]}
+    lag = _LoopLag(clock, plan["end"])
+    lag_task = asyncio.create_task(lag.run())
+    joined: dict[int, float] = {}
     gone: dict[int, dict] = {}
+
+    async def life(spec: dict) -> None:
+        """One node: joins at its moment (the first 5 farm minutes, as the simulator's nodes),
+        leaves at its moment if it is one of those that leave."""
+        i = spec["index"]
+        if spec["join_at"] > clock.now():
+            await clock.sleep(spec["join_at"] - clock.now())
+        await peers[i].start(spec["feeds"])
+        joined[i] = clock.now()
+        leave = plan["leave_at"].get(str(i))
+        if leave is not None:
+            if leave > clock.now():
+                await clock.sleep(leave - clock.now())
+            gone[i] = _figures(peers[i])
+            await peers[i].stop()
+
+    await asyncio.gather(*(life(spec) for spec in plan["nodes"]))
     end = plan["end"]
-    for i, at in sorted(((int(k), v) for k, v in leave_at.items()), key=lambda kv: kv[1]):
-        if i not in peers:
-            continue
-        if at > clock.now():
-            await clock.sleep(at - clock.now())
-        gone[i] = _figures(peers[i])
-        await peers[i].stop()
     if end > clock.now():
         await clock.sleep(end - clock.now())
+    lag_task.cancel()
     nodes = []
     for i, peer in peers.items():
         if i in gone:
@@ -150,13 +181,39 @@ async def _worker(plan: dict) -> dict:
             first_seen[url] = {row.entry.key: row.first_seen_at for row in rows}
         nodes.append({"index": i, "left": False, "joined": joined[i], "first_seen": first_seen,
                       **figures})
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     for i, peer in peers.items():
         if i not in gone:
             await peer.stop()
     for i in peers:
         stores[i].close()
         await fetchers[i].close()
-    return {"worker": plan["worker"], "nodes": nodes}
+    loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
+    return {"worker": plan["worker"], "nodes": nodes, "loop": loop,
+            "cpu_s": usage.ru_utime + usage.ru_stime, **lag.figures()}
+
+
+class _LoopLag:
+    """How late the worker's event loop runs a 50 ms tick: a loop that cannot keep up with the
+    accelerated clock delays every message and timer by as much (farm time = lag x speed)."""
+
+    def __init__(self, clock, end: float) -> None:
+        self.clock = clock
+        self.end = end
+        self.lags: list[float] = []
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self.clock.now() < self.end:
+            before = loop.time()
+            await asyncio.sleep(0.05)
+            self.lags.append(max(0.0, loop.time() - before - 0.05))
+
+    def figures(self) -> dict:
+        ordered = sorted(self.lags) or [0.0]
+        return {"loop_lag_p50_s": ordered[len(ordered) // 2],
+                "loop_lag_p99_s": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+                "loop_lag_max_s": ordered[-1]}
 
 
 def _figures(peer) -> dict:
@@ -164,6 +221,10 @@ def _figures(peer) -> dict:
     transport = peer.feedex.transport.stats
     return {"check_did": stats["check_did"], "put_entries": stats["put_entries"],
             "bytes": transport["bytes_in"] + transport["bytes_out"],
+            "calls_sent": transport["sent"], "calls_received": transport["received"],
+            "deficit_refusals": stats["refused_deficit"],
+            "send_failures": transport["send_failures"],
+            **{k: transport[k] for k in ("send_timeouts", "send_refused", "send_broken")},
             "neighbours": len(peer.feedex.node.neighbours),
             "own_fetches": peer.archive.own_fetches}
 
@@ -180,7 +241,13 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--churn", type=float, default=0.15)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--check-hold-s", type=float, default=600.0,
+                        help="FeedEx check_hold_s in farm seconds (default 600: ~4 real s)")
+    parser.add_argument("--warmup-s", type=float, default=20.0,
+                        help="real seconds the workers get to start before the first join")
     args = parser.parse_args()
+    if args.quick:  # the issue's quick run: the 16 h interval alone, all 160 nodes, 22 h
+        args.nodes, args.interval_hours, args.hours = 160, 16.0, 22.0
     if not 2 <= args.nodes <= 250 * 8 or args.workers < 1:
         parser.error("--nodes must be within 2..2000 and --workers >= 1")
     return asyncio.run(run(args))
@@ -202,7 +269,7 @@ async def run(args: argparse.Namespace) -> int:
     with FarmProcess(config).start() as farm, tempfile.TemporaryDirectory() as root:
         real_time, farm_time = _farm_clock(farm.base_url)
         clock = AcceleratedClock(args.speed, origin=farm_time, real_origin=real_time)
-        start = clock.now() + 20.0 * args.speed  # 20 real seconds to start the workers
+        start = clock.now() + args.warmup_s * args.speed  # for the workers to start
         end = start + args.hours * HOUR
         tracker = TrackerServer("127.0.5.1", free_port("127.0.5.1"), clock,
                                 tracker=Tracker(ttl_s=args.hours * HOUR, rng=rng))
@@ -223,6 +290,7 @@ async def run(args: argparse.Namespace) -> int:
             mine = nodes[w::args.workers]
             plan = {"worker": w, "seed": args.seed, "speed": args.speed, "farm_time": farm_time,
                     "real_time": real_time, "interval_s": args.interval_hours * HOUR,
+                    "check_hold_s": args.check_hold_s,
                     "root": root, "tracker": list(tracker.address), "end": end,
                     "nodes": [{k: v for k, v in n.items() if k != "feed_ids"} for n in mine],
                     "leave_at": {str(i): at for i, at in leave_at.items()
@@ -252,13 +320,34 @@ async def run(args: argparse.Namespace) -> int:
             print(f"workers failed: {errors or 'timed out'}; exit codes {codes}",
                   file=sys.stderr)
             return 1
-        requests = _requests(farm.base_url)
+        # the workers read their archives after the end while the nodes still run (seconds of
+        # real time, many farm minutes): what came or was fetched after the end does not count
+        requests = {agent: [(at, feed) for at, feed in rows if at < end]
+                    for agent, rows in _requests(farm.base_url).items()}
         model = FarmModel(config, farm.base_urls)
-        figures = _measure(args, model, nodes, [n for o in outputs for n in o["nodes"]],
-                           requests, start, end)
+        all_nodes = [n for o in outputs for n in o["nodes"]]
+        figures = _measure(args, model, nodes, all_nodes, requests, start, end)
+        figures.update(_load(outputs, all_nodes, end - start, args.speed))
     figures["wall_s"] = round(time.perf_counter() - wall, 1)
     _print(figures)
     return 0
+
+
+def _load(outputs: list[dict], nodes: list[dict], farm_s: float, speed: float) -> dict:
+    """What the emulation cost this machine, and whether it kept up with the clock."""
+    cpu = sum(o["cpu_s"] for o in outputs)
+    calls = sum(n["calls_sent"] for n in nodes)
+    return {"worker_cpu_s": round(cpu, 1),
+            "calls_per_real_s": round(calls / (farm_s / speed), 1),
+            "cpu_us_per_call": round(1e6 * cpu / max(1, calls)),
+            "send_failures": sum(n["send_failures"] for n in nodes),
+            "deficit_refusals": sum(n["deficit_refusals"] for n in nodes),
+            **{k: sum(n[k] for n in nodes) for k in ("send_timeouts", "send_refused",
+                                                     "send_broken")},
+            "loop_lag_p99_s": round(max(o["loop_lag_p99_s"] for o in outputs), 3),
+            "loop_lag_max_s": round(max(o["loop_lag_max_s"] for o in outputs), 3),
+            "event_loop": outputs[0]["loop"],
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _farm_clock(base_url: str) -> tuple[float, float]:
@@ -310,7 +399,8 @@ def _measure(args, model, plans: list[dict], results: list[dict],
         for feed in plan["feed_ids"]:
             url = plan["feeds"][plan["feed_ids"].index(feed)]
             url_of[feed] = url
-            held = node["first_seen"].get(url, {})
+            held = {key: at for key, at in node["first_seen"].get(url, {}).items()
+                    if at < end}
             spec = model.spec(feed)
             process = model.process(feed)
             seen_alone: dict[str, float] = {}
@@ -385,7 +475,12 @@ def _print(f: dict) -> None:
             ("check_did / put_entries per node-min",
              f"{f['check_per_node_min']} / {f['put_per_node_min']}", "6.3 / 0.9"),
             ("bytes per node-min", f["bytes_per_node_min"], ""),
-            ("median neighbours", f["median_neighbours"], "8-10")]
+            ("median neighbours", f["median_neighbours"], "8-10"),
+            ("worker CPU s (us per call)", f"{f['worker_cpu_s']} ({f['cpu_us_per_call']})", ""),
+            ("calls per real second", f["calls_per_real_s"], ""),
+            ("event loop lag p99 / max, s",
+             f"{f['loop_lag_p99_s']} / {f['loop_lag_max_s']}", ""),
+            ("load average (1, 5, 15 min)", " ".join(map(str, f["load_average"])), "")]
     print(f"{'':40} {'feedmesh':>24} {'paper':>10}")
     for name, ours, paper in rows:
         print(f"{name:40} {ours!s:>24} {paper!s:>10}")

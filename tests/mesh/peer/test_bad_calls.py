@@ -7,7 +7,14 @@ import aiohttp
 import msgspec
 
 from feedmesh.mesh.feedex import decode, encode
-from feedmesh.mesh.feedex.messages import MAX_MESSAGE_BYTES, Error, GetNeighbors
+from feedmesh.mesh.feedex.messages import (
+    MAX_MESSAGE_BYTES,
+    Bundle,
+    Entry,
+    Error,
+    GetNeighbors,
+    PutEntries,
+)
 from feedmesh.mesh.peer import TransportSettings
 from feedmesh.mesh.peer.transport import PATH, PORT_HEADER
 from tests.mesh.peer.conftest import BUSY, LAZY
@@ -63,3 +70,22 @@ async def test_a_flood_from_one_host_is_rate_limited(mesh):
     assert statuses[:20] == [200] * 20
     assert statuses[20:] == [429] * 10
     assert peer.feedex.transport.stats["rate_limited"] == 10
+
+
+async def test_a_large_valid_call_is_read_whole(mesh):
+    """A body of several hundred KB arrives in parts; the peer reads all of it (one read of the
+    stream returned only what had arrived, and an honest sender's big put_entries was refused
+    as malformed and counted against it)."""
+    peer = await mesh.peer(0, [BUSY[0]], LAZY)
+    url = peer.feedex.transport.url + PATH
+    text = "x" * 16_000
+    entries = [Entry(f"k{i}", 1.0, text, "", text) for i in range(10)]
+    bundles = [Bundle(bytes([b]) * 20, "http://127.0.0.1:1/feed", entries) for b in range(2)]
+    body = encode(PutEntries(bundles), ATTACKER_PORT)
+    assert 600_000 < len(body) < MAX_MESSAGE_BYTES
+    async with _session() as session:
+        status, reply = await _post(session, url, body)
+    # decoded, then refused because the caller is not a neighbour: not malformed
+    assert status == 200 and reply.code == "not_neighbour"
+    assert peer.feedex.transport.stats["malformed"] == 0
+    assert peer.feedex.node.standing.score((ATTACKER, ATTACKER_PORT)) == 0.0

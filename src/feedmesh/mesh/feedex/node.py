@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 
 from . import phases, subsets
@@ -77,16 +78,18 @@ class FeedExNode:
         self.neighbours: dict[Address, Neighbour] = {}
         self.standing = Standing(s.drop_standing, s.ban_s, s.max_calls_per_minute)
         self._pending_connects: dict[Address, float] = {}
-        self._candidates: dict[Address, None] = {}
+        # OrderedDicts where the oldest key is dropped when full: a plain dict's
+        # del d[next(iter(d))] skips the dead slots of earlier deletions (5 us at 4,096 keys)
+        self._candidates: OrderedDict[Address, None] = OrderedDict()
         self._tried: dict[Address, float] = {}
         self._tracker_asked_at = float("-inf")
         self._seen = DidCache(s.did_cache_exact, s.did_cache_bloom)
         self._held: dict[bytes, float] = {}  # did -> until when we answer "seen" (3.4)
-        self._holders: dict[bytes, set[Address]] = {}  # did -> neighbours known to have it
+        self._holders: OrderedDict[bytes, set[Address]] = OrderedDict()  # did -> known holders
         self._outgoing: dict[Address, dict[bytes, tuple[Bundle, float]]] = {}
         self._batched: dict[Address, list[bytes]] = {}
         self._flush_at: float | None = None
-        self._known: dict[str, dict[str, float | None]] = {}
+        self._known: dict[str, OrderedDict[str, float | None]] = {}
         self._queries = QueryRelay(self._holding, s.query_timeout_s, s.query_max_hops,
                                    s.answer_cache_s)
         self._query_counter = 0
@@ -115,7 +118,7 @@ class FeedExNode:
             if address != self.address and address not in self.neighbours:
                 self._candidates[address] = None
         while len(self._candidates) > _MAX_CANDIDATES:
-            del self._candidates[next(iter(self._candidates))]
+            self._candidates.popitem(last=False)
 
     def connect(self, now: float, address: Address) -> list[Output]:
         """Connect to ``address`` now (an earlier neighbour kept on disk, a node the user named)."""
@@ -464,7 +467,7 @@ class FeedExNode:
     def _keep_new(self, feed: str, entries: Iterable[Entry]) -> list[Entry]:
         known = self._known.get(feed)
         if known is None:
-            known = self._known[feed] = {}
+            known = self._known[feed] = OrderedDict()
         new = []
         for entry in entries:
             if entry.key not in known:
@@ -472,7 +475,7 @@ class FeedExNode:
                 new.append(entry)
         cap = self.settings.known_entries_per_feed
         while len(known) > cap:
-            del known[next(iter(known))]
+            known.popitem(last=False)
         return new
 
     def _forward(self, now: float, bundle: Bundle, sender: Address | None,
@@ -517,7 +520,7 @@ class FeedExNode:
         if holders is None:
             holders = self._holders[did] = set()
             if len(self._holders) > _MAX_HOLDER_DIDS:
-                del self._holders[next(iter(self._holders))]
+                self._holders.popitem(last=False)
         holders.add(address)
 
     def _on_check_did(self, now: float, sender: Address, neighbour: Neighbour | None,

@@ -44,7 +44,9 @@ class QueryRelay:
         self._answers: dict[tuple, tuple[float, list[Holder]]] = {}
 
     def next_deadline(self) -> float | None:
-        return min((q.deadline for q in self._queries.values()), default=None)
+        if not self._queries:
+            return None
+        return min(q.deadline for q in self._queries.values())
 
     def seen(self, qid: bytes) -> bool:
         return qid in self._seen

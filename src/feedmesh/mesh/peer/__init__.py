@@ -2,11 +2,12 @@
 
 The front door. :class:`Peer` (:mod:`.daemon`) runs the archive (:mod:`.archive`: own fetches on
 a ``schedule/`` policy, every entry kept in SQLite), the exchange protocols (:mod:`.exchange`:
-FeedEx, over :mod:`.transport`, its aiohttp driver; :mod:`.multicast`: SCRIBE-RSS's signed
-records on a UDP overlay node, whose keys :mod:`.trust` decides on) and the local proxy and API
-(:mod:`.proxy`, loopback only). :class:`TrackerServer` (:mod:`.tracker`) serves the tracker
-core. Layers, bottom-up::
+FeedEx, over :mod:`.transport`, its aiohttp driver, which calls peers on the kept-alive
+connections of :mod:`.channel`; :mod:`.multicast`: SCRIBE-RSS's signed records on a UDP overlay
+node, whose keys :mod:`.trust` decides on) and the local proxy and API (:mod:`.proxy`, loopback
+only). :class:`TrackerServer` (:mod:`.tracker`) serves the tracker core. Layers, bottom-up::
 
+    channel
     entries, transport, trust
     tracker, archive, exchange
     proxy, multicast

@@ -13,8 +13,9 @@ the sender's stated port, msgpack). What the transport does, and nothing else:
   :attr:`FeedExTransport.stats`. A valid message goes to ``node.receive``; the first reply the
   node makes to that sender travels back as the response body (a call's return, as Table 1
   pairs them), the rest as calls of their own.
-* **Out.** Each :class:`~feedmesh.mesh.feedex.Send` is one POST; a message in the response body
-  is handed to the node as received from the callee. A peer that cannot be reached (refused,
+* **Out.** Each :class:`~feedmesh.mesh.feedex.Send` is one POST, on a kept-alive connection to
+  that peer (:mod:`.channel`; archive downloads use an aiohttp session); a message in the
+  response body is handed to the node as received from the callee. A peer that cannot be reached (refused,
   timed out, 5xx) is reported with ``node.unreachable``.
 * **Time.** The node's timers run on the injected :class:`~feedmesh.clock.Clock`;
   rate limits count real seconds (``monotonic``, injectable), since what they protect is this
@@ -44,6 +45,8 @@ from msgspec import Meta
 from feedmesh.clock import Clock
 from feedmesh.mesh.feedex import FeedExNode, MessageError, Output, Send, decode, encode
 from feedmesh.mesh.feedex.messages import MAX_MESSAGE_BYTES, Address, Entry, Error, Message
+
+from .channel import Channels
 
 __all__ = ["Archived", "FeedExTransport", "HostRate", "TransportSettings"]
 
@@ -135,14 +138,22 @@ class FeedExTransport:
         self.monotonic = monotonic
         self.host, self.port = node.address
         self.stats: dict[str, int] = {
-            "received": 0, "sent": 0, "send_failures": 0, "malformed": 0, "oversized": 0,
+            "received": 0, "sent": 0, "send_failures": 0, "send_timeouts": 0, "send_refused": 0,
+            "send_broken": 0, "malformed": 0, "oversized": 0,
             "rate_limited": 0, "bytes_in": 0, "bytes_out": 0, "archive_served": 0}
         self._rate = HostRate(self.settings.max_requests_per_minute)
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._kick = asyncio.Event()
+        self._wake_at: float | None = None
+        """When (clock time) the timer task wakes next: a dispatch kicks it only if the node's
+        next timer moved before that, not after every message."""
         self._timer_task: asyncio.Task[None] | None = None
+        self._channels = Channels(self.host, connect_timeout_s=self.settings.connect_timeout_s,
+                                  call_timeout_s=self.settings.send_timeout_s,
+                                  max_body_bytes=self.settings.max_body_bytes)
+        self._headers = {"Content-Type": CONTENT_TYPE, PORT_HEADER: str(self.port)}
         self._stopping = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -172,6 +183,7 @@ class FeedExTransport:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._channels.close()
         if self._session is not None:
             await self._session.close()
         if self._runner is not None:
@@ -193,7 +205,9 @@ class FeedExTransport:
                     self._spawn(self._send(output.to, output.message))
             else:
                 self.on_output(output)
-        self._kick.set()  # the node's next timer may have moved
+        at = self.node.next_timer()
+        if at is not None and (self._wake_at is None or at < self._wake_at):
+            self._kick.set()  # the node wants to wake earlier than planned
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
@@ -207,15 +221,13 @@ class FeedExTransport:
             log.error("feedex_send_too_large to=%s:%s type=%s error=%s", to[0], to[1],
                       type(message).__name__, error)
             return
-        url = f"http://{to[0]}:{to[1]}{PATH}"
-        headers = {"Content-Type": CONTENT_TYPE, PORT_HEADER: str(self.port)}
-        assert self._session is not None
         try:
-            async with self._session.post(url, data=data, headers=headers) as response:
-                body = await response.content.read(self.settings.max_body_bytes + 1)
-                status = response.status
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            status, body = await self._channels.post(to, PATH, data, self._headers)
+        except (TimeoutError, OSError) as error:
             self.stats["send_failures"] += 1
+            kind = "send_timeouts" if isinstance(error, TimeoutError) else \
+                "send_refused" if "cannot connect" in str(error) else "send_broken"
+            self.stats[kind] += 1
             log.debug("feedex_unreachable to=%s:%s error=%r", to[0], to[1], error)
             if not self._stopping:
                 self.dispatch(self.node.unreachable(self.clock.now(), to))
@@ -255,6 +267,7 @@ class FeedExTransport:
                 await asyncio.sleep(0)
                 continue
             wait = 60.0 if at is None else min(60.0, at - now)
+            self._wake_at = now + wait
             self._kick.clear()
             sleeper = asyncio.ensure_future(self.clock.sleep(wait))
             kicked = asyncio.ensure_future(self._kick.wait())
@@ -278,7 +291,7 @@ class FeedExTransport:
         declared = request.content_length
         if declared is not None and declared > cap:
             return self._oversized(host, stated, declared)
-        body = await request.content.read(cap + 1)
+        body = await _read_capped(request.content, cap)
         if len(body) > cap:
             return self._oversized(host, stated, len(body))
         self.stats["bytes_in"] += len(body)
@@ -355,7 +368,7 @@ class FeedExTransport:
         assert self._session is not None
         try:
             async with self._session.get(url, params=params) as response:
-                body = await response.content.read(self.settings.max_body_bytes + 1)
+                body = await _read_capped(response.content, self.settings.max_body_bytes)
                 status = response.status
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise ConnectionError(f"archive download of {feed} from {holder[0]}:{holder[1]} "
@@ -372,6 +385,19 @@ class FeedExTransport:
             raise ConnectionError(f"archive download of {feed} from {holder[0]}:{holder[1]}: "
                                   f"it answered for another feed, {archived.feed[:200]}")
         return archived.entries
+
+
+async def _read_capped(stream: aiohttp.StreamReader, cap: int) -> bytes:
+    """The whole body, or its first ``cap + 1`` bytes if it is longer (the caller refuses it).
+    One ``read(n)`` returns what has arrived so far, which for a large body is only a part;
+    reading to the end also lets a client connection go back to the pool for the next call."""
+    body = bytearray()
+    while len(body) <= cap:
+        chunk = await stream.read(cap + 1 - len(body))
+        if not chunk:
+            break
+        body += chunk
+    return bytes(body)
 
 
 def _port(value: str) -> int | None:
