@@ -251,7 +251,7 @@ async def run_topology(tmp_path: Path, nats_url: str, disturb: Disturb, store_ur
     assert codes == dict.fromkeys(codes, 0), (done, logs)
     shown = {name: text[text.index("Traceback"):][:3000] for name, text in logs.items()
              if "Traceback" in text}
-    assert not shown, shown
+    assert not shown, "\n\n".join(f"{name}: {text}" for name, text in shown.items())
     truth = oracle(store_url or str(data / "feedmesh.db"), subs)
     want = truth.want
     assert truth.twice == 0

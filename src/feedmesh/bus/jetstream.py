@@ -57,6 +57,9 @@ _UNREACHABLE = (nats.errors.TimeoutError, nats.errors.NoRespondersError,
                 nats.errors.StaleConnectionError, nats.errors.ConnectionClosedError,
                 # JetStream answers 503 while the server starts or stops
                 nats.js.errors.ServiceUnavailableError,
+                # a publish nobody answered (no responders) while JetStream restarts: the
+                # streams are made before anything is published to them, so not a missing one
+                nats.js.errors.NoStreamResponseError,
                 asyncio.TimeoutError, ConnectionError)
 
 
@@ -353,6 +356,11 @@ class JetStreamBus:
                                                  headers=headers, timeout=5.0)
                 except nats.js.errors.APIError as error:
                     if error.err_code not in _STREAM_FULL:
+                        if isinstance(error, nats.js.errors.ServiceUnavailableError):
+                            # a 503 that is not a full stream: JetStream restarting
+                            self.note_unreachable(f"publishing to {subject}", error)
+                            await asyncio.sleep(0.25)
+                            continue
                         raise BusError(f"bus: publishing to {subject} refused by NATS: "
                                        f"{error.description} (code {error.err_code})") from error
                     # The slowest group has not acknowledged enough: wait for room.
