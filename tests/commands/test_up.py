@@ -20,6 +20,7 @@ import pytest
 from feedmesh.commands.up import read_topology
 from feedmesh.farm import FarmConfig, FarmServer
 from tests.eventually import eventually
+from tests.upprocess import running_up
 
 ORIGIN = 1_760_000_000.0
 
@@ -43,65 +44,44 @@ async def test_up_runs_a_topology_that_stats_shows_and_down_stops():
     (data / "plan.json").write_text(plan)
     assert read_topology(str(data / "plan.json")) == (1, 1, 1, 2)
     config = FarmConfig(feeds=20, seed=3, faults="none", speed=3600.0, origin=ORIGIN)
-    async with FarmServer(config) as farm, aiohttp.ClientSession() as session:
-        up = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "feedmesh", "up", "--data", str(data), "--topology",
-            str(data / "plan.json"), "--web", "2",
-            "--port", "0", "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8",
-            stderr=asyncio.subprocess.PIPE)
-        lines: list[str] = []
+    async with FarmServer(config) as farm, aiohttp.ClientSession() as session, running_up(
+            "--data", str(data), "--topology", str(data / "plan.json"), "--web", "2", "--port",
+            "0", "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8", timeout=120) as up:
+        web = up.web
+        async with session.post(f"{web}/api/accounts", json={"name": "ann"}) as answer:
+            token = (await answer.json())["token"]
+        auth = {"Authorization": f"Bearer {token}"}
+        async with session.post(f"{web}/api/subscriptions", headers=auth,
+                                json={"query": "people OR time OR world"}) as answer:
+            assert answer.status == 201, await answer.text()
+            sub = (await answer.json())["subscription"]["id"]
 
-        async def read() -> None:
-            while line := await up.stderr.readline():
-                lines.append(line.decode())
+        async def filled() -> bool:  # matched by the filter processes
+            async with session.get(f"{web}/api/subscriptions/{sub}/entries",
+                                   headers=auth) as answer:
+                body = await answer.json()
+                assert answer.status == 200, body
+                return len(body["entries"]) >= 3
 
-        reader = asyncio.create_task(read())
-        try:
-            await eventually(lambda: any(x.startswith("feedmesh up: web UI at") for x in lines)
-                             or up.returncode is not None, timeout=120)
-            ready = next((x for x in lines if x.startswith("feedmesh up: web UI at")), None)
-            assert ready is not None, "".join(lines)
-            web = ready.split()[5].rstrip("/")
-            async with session.post(f"{web}/api/accounts", json={"name": "ann"}) as answer:
-                token = (await answer.json())["token"]
-            auth = {"Authorization": f"Bearer {token}"}
-            async with session.post(f"{web}/api/subscriptions", headers=auth,
-                                    json={"query": "people OR time OR world"}) as answer:
-                assert answer.status == 201, await answer.text()
-                sub = (await answer.json())["subscription"]["id"]
-
-            async def filled() -> bool:  # matched by the filter processes
-                async with session.get(f"{web}/api/subscriptions/{sub}/entries",
-                                       headers=auth) as answer:
-                    body = await answer.json()
-                    assert answer.status == 200, body
-                    return len(body["entries"]) >= 3
-
-            await eventually(filled, timeout=120, interval=0.5)  # within the API rate limit
-            code, out, err = await feedmesh("stats", "--up", str(data), "--json")
-            assert code == 0, err
-            rows = json.loads(out)
-            assert sorted(row["role"] for row in rows) == [
-                "crawler", "filter", "nats", "postgres", "reflector", "reflector", "web", "web"]
-            assert all(row["alive"] and row["rss_mb"] > 0 for row in rows)
-            filters = [row for row in rows if row["role"] == "filter"]
-            assert sorted(row["shard"] for row in filters) == ["0/1"]
-            assert all(row["queue_messages"] is not None for row in filters)
-            reflectors = [row for row in rows if row["role"] == "reflector"]
-            assert sorted(row["shard"] for row in reflectors) == ["0/2", "1/2"]
-            assert all(row["queue_messages"] is not None for row in reflectors)
-            code, _, err = await feedmesh("stats", "--up", str(data))  # the table, for a person
-            assert code == 0, err
-            code, _, err = await feedmesh("down", "--data", str(data))
-            assert code == 0 and "stopped" in err, err
-            assert await asyncio.wait_for(up.wait(), 120) == 0
-        finally:
-            if up.returncode is None:
-                up.terminate()
-                await up.wait()
-            await reader
-    text = "".join(lines)
-    assert "Traceback" not in text, text
+        await eventually(filled, timeout=120, interval=0.5)  # within the API rate limit
+        code, out, err = await feedmesh("stats", "--up", str(data), "--json")
+        assert code == 0, err
+        rows = json.loads(out)
+        assert sorted(row["role"] for row in rows) == [
+            "crawler", "filter", "nats", "postgres", "reflector", "reflector", "web", "web"]
+        assert all(row["alive"] and row["rss_mb"] > 0 for row in rows)
+        filters = [row for row in rows if row["role"] == "filter"]
+        assert sorted(row["shard"] for row in filters) == ["0/1"]
+        assert all(row["queue_messages"] is not None for row in filters)
+        reflectors = [row for row in rows if row["role"] == "reflector"]
+        assert sorted(row["shard"] for row in reflectors) == ["0/2", "1/2"]
+        assert all(row["queue_messages"] is not None for row in reflectors)
+        code, _, err = await feedmesh("stats", "--up", str(data))  # the table, for a person
+        assert code == 0, err
+        code, _, err = await feedmesh("down", "--data", str(data))
+        assert code == 0 and "stopped" in err, err
+        assert await asyncio.wait_for(up.process.wait(), 120) == 0
+    assert "Traceback" not in up.text(), up.text()
     assert not (data / "up.json").exists()
     shutil.rmtree(data, ignore_errors=True)
 
@@ -163,43 +143,25 @@ async def test_up_by_locality_gives_each_crawler_the_feeds_nearest_it():
     # max_age_share=0: an accelerated farm's Cache-Control would be honoured in real seconds
     config = FarmConfig(feeds=12, hosts=3, seed=5, faults="none", speed=3600.0, origin=ORIGIN,
                         geography=geography, max_age_share=0.0)
-    async with FarmServer(config) as farm:
-        up = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "feedmesh", "up", "--data", str(data), "--crawlers", "2",
-            "--filters", "1", "--reflectors", "1", "--by-locality", "--crawl-interval", "2",
-            "--port", "0", "--opml",
-            farm.opml_url, "--allow-network", "127.0.0.0/8", stderr=asyncio.subprocess.PIPE)
-        lines: list[str] = []
+    async with FarmServer(config) as farm, running_up(
+            "--data", str(data), "--crawlers", "2", "--filters", "1", "--reflectors", "1",
+            "--by-locality", "--crawl-interval", "2", "--port", "0", "--opml", farm.opml_url,
+            "--allow-network", "127.0.0.0/8") as up:
+        assert any(x.startswith("feedmesh up: map: ") for x in up.lines), up.text()
+        mapped = farm.requests()[-1].seq + 1 if farm.requests() else 0
+        feeds = {i for i in range(config.feeds)
+                 if urlsplit(farm.feed_url(i)).hostname in near.values()}
+        assert len(feeds) == 8
 
-        async def read() -> None:
-            while line := await up.stderr.readline():
-                lines.append(line.decode())
+        def fetched_since() -> list:
+            return [r for r in farm.requests(since=mapped) if r.feed in feeds]
 
-        reader = asyncio.create_task(read())
-        try:
-            await eventually(lambda: any(x.startswith("feedmesh up: web UI at") for x in lines)
-                             or up.returncode is not None, timeout=180)
-            assert any(x.startswith("feedmesh up: map: ") for x in lines), "".join(lines)
-            mapped = farm.requests()[-1].seq + 1 if farm.requests() else 0
-            feeds = {i for i in range(config.feeds)
-                     if urlsplit(farm.feed_url(i)).hostname in near.values()}
-            assert len(feeds) == 8
-
-            def fetched_since() -> list:
-                return [r for r in farm.requests(since=mapped) if r.feed in feeds]
-
-            # every feed of the two servers fetched again after the mapping
-            await eventually(lambda: {r.feed for r in fetched_since()} == feeds, timeout=120)
-            for request in fetched_since():
-                assert near.get(request.client) == request.host, request
-            code, _, err = await feedmesh("down", "--data", str(data))
-            assert code == 0, err
-            assert await asyncio.wait_for(up.wait(), 120) == 0
-        finally:
-            if up.returncode is None:
-                up.terminate()
-                await up.wait()
-            await reader
-    text = "".join(lines)
-    assert "Traceback" not in text, text
+        # every feed of the two servers fetched again after the mapping
+        await eventually(lambda: {r.feed for r in fetched_since()} == feeds, timeout=120)
+        for request in fetched_since():
+            assert near.get(request.client) == request.host, request
+        code, _, err = await feedmesh("down", "--data", str(data))
+        assert code == 0, err
+        assert await asyncio.wait_for(up.process.wait(), 120) == 0
+    assert "Traceback" not in up.text(), up.text()
     shutil.rmtree(data, ignore_errors=True)

@@ -18,6 +18,7 @@ import pytest_asyncio
 
 from feedmesh.farm import FarmConfig, FarmServer
 from tests.eventually import eventually
+from tests.upprocess import running_up
 
 ORIGIN = 1_760_000_000.0
 
@@ -41,52 +42,33 @@ async def up_topology():
     assert code == 0, err
     (data / "plan.json").write_text(plan)
     config = FarmConfig(feeds=30, seed=5, faults="none", speed=3600.0, origin=ORIGIN)
-    async with FarmServer(config) as farm, aiohttp.ClientSession() as session:
-        up = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "feedmesh", "up", "--data", str(data / "up"), "--topology",
-            str(data / "plan.json"), "--store", "sqlite", "--port", "0", "--opml",
-            farm.opml_url, "--allow-network", "127.0.0.0/8", "--crawl-interval", "2",
-            "--delivery", "article", stderr=asyncio.subprocess.PIPE)
-        lines: list[str] = []
+    async with FarmServer(config) as farm, aiohttp.ClientSession() as session, running_up(
+            "--data", str(data / "up"), "--topology", str(data / "plan.json"), "--store",
+            "sqlite", "--port", "0", "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8",
+            "--crawl-interval", "2", "--delivery", "article", timeout=90) as up:
+        web = up.web
+        async with session.post(f"{web}/api/accounts", json={"name": "ann"}) as answer:
+            body = await answer.json()
+            assert "token" in body, body
+            token = body["token"]
+        async with session.post(f"{web}/api/subscriptions",
+                                headers={"Authorization": f"Bearer {token}"},
+                                json={"query": "people OR time OR world"}) as answer:
+            assert answer.status == 201, await answer.text()
+        listing = json.loads((data / "up" / "up.json").read_text())
+        filter_metrics = next(p["metrics"] for p in listing["processes"]
+                              if p["role"] == "filter")
 
-        async def read() -> None:
-            while line := await up.stderr.readline():
-                lines.append(line.decode())
+        async def matched() -> bool:  # articles flow crawler -> filter -> reflector
+            async with session.get(filter_metrics) as answer:
+                text = await answer.text()
+            return any(line.startswith('feedmesh_tier_bytes_out_total{tier="filter"}')
+                       and float(line.split()[-1]) > 0 for line in text.splitlines())
 
-        reader = asyncio.create_task(read())
-        try:
-            await eventually(lambda: any(x.startswith("feedmesh up: web UI at") for x in lines)
-                             or up.returncode is not None, timeout=90)
-            ready = next((x for x in lines if x.startswith("feedmesh up: web UI at")), None)
-            assert ready is not None, "".join(lines)
-            web = ready.split()[5].rstrip("/;")
-            async with session.post(f"{web}/api/accounts", json={"name": "ann"}) as answer:
-                body = await answer.json()
-                assert "token" in body, body
-                token = body["token"]
-            async with session.post(f"{web}/api/subscriptions",
-                                    headers={"Authorization": f"Bearer {token}"},
-                                    json={"query": "people OR time OR world"}) as answer:
-                assert answer.status == 201, await answer.text()
-            listing = json.loads((data / "up" / "up.json").read_text())
-            filter_metrics = next(p["metrics"] for p in listing["processes"]
-                                  if p["role"] == "filter")
-
-            async def matched() -> bool:  # articles flow crawler -> filter -> reflector
-                async with session.get(filter_metrics) as answer:
-                    text = await answer.text()
-                return any(line.startswith('feedmesh_tier_bytes_out_total{tier="filter"}')
-                           and float(line.split()[-1]) > 0 for line in text.splitlines())
-
-            await eventually(matched, timeout=60, interval=0.5)
-            yield data / "up", listing
-        finally:
-            if up.returncode is None:
-                up.terminate()
-                await asyncio.wait_for(up.wait(), 120)
-            await reader
-            shutil.rmtree(data, ignore_errors=True)
-    assert "Traceback" not in "".join(lines), "".join(lines)
+        await eventually(matched, timeout=60, interval=0.5)
+        yield data / "up", listing
+    shutil.rmtree(data, ignore_errors=True)
+    assert "Traceback" not in up.text(), up.text()
 
 
 async def test_each_process_is_checked_as_its_role(up_topology):

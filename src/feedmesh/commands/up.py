@@ -195,8 +195,9 @@ def _map_by_locality(python: list[str], where: list[str], url: str, crawlers: di
     said = (done.stdout + done.stderr).strip().splitlines()
     if done.returncode != 0:
         print(f"feedmesh up: mapping the feeds by locality failed (exit {done.returncode}): "
-              f"{said[-1] if said else 'no message'}; the crawlers keep the feeds their own "
-              "rule gave them", file=sys.stderr, flush=True)
+              f"{said[-1] if said else 'no message'}; the crawlers go on with the feeds the "
+              "table gives them (`feedmesh map --apply` again to retry)", file=sys.stderr,
+              flush=True)
         return
     for line in said:
         print(f"feedmesh up: map: {line}", file=sys.stderr, flush=True)

@@ -161,6 +161,7 @@ class VersionBatches:
         self.client = client
         self._waiting: dict[tuple[int, int], asyncio.Future[FeedVersion | None]] = {}
         self._sending = False
+        self._sender: asyncio.Task[None] | None = None  # held: the loop keeps weak references
         self.requests = 0
         """Round trips made, for the tests and the figures."""
 
@@ -174,7 +175,7 @@ class VersionBatches:
             self._waiting[key] = future
             if not self._sending:
                 self._sending = True
-                asyncio.get_running_loop().create_task(self._send())
+                self._sender = asyncio.get_running_loop().create_task(self._send())
         # One reader leaving must not cancel the answer others wait for.
         return await asyncio.shield(future)
 
