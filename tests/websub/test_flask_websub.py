@@ -86,7 +86,9 @@ async def test_flask_websub_hub_verifies_and_pushes_to_feedmesh(tmp_path, monkey
                 "active"], what="Flask-WebSub verified our subscription")
             (lease,) = leases(hub, feed_id)
             assert (lease.topic, lease.hub) == (blog.feed_url, f"{blog.base}/hub")
-            assert live_in_scheduler(hub, feed_id)
+            # the lease is stored before the scheduler hears of it
+            await eventually(lambda: live_in_scheduler(hub, feed_id),
+                             what="websub_live in the scheduler")
             await eventually(lambda: "urn:flask:1" in stored_ids(hub))
 
             blog.entries.insert(0, ("2", "pushed by flask-websub"))

@@ -183,7 +183,9 @@ async def test_renewal_before_the_lease_ends_keeps_the_feed_live(tmp_path):
                          what="two renewals verified")
         assert all(status == 200 for _, status, _ in pub.verifications)
         assert leases(hub, feed_id)[0].expires_at > first
-        assert live_in_scheduler(hub, feed_id)
+        # the lease is stored before the scheduler hears of it
+        await eventually(lambda: live_in_scheduler(hub, feed_id),
+                         what="websub_live in the scheduler")
 
 
 async def test_removing_a_feed_unsubscribes_from_its_hub(tmp_path):
@@ -210,7 +212,9 @@ async def test_leases_survive_a_restart(tmp_path):
             (before,) = leases(hub, feed_id)
         async with feedmesh_hub(str(tmp_path)) as (hub, _base):
             assert leases(hub, feed_id) == [before]
-            assert live_in_scheduler(hub, feed_id)
+            # the lease is stored before the scheduler hears of it
+            await eventually(lambda: live_in_scheduler(hub, feed_id),
+                             what="websub_live in the scheduler")
 
 
 async def test_without_a_public_url_nothing_is_subscribed_and_the_log_says_so(tmp_path, caplog):
