@@ -195,3 +195,50 @@ async def test_state_survives_restart(site, tmp_path):
             await c.aclose()
         store.close()
     assert stats.not_modified == 1 and stats.new_entries == 0  # validators were persisted
+
+
+class CountingStore(SQLiteStore):
+    """Records the size of each transaction and whether it held anything new."""
+
+    def __init__(self, path) -> None:
+        super().__init__(path)
+        self.transactions: list[tuple[int, bool]] = []
+
+    def apply(self, updates):
+        self.transactions.append((len(updates), any(u.entries for u in updates)))
+        return super().apply(updates)
+
+
+async def test_fetches_that_found_nothing_share_a_transaction_news_does_not_wait(site, tmp_path):
+    base, s = site
+    for n in range(20):
+        s.set(f"q{n}", rss([(f"{n}-1", f"post {n}")]))
+    clock = ManualClock(0.0)
+    store = CountingStore(tmp_path / "quiet.db")
+    loop = asyncio.get_running_loop()
+    arrived: dict[str, float] = {}
+
+    async def sink(items: list[IngestedEntry]) -> None:
+        for item in items:
+            arrived[item.entry.title] = loop.time()
+
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
+        c = Crawler(store, fetcher, clock, on_ingested=sink, settings=CrawlSettings(
+            concurrency=20, quiet_batch_interval_s=3.0))
+        await c.add_feeds([f"{base}/q{n}" for n in range(20)])
+        await c.crawl()  # every document new: nothing waits (group commit)
+        first = len(store.transactions)
+        assert all(news for _, news in store.transactions)
+        # Nothing changed: the 20 fetches answered 304 share a transaction or two instead of
+        # taking one each.
+        stats = await c.crawl()
+        quiet = store.transactions[first:]
+        assert stats.not_modified == 20 and sum(n for n, _ in quiet) == 20
+        assert len(quiet) <= 2 and not any(news for _, news in quiet)
+        # One feed has news among quiet ones: its entry does not wait out the quiet 3 s.
+        s.set("q7", rss([("7-2", "news"), ("7-1", "post 7")]))
+        started = loop.time()
+        stats = await c.crawl()
+        assert stats.new_entries == 1 and arrived["news"] - started < 1.5
+        await c.aclose()
+    store.close()

@@ -131,7 +131,10 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog,
         public_url=args.public_url,
-        crawl=CrawlSettings(),
+        # A PostgreSQL transaction is round trips: fetches that found nothing new share one
+        # for up to a quarter second (what is new is still committed at once).
+        crawl=CrawlSettings(quiet_batch_interval_s=0.25 if getattr(args, "store", "")
+                            else 0.0),
         push=PushSettings(max_deliveries_per_s=args.push_rate),
         reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
                                     hard_memory_bytes=args.hard_memory_mb << 20))
