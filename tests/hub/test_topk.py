@@ -50,6 +50,11 @@ def test_topk_is_the_newest_k_whatever_the_order_and_repeats(compiled, sequence,
         topk_module._insert_rows = kernel
     for sub in KEEPS:
         assert topk.newest_ids(sub, KEEPS[sub]) == expected(sequence, sub)
+    # What the metric of held pairs reports: a row keeps up to WIDTH entries (a subscription
+    # keeping fewer shows fewer), a wide subscription its own number.
+    assert topk.pairs() == sum(
+        min(len({e for e, subs in sequence if sub in subs}), max(WIDTH, keep))
+        for sub, keep in KEEPS.items())
 
 
 @settings(max_examples=150, deadline=None)

@@ -61,6 +61,9 @@ class HubMetrics:
             registry=r)
         self.rows_held = Gauge("feedmesh_reflector_rows_held",
                                "(subscription, entry) pairs held by the reflectors", registry=r)
+        self.held_pairs: dict[int, Callable[[], int]] = {}
+        """Each reflector of this process (by number) counts what it holds when scraped."""
+        self.rows_held.set_function(lambda: sum(count() for count in self.held_pairs.values()))
         self.memory = Gauge("feedmesh_process_memory_bytes", "Resident memory of this process",
                             registry=r)
         self.memory.set_function(process_rss_bytes)

@@ -98,6 +98,7 @@ class Reflector:
         """Told of every batch once it is committed and shown (the push worker listens)."""
         self._writer = StoreThread()
         self._reader = StoreThread()
+        metrics.held_pairs[number] = lambda: self.topk.pairs()
         self._last_warning: dict[str, float] = {}
         self._checkpointed_seq = 0
         self._maintenance = asyncio.Lock()
@@ -436,9 +437,8 @@ class Reflector:
         for item, ids, shard in batch:
             self.topk.ensure(int(ids.max()))
             keep = subs.keep[ids].astype(np.int64) if any_wide else None
-            changed = self.topk.insert(item.entry_id, ids, keep)
+            self.topk.insert(item.entry_id, ids, keep)
             self._bump(ids, item.entry_id, now)
-            self.metrics.rows_held.inc(len(changed))
             if shard >= 0:  # stored entries given to a new subscription are not latency
                 self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
             self.metrics.articles_out.labels("reflector").inc()

@@ -145,6 +145,11 @@ class TopK:
             return len(held)
         return int((self.rows[sub_id] > 0).sum()) if sub_id < len(self.rows) else 0
 
+    def pairs(self) -> int:
+        """(subscription, entry) pairs held, every subscription together (a scan of the rows:
+        for metrics, not for each article)."""
+        return int(np.count_nonzero(self.rows)) + sum(len(a) for a in self.extra.values())
+
     def drop(self, sub_id: int) -> None:
         self.extra.pop(sub_id, None)
         if sub_id < len(self.rows):
