@@ -20,6 +20,7 @@
    (``<mode>_ceiling_fetches_per_s``).
 
     .venv/bin/python benchmarks/distributed.py [--quick] [--skip modes,filters,kills] [--ceiling R]
+    .venv/bin/python benchmarks/distributed.py --calibration   # the provisioner's model, 8 min
 
 Last line: JSON with, per mode, ``<mode>_articles_per_s``, ``<mode>_p50_ms``, ``<mode>_p99_ms``,
 ``<mode>_rss_mb``; ``filter_scaling_2v1``, ``kill_lost``, ``kill_duplicated``; and the figures
@@ -180,8 +181,9 @@ def kill_run() -> dict:
 
 
 def modes(quick: bool, window: float) -> dict:
-    import hub
     import topology
+
+    import hub
 
     case = "a" if quick else "b"
     feeds, subs, speed, interval = hub.CASES[case]
@@ -217,6 +219,32 @@ def modes(quick: bool, window: float) -> dict:
     return figures
 
 
+CALIBRATION = {"feeds": (4000, 1000), "subs": 100_000, "interval": 20.0, "speed": 900.0 / 20.0}
+"""The separate processes' model measured on its own workload (``--calibration``): each crawl
+spans Cobra's 15 farm minutes, so most fetches find nothing new (0.05 articles per fetch, as in
+``crawl_bandwidth.py``), and one crawler fetches 200 feeds a second, then 50: the rates a
+process of a plan runs at (Figure 2's 800,000 feeds every 15 minutes are 44 articles a second
+for the whole hub), not case (a)'s 500 fetches and 246 articles a second in one process, where
+batching makes each unit of work cheaper. Two rates, so that each role's CPU is a line (a
+working process's fixed part, and a part per unit of work) fitted through measurements rather
+than an idle process's CPU plus one ratio. ``hub.py``'s farm and subscriptions, the filters'
+``article`` delivery (the reflector re-matches: Cobra's final design, which the model
+describes)."""
+
+
+def calibration(window: float) -> dict:
+    import topology
+
+    c = CALIBRATION
+    modes = {}
+    for name, feeds in zip(("nats_111", "nats_111_low"), c["feeds"], strict=True):
+        run = topology.run_mode("nats_111", feeds, c["subs"], c["speed"], c["interval"],
+                                window, 1, 1, delivery="article")
+        run["workload"] = "model"
+        modes[name] = run
+    return {"modes": modes}
+
+
 CEILING_RATES = (500, 1000, 1500, 2000, 3000)
 """Fetch rates tried for the ceiling, per second: case (a)'s 10,000 feeds crawled every 20 s
 (its own rate; case (b)'s is 100,000 feeds every 300 s, 333 per second) down to every 3.3 s."""
@@ -227,8 +255,9 @@ def ceiling(window: float, rates: tuple[int, ...]) -> dict:
     asked, every fetch's state stored, intra-hub latency p99 <= 1 s), on case (a)'s feeds,
     subscriptions and farm (so the articles per second stay those of case (a): only the crawl
     quickens), the crawl interval shortened step by step until a step fails."""
-    import hub
     import topology
+
+    import hub
 
     feeds, subs, speed, _ = hub.CASES["a"]
     figures: dict = {}
@@ -272,6 +301,10 @@ def main() -> None:
                         help="also find each mode's crawl ceiling, trying these fetch rates "
                         "per second in turn (comma-separated; 'default' for "
                         f"{','.join(map(str, CEILING_RATES))}); about 3 minutes a step")
+    parser.add_argument("--calibration", action="store_true",
+                        help="only the 1+1+1 processes on the provisioner's workload (200 "
+                        "then 50 fetches/s, 15 farm minutes a crawl, article delivery): what "
+                        "`feedmesh provision calibrate --distributed` reads (~8 minutes)")
     parser.add_argument("--subs", type=int, default=1_000_000)
     parser.add_argument("--articles", type=int, default=20_000)
     parser.add_argument("--words", type=int, default=637,
@@ -283,6 +316,9 @@ def main() -> None:
         args.subs, args.articles, args.runs = 100_000, 4_000, 2
         args.window = min(args.window, 40.0)
     figures: dict = {}
+    if args.calibration:
+        print(json.dumps(calibration(max(args.window, 60.0))))
+        return
     if "modes" not in skip:
         figures |= modes(args.quick, args.window)
     if "filters" not in skip:

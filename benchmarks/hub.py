@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import zlib
 from pathlib import Path
 
 import aiohttp
@@ -207,13 +208,15 @@ async def feed_load(urls: list[str], seconds: float, conditional: bool,
 async def steady_polls(urls: list[str], per_s: float, seconds: float) -> dict[str, float]:
     """Readers polling ``per_s`` private feeds a second for ``seconds``, each a different feed
     (round robin over ``urls``), gzip, no validators: what readers who find news cost."""
-    answered = {"polls": 0, "ok": 0, "bytes": 0}
+    answered = {"polls": 0, "ok": 0, "bytes": 0, "items": 0}
     async with aiohttp.ClientSession(auto_decompress=False) as session:
         async def poll(url: str) -> None:
             async with session.get(url, headers={"Accept-Encoding": "gzip"}) as response:
                 body = await response.read()
                 answered["ok"] += response.status == 200
                 answered["bytes"] += len(body)
+                if response.status == 200:
+                    answered["items"] += items_in(body)
 
         tasks, started, sent = set(), time.perf_counter(), 0
         while (elapsed := time.perf_counter() - started) < seconds:
@@ -228,16 +231,47 @@ async def steady_polls(urls: list[str], per_s: float, seconds: float) -> dict[st
     return answered
 
 
-async def feed_wire_bytes(urls: list[str]) -> float:
-    """Median bytes on the wire of a private feed answered 200, as a reader asking for gzip gets
-    it (the provisioner's model of a reflector's outbound bandwidth: feedmesh provision)."""
-    sizes = []
+def items_in(body: bytes) -> int:
+    """Entries in an RSS private feed answered with gzip (0 if it cannot be read)."""
+    try:
+        return zlib.decompress(body, 47).count(b"<item>")
+    except zlib.error:
+        return 0
+
+
+async def feed_wire_samples(urls: list[str]) -> list[tuple[int, int]]:
+    """(entries held, bytes on the wire) of up to 100 private feeds answered 200, as a reader
+    asking for gzip gets them, headers included."""
+    samples = []
     async with aiohttp.ClientSession(auto_decompress=False) as session:
         for url in urls[:100]:
             async with session.get(url, headers={"Accept-Encoding": "gzip"}) as response:
-                sizes.append(len(await response.read()) + sum(
-                    len(k) + len(v) + 4 for k, v in response.raw_headers))
-    return float(statistics.median(sizes))
+                body = await response.read()
+                if response.status == 200:
+                    samples.append((items_in(body), len(body) + sum(
+                        len(k) + len(v) + 4 for k, v in response.raw_headers)))
+    return samples
+
+
+async def feed_wire_bytes(urls: list[str]) -> float:
+    """Median bytes on the wire of a private feed answered 200, as a reader asking for gzip gets
+    it (the provisioner's model of a reflector's outbound bandwidth: feedmesh provision)."""
+    return float(statistics.median(size for _, size in await feed_wire_samples(urls)))
+
+
+def answer_fit(samples: list[tuple[int, int]], k: int = 10) -> dict[str, float]:
+    """A private feed's bytes as a line in the entries it holds (least squares over
+    ``samples``): what an answer holding k costs, and what each entry adds."""
+    items = np.array([n for n, _ in samples], dtype=float)
+    sizes = np.array([b for _, b in samples], dtype=float)
+    if len(samples) < 2 or np.ptp(items) == 0:
+        return {"samples": len(samples), "bytes_per_item": 0.0,
+                "bytes_at_k": float(np.median(sizes)) if len(samples) else 0.0,
+                "mean_items": float(items.mean()) if len(samples) else 0.0}
+    slope, intercept = np.polyfit(items, sizes, 1)
+    return {"samples": len(samples), "bytes_per_item": round(float(slope), 1),
+            "bytes_at_k": round(float(intercept + k * slope), 1),
+            "mean_items": round(float(items.mean()), 2)}
 
 
 def fetch_rate(before: dict[str, float], after: dict[str, float], elapsed: float) -> float:

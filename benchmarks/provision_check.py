@@ -2,10 +2,10 @@
 with ``feedmesh up --topology``, drive it with the farm at the planned load, and compare every
 process's predicted CPU, memory and bandwidth with what it measured.
 
-1. The model compared is the one of separate processes (``docs/provisioning/
-   processes-model.json``: ``feedmesh provision calibrate`` with ``--idle`` and
-   ``--distributed``, from benchmark outputs kept in ``tests/provision/data/``); the shipped
-   model (the hub's, one process) is shown beside it as the baseline. Each gets this run's
+1. The model compared is the one of separate processes (the shipped ``processes`` model,
+   ``src/feedmesh/provision/processes_model.json``: ``feedmesh provision calibrate`` with
+   ``--idle`` and ``--distributed``, from benchmark outputs kept in ``tests/provision/data/``);
+   the default model (``hub``, one process) is shown beside it as the baseline. Each gets this run's
    workload: a crawl every ``--interval`` seconds (the farm runs 900 / interval times faster than real time, so one crawl
    spans Cobra's 15 farm minutes, as in ``crawl_bandwidth.py`` that measured the per-crawl
    figures), and readers polling every subscription every ``subs / --polls-per-s`` seconds.
@@ -25,8 +25,14 @@ process's predicted CPU, memory and bandwidth with what it measured.
    included, counted by the polling readers per owning reflector (in this topology the web
    process renders and sends them; the reflector's own answers to it, ``{tier=reflector}``
    out, are shown beside); likewise its CPU is the reflector process's plus the web process's
-   share by the polls it answered (Cobra's reflector serves its readers itself). The window
-   starts once the private feeds hold nearly k entries each (the model's answer is a full feed).
+   share by the polls it answered (Cobra's reflector serves its readers itself).
+5. What a private feed holds is the run's state, not the model's output: the plan is for full
+   feeds (k entries each, the steady state), but a hub minutes old holds far fewer (Cobra-style
+   queries match 1.45% of articles on average, most of them much less). The predictions compared
+   are the model's for the topology launched with the workload's ``held_per_answer`` set to the
+   (subscription, entry) pairs the reflectors hold per subscription (the mean of the window's
+   start and end), as they take the readers' poll rate: answers and held rows are priced per
+   entry held.
 
 Memory is compared as RSS: the plan puts every service on a node of its own, where it shares its
 pages with no one, so all its resident pages are its own. PSS would divide the libraries' pages
@@ -56,6 +62,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import aiohttp
@@ -69,15 +76,14 @@ from feedmesh.procstat import cpu_seconds, rss_bytes
 from feedmesh.provision import NodeLimits, Targets, decode_model, predict
 from feedmesh.provision import plan as make_plan
 from feedmesh.provision.cli import load_model
-from feedmesh.provision.model import Workload, encode_model
+from feedmesh.provision.model import ResourceModel, Workload, encode_model
 from feedmesh.store.pg_server import LocalPostgres
 from hub import ORIGIN, _get, _metrics
 
 PYTHON = [sys.executable, "-m", "feedmesh"]
 CRAWL_FARM_S = 900.0  # one crawl spans Cobra's 15 farm minutes, as in crawl_bandwidth.py
 RESOURCES = ("cpu", "memory", "in", "out")
-PROCESSES_MODEL = Path(__file__).resolve().parents[1] / "docs" / "provisioning" / \
-    "processes-model.json"
+PROCESSES_MODEL = Path("processes")  # the shipped model of separate processes
 UNITS = {"cpu": "core", "memory": "MB", "in": "KB/s", "out": "KB/s"}
 
 
@@ -115,6 +121,7 @@ class Poller:
         self.per_s = per_s
         self.bytes = [0] * reflectors
         self.answers = [0] * reflectors
+        self.items: list[int] = []  # items in each feed answered 200 (what an answer holds)
         self.statuses: dict[int, int] = {}
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
@@ -151,6 +158,8 @@ class Poller:
                     self.bytes[(sub_id - 1) % self.reflectors] += len(body) + sum(
                         len(k) + len(v) + 4 for k, v in answer.raw_headers)
                     self.answers[(sub_id - 1) % self.reflectors] += 1
+                    with contextlib.suppress(zlib.error):
+                        self.items.append(zlib.decompress(body, 47).count(b"<item>"))
         except (aiohttp.ClientError, OSError, TimeoutError):
             self.statuses[0] = self.statuses.get(0, 0) + 1
 
@@ -191,26 +200,29 @@ def processes_of(plan: dict, listing: dict) -> dict[str, dict]:
     return out
 
 
-def baseline_predictions(args: argparse.Namespace, model_path: Path, baseline_path: Path,
-                         launched: dict) -> dict[str, dict[str, float]]:
-    """The baseline model's predictions for the topology launched (the compared model's plan:
-    the baseline's own plan may differ)."""
+def answer_bytes(model: ResourceModel, held: float) -> float:
+    """The model's private feed answered to a reader, holding ``held`` entries on average."""
+    r, k = model.reflector, model.workload.held_per_subscription
+    return r.bytes_per_poll_answer + (held - k) * r.bytes_per_poll_item
+
+
+def predictions(args: argparse.Namespace, model_path: Path, predicting_path: Path,
+                launched: dict, held: float | None = None) -> dict[str, dict[str, float]]:
+    """A model's predictions for the topology launched (the compared model's plan: the
+    baseline's own plan may differ), its private feeds holding ``held`` entries on average
+    (None: full, as planned)."""
     limits = NodeLimits.from_units(bandwidth_mbps=args.bandwidth_mbps, memory_mb=args.memory_mb,
                                    cpu=args.cpu, overprovision=args.overprovision)
     topology = make_plan(Targets(args.feeds, args.subs), limits,
                          decode_model(model_path.read_bytes())).topology
     if [s.name for s in topology.services] != [s["name"] for s in launched["services"]]:
         raise RuntimeError("the plan made in-process differs from feedmesh provision's")
-    loads = predict(topology, decode_model(baseline_path.read_bytes()))
+    model = decode_model(predicting_path.read_bytes())
+    model = msgspec.structs.replace(model, workload=msgspec.structs.replace(
+        model.workload, held_per_answer=held))
     return {name: {"cpu": load.cpu, "memory": load.memory / 2**20,
                    "in": load.in_bandwidth / 1000, "out": load.out_bandwidth / 1000}
-            for name, load in loads.items()}
-
-
-def predicted(service: dict) -> dict[str, float]:
-    load = service["load"]
-    return {"cpu": load["cpu"], "memory": load["memory_mb"],
-            "in": load["in_mbps"] * 1e6 / 8 / 1000, "out": load["out_mbps"] * 1e6 / 8 / 1000}
+            for name, load in predict(topology, model).items()}
 
 
 def measure(args: argparse.Namespace) -> dict:
@@ -220,7 +232,6 @@ def measure(args: argparse.Namespace) -> dict:
         with contextlib.ExitStack() as servers:
             plan, model_path = plan_for(args, folder, args.model, "model")
             _, baseline_path = plan_for(args, folder, args.baseline_model, "baseline")
-            baseline_loads = baseline_predictions(args, model_path, baseline_path, plan)
             print(f"plan: {plan['crawlers']} crawlers, {plan['filters']} filters, "
                   f"{plan['reflectors']} reflectors for {args.feeds} feeds, {args.subs} "
                   f"subscriptions; limits {plan['limits']}", flush=True)
@@ -276,8 +287,7 @@ def measure(args: argparse.Namespace) -> dict:
 
             with contextlib.suppress(RuntimeError):  # a backlog that stays is reported below
                 wait_for(lambda: backlog() < 50, "the start-up backlog draining", 300)
-            # The model's answer is a full private feed (k entries): measure once the
-            # reflectors hold nearly k per subscription, as they do after a while at any rate.
+            # What the private feeds hold (see 5. above): the pairs the reflectors hold.
             reflectors = [p for p in listing["processes"] if p["role"] == "reflector"]
             k = load_model(args.model).workload.held_per_subscription
 
@@ -285,11 +295,7 @@ def measure(args: argparse.Namespace) -> dict:
                 return sum(_metrics(p["metrics"].removesuffix("/metrics")).get(
                     "feedmesh_reflector_rows_held", 0.0) for p in reflectors)
 
-            with contextlib.suppress(RuntimeError):
-                wait_for(lambda: held() >= 0.9 * k * args.subs, "the private feeds filling",
-                         args.fill_timeout)
-            filled = held() / (k * args.subs)
-            print(f"  private feeds {100 * filled:.0f}% full before the window", flush=True)
+            held0 = held()
             webs = [p for p in listing["processes"] if p["role"] == "web"]
             window = math.ceil(args.window / args.interval) * args.interval
             names = list(mapping)
@@ -298,6 +304,7 @@ def measure(args: argparse.Namespace) -> dict:
             cpu0 = {n: cpu_seconds(mapping[n]["pid"]) for n in names}
             web_cpu0 = sum(cpu_seconds(p["pid"]) for p in webs)
             polled0, answers0 = list(poller.bytes), list(poller.answers)
+            items0 = len(poller.items)
             t0 = time.monotonic()
             rss: dict[str, list[float]] = {n: [] for n in names}
             while time.monotonic() - t0 < window:
@@ -308,7 +315,15 @@ def measure(args: argparse.Namespace) -> dict:
             cpu1 = {n: cpu_seconds(mapping[n]["pid"]) for n in names}
             web_cpu = (sum(cpu_seconds(p["pid"]) for p in webs) - web_cpu0)
             polled1, answers1 = list(poller.bytes), list(poller.answers)
+            items = poller.items[items0:]
             elapsed = time.monotonic() - t0
+            held_avg = (held0 + held()) / 2 / args.subs
+            print(f"  private feeds hold {held_avg:.2f} entries on average (k = {k}); the "
+                  f"readers' answers held {statistics.mean(items) if items else 0:.2f}",
+                  flush=True)
+            loads = predictions(args, model_path, model_path, plan, held_avg)
+            baseline_loads = predictions(args, model_path, baseline_path, plan, held_avg)
+            planned = predictions(args, model_path, model_path, plan)
             load1 = loadavg()
             last_cycles = {c: json.loads(_get(f"{c}/api/stats", 30))["last_crawl"]
                            for c in crawlers}
@@ -350,7 +365,8 @@ def measure(args: argparse.Namespace) -> dict:
                              if k.startswith("feedmesh_queue_messages"))
                 queued_before = sum(v for k, v in before[name].items()
                                     if k.startswith("feedmesh_queue_messages"))
-                rows[name] = {"role": role, "predicted": predicted(service),
+                rows[name] = {"role": role, "predicted": loads[name],
+                              "planned": planned[name],
                               "baseline": baseline_loads.get(name),
                               "measured": measured, "memory_at_end": memory_figures(pid),
                               "queued_at_start": queued_before, "queued_at_end": queued,
@@ -375,10 +391,11 @@ def measure(args: argparse.Namespace) -> dict:
             farm.stop()
         shutil.rmtree(folder, ignore_errors=True)
     return {"plan": plan, "rows": rows, "window_s": round(elapsed, 1),
-            "bytes_per_poll_answer": load_model(args.model).reflector.bytes_per_poll_answer,
+            "bytes_per_poll_answer": answer_bytes(load_model(args.model), held_avg),
             "loadavg_before": load0, "loadavg_after": load1, "poll_statuses": statuses,
             "crawl_cycles": last_cycles, "limits": plan["limits"], "model": str(model_path),
-            "filled": round(filled, 3)}
+            "held_per_subscription": round(held_avg, 3),
+            "items_per_answer": round(statistics.mean(items), 2) if items else None}
 
 
 def saturated(run: dict, interval: float) -> list[str]:
@@ -441,8 +458,6 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=30.0,
                         help="real seconds between crawls (the farm runs 900/interval faster)")
     parser.add_argument("--window", type=float, default=180.0)
-    parser.add_argument("--fill-timeout", type=float, default=600.0,
-                        help="seconds to wait for the private feeds to hold k entries each")
     parser.add_argument("--polls-per-s", type=float, default=20.0,
                         help="readers' polls per second over all subscriptions")
     parser.add_argument("--bandwidth-mbps", type=float, default=2.5)
@@ -450,8 +465,8 @@ def main() -> None:
     parser.add_argument("--cpu", type=float, default=1.0)
     parser.add_argument("--overprovision", type=float, default=0.0)
     parser.add_argument("--model", type=Path, default=PROCESSES_MODEL,
-                        help="the model compared (default: the separate processes' model, "
-                        "docs/provisioning/processes-model.json)")
+                        help="the model compared: a file or a shipped model's name (default: "
+                        "'processes', the separate processes' model)")
     parser.add_argument("--baseline-model", type=Path, default=None,
                         help="the model shown beside it (default: the shipped one, the hub's)")
     args = parser.parse_args()
@@ -477,7 +492,7 @@ def main() -> None:
     for name, row in run["rows"].items():
         mem = row["memory_at_end"]
         extra = (f"; readers got {row['answers_200_per_s']} feeds/s of "
-                 f"{row['bytes_per_200_answer']} bytes (the model: "
+                 f"{row['bytes_per_200_answer']} bytes (the model, at the entries held: "
                  f"{run['bytes_per_poll_answer']:.0f}); its answers to the web process "
                  f"{row['internal_answers_kb_s']} KB/s" if "internal_answers_kb_s" in row else "")
         print(f"  {name}: at the end RSS {mem['rss']:.0f} MB, PSS {mem['pss']:.0f}, USS "
@@ -498,7 +513,8 @@ def main() -> None:
         "reflectors": {name: {k: row[k] for k in ("answers_200_per_s", "bytes_per_200_answer",
                                                   "internal_answers_kb_s", "web_cpu_share")}
                        for name, row in run["rows"].items() if row["role"] == "reflector"},
-        "feeds_full": run["filled"], "baseline": base, "saturated": busy,
+        "held_per_subscription": run["held_per_subscription"], "items_per_answer": run["items_per_answer"],
+        "baseline": base, "saturated": busy,
         "memory_measure": "RSS (median of 1 s samples)", "cpu_measure": "process CPU time",
         "services": result["figures"]}))
 

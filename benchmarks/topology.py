@@ -42,8 +42,9 @@ from hub import (
     _free_port,
     _get,
     _metrics,
+    answer_fit,
     feed_load,
-    feed_wire_bytes,
+    feed_wire_samples,
     fetch_rate,
     steady_polls,
 )
@@ -110,7 +111,7 @@ def queued(process: Process) -> float:
                if key.startswith("feedmesh_queue_messages"))
 
 
-def wait_for(check, what: str, timeout: float) -> None:  # noqa: ANN001
+def wait_for(check, what: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -143,14 +144,17 @@ def poll_phase(processes: list[Process], data: Path, subs: int, busy: dict, web:
     reflectors = sum(v for k, v in extra.items() if k.startswith("reflector"))
     return {"polls_per_s": round(per_s, 1), "answered_200": answered["ok"],
             "bytes_per_200": round(answered["bytes"] / max(1, answered["ok"])),
+            "items_per_200": round(answered["items"] / max(1, answered["ok"]), 2),
             "reflector_cpu_s_per_poll": round(max(0.0, reflectors) / per_s, 6),
             "web_cpu_s_per_poll": round(max(0.0, extra["web"]) / per_s, 6)}
 
 
 def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, window: float,
-             filters: int, reflectors: int, serve_feeds: bool = True) -> dict:
+             filters: int, reflectors: int, serve_feeds: bool = True,
+             delivery: str = "ids") -> dict:
     print(f"mode {name}: {feeds} feeds, {subs} subscriptions, 1 crawler, {filters} filters, "
-          f"{reflectors} reflectors, 1 web process; NATS + PostgreSQL", flush=True)
+          f"{reflectors} reflectors, 1 web process; NATS + PostgreSQL; {delivery} delivery",
+          flush=True)
     folder = Path(tempfile.mkdtemp(prefix="feedmesh-bench-"))
     processes: list[Process] = []
     farm = None
@@ -172,18 +176,19 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                                 origin=ORIGIN, max_age_share=0.0)
             farm = FarmProcess(config, cpu=0).start()
             common = ["--bus", nats.url, "--log-level", "warning"]
+            tiers = [*common, "--delivery", delivery]
             reflector_urls = []
             for r in range(reflectors):
                 listen = f"127.0.0.1:{_free_port()}"
                 processes.append(Process(
-                    f"reflector-{r}", ["reflector", *common, "--state", url, "--store", url,
+                    f"reflector-{r}", ["reflector", *tiers, "--state", url, "--store", url,
                                        "--shard", f"{r}/{reflectors}", "--listen", listen],
                     "feedmesh reflector", folder, f"http://{listen}"))
                 reflector_urls.append(f"http://{listen}")
             crawler_port = _free_port()
             crawler_base = f"http://127.0.0.1:{crawler_port}"
             processes.append(Process(
-                "crawler", ["crawler", *common, "--store", url, "--data", str(data),
+                "crawler", ["crawler", *tiers, "--store", url, "--data", str(data),
                             "--port", str(crawler_port), "--filters", str(filters),
                             "--external-filters", "--reflectors", str(reflectors),
                             "--external-reflectors", ",".join(reflector_urls),
@@ -194,7 +199,7 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             for f in range(filters):
                 metrics = f"127.0.0.1:{_free_port()}"
                 processes.append(Process(
-                    f"filter-{f}", ["filter", *common, "--state", url, "--shard",
+                    f"filter-{f}", ["filter", *tiers, "--state", url, "--shard",
                                     f"{f}/{filters}", "--data", str(folder / f"filter-{f}"),
                                     "--metrics", metrics],
                     "feedmesh filter shard", folder, f"http://{metrics}"))
@@ -228,6 +233,8 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                     rss[p.name].append(rss_bytes(p.popen.pid) / 2**20)
                 time.sleep(1.0)
             after = {p.name: _metrics(p.metrics) for p in processes}
+            held_pairs = sum(after[p.name].get("feedmesh_reflector_rows_held", 0.0)
+                             for p in processes if p.name.startswith("reflector"))
             t1 = time.time()
             elapsed = t1 - t0
             commits1 = commits(url)
@@ -252,6 +259,8 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                     + sum(rate(p.name, "feedmesh_tier_bytes_out_total{tier=filter}")
                           for p in processes if p.name.startswith("filter"))),
                 "postgres_commits_per_s": round((commits1 - commits0) / elapsed, 1),
+                "delivery": delivery,
+                "held_per_subscription": round(held_pairs / subs, 3),
                 "processes": {p.name: {
                     "cpu_pct": round(100 * (cpu_seconds(p.popen.pid) - cpu0[p.name]) / elapsed,
                                      1),
@@ -271,7 +280,9 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 step = max(1, subs // 500)
                 urls = [f"{web}/f/{tokens.make(sub_id, 0)}.rss"
                         for sub_id in range(1, subs, step)]
-                figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
+                samples = asyncio.run(feed_wire_samples(urls))
+                figures["feed_200_wire_bytes"] = round(statistics.median(b for _, b in samples))
+                figures["feed_answer_fit"] = answer_fit(samples)
                 figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
                 figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
             order = ["web", "crawler", *(f"filter-{f}" for f in range(filters)),

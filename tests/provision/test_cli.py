@@ -96,6 +96,22 @@ def test_a_model_of_another_version_is_refused(tmp_path):
     assert "model version 99 is not known" in done.stderr
 
 
+def test_the_shipped_models_are_chosen_by_name():
+    plans = {}
+    for name in ("hub", "processes"):
+        done = provision("--feeds", "6000", "--subs", "200000", "--bandwidth-mbps", "2.5",
+                         "--memory-mb", "320", "--json", "--model", name)
+        assert done.returncode == 0, done.stderr
+        plans[name] = json.loads(done.stdout)
+    default = json.loads(provision("--feeds", "6000", "--subs", "200000", "--bandwidth-mbps",
+                                   "2.5", "--memory-mb", "320", "--json").stdout)
+    assert default == plans["hub"]
+    # a crawler process of its own loads less than the hub's one process (its fixed memory)
+    memory = {name: plan["services"][0]["load"]["memory_mb"] for name, plan in plans.items()}
+    assert memory["processes"] < 0.7 * memory["hub"]
+    assert load_model(Path("processes")).reflector.bytes_per_poll_item > 0
+
+
 @pytest.mark.parametrize("args, says", [
     (["--subs", "10"], "--feeds and --subs are needed"),
     (["--feeds", "0", "--subs", "10"], "--feeds must be >= 1"),

@@ -76,7 +76,8 @@ def test_calibrate_names_a_missing_benchmark_figure():
         model_from_benchmarks(outputs, load_model(None).machine, {})
 
 
-PROCESSES_MODEL = Path(__file__).parents[2] / "docs" / "provisioning" / "processes-model.json"
+PROCESSES_MODEL = (Path(__file__).parents[2] / "src" / "feedmesh" / "provision"
+                   / "processes_model.json")
 
 
 def kept_outputs(*extra: str) -> dict:
@@ -92,13 +93,32 @@ def test_the_separate_processes_model_is_calibrates_output_from_kept_outputs():
     assert again == model
     hub_model = load_model(None)
     idle = kept_outputs("idle")["idle"]["roles"]
+    runs = kept_outputs("distributed")["distributed"]["modes"]
+    subs = runs["nats_111"]["subscriptions"]
     for tier in ("crawler", "filter", "reflector"):
         costs = getattr(model, tier)
-        # each role's fixed part is its own idle process's, not the whole hub's
-        assert costs.memory_base_bytes == idle[tier]["rss_mb"] * 2**20
-        assert costs.cpu_s_per_s_base == idle[tier]["cpu_s_per_s"] > 0
+        # each role's fixed memory is its own idle process's (a working reflector's is more),
+        # not the whole hub's
+        assert costs.memory_base_bytes >= idle[tier]["rss_mb"] * 2**20
         assert costs.memory_base_bytes < getattr(hub_model, tier).memory_base_bytes
         assert f"{tier}.cpu_s_per_s_base" in model.source
+        # CPU: the line through the two runs passes through both measurements
+        process = {"crawler": "crawler", "filter": "filter-0", "reflector": "reflector-0"}[tier]
+        for run in runs.values():
+            if tier == "crawler":
+                work = run["fetches_per_s"] * costs.cpu_s_per_feed_per_crawl
+            else:
+                work = run["articles_per_s"] * (costs.cpu_s_per_article
+                                                + costs.cpu_s_per_article_per_ksubs * subs / 1000)
+            assert costs.cpu_s_per_s_base + work == pytest.approx(
+                run["processes"][process]["cpu_pct"] / 100)
+    assert model.crawler.memory_base_bytes == idle["crawler"]["rss_mb"] * 2**20
+    # a working process's fixed CPU is at least an idle one's
+    assert model.filter.cpu_s_per_s_base >= idle["filter"]["cpu_s_per_s"]
+    # an answer is priced per entry held; a pair held costs no memory the runs could see (rows
+    # are allocated k wide per subscription)
+    assert model.reflector.bytes_per_poll_item > 0
+    assert model.reflector.bytes_per_poll_answer > 5 * model.reflector.bytes_per_poll_item
     # what the hub measured as wall time of matching is less than the process's CPU per article
     assert model.filter.cpu_s_per_article > hub_model.filter.cpu_s_per_article
     # the re-matching reflector pays the store of the ids reflector plus the match

@@ -21,12 +21,14 @@ up``), each role's costs in process CPU time rather than the hub's match time:
 
 * ``benchmarks/idle_roles.py`` (``--idle``): each role's fixed CPU and memory, a process with
   nothing to do;
-* ``benchmarks/distributed.py`` (``--distributed``, its ``nats_111`` mode: one crawler, one
-  filter, one reflector under the hub's case (a) load): each role's CPU per unit of work, its
-  process CPU less the fixed part, and its memory per subscription and per held row, its RSS
-  less the fixed part. That mode delivers ids; the re-matching reflector of Cobra's final design
-  adds the hub's match cost per article and, per subscription, what the hub's ``article`` case
-  holds beyond its ``ids`` case (the re-match index and the queries it is built from).
+* ``benchmarks/distributed.py --calibration`` (``--distributed``, its ``nats_111`` mode: one
+  crawler, one filter, one reflector, a web process, on the model's own workload: 15 farm
+  minutes a crawl, 200 fetches a second, ``article`` delivery): each role's CPU per unit of
+  work, its process CPU less the fixed part; its memory per subscription and per held (entry,
+  subscription) pair as the reflector counts them, its RSS less the fixed part and the re-match
+  index; a reader's poll (the reflector's lookups and the web process's render); a private
+  feed's bytes as a line in the entries it holds. An older run of ``ids`` delivery (case (a))
+  is still read: its reflector then adds the hub's match cost per article.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
+from feedmesh.hub.subtable import SubTable
+from feedmesh.hub.topk import TopK
 
 from .errors import ModelError
 from .model import (
@@ -48,6 +53,10 @@ from .model import (
 
 __all__ = ["BENCHMARKS", "PROCESS_BENCHMARKS", "model_from_benchmarks"]
 
+ROW_BYTES = TopK(1).nbytes() + SubTable(1).nbytes()
+"""What a reflector allocates per subscription whatever it holds: k slots of held ids, and its
+subscription columns (45 + 25 bytes)."""
+
 BENCHMARKS = {
     "crawl_bandwidth": "benchmarks/crawl_bandwidth.py --feeds 2000 --cycles 3",
     "crawl_throughput": "benchmarks/crawl_throughput.py --feeds 10000 --cycles 3",
@@ -58,7 +67,7 @@ BENCHMARKS = {
 
 PROCESS_BENCHMARKS = {
     "idle": "benchmarks/idle_roles.py",
-    "distributed": "benchmarks/distributed.py --quick --skip filters,kills",
+    "distributed": "benchmarks/distributed.py --calibration",
 }
 """Optional, given as files (``--run`` does not run them): a model of separate processes."""
 
@@ -172,6 +181,8 @@ def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
         "workload": "Cobra: 15-minute crawls, readers polling every 30 minutes, k = 10",
         "cpu_s_per_s_base": "0: not measured (give --idle: the hub is one process)",
         "reflector.cpu_s_per_poll": "0: not measured (give --distributed with its poll phase)",
+        "reflector.bytes_per_poll_item": "0: not measured (give --distributed with its answer "
+                                         "fit): every answer is taken as a full feed",
     }
     model = ResourceModel(
         version=MODEL_VERSION, machine=machine, workload=workload,
@@ -241,8 +252,64 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
     r_cpu, r_mem = busy("reflector-0")
     per_ksub = f.cpu_s_per_article_per_ksubs
     filter_per_article = max(0.0, (f_cpu - f_cpu0) / articles - per_ksub * subs / 1000)
-    # the re-matching reflector: what the ids reflector spends per article, plus matching it
-    reflector_per_article = max(0.0, (r_cpu - r_cpu0) / articles) + f.cpu_s_per_article
+    rematch_per_sub = max(0.0, (_get(article, "hub_rss_mb", "hub")
+                                - _get(ids, "hub_rss_mb", "hub")) * 2**20
+                          / _get(article, "subscriptions", "hub"))
+    rematching = run.get("delivery") == "article"
+    if rematching:  # measured as the model describes it: the reflector re-matches
+        reflector_per_article = max(0.0, (r_cpu - r_cpu0) / articles - per_ksub * subs / 1000)
+        index_bytes = rematch_per_sub * subs
+    else:  # what the ids reflector spends per article, plus matching it
+        reflector_per_article = max(0.0, (r_cpu - r_cpu0) / articles) + f.cpu_s_per_article
+        index_bytes = 0.0
+    # A second run at a lower rate (the same subscriptions): each role's CPU is then the line
+    # through the two, a working process's fixed part and a part per unit of work, instead of
+    # the idle process's CPU and one ratio.
+    low = distributed.get("modes", {}).get("nats_111_low")
+    lines: dict[str, tuple[float, float]] = {}
+    if isinstance(low, dict) and "processes" in low:
+        if _get(low, "subscriptions", "distributed") != subs:
+            raise ModelError("distributed output: modes.nats_111_low has other subscriptions "
+                             "than modes.nats_111")
+        low_fetched = low.get("fetches_per_s") or _get(low, "feeds", "distributed") / _get(
+            low, "crawl_interval_s", "distributed")
+        low_articles = _get(low, "articles_per_s", "distributed")
+        for process, x1, x0 in (("crawler", fetched, low_fetched),
+                                ("filter-0", articles, low_articles),
+                                ("reflector-0", articles, low_articles)):
+            if x1 <= x0:
+                raise ModelError(f"distributed output: modes.nats_111_low's {process} did no "
+                                 "less work than modes.nats_111's: no line through the two")
+            y1 = _get(run, f"processes.{process}.cpu_pct", "distributed") / 100
+            y0 = _get(low, f"processes.{process}.cpu_pct", "distributed") / 100
+            slope = max(0.0, (y1 - y0) / (x1 - x0))
+            lines[process] = (max(0.0, y1 - slope * x1), slope)
+        c_cpu0, crawler_per_fetch = lines["crawler"]
+        f_cpu0, slope = lines["filter-0"]
+        filter_per_article = max(0.0, slope - per_ksub * subs / 1000)
+        if rematching:
+            r_cpu0, slope = lines["reflector-0"]
+            reflector_per_article = max(0.0, slope - per_ksub * subs / 1000)
+    else:
+        crawler_per_fetch = max(0.0, c_cpu - c_cpu0) / fetched
+    # the (subscription, entry) pairs the reflector held (full feeds if the run did not say)
+    held = run.get("held_per_subscription") or k
+    per_held_entry = max(0.0, r_mem - r_mem0 - index_bytes) / (subs * held)
+    memory_line = False
+    if lines and rematching and low.get("held_per_subscription"):
+        # Two runs holding different numbers of pairs: the memory a pair adds is the slope
+        # (rows are allocated k wide per subscription, so it is small), and what the working
+        # process holds beyond its index and its pairs is fixed (the compiled matcher, the
+        # bus's and the store's buffers), as its CPU's intercept is.
+        pairs1, pairs0 = held * subs, low["held_per_subscription"] * subs
+        if pairs1 > pairs0:
+            memory_line = True
+            r_mem_low = _get(low, "processes.reflector-0.rss_mb", "distributed") * 2**20
+            per_held_entry = max(0.0, (r_mem - r_mem_low) / (pairs1 - pairs0))
+            rematch_per_sub += ROW_BYTES
+            r_mem0 = max(r_mem0, r_mem - rematch_per_sub * subs - per_held_entry * pairs1)
+    fit = run.get("feed_answer_fit")
+    fitted = isinstance(fit, dict) and _get(fit, "bytes_per_item", "distributed") > 0
     # Readers' polls: the reflector's lookups and the web process's render and send, per poll,
     # beyond what the two spend on the article stream meanwhile (distributed.py's poll phase).
     polled = run.get("poll_phase")
@@ -250,9 +317,6 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
     if isinstance(polled, dict):
         per_poll = (_get(polled, "reflector_cpu_s_per_poll", "distributed")
                     + _get(polled, "web_cpu_s_per_poll", "distributed"))
-    rematch_per_sub = max(0.0, (_get(article, "hub_rss_mb", "hub")
-                                - _get(ids, "hub_rss_mb", "hub")) * 2**20
-                          / _get(article, "subscriptions", "hub"))
     source = dict(model.source)
     source.pop("memory_base_bytes", None)
     source.pop("cpu_s_per_s_base", None)
@@ -275,12 +339,18 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
             "index and what the process keeps to build it"),
         "reflector.cpu_s_per_article": cite(
             "distributed", f"({nats}.reflector-0.cpu_pct / 100 - the idle reflector's) / "
+            "articles_per_s - the per-ksubs part at its subscriptions (article delivery: "
+            "re-matching, storing)") if rematching else cite(
+            "distributed", f"({nats}.reflector-0.cpu_pct / 100 - the idle reflector's) / "
             "articles_per_s (storing, ids delivery) + the hub's match CPU per article "
             "(filter.cpu_s_per_article of the hub-measured model: the re-match)"),
         "reflector.memory_bytes_per_subscription": cite(
             "hub", "(cases[article].hub_rss_mb - cases[ids].hub_rss_mb) / subscriptions: the "
             "re-match index and its queries"),
         "reflector.memory_bytes_per_held_entry": cite(
+            "distributed", f"({nats}.reflector-0.rss_mb - the idle reflector's - the re-match "
+            "index) / (subscriptions * modes.nats_111.held_per_subscription): per pair held")
+        if rematching else cite(
             "distributed", f"({nats}.reflector-0.rss_mb - the idle reflector's) / "
             f"(subscriptions * k={k}) (an ids reflector holds no index)"),
         "reflector.cpu_s_per_poll": cite(
@@ -290,11 +360,53 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
         if isinstance(polled, dict) else "not measured (the distributed output has no "
         "poll_phase): 0",
     })
+    if lines:
+        both = ("the line through modes.nats_111 and modes.nats_111_low (two rates): "
+                "processes.{}.cpu_pct / 100 against {}")
+        for tier, process, unit in (("crawler", "crawler", "fetches_per_s"),
+                                    ("filter", "filter-0", "articles_per_s"),
+                                    ("reflector", "reflector-0", "articles_per_s")):
+            if tier == "reflector" and not rematching:
+                continue
+            source[f"{tier}.cpu_s_per_s_base"] = cite(
+                "distributed", "its intercept: a working process's fixed CPU; " +
+                both.format(process, unit))
+        source["crawler.cpu_s_per_feed_per_crawl"] = cite(
+            "distributed", "its slope: process CPU time per feed fetched (its articles "
+            "included); " + both.format("crawler", "fetches_per_s"))
+        source["filter.cpu_s_per_article"] = cite(
+            "distributed", "its slope less the per-ksubs part at its subscriptions; " +
+            both.format("filter-0", "articles_per_s"))
+        if rematching:
+            source["reflector.cpu_s_per_article"] = cite(
+                "distributed", "its slope less the per-ksubs part at its subscriptions "
+                "(article delivery: re-matching, storing); " +
+                both.format("reflector-0", "articles_per_s"))
+    if memory_line:
+        source["reflector.memory_bytes_per_held_entry"] = cite(
+            "distributed", "(processes.reflector-0.rss_mb of modes.nats_111 - of "
+            "modes.nats_111_low) / the difference of their pairs held (held_per_subscription "
+            "* subscriptions), 0 if it shrank")
+        source["reflector.memory_base_bytes"] = cite(
+            "distributed", "modes.nats_111.processes.reflector-0.rss_mb - subscriptions * "
+            "memory_bytes_per_subscription - the pairs held * memory_bytes_per_held_entry: a "
+            "working reflector's fixed memory (at least the idle one's)")
+        source["reflector.memory_bytes_per_subscription"] = cite(
+            "hub", "(cases[article].hub_rss_mb - cases[ids].hub_rss_mb) / subscriptions: the "
+            f"re-match index and its queries; + {ROW_BYTES} bytes: the reflector's rows of k "
+            "held ids and its subscription columns, allocated per subscription")
+    if fitted:
+        source["reflector.bytes_per_poll_answer"] = cite(
+            "distributed", "modes.nats_111.feed_answer_fit.bytes_at_k: 100 private feeds "
+            "answered 200 (gzip, headers included), bytes as a line in the entries each held, "
+            f"at k={k}")
+        source["reflector.bytes_per_poll_item"] = cite(
+            "distributed", "modes.nats_111.feed_answer_fit.bytes_per_item: that line's slope")
     return msgspec.structs.replace(
         model,
         crawler=msgspec.structs.replace(
             c, cpu_s_per_s_base=c_cpu0, memory_base_bytes=c_mem0,
-            cpu_s_per_feed_per_crawl=max(0.0, c_cpu - c_cpu0) / fetched),
+            cpu_s_per_feed_per_crawl=crawler_per_fetch),
         filter=msgspec.structs.replace(
             f, cpu_s_per_s_base=f_cpu0, memory_base_bytes=f_mem0,
             cpu_s_per_article=filter_per_article,
@@ -303,6 +415,9 @@ def _separate_processes(model: ResourceModel, idle: dict[str, Any], distributed:
             r, cpu_s_per_s_base=r_cpu0, memory_base_bytes=r_mem0,
             cpu_s_per_article=reflector_per_article,
             memory_bytes_per_subscription=rematch_per_sub,
-            memory_bytes_per_held_entry=max(0.0, r_mem - r_mem0) / (subs * k),
-            cpu_s_per_poll=per_poll),
+            memory_bytes_per_held_entry=per_held_entry,
+            cpu_s_per_poll=per_poll,
+            **({"bytes_per_poll_answer": _get(fit, "bytes_at_k", "distributed"),
+                "bytes_per_poll_item": _get(fit, "bytes_per_item", "distributed")}
+               if fitted else {})),
         source=source)

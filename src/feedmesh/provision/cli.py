@@ -39,6 +39,10 @@ from .topology import NodeLimits, Targets
 __all__ = ["configure", "load_model", "run"]
 
 DEFAULT_MODEL = "default_model.json"
+SHIPPED_MODELS = {"hub": DEFAULT_MODEL, "processes": "processes_model.json"}
+"""Models shipped with feedmesh, by the name ``--model`` takes: ``hub`` (the default) measured
+on ``feedmesh serve``, every tier in one process; ``processes`` measured on ``feedmesh up``'s
+separate processes (docs/provisioning.md, "A model of separate processes")."""
 BENCHMARK_DIR = Path(__file__).resolve().parents[3] / "benchmarks"
 
 
@@ -59,7 +63,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             help="each node's CPU relative to one core of the model's machine")
     plan_group.add_argument("--overprovision", type=float, default=0.0,
                             help="head-room: loads count (1 + this) times")
-    plan_group.add_argument("--model", type=Path, help="model file (default: the shipped one)")
+    plan_group.add_argument("--model", type=Path, metavar="MODEL",
+                            help="a model file, or a shipped model: 'hub' (the default: every "
+                                 "tier in one process, `feedmesh serve`) or 'processes' (each "
+                                 "role a process of its own, `feedmesh up`)")
     plan_group.add_argument("--json", action="store_true", help="print the topology as JSON")
     plan_group.add_argument("--picture", type=Path,
                             help="draw the topology (Graphviz; .svg, .png or .pdf)")
@@ -107,9 +114,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def load_model(path: Path | None) -> ResourceModel:
-    if path is None:
-        return decode_model(resources.files(__package__).joinpath(DEFAULT_MODEL).read_bytes(),
-                            f"the shipped {DEFAULT_MODEL}")
+    """A model file, a shipped model by name (``SHIPPED_MODELS``), or the default one."""
+    shipped = DEFAULT_MODEL if path is None else SHIPPED_MODELS.get(str(path))
+    if shipped is not None:
+        return decode_model(resources.files(__package__).joinpath(shipped).read_bytes(),
+                            f"the shipped {shipped}")
     try:
         data = path.read_bytes()
     except OSError as exc:

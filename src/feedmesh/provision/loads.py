@@ -12,8 +12,9 @@ Per crawl interval ``T`` (the model's workload); every CPU figure also counts th
 * reflector of ``S`` subscriptions: in = the sum over its filters of what they send it (an
   article may come from several, each for its own users); CPU = the distinct articles (all
   articles * sel(S)) * (per article + per_ksubs * S / 1000): it re-matches each once; memory =
-  base + S * (per subscription + k * per held entry); out = S / poll interval * bytes per poll
-  answer.
+  base + S * (per subscription + h * per held entry); out = S / poll interval * (bytes per
+  poll answer + (h - k) * bytes per held item), where ``h`` is what a feed holds on average: k
+  (full feeds, the steady state) unless the workload says otherwise; CPU also counts each poll.
 
 ``sel(n) = 1 - (1 - p)^n`` is the share of articles that match at least one of ``n``
 subscriptions, each matched with probability ``p`` (independence assumed).
@@ -88,6 +89,8 @@ def predict(topology: Topology, model: ResourceModel,
     c, f, r = model.crawler, model.filter, model.reflector
     interval, p = model.workload.crawl_interval_s, f.matches_per_article_per_subscription
     k = model.workload.held_per_subscription
+    held_avg = model.workload.held  # what a private feed holds on average (k when full)
+    answer = r.bytes_per_poll_answer + (held_avg - k) * r.bytes_per_poll_item
 
     def chosen(services: tuple[Service, ...]) -> tuple[Service, ...]:
         return services if wanted is None else tuple(s for s in services if s.name in wanted)
@@ -134,12 +137,12 @@ def predict(topology: Topology, model: ResourceModel,
             articles = every_article * selectivity(p, int(held))
             loads[reflector.name] = Load(
                 in_bandwidth=float(received[i]) * f.bytes_per_match_message,
-                out_bandwidth=held / model.workload.poll_interval_s * r.bytes_per_poll_answer,
+                out_bandwidth=held / model.workload.poll_interval_s * answer,
                 cpu=r.cpu_s_per_s_base
                 + articles * (r.cpu_s_per_article + r.cpu_s_per_article_per_ksubs * held / 1000)
                 + held / model.workload.poll_interval_s * r.cpu_s_per_poll,
                 memory=(r.memory_base_bytes + held * r.memory_bytes_per_subscription
-                        + held * k * r.memory_bytes_per_held_entry),
+                        + held * held_avg * r.memory_bytes_per_held_entry),
                 articles_in_per_s=articles)
     # the topology's order, whatever the tiers' order above
     return {s.name: loads[s.name] for s in topology.services if s.name in loads}

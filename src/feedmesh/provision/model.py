@@ -28,6 +28,15 @@ class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     crawl_interval_s: float = 900.0  # Cobra's 15 minutes
     poll_interval_s: float = 1800.0  # readers poll every 15-60 minutes (Cobra 3.3)
     held_per_subscription: int = 10  # k, the newest entries a private feed keeps
+    held_per_answer: float | None = None
+    """Entries a private feed holds on average. None: k, the steady state a plan is for (every
+    subscription that matches at all fills its k in time); a hub minutes old holds fewer, which
+    is what its readers get and its reflectors keep (`benchmarks/provision_check.py`)."""
+
+    @property
+    def held(self) -> float:
+        return (float(self.held_per_subscription) if self.held_per_answer is None
+                else self.held_per_answer)
 
 
 class CrawlerCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -56,9 +65,10 @@ class ReflectorCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     memory_bytes_per_subscription: float  # re-match index and subscription columns
     memory_bytes_per_held_entry: float  # one (subscription, entry) row of a private feed
     memory_base_bytes: float
-    bytes_per_poll_answer: float  # one private feed answered to a reader
+    bytes_per_poll_answer: float  # one private feed holding k entries answered to a reader
     cpu_s_per_s_base: float = 0.0
     cpu_s_per_poll: float = 0.0  # answering one reader's poll that finds news (lookup, render)
+    bytes_per_poll_item: float = 0.0  # what each entry held adds to an answer (0: not measured)
 
 
 class ResourceModel(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
