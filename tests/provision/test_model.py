@@ -22,7 +22,7 @@ def shipped() -> dict:
 
 def test_the_shipped_model_is_tagged_with_its_machine_and_sources():
     model = load_model(None)
-    assert model.version == 1
+    assert model.version == 2
     assert model.machine.cores >= 1 and model.machine.cpu_model and model.machine.measured_at
     for tier in ("crawler", "filter", "reflector"):
         for field in getattr(model, tier).__struct_fields__:
@@ -41,9 +41,21 @@ def test_the_shipped_model_is_calibrates_output_from_the_kept_benchmark_outputs(
 
 def test_an_unknown_version_is_refused_by_name():
     raw = shipped()
-    raw["version"] = 2
-    with pytest.raises(ModelVersionError, match="model version 2 is not known"):
+    raw["version"] = 3
+    with pytest.raises(ModelVersionError, match="model version 3 is not known"):
         decode_model(msgspec.json.encode(raw), "m.json")
+
+
+def test_a_version_1_model_reads_without_the_version_2_fields():
+    raw = shipped()
+    raw["version"] = 1
+    del raw["workload"]["held_per_answer"], raw["reflector"]["bytes_per_poll_item"]
+    model = decode_model(msgspec.json.encode(raw), "old.json")
+    assert model.version == 2 and model.workload.held == model.workload.held_per_subscription
+    assert model.reflector.bytes_per_poll_item == 0.0
+    raw["reflector"]["bytes_per_poll_item"] = 500.0  # a version 1 file cannot have it
+    with pytest.raises(ModelError, match="reflector.bytes_per_poll_item is a version 2 field"):
+        decode_model(msgspec.json.encode(raw), "old.json")
 
 
 @pytest.mark.parametrize("change, says", [

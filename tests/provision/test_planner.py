@@ -111,3 +111,22 @@ def test_a_process_s_fixed_cpu_is_paid_by_every_replica_and_bounds_what_a_split_
     # three with it (0.3 + 0.37 each)
     assert counts(plan(target, limits(cpu=0.8), plain))[0] == 2
     assert counts(plan(target, limits(cpu=0.8), based))[0] == 3
+
+
+def test_answers_and_held_rows_are_priced_per_entry_held():
+    import msgspec
+
+    from feedmesh.provision.model import Workload
+
+    priced = make_model(reflector__bytes_per_poll_answer=6_000, reflector__bytes_per_poll_item=500)
+    topology = plan(Targets(1_000, 100_000), limits(), priced).topology
+    name = topology.reflectors[0].name
+    full = predict(topology, priced)[name]
+    held = msgspec.structs.replace(priced, workload=Workload(held_per_answer=2.0))
+    partial = predict(topology, held)[name]
+    polls = 100_000 / Workload().poll_interval_s
+    assert full.out_bandwidth == pytest.approx(polls * 6_000)
+    # 8 entries fewer than k = 10: 8 x 500 bytes fewer an answer
+    assert partial.out_bandwidth == pytest.approx(polls * (6_000 - 8 * 500))
+    # held rows: 20 bytes a pair, 100,000 subscriptions x (10 - 2) pairs fewer
+    assert full.memory - partial.memory == pytest.approx(100_000 * 8 * 20)

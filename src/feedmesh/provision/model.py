@@ -15,7 +15,10 @@ from .errors import ModelError, ModelVersionError
 __all__ = ["MODEL_VERSION", "CrawlerCosts", "FilterCosts", "Machine", "ReflectorCosts",
            "ResourceModel", "Workload", "decode_model", "encode_model"]
 
-MODEL_VERSION = 1
+MODEL_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+"""Version 2 added ``workload.held_per_answer`` and ``reflector.bytes_per_poll_item``; a version
+1 file reads as a version 2 one without them (full feeds, answers of one size)."""
 
 
 class Machine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -103,10 +106,18 @@ def decode_model(data: bytes, where: str = "model") -> ResourceModel:
     if not isinstance(raw, dict):
         raise ModelError(f"{where}: a model is a JSON object")
     version = raw.get("version")
-    if version != MODEL_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ModelVersionError(f"{where}: model version {version!r} is not known to this "
-                                f"feedmesh (it reads version {MODEL_VERSION}); re-run "
+                                f"feedmesh (it reads versions "
+                                f"{', '.join(map(str, READABLE_VERSIONS))}); re-run "
                                 "`feedmesh provision calibrate` to write a current one")
+    if version == 1:
+        for section, field in (("workload", "held_per_answer"),
+                               ("reflector", "bytes_per_poll_item")):
+            if isinstance(raw.get(section), dict) and field in raw[section]:
+                raise ModelError(f"{where}: {section}.{field} is a version 2 field; a "
+                                 "version 1 model cannot have it")
+        raw["version"] = MODEL_VERSION
     try:
         return msgspec.convert(raw, ResourceModel)
     except msgspec.ValidationError as exc:
