@@ -119,7 +119,9 @@ async def test_a_crawler_not_told_of_a_transfer_is_fenced_off(hub_env, tmp_path)
         await eventually(lambda: fetched_since(moved_at) >= {0, 1, 2, 3}, timeout=30)
         await eventually(lambda: all(store.feed(f).state.last_fetched_at > before[f]
                                      for f in ids[2:]), timeout=30)
-        # ... but only the commits of the feeds it still holds were stored
+        # ... but only the commits of the feeds it still holds were stored, and the dropped
+        # ones are counted
         assert all(store.feed(f).state.last_fetched_at == before[f] for f in ids[:2])
+        await eventually(lambda: hub.metrics.fenced._value.get() >= 2, timeout=30)
     finally:
         table.close()

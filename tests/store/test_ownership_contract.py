@@ -114,10 +114,14 @@ def test_an_intent_fenced_off_by_a_move_is_dropped_whole(ingest_and_ownership):
     late = update(3, owner="eu-1", epoch=1)
     other_update = FeedUpdate(feed_id=other.id, seen_at=3.0,
                               state=msgspec.structs.replace(other.state, etag='"x"'))
-    assert ingest.apply([late, other_update]) == []
+    fenced: list[int] = []
+    assert ingest.apply([late, other_update], fenced) == []
+    assert fenced == [feed.id]  # said, not dropped unseen
     assert ingest.feed(feed.id).state.etag == '"2"' and ingest.entry_count() == 2
     assert ingest.feed(other.id).state.etag == '"x"'  # not fenced: applied
-    assert len(ingest.apply([update(4, owner="na-1", epoch=2)])) == 1  # the new owner's
+    fenced.clear()
+    assert len(ingest.apply([update(4, owner="na-1", epoch=2)], fenced)) == 1  # the new owner's
+    assert fenced == []
     assert ingest.apply([update(5, owner="na-1", epoch=1)]) == []  # an older epoch of it
     assert ingest.apply([update(6, owner="eu-1", epoch=2)]) == []
     assert len(ingest.apply([update(7)])) == 1  # no fence: always applied

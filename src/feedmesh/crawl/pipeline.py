@@ -100,6 +100,8 @@ class CrawlStats(msgspec.Struct, kw_only=True):
     decoded_bytes: int = 0
     skipped: int = 0
     """Due feeds not fetched: deactivated, backing off, or a URL already fetched this cycle."""
+    fenced: int = 0
+    """Fetches whose results were dropped at commit: their feed changed hands meanwhile."""
     errors: dict[str, int] = msgspec.field(default_factory=dict)
     elapsed_s: float = 0.0
 
@@ -496,7 +498,8 @@ class Crawler:
                 current = self.states.get(update.feed_id, update.state)
                 pending.update = msgspec.structs.replace(update, state=current)
         try:
-            ingested = await self._db.call(self.store.apply, [p.update for p in batch])
+            fenced: list[int] = []
+            ingested = await self._db.call(self.store.apply, [p.update for p in batch], fenced)
         except Exception as exc:
             # Nothing of this batch is stored: forget what its fetches taught us too (their
             # validators would hide the uncommitted entries behind 304s), and tell each caller.
@@ -510,6 +513,16 @@ class Crawler:
                 if not pending.future.done():
                     pending.future.set_result([])
             return
+        if fenced:
+            gone = set(fenced)
+            for pending in batch:
+                if pending.update.feed_id in gone:
+                    pending.stats.fenced += 1
+            owner = next((p.update.owner for p in batch if p.update.owner), "")
+            _commit_log.log(logging.WARNING, "fenced",
+                            "fenced_off feeds=%d owner=%s first=%s: these feeds changed hands "
+                            "while their fetches ran; the results are dropped (the new owner "
+                            "fetches them)", len(fenced), owner, sorted(gone)[:5])
         by_feed: dict[int, list[IngestedEntry]] = {}
         for item in ingested:
             by_feed.setdefault(item.feed_id, []).append(item)

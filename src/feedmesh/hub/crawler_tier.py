@@ -279,6 +279,8 @@ class CrawlerTier:
                 m.fetches.labels(outcome).inc(count)
         for kind, count in stats.errors.items():
             m.fetches.labels(kind).inc(count)
+        if stats.fenced:
+            m.fenced.inc(stats.fenced)
 
     async def aclose(self) -> None:
         if self.scheduled is not None:

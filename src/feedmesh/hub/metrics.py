@@ -47,6 +47,9 @@ class HubMetrics:
         self.bytes_out = Counter("feedmesh_tier_bytes_out", "Bytes sent on by a tier", ["tier"],
                                  registry=r)
         self.fetches = Counter("feedmesh_fetches", "Fetches by outcome", ["outcome"], registry=r)
+        self.fenced = Counter("feedmesh_crawl_fenced",
+                              "Fetch results dropped at commit because their feed changed hands "
+                              "while they ran (ownership fencing)", registry=r)
         self.match_seconds = Histogram(
             "feedmesh_match_seconds", "Time to match one article against a filter shard",
             buckets=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0), registry=r)

@@ -173,10 +173,12 @@ class IngestStore(Protocol):
     def feed(self, feed_id: int) -> FeedRow | None: ...
     def remove_feed(self, feed_id: int) -> None: ...
 
-    def apply(self, updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
+    def apply(self, updates: Sequence[FeedUpdate],
+              fenced: list[int] | None = None) -> list[IngestedEntry]:
         """Commit a batch of fetch intents atomically; return the entries that were new or
         updated (in the order met), with their ids. An intent fenced off (``owner`` and
-        ``epoch`` no longer the feed's in the ownership table) is dropped."""
+        ``epoch`` no longer the feed's in the ownership table) is dropped, and its feed id
+        appended to ``fenced`` when given (the caller says so: nothing is dropped unseen)."""
         ...
 
     def entries(self, feed_id: int, limit: int = 50) -> list[IngestedEntry]:

@@ -123,7 +123,8 @@ class PostgresStore:
 
     # -- ingest -----------------------------------------------------------------------------
 
-    def apply(self, updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
+    def apply(self, updates: Sequence[FeedUpdate],
+              fenced: list[int] | None = None) -> list[IngestedEntry]:
         """Commit a batch of fetch intents atomically; return the entries that were new or
         updated (in the order met), with their ids.
 
@@ -135,11 +136,15 @@ class PostgresStore:
         if not updates:
             return []
         lock = (LOCK_CLASS, LOCKS["entries"]) if any(u.entries for u in updates) else None
+        dropped: list[int] = []
         with self._db.write(f"applying {len(updates)} feed updates", lock=lock) as cur:
-            return self._apply_batch(cur, updates)
+            ingested = self._apply_batch(cur, updates, dropped)
+        if fenced is not None:
+            fenced.extend(dropped)
+        return ingested
 
-    def _apply_batch(self, cur: psycopg.Cursor,
-                     updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
+    def _apply_batch(self, cur: psycopg.Cursor, updates: Sequence[FeedUpdate],
+                     dropped: list[int]) -> list[IngestedEntry]:
         # 0. Fencing: the intents of a named crawler that no longer holds the feed (at the
         # epoch it fetched in) are dropped. FOR SHARE waits for a hand-over in progress.
         fenced = sorted({u.feed_id for u in updates if u.owner})
@@ -147,8 +152,12 @@ class PostgresStore:
             cur.execute("SELECT feed_id, owner, epoch FROM feed_owners WHERE feed_id = ANY(%s) "
                         "ORDER BY feed_id FOR SHARE", (fenced,))
             holders = {feed_id: (owner, epoch) for feed_id, owner, epoch in cur.fetchall()}
-            updates = [u for u in updates
-                       if not u.owner or holders.get(u.feed_id) == (u.owner, u.epoch)]
+            kept = [u for u in updates
+                    if not u.owner or holders.get(u.feed_id) == (u.owner, u.epoch)]
+            if len(kept) < len(updates):
+                dropped.extend(u.feed_id for u in updates if u.owner
+                               and holders.get(u.feed_id) != (u.owner, u.epoch))
+            updates = kept
             if not updates:
                 return []
         # 1. The feeds' state: the last intent of a feed wins, its last feed info too.

@@ -125,21 +125,27 @@ class SQLiteStore:
 
     # -- ingest -----------------------------------------------------------------------------
 
-    def apply(self, updates: Sequence[FeedUpdate]) -> list[IngestedEntry]:
+    def apply(self, updates: Sequence[FeedUpdate],
+              fenced: list[int] | None = None) -> list[IngestedEntry]:
         """Commit a batch of fetch intents atomically; return the entries that were new or
-        updated (in the order met), with their ids."""
+        updated (in the order met), with their ids; the feeds of intents fenced off go to
+        ``fenced``."""
         ingested: list[IngestedEntry] = []
+        dropped: list[int] = []
         with self._file.write(f"applying {len(updates)} feed updates") as db:
             for update in updates:
-                self._apply_one(db, update, ingested)
+                self._apply_one(db, update, ingested, dropped)
+        if fenced is not None:
+            fenced.extend(dropped)
         return ingested
 
     def _apply_one(self, db: sqlite3.Connection, update: FeedUpdate,
-                   ingested: list[IngestedEntry]) -> None:
+                   ingested: list[IngestedEntry], fenced: list[int]) -> None:
         if update.owner and db.execute(
                 "SELECT 1 FROM feed_owners WHERE feed_id = ? AND owner = ? AND epoch = ?",
                 (update.feed_id, update.owner, update.epoch)).fetchone() is None:
-            return  # fenced: the feed changed hands since this fetch began
+            fenced.append(update.feed_id)  # the feed changed hands since this fetch began
+            return
         state = update.state
         info = update.info
         params: list[object] = [state.url, int(state.active), msgspec.msgpack.encode(state),
