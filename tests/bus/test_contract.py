@@ -181,3 +181,24 @@ async def test_a_parked_message_is_kept_aside_and_never_delivered_again(bus):
     await bus.park(second, "filter-0", "handler raised")
     assert [p.data for p in await bus.parked()] == [b"second poison", b"\xff not a message"]
     assert [p.data for p in await bus.parked(limit=1)] == [b"second poison"]
+
+
+async def test_a_dropped_group_holds_nothing_back(bus):
+    stays = await bus.consumer("feeds", "crawler-stays")
+    await bus.consumer("feeds", "crawler-left")  # a member that will never read again
+    seq = await bus.publish("feeds", b"owners changed")
+    await (await drain(stays, 1))[0].ack()
+    # what the departed group has not acknowledged keeps the message ...
+    assert not await bus.wait_acked("feeds", seq, timeout=0.05)
+    await eventually(lambda: any(key.endswith("/crawler-left") and held[0]
+                                 for key, held in bus.depths().items()), timeout=10)
+    # ... until the group is dropped
+    assert await bus.drop_group("feeds", "crawler-left")
+    assert await bus.wait_acked("feeds", seq, timeout=5.0)
+    await eventually(lambda: not any(key.endswith("/crawler-left")
+                                     for key in bus.depths()), timeout=10)
+    assert not await bus.drop_group("feeds", "crawler-left")  # gone already
+    assert not await bus.drop_group("never-used", "anyone")
+    # the group that stays still gets what comes next
+    await bus.publish("feeds", b"next")
+    assert [d.data for d in await drain(stays, 1)] == [b"next"]

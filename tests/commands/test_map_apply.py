@@ -84,6 +84,7 @@ def test_apply_maps_then_stages_for_a_newcomer_and_transfers_from_a_leaver(hub, 
     # eu leaves before handing over: its feeds (the staged ones too) go at once.
     code, left = apply(data, matrix, capsys, "na", "eu2")
     assert code == 0 and left["transferred"] > 0
+    assert left["departed"] == ["eu"] and left["groups_dropped"] == []  # no --bus: nothing to drop
     after = table(data)
     assert {owner for owner, _ in after.values()} == {"na", "eu2"}
     # what is still staged is a running crawler's to hand over (na's, to eu2), never eu's

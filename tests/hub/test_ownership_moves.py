@@ -221,6 +221,8 @@ async def test_ownership_moves_while_crawlers_run_and_nothing_is_lost_or_doubled
             left = await map_apply(postgres_url, matrix, ["alpha", "gamma"], "--bus", nats_url,
                                    "--bus-namespace", namespace)
             assert left["transferred"] > 0 and left["staged"] == 0
+            # its durable group on `feeds` is gone too (it would keep every later message)
+            assert left["departed"] == left["groups_dropped"] == ["beta"]
             windows.append(Window("beta left", farm.log.next_seq, postgres_url))
             assert set(windows[-1].owners.values()) == {"alpha", "gamma"}
             await crawled(postgres_url)

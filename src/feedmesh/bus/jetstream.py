@@ -403,6 +403,19 @@ class JetStreamBus:
             self._depth_task = asyncio.get_running_loop().create_task(self._watch_depths())
         return member
 
+    async def drop_group(self, subject: str, group: str) -> bool:
+        stream = await self._stream(subject, create=False)
+        if stream is None:
+            return False
+
+        async def delete() -> bool:
+            try:
+                return bool(await self._js.delete_consumer(stream, group))
+            except nats.js.errors.NotFoundError:
+                return False
+
+        return await self._call(f"deleting group {group} of {subject}", delete)
+
     async def last_seq(self, subject: str) -> int:
         stream = await self._stream(subject, create=False)
         if stream is None:

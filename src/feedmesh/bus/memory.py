@@ -251,6 +251,14 @@ class MemoryBus:
                                                  state.last_seq)
         return _MemoryConsumer(found)
 
+    async def drop_group(self, subject: str, group: str) -> bool:
+        state = self._subjects.get(subject)
+        found = state.groups.pop(group, None) if state is not None else None
+        if found is None:
+            return False
+        await found.close()  # its members' iterations end, publishers waiting on it go on
+        return True
+
     async def last_seq(self, subject: str) -> int:
         state = self._subjects.get(subject)
         return state.last_seq if state is not None else 0

@@ -137,6 +137,12 @@ class Bus(Protocol):
         """A member of ``group`` (created when new) on ``subject``."""
         ...
 
+    async def drop_group(self, subject: str, group: str) -> bool:
+        """Delete durable ``group`` of ``subject`` and what it had not acknowledged (a member
+        that left for good: the messages kept for it would otherwise fill the subject's
+        bounds); its members still running stop receiving. False when there was none."""
+        ...
+
     async def last_seq(self, subject: str) -> int:
         """The ``seq`` of the last message published to ``subject`` (0: none yet)."""
         ...

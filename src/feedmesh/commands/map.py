@@ -43,6 +43,7 @@ from feedmesh.compose import (
     open_feed_ownership,
     open_ingest_store,
 )
+from feedmesh.hub.app import crawler_group
 from feedmesh.hub.messages import OwnersChanged, encode
 from feedmesh.locality import (
     FeedLoad,
@@ -186,12 +187,22 @@ async def _apply(args: argparse.Namespace) -> int:
         staged, transferred = await asyncio.to_thread(_moves, table, mapping, names)
         await asyncio.to_thread(table.transfer, transferred)
         await asyncio.to_thread(table.stage, staged)
+        # Crawlers that held feeds and are not listed left: nothing is theirs any more.
+        departed = sorted({name for row in current.values()
+                           for name in (row.owner, row.next_owner)
+                           if name and name not in names})
         told = False
+        dropped: list[str] = []
         if args.bus:
             bus = open_bus(args.bus, namespace=args.bus_namespace)
             try:
                 await bus.publish("feeds", encode(OwnersChanged(by="map")))
                 told = True
+                # Their durable group on `feeds` would keep every later message for them,
+                # filling the stream's bounds: dropped.
+                for name in departed:
+                    if await bus.drop_group("feeds", crawler_group(name)):
+                        dropped.append(name)
             finally:
                 await bus.close()
         pending = await _wait_handed_over(table, args.wait if told else 0.0)
@@ -206,6 +217,7 @@ async def _apply(args: argparse.Namespace) -> int:
         print(json.dumps({"algorithm": how, "feeds": len(mapping), "groups": len(groups),
                           "probe_failures": len(failures), "staged": len(staged),
                           "transferred": len(transferred), "not_handed_over": len(pending),
+                          "departed": departed, "groups_dropped": dropped,
                           "crawlers": {n: {"feeds": counts[n], "work_s": round(busy[n], 3)}
                                        for n in names},
                           "mapping": {int(k): v for k, v in mapping.items()}}))
@@ -218,6 +230,8 @@ async def _apply(args: argparse.Namespace) -> int:
             print(f"  {name:16} {counts[name]:6} feeds  {busy[name]:8.2f} s of fetching a cycle")
         if not told and staged:
             print("  the crawlers were not told (no --bus): they hand over at their next start")
+        if dropped:
+            print(f"  departed: {', '.join(dropped)} (their feeds group on the bus dropped)")
     if pending and told:
         print(f"feedmesh map: {len(pending)} feeds not handed over within {args.wait:.0f} s by "
               f"{', '.join(holders)}: is it running? If it left, run map --apply again "
