@@ -204,9 +204,9 @@ class CountingStore(SQLiteStore):
         super().__init__(path)
         self.transactions: list[tuple[int, bool]] = []
 
-    def apply(self, updates):
+    def apply(self, updates, fenced=None):
         self.transactions.append((len(updates), any(u.entries for u in updates)))
-        return super().apply(updates)
+        return super().apply(updates, fenced)
 
 
 async def test_fetches_that_found_nothing_share_a_transaction_news_does_not_wait(site, tmp_path):

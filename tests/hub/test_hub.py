@@ -170,8 +170,8 @@ async def test_backpressure_stalls_the_crawler_instead_of_growing_queues(tmp_pat
         committed: list[int] = []  # entries stored by each of the crawler's transactions
         apply = hub.store.apply
 
-        def recorded(updates):
-            ingested = apply(updates)
+        def recorded(updates, fenced=None):
+            ingested = apply(updates, fenced)
             committed.append(len(ingested))
             return ingested
 

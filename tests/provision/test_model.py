@@ -148,3 +148,12 @@ def test_a_separate_processes_model_needs_both_outputs():
     outputs["distributed"] = {"modes": {}}
     with pytest.raises(ModelError, match="modes.nats_111"):
         model_from_benchmarks(outputs, load_model(None).machine, {})
+
+
+def test_the_reflectors_bytes_per_subscription_are_the_hubs_arrays():
+    from feedmesh.hub.subtable import SubTable
+    from feedmesh.hub.topk import TopK
+    from feedmesh.provision.calibrate import ROW_BYTES
+
+    assert ROW_BYTES == TopK(1).nbytes() + SubTable(1).nbytes()
+    assert ROW_BYTES * 1000 == TopK(1000).nbytes() + SubTable(1000).nbytes()
