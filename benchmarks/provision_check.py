@@ -73,7 +73,7 @@ from feedmesh.compose import FEED_SECRET_FILE
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.hub.tokens import FeedTokens
 from feedmesh.procstat import cpu_seconds, rss_bytes
-from feedmesh.provision import NodeLimits, Targets, decode_model, predict
+from feedmesh.provision import NodeLimits, Targets, Topology, decode_model, predict
 from feedmesh.provision import plan as make_plan
 from feedmesh.provision.cli import load_model
 from feedmesh.provision.model import ResourceModel, Workload, encode_model
@@ -206,17 +206,22 @@ def answer_bytes(model: ResourceModel, held: float) -> float:
     return r.bytes_per_poll_answer + (held - k) * r.bytes_per_poll_item
 
 
-def predictions(args: argparse.Namespace, model_path: Path, predicting_path: Path,
-                launched: dict, held: float | None = None) -> dict[str, dict[str, float]]:
-    """A model's predictions for the topology launched (the compared model's plan: the
-    baseline's own plan may differ), its private feeds holding ``held`` entries on average
-    (None: full, as planned)."""
+def launched_topology(args: argparse.Namespace, model_path: Path, launched: dict) -> Topology:
+    """The topology ``feedmesh provision`` planned and ``up`` launched, planned again in-process
+    (the compared model's plan: the baseline's own plan may differ)."""
     limits = NodeLimits.from_units(bandwidth_mbps=args.bandwidth_mbps, memory_mb=args.memory_mb,
                                    cpu=args.cpu, overprovision=args.overprovision)
     topology = make_plan(Targets(args.feeds, args.subs), limits,
                          decode_model(model_path.read_bytes())).topology
     if [s.name for s in topology.services] != [s["name"] for s in launched["services"]]:
         raise RuntimeError("the plan made in-process differs from feedmesh provision's")
+    return topology
+
+
+def predictions(topology: Topology, predicting_path: Path,
+                held: float | None = None) -> dict[str, dict[str, float]]:
+    """A model's predictions for ``topology``, its private feeds holding ``held`` entries on
+    average (None: full, as planned)."""
     model = decode_model(predicting_path.read_bytes())
     model = msgspec.structs.replace(model, workload=msgspec.structs.replace(
         model.workload, held_per_answer=held))
@@ -321,9 +326,10 @@ def measure(args: argparse.Namespace) -> dict:
             print(f"  private feeds hold {held_avg:.2f} entries on average (k = {k}); the "
                   f"readers' answers held {statistics.mean(items) if items else 0:.2f}",
                   flush=True)
-            loads = predictions(args, model_path, model_path, plan, held_avg)
-            baseline_loads = predictions(args, model_path, baseline_path, plan, held_avg)
-            planned = predictions(args, model_path, model_path, plan)
+            topology = launched_topology(args, model_path, plan)
+            loads = predictions(topology, model_path, held_avg)
+            baseline_loads = predictions(topology, baseline_path, held_avg)
+            planned = predictions(topology, model_path)
             load1 = loadavg()
             last_cycles = {c: json.loads(_get(f"{c}/api/stats", 30))["last_crawl"]
                            for c in crawlers}
