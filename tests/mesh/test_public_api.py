@@ -12,7 +12,7 @@ MODULES = [
     "feedmesh.mesh.overlay.messages", "feedmesh.mesh.overlay.tables",
     "feedmesh.mesh.overlay.pastry", "feedmesh.mesh.overlay.scribe", "feedmesh.mesh.overlay.sim",
     "feedmesh.mesh.overlay.scenario", "feedmesh.mesh.peer", "feedmesh.mesh.peer.multicast",
-    "feedmesh.mesh.peer.trust",
+    "feedmesh.mesh.peer.trust", "feedmesh.mesh.overlay.wire", "feedmesh.mesh.transport.wheel",
 ]
 
 

@@ -9,6 +9,12 @@ state machine never sees a wrongly typed field.
 
 :func:`decode` raises :class:`WireError` (what is wrong, never a library traceback) for anything
 that is not exactly such a message; :func:`encode` raises it for a message over ``max_bytes``.
+
+Datagrams repeat: a node sends the same keep-alive to each of its leaves every second, the same
+heartbeat to each child, the same record to each child. :func:`encode_datagram` and
+:func:`decode_datagram` therefore keep the last few thousand ``(sender, message)`` <-> bytes pairs
+(messages are frozen, so a decoded one can be shared); a hit skips the MessagePack walk, never the
+size limit. The caches are per process and bounded (emptied when full).
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ __all__ = ["MAGIC", "MAX_DATAGRAM", "MESSAGE_TYPES", "WireError", "decode", "dec
 
 MAGIC = b"FMO1"
 MAX_DATAGRAM = 60_000          # under UDP's 65,507 bytes, with room to spare
+CACHE_ENTRIES = 32_768         # per cache; a few keep-alive kinds per node of a 1,000-node overlay
+CACHE_BYTES = 2_048            # larger datagrams (leaf sets, records) are cached too, up to this
 _BIG_INT = 1
 _FIRST_CLASS = 16
 
@@ -154,9 +162,23 @@ def decode(data: bytes) -> Any:
 
 
 # ---- datagrams: the sender's handle, then the message ------------------------------------------
+_encoded: dict[tuple[Handle, Any], bytes] = {}
+_decoded: dict[bytes, tuple[Handle, Any]] = {}
+
+
 def encode_datagram(sender: Handle, message: Any, *, max_bytes: int = MAX_DATAGRAM) -> bytes:
     """What a transport sends: ``FMO1`` | [sender handle, message] (the simulator's envelope)."""
-    data = MAGIC + _encoder.encode([_to_wire(sender), _to_wire(message)])
+    try:
+        key = (sender, message)
+        data = _encoded.get(key)
+    except TypeError:              # a field that cannot be hashed: encode it every time
+        key, data = None, None
+    if data is None:
+        data = MAGIC + _encoder.encode([_to_wire(sender), _to_wire(message)])
+        if key is not None and len(data) <= CACHE_BYTES:
+            if len(_encoded) >= CACHE_ENTRIES:
+                _encoded.clear()
+            _encoded[key] = data
     if len(data) > max_bytes:
         raise WireError(f"{type(message).__name__} encodes to {len(data)} bytes, over the "
                         f"{max_bytes}-byte datagram limit")
@@ -165,11 +187,19 @@ def encode_datagram(sender: Handle, message: Any, *, max_bytes: int = MAX_DATAGR
 
 def decode_datagram(data: bytes) -> tuple[Handle, Any]:
     """``(sender, message)`` out of a datagram; :class:`WireError` says why when it is not one."""
+    known = _decoded.get(data)
+    if known is not None:
+        return known
     envelope = _decode_any(data)
     if (type(envelope) is not list or len(envelope) != 2 or type(envelope[0]) is not Handle
             or type(envelope[1]) not in _CODE or type(envelope[1]) is Handle):
         raise WireError("the datagram is not a [sender, message] envelope")
-    return envelope[0], envelope[1]
+    decoded = envelope[0], envelope[1]
+    if len(data) <= CACHE_BYTES:
+        if len(_decoded) >= CACHE_ENTRIES:
+            _decoded.clear()
+        _decoded[bytes(data)] = decoded
+    return decoded
 
 
 def _decode_any(data: bytes) -> Any:

@@ -8,6 +8,8 @@ and port (``127.0.4.x``).
 
 Link latency is emulated on the way out: each datagram leaves after the pair's one-way latency
 (by default 25 ms +-10%, fixed per pair like the simulator's matrix, so each link stays FIFO).
+The delayed sends and the node's wake-ups go on the loop's shared
+:class:`~feedmesh.mesh.transport.wheel.TimerWheel` (1 ms slots), not one asyncio timer each.
 
 Bad datagrams are refused, logged (one throttled line per kind) and counted in :attr:`counters`:
 ``oversized`` (over :data:`~feedmesh.mesh.overlay.wire.MAX_DATAGRAM`), ``malformed`` (not an
@@ -27,6 +29,7 @@ from typing import Any
 from feedmesh.logs import Throttled
 from feedmesh.mesh.overlay import Delivery, Handle, LatencyMatrix, ScribeNode, node_id
 from feedmesh.mesh.overlay.wire import MAX_DATAGRAM, WireError, decode_datagram, encode_datagram
+from feedmesh.mesh.transport.wheel import TimerWheel
 
 __all__ = ["Address", "UdpNode", "address_key", "handle_at", "pair_latency"]
 
@@ -63,6 +66,7 @@ class UdpNode(asyncio.DatagramProtocol):
         self.make_node = make_node
         self.node: ScribeNode | None = None
         self.latency = latency if latency is not None else pair_latency()
+        self._latency_to: dict[Address, float] = {}   # fixed per pair: computed once
         self.on_delivery = on_delivery
         self.keep_deliveries = keep_deliveries
         self.max_datagram = max_datagram
@@ -70,7 +74,7 @@ class UdpNode(asyncio.DatagramProtocol):
         self.deliveries: list[Delivery] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._transport: asyncio.DatagramTransport | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._wheel: TimerWheel | None = None
         self._timer_at = float("inf")
         self._log = Throttled(log, every_s=10.0)
         self.closed = False
@@ -85,6 +89,7 @@ class UdpNode(asyncio.DatagramProtocol):
         """Bind the socket (port 0: any free port), then make the node: its id is drawn from
         the address it got."""
         self._loop = asyncio.get_running_loop()
+        self._wheel = TimerWheel.of(self._loop)
         await self._loop.create_datagram_endpoint(lambda: self, local_addr=self.addr)
         assert self._transport is not None
         host, port = self._transport.get_extra_info("sockname")[:2]
@@ -99,8 +104,7 @@ class UdpNode(asyncio.DatagramProtocol):
     def close(self) -> None:
         """Stop at once, like a crash: no goodbye, nothing more sent or received."""
         self.closed = True
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer_at = float("inf")
         if self._transport is not None:
             self._transport.close()
 
@@ -155,28 +159,35 @@ class UdpNode(asyncio.DatagramProtocol):
         self._log.log(logging.WARNING, kind, "datagram_refused node=%s:%d from=%s:%s kind=%s "
                       "why=%r", self.addr[0], self.addr[1], addr[0], addr[1], kind, why)
 
-    def _wake(self) -> None:
-        self._timer = None
+    def _wake(self, at: float) -> None:
+        if at != self._timer_at:
+            return                 # an earlier deadline replaced this one, and has run
         self._timer_at = float("inf")
         if not self.closed and self.node is not None:
             self.node.fire(self.now())
             self._flush()
 
     def _flush(self) -> None:
-        if self.closed or self._loop is None or self.node is None:
+        if self.closed or self._wheel is None or self.node is None:
             return
-        loop = self._loop
+        wheel = self._wheel
+        handle = self.node.handle
         for destination, body in self.node.take():
             try:
-                data = encode_datagram(self.handle, body, max_bytes=self.max_datagram)
+                data = encode_datagram(handle, body, max_bytes=self.max_datagram)
             except WireError as error:
                 self.counters["unsendable"] += 1
                 self._log.log(logging.WARNING, "unsendable", "datagram_unsendable node=%s:%d "
                               "to=%s why=%r", self.addr[0], self.addr[1], destination.addr, str(error))
                 continue
             self.counters["sent"] += 1
-            loop.call_later(self.latency(self.addr, destination.addr), self._send, data,
-                            destination.addr)
+            to = destination.addr
+            delay = self._latency_to.get(to)
+            if delay is None:
+                if len(self._latency_to) >= 4096:     # a long-lived node meets many peers
+                    self._latency_to.clear()
+                delay = self._latency_to[to] = self.latency(self.addr, to)
+            wheel.call_later(delay, self._send, data, to)
         for delivery in self.node.take_deliveries():
             if self.keep_deliveries:
                 self.deliveries.append(delivery)
@@ -184,10 +195,8 @@ class UdpNode(asyncio.DatagramProtocol):
                 self.on_delivery(delivery)
         deadline = self.node.next_deadline()
         if deadline is not None and deadline < self._timer_at:
-            if self._timer is not None:
-                self._timer.cancel()
             self._timer_at = deadline
-            self._timer = loop.call_at(deadline, self._wake)
+            wheel.call_at(deadline, self._wake, deadline)
 
     def _send(self, data: bytes, addr: Any) -> None:
         if not self.closed and self._transport is not None:
