@@ -13,6 +13,7 @@ MODULES = [
     "feedmesh.mesh.overlay.pastry", "feedmesh.mesh.overlay.scribe", "feedmesh.mesh.overlay.sim",
     "feedmesh.mesh.overlay.scenario", "feedmesh.mesh.peer", "feedmesh.mesh.peer.multicast",
     "feedmesh.mesh.peer.trust", "feedmesh.mesh.overlay.wire", "feedmesh.mesh.transport.wheel",
+    "feedmesh.mesh.transport.fleet",
 ]
 
 
