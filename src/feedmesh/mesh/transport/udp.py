@@ -14,7 +14,11 @@ The delayed sends and the node's wake-ups go on the loop's shared
 Bad datagrams are refused, logged (one throttled line per kind) and counted in :attr:`counters`:
 ``oversized`` (over :data:`~feedmesh.mesh.overlay.wire.MAX_DATAGRAM`), ``malformed`` (not an
 overlay message), ``spoofed`` (the sender handle names another address than the datagram came
-from); ``unsendable`` counts our own messages too big to send.
+from); ``unsendable`` counts our own messages too big to send, ``send-dropped`` datagrams the
+socket's full buffer refused, ``send-errors`` ICMP errors (a dead peer's port).
+
+The socket is read by the endpoint itself (``loop.add_reader``), which drains every queued datagram
+per wake-up: asyncio's datagram transport costs one callback per datagram.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import socket
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +40,8 @@ __all__ = ["Address", "UdpNode", "address_key", "handle_at", "pair_latency"]
 
 log = logging.getLogger("feedmesh.mesh.udp")
 Address = tuple[str, int]
+_RECEIVE_BYTES = 65_536        # any UDP datagram fits; over max_datagram is refused after
+_DRAIN = 64                    # datagrams read per wake-up before other endpoints get a turn
 
 
 def address_key(addr: Address) -> int:
@@ -52,7 +59,7 @@ def pair_latency(matrix: LatencyMatrix | None = None) -> Callable[[Address, Addr
     return lambda a, b: matrix(address_key(a), address_key(b))
 
 
-class UdpNode(asyncio.DatagramProtocol):
+class UdpNode:
     """One overlay node on one UDP socket. ``await start()``, then ``subscribe``/``publish``."""
 
     def __init__(self, host: str, port: int = 0, *,
@@ -73,7 +80,7 @@ class UdpNode(asyncio.DatagramProtocol):
         self.counters: Counter[str] = Counter()
         self.deliveries: list[Delivery] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._transport: asyncio.DatagramTransport | None = None
+        self._sock: socket.socket | None = None
         self._wheel: TimerWheel | None = None
         self._timer_at = float("inf")
         self._log = Throttled(log, every_s=10.0)
@@ -90,11 +97,20 @@ class UdpNode(asyncio.DatagramProtocol):
         the address it got."""
         self._loop = asyncio.get_running_loop()
         self._wheel = TimerWheel.of(self._loop)
-        await self._loop.create_datagram_endpoint(lambda: self, local_addr=self.addr)
-        assert self._transport is not None
-        host, port = self._transport.get_extra_info("sockname")[:2]
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            sock.setblocking(False)
+            sock.bind(self.addr)
+        except OSError:
+            sock.close()
+            raise
+        self._sock = sock
+        host, port = sock.getsockname()[:2]
         self.addr = (host, port)
         self.node = self.make_node(handle_at(host, port))
+        # our own reader, not asyncio's datagram transport: one wake-up drains every datagram
+        # queued on the socket instead of one callback per datagram
+        self._loop.add_reader(sock.fileno(), self._readable)
 
     async def start(self, bootstrap: Handle | None = None) -> None:
         if self.node is None:
@@ -105,8 +121,11 @@ class UdpNode(asyncio.DatagramProtocol):
         """Stop at once, like a crash: no goodbye, nothing more sent or received."""
         self.closed = True
         self._timer_at = float("inf")
-        if self._transport is not None:
-            self._transport.close()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(sock.fileno())
+            sock.close()
 
     def now(self) -> float:
         assert self._loop is not None, "the endpoint is not open"
@@ -126,9 +145,20 @@ class UdpNode(asyncio.DatagramProtocol):
     def publish(self, url: str, seq: int, wire: bytes, *, topic: str | None = None) -> None:
         self.act(lambda node, now: node.publish(now, url, seq, wire, topic=topic))
 
-    # ---- asyncio's side ----------------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport   # type: ignore[assignment]
+    # ---- the socket's side --------------------------------------------------------------------
+    def _readable(self) -> None:
+        sock = self._sock
+        for _ in range(_DRAIN):
+            if self.closed or sock is None:
+                return
+            try:
+                data, addr = sock.recvfrom(_RECEIVE_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:       # ICMP errors surface on the next receive
+                self.error_received(error)
+                continue
+            self.datagram_received(data, addr)
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
         if self.closed or self.node is None:
@@ -199,5 +229,11 @@ class UdpNode(asyncio.DatagramProtocol):
             wheel.call_at(deadline, self._wake, deadline)
 
     def _send(self, data: bytes, addr: Any) -> None:
-        if not self.closed and self._transport is not None:
-            self._transport.sendto(data, addr)
+        if self.closed or self._sock is None:
+            return
+        try:
+            self._sock.sendto(data, addr)
+        except (BlockingIOError, InterruptedError):
+            self.counters["send-dropped"] += 1      # the socket's buffer is full: UDP drops
+        except OSError as error:
+            self.error_received(error)
