@@ -45,7 +45,7 @@ from feedmesh.mesh.records import FeedLog, Record
 
 __all__ = [
     "Adopt", "Delivery", "Heartbeat", "Item", "JoinAck", "Publish", "Recover", "Redirect", "Refresh",
-    "ScribeConfig", "ScribeNode", "Subscribe", "Unsubscribe",
+    "Rumour", "ScribeConfig", "Vouch", "ScribeNode", "Subscribe", "Unsubscribe",
 ]
 
 
@@ -124,6 +124,27 @@ class Recover:
 
 
 @dataclass(frozen=True, slots=True)
+class Vouch:
+    """A child to its parent: "I hold these records (from others); did you not have them?". The
+    parent answers like a ``Recover``; what it lacks it asks the child for, so an honest parent
+    cut off above passes the check at once instead of being taken for a freeloader."""
+
+    group: int
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rumour:
+    """"The newest seq I hold of each of these groups", to a leaf-set neighbour now and then; the
+    receiver answers once (``reply``) with its own. Unauthenticated: a newer seq only makes the
+    receiver ask the sender for the records, and only verified records count as evidence."""
+
+    groups: tuple[int, ...]
+    newest: tuple[int, ...]
+    reply: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """A verified record handed to the local reader."""
 
@@ -133,7 +154,7 @@ class Delivery:
     recovered: bool = False   # released by a gap recovery rather than arriving down the tree
 
 
-_DIRECT = (Item, Heartbeat, JoinAck, Refresh, Recover, Unsubscribe, Redirect, Adopt)
+_DIRECT = (Item, Heartbeat, JoinAck, Refresh, Recover, Unsubscribe, Redirect, Adopt, Vouch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +174,12 @@ class ScribeConfig:
     """How long a freeloading parent is refused (its adoptions, redirects to it)."""
     forward: bool = True
     """False: a freeloader (takes records, forwards none, answers no recovery); experiments only."""
+    hide_newest: bool = False
+    """True: a lying parent whose heartbeats announce nothing new; experiments only."""
+    rumour_every: int = 4
+    """Every this many ticks (heartbeat periods) a member tells one leaf-set neighbour the newest
+    seq it holds of its groups (``Rumour``), so a child under a parent that hides newer records
+    hears of them from others (0: never)."""
 
 
 @dataclass(slots=True)
@@ -177,6 +204,8 @@ class _Group:
     announced: int = 0
     judged_to: int = 0
     withheld_streak: int = 0
+    evidence: int = 0   # newest seq verified from someone other than the parent (via a Rumour)
+    rumoured: tuple[Handle, int, float] | None = None   # (teller, its newest, when heard)
     waiting: dict[int, set[Handle]] = field(default_factory=dict)   # seq -> children to answer
 
 
@@ -194,6 +223,7 @@ class ScribeNode:
         self.counters: Counter[str] = Counter()
         self.shunned: dict[int, float] = {}     # node id -> until when it is refused as parent
         self._ticking = False
+        self._ticks = 0
 
     # ---- the transport's side: same as Pastry's ----------------------------------------------
     def start(self, now: float, bootstrap: Handle | None = None) -> None:
@@ -275,12 +305,15 @@ class ScribeNode:
 
     def direct(self, now: float, sender: Handle, body: Any) -> None:
         kind = type(body)
+        if kind is Rumour:
+            self._on_rumour(now, sender, body)
+            return
         if kind not in _DIRECT:
             self.counters["unknown-message"] += 1   # a transport's garbage is counted, not raised
             return
         group = self.groups.get(body.group)
         if group is None:
-            if kind is Refresh or kind is Recover:
+            if kind is Refresh or kind is Recover or kind is Vouch:
                 self.pastry.send(sender, Unsubscribe(body.group))   # "you are not my child"
             return
         if kind is Item:
@@ -289,13 +322,20 @@ class ScribeNode:
                 group.parent_heard = now
                 group.from_parent.add(body.seq)
             self._on_item(now, group, body, from_parent=from_parent and not body.recovered)
+            if not from_parent and group.log is not None:
+                group.evidence = max(group.evidence, group.log.seq)
         elif kind is Heartbeat:
             if group.parent is not None and sender.id == group.parent.id:
                 group.parent_heard = now
                 group.path = (sender.id, *body.path)
-                if self._judge_parent(now, group, body.newest):
+                # what others proved to exist counts as announced, one heartbeat later than a
+                # parent's own announcement would (the parent is asked for it meanwhile)
+                newest = max(body.newest, group.evidence)
+                before = group.announced
+                if self._judge_parent(now, group, newest):
                     return
-                self._catch_up(now, group, body.newest)
+                self._catch_up(now, group, newest)
+                self._probe(group, before, newest)
             else:
                 self.pastry.send(sender, Unsubscribe(group.id))   # a parent we left
         elif kind is JoinAck:
@@ -307,6 +347,8 @@ class ScribeNode:
                 self.pastry.send(sender, Unsubscribe(group.id))
         elif kind is Recover:
             self._on_recover(now, group, sender, body.seqs)
+        elif kind is Vouch:
+            self._on_recover(now, group, sender, body.seqs, holder=True)
         elif kind is Redirect:
             if self._is_shunned(now, body.to):
                 self.counters["shunned-refused"] += 1
@@ -435,6 +477,9 @@ class ScribeNode:
 
     def _tick(self, now: float) -> None:
         config = self.config
+        self._ticks += 1
+        if config.rumour_every and self._ticks % config.rumour_every == 0:
+            self._spread_rumour()
         for group in list(self.groups.values()):
             if group.root:
                 if self.pastry.next_hop(group.id) is not None:
@@ -452,11 +497,14 @@ class ScribeNode:
                 if now - group.child_heard.get(child_id, now) > 3 * config.refresh_period:
                     self._remove_child(group, child_id)
                 elif now - group.child_sent.get(child_id, 0.0) >= config.heartbeat_period * 0.99:
+                    announced = 0 if config.hide_newest else group.newest
                     self.pastry.send(child, Heartbeat(group.id, (self.handle.id, *group.path),
-                                                      group.newest))
+                                                      announced))
                     group.child_sent[child_id] = now
             if group.log is not None and group.log.missing:
                 self._ask(now, group, group.log.missing)
+            if group.rumoured is not None:
+                self._follow_rumour(now, group)
 
     def _ticks_refresh(self, now: float, group: _Group) -> bool:
         # one Refresh every refresh_period, spread by the node id so they do not all go at once
@@ -540,6 +588,58 @@ class ScribeNode:
             return False
         return True
 
+    def _spread_rumour(self) -> None:
+        held = [(g.id, g.newest) for g in self.groups.values() if g.newest]
+        neighbours = self.pastry.leaves.members()
+        if not held or not neighbours:
+            return
+        to = neighbours[(self._ticks // self.config.rumour_every) % len(neighbours)]
+        self.counters["rumours-sent"] += 1
+        self.pastry.send(to, Rumour(tuple(g for g, _ in held), tuple(n for _, n in held)))
+
+    def _on_rumour(self, now: float, sender: Handle, rumour: Rumour) -> None:
+        if len(rumour.groups) != len(rumour.newest):
+            self.counters["unknown-message"] += 1
+            return
+        ours_groups, ours_newest = [], []
+        for gid, newest in zip(rumour.groups, rumour.newest, strict=True):
+            group = self.groups.get(gid)
+            if group is None:
+                continue
+            ours_groups.append(gid)
+            ours_newest.append(group.newest)
+            if group.log is not None and newest > max(group.log.seq, group.newest):
+                # acted on a tick later, when what is still on its way down the tree has come
+                group.rumoured = (sender, max(newest, group.rumoured[1] if group.rumoured else 0),
+                                  now)
+        if not rumour.reply and ours_groups:
+            self.pastry.send(sender, Rumour(tuple(ours_groups), tuple(ours_newest), reply=True))
+
+    def _probe(self, group: _Group, before: int, newest: int) -> None:
+        """Ask the parent for records we hold from others but it never sent: an honest parent
+        that got them late (by recovery) answers before they are judged, a freeloader does not."""
+        first = max(before, newest - self.config.buffer_size) + 1
+        seqs = tuple(s for s in range(first, newest + 1)
+                     if s in group.buffer and s not in group.from_parent)
+        if seqs and group.parent is not None:
+            self.counters["parent-probed"] += len(seqs)
+            self.pastry.send(group.parent, Vouch(group.id, seqs))
+
+    def _follow_rumour(self, now: float, group: _Group) -> None:
+        teller, newest, heard = group.rumoured
+        if now - heard < self.config.heartbeat_period * 0.99:
+            return
+        group.rumoured = None
+        if group.log is None or newest <= max(group.log.seq, group.newest):
+            return
+        # ask the teller for the records (the last buffer_size of them): they are evidence only
+        # once verified, and then whatever our parent did not send counts against it
+        first = max(group.log.seq + 1, newest - self.config.buffer_size + 1)
+        wanted = tuple(s for s in range(first, newest + 1) if s not in group.buffer)
+        if wanted:
+            self.counters["rumour-asked"] += len(wanted)
+            self.pastry.send(teller, Recover(group.id, wanted))
+
     def _catch_up(self, now: float, group: _Group, newest: int) -> None:
         if group.log is not None:
             have = group.log.seq
@@ -562,7 +662,8 @@ class ScribeNode:
         self.counters["recover-asked"] += len(wanted)
         self.pastry.send(group.parent, Recover(group.id, wanted))
 
-    def _on_recover(self, now: float, group: _Group, child: Handle, seqs: tuple[int, ...]) -> None:
+    def _on_recover(self, now: float, group: _Group, child: Handle, seqs: tuple[int, ...], *,
+                    holder: bool = False) -> None:
         if not self.config.forward:
             return
         lacking = []
@@ -574,5 +675,7 @@ class ScribeNode:
             else:
                 group.waiting.setdefault(seq, set()).add(child)
                 lacking.append(seq)
-        if lacking:
+        if lacking and holder:
+            self.pastry.send(child, Recover(group.id, tuple(lacking)))   # it holds them
+        elif lacking:
             self._ask(now, group, lacking)
