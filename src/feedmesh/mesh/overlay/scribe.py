@@ -38,6 +38,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from feedmesh.mesh.overlay.balance import Ledger
 from feedmesh.mesh.overlay.ids import Handle, group_id
 from feedmesh.mesh.overlay.messages import Route
 from feedmesh.mesh.overlay.pastry import PastryConfig, PastryNode
@@ -176,6 +177,14 @@ class ScribeConfig:
     """False: a freeloader (takes records, forwards none, answers no recovery); experiments only."""
     hide_newest: bool = False
     """True: a lying parent whose heartbeats announce nothing new; experiments only."""
+    balance_min_ratio: float = 0.0
+    """Pairwise bandwidth balance: a child that gives back less than this share of the bytes we
+    forward it (over every group we share) is dropped and refused (0: off; it only makes sense
+    where nodes share at least as many groups as they have children)."""
+    balance_allowance: int = 16_000
+    """Bytes a child may take beyond what it gave before it is judged (and asked to repay)."""
+    balance_strikes: int = 4
+    """Judgements (one per tick) in a row below the ratio before the child is dropped."""
     rumour_every: int = 4
     """Every this many ticks (heartbeat periods) a member tells one leaf-set neighbour the newest
     seq it holds of its groups (``Rumour``), so a child under a parent that hides newer records
@@ -224,6 +233,10 @@ class ScribeNode:
         self.shunned: dict[int, float] = {}     # node id -> until when it is refused as parent
         self._ticking = False
         self._ticks = 0
+        self.ledger = Ledger(min_ratio=self.config.balance_min_ratio,
+                             allowance=self.config.balance_allowance,
+                             strikes=self.config.balance_strikes)
+        self._repay_asked: dict[int, set[int]] = {}   # child id -> groups we asked it to adopt us
 
     # ---- the transport's side: same as Pastry's ----------------------------------------------
     def start(self, now: float, bootstrap: Handle | None = None) -> None:
@@ -317,6 +330,7 @@ class ScribeNode:
                 self.pastry.send(sender, Unsubscribe(body.group))   # "you are not my child"
             return
         if kind is Item:
+            self.ledger.received(sender.id, len(body.wire))
             from_parent = group.parent is not None and sender.id == group.parent.id
             if from_parent:
                 group.parent_heard = now
@@ -327,7 +341,7 @@ class ScribeNode:
         elif kind is Heartbeat:
             if group.parent is not None and sender.id == group.parent.id:
                 group.parent_heard = now
-                group.path = (sender.id, *body.path)
+                group.path = body.path   # it starts with the parent itself
                 # what others proved to exist counts as announced, one heartbeat later than a
                 # parent's own announcement would (the parent is asked for it meanwhile)
                 newest = max(body.newest, group.evidence)
@@ -362,7 +376,11 @@ class ScribeNode:
                 if sender.id in group.path:
                     self.pastry.send(sender, Unsubscribe(group.id))   # would close a loop
                 else:
-                    self._adopt(now, group, sender)
+                    # our parent elsewhere asking us to repay (pairwise balance) is taken even
+                    # when we are full: refusing would leave us in its debt
+                    self._adopt(now, group, sender, repaying=any(
+                        g.parent is not None and g.parent.id == sender.id
+                        for g in self.groups.values()))
             else:
                 self.pastry.send(sender, Unsubscribe(group.id))
         elif kind is Unsubscribe:
@@ -421,11 +439,16 @@ class ScribeNode:
         group.joining_since = None
         group.path = ()
 
-    def _adopt(self, now: float, group: _Group, child: Handle) -> None:
+    def _adopt(self, now: float, group: _Group, child: Handle, *, repaying: bool = False) -> None:
         if child.id == self.handle.id:
             return
+        if self._is_shunned(now, child):
+            self.counters["shunned-refused"] += 1   # a freeloader is denied service
+            self.pastry.send(child, Unsubscribe(group.id))
+            return
         limit = self.config.max_children
-        if limit and child.id not in group.children and len(group.children) >= limit:
+        if (limit and not repaying and child.id not in group.children
+                and len(group.children) >= limit):
             # full (Scribe's bottleneck remover, simplified): hand the joiner to one of our
             # children; siblings' subtrees are disjoint from the joiner's, so no loop can form
             # a child heard from lately, varied per attempt so a retry tries another sibling
@@ -480,6 +503,8 @@ class ScribeNode:
         self._ticks += 1
         if config.rumour_every and self._ticks % config.rumour_every == 0:
             self._spread_rumour()
+        if config.balance_min_ratio:
+            self._judge_children(now)
         for group in list(self.groups.values()):
             if group.root:
                 if self.pastry.next_hop(group.id) is not None:
@@ -536,17 +561,21 @@ class ScribeNode:
         group.asked.pop(item.seq, None)
         if from_parent and self.config.forward:
             for child_id, child in group.children.items():
-                self.pastry.send(child, Item(group.id, item.seq, item.wire))
+                self._send_item(child, Item(group.id, item.seq, item.wire))
                 group.child_sent[child_id] = now
                 self.counters["forwarded"] += 1
         self._answer_waiting(group, item)
+
+    def _send_item(self, to: Handle, item: Item) -> None:
+        self.ledger.sent(to.id, len(item.wire))
+        self.pastry.send(to, item)
 
     def _answer_waiting(self, group: _Group, item: Item) -> None:
         waiting = group.waiting.pop(item.seq, ())
         if not self.config.forward:
             return
         for child in waiting:
-            self.pastry.send(child, Item(group.id, item.seq, item.wire, recovered=True))
+            self._send_item(child, Item(group.id, item.seq, item.wire, recovered=True))
 
     # ---- freeloading --------------------------------------------------------------------------
     def _judge_parent(self, now: float, group: _Group, newest: int) -> bool:
@@ -578,6 +607,44 @@ class ScribeNode:
             group.parent = None
             self._join(now, group)
         return True
+
+    def _judge_children(self, now: float) -> None:
+        """Pairwise balance, once per tick: a child in debt is asked to repay (adopt us in a group
+        we both belong to, and forward us its records); one that stays below the ratio is dropped,
+        denied service for ``shun_period`` and, if it became our parent somewhere, left there."""
+        children = {c.id: c for g in self.groups.values() for c in g.children.values()}
+        for child_id, child in children.items():
+            if self.ledger.judge(child_id):
+                self.counters["balance-dropped"] += 1
+                self.shunned[child_id] = now + self.config.shun_period
+                self._repay_asked.pop(child_id, None)
+                for group in list(self.groups.values()):
+                    if child_id in group.children:
+                        self.pastry.send(child, Unsubscribe(group.id))
+                        self._remove_child(group, child_id)
+                if any(g.parent is not None and g.parent.id == child_id
+                       for g in self.groups.values()):
+                    self.pastry.declare_dead(now, child)   # re-joins around it
+            elif self.ledger.in_debt(child_id) and not any(
+                    g.parent is not None and g.parent.id == child_id
+                    for g in self.groups.values()):
+                self._ask_repayment(child)   # one more group each tick until it adopts us
+
+    def _ask_repayment(self, child: Handle) -> None:
+        asked = self._repay_asked.setdefault(child.id, set())
+        children = {c for g in self.groups.values() for c in g.children}
+        taken = set().union(*(groups for other, groups in self._repay_asked.items()
+                              if other != child.id))      # one repaying child per group
+        taken |= asked
+        for group in self.groups.values():
+            if group.id in taken or group.log is None or group.root or child.id in group.children:
+                continue
+            if group.parent is not None and group.parent.id in children:
+                continue   # a child already repays us there (or is being asked to)
+            asked.add(group.id)
+            self.counters["repayment-asked"] += 1
+            self.pastry.send(child, Adopt(group.id))
+            return
 
     def _is_shunned(self, now: float, node: Handle) -> bool:
         until = self.shunned.get(node.id)
@@ -670,7 +737,7 @@ class ScribeNode:
         for seq in seqs:
             wire = group.buffer.get(seq)
             if wire is not None:
-                self.pastry.send(child, Item(group.id, seq, wire, recovered=True))
+                self._send_item(child, Item(group.id, seq, wire, recovered=True))
                 self.counters["recover-served"] += 1
             else:
                 group.waiting.setdefault(seq, set()).add(child)
