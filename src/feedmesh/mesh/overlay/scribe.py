@@ -42,6 +42,7 @@ from feedmesh.mesh.overlay.balance import Ledger
 from feedmesh.mesh.overlay.ids import Handle, group_id
 from feedmesh.mesh.overlay.messages import Route
 from feedmesh.mesh.overlay.pastry import PastryConfig, PastryNode
+from feedmesh.mesh.overlay.stripes import stripe_groups
 from feedmesh.mesh.records import FeedLog, Record
 
 __all__ = [
@@ -216,6 +217,14 @@ class _Group:
     evidence: int = 0   # newest seq verified from someone other than the parent (via a Rumour)
     rumoured: tuple[Handle, int, float] | None = None   # (teller, its newest, when heard)
     waiting: dict[int, set[Handle]] = field(default_factory=dict)   # seq -> children to answer
+    # a striped feed (stripes.py): this group carries the records with seq % stripes == stripe;
+    # siblings are all the feed's stripe groups, which share one log
+    stripe: int = 0
+    stripes: int = 1
+    siblings: tuple[int, ...] = ()
+
+    def carries(self, seq: int) -> bool:
+        return self.stripes == 1 or seq % self.stripes == self.stripe
 
 
 class ScribeNode:
@@ -261,29 +270,40 @@ class ScribeNode:
 
     # ---- the reader's and the publisher's side ------------------------------------------------
     def subscribe(self, now: float, url: str, feed_key: str, *, republication: bool = False,
-                  topic: str | None = None) -> int:
+                  topic: str | None = None, stripes: int = 1) -> int:
         """Join the group of ``topic`` (default: the feed's URL) and verify its records as the
         log of ``url`` started by ``feed_key``. A republisher's log travels in a group of its own
         (:func:`~feedmesh.mesh.overlay.ids.republication_topic`): logs never share a group, so no
         member refuses, and stops, records that other members of its group want."""
-        group = self._group(group_id(topic or url))
-        group.log = FeedLog(feed_key, url, republication=republication)
-        if group.parent is None and not group.root and group.joining_since is None:
-            self._join(now, group)
-        return group.id
+        log = FeedLog(feed_key, url, republication=republication)
+        gids = stripe_groups(topic or url, stripes) if stripes > 1 else (group_id(topic or url),)
+        for index, gid in enumerate(gids):
+            group = self._group(gid)
+            group.log = log   # with stripes: one log, fed from every stripe
+            group.stripe, group.stripes, group.siblings = index, stripes, gids
+            if group.parent is None and not group.root and group.joining_since is None:
+                self._join(now, group)
+        return gids[0]
 
-    def unsubscribe(self, now: float, url: str, *, topic: str | None = None) -> None:
-        group = self.groups.get(group_id(topic or url))
-        if group is None:
-            return
-        group.log = None
-        if not group.children:
-            self._drop(group)
+    def unsubscribe(self, now: float, url: str, *, topic: str | None = None,
+                    stripes: int = 1) -> None:
+        gids = stripe_groups(topic or url, stripes) if stripes > 1 else (group_id(topic or url),)
+        for gid in gids:
+            group = self.groups.get(gid)
+            if group is None:
+                continue
+            group.log = None
+            if not group.children:
+                self._drop(group)
 
     def publish(self, now: float, url: str, seq: int, wire: bytes, *,
-                topic: str | None = None) -> None:
-        """Route one signed record to the group's root: one message from the publisher."""
-        gid = group_id(topic or url)
+                topic: str | None = None, stripes: int = 1) -> None:
+        """Route one signed record to the group's root (with stripes, the root of the stripe the
+        record travels in): one message from the publisher."""
+        if stripes > 1:
+            gid = stripe_groups(topic or url, stripes)[seq % stripes]
+        else:
+            gid = group_id(topic or url)
         self.pastry.route(now, gid, Publish(gid, seq, wire))
 
     # ---- Pastry upcalls -----------------------------------------------------------------------
@@ -589,6 +609,8 @@ class ScribeNode:
         if upto <= group.judged_to or group.parent is None:
             return False
         for seq in range(group.judged_to + 1, upto + 1):
+            if not group.carries(seq):
+                continue   # travels in another stripe: not this parent's to send
             if seq in group.from_parent:
                 group.withheld_streak = 0
             else:
@@ -702,7 +724,8 @@ class ScribeNode:
         # ask the teller for the records (the last buffer_size of them): they are evidence only
         # once verified, and then whatever our parent did not send counts against it
         first = max(group.log.seq + 1, newest - self.config.buffer_size + 1)
-        wanted = tuple(s for s in range(first, newest + 1) if s not in group.buffer)
+        wanted = tuple(s for s in range(first, newest + 1)
+                       if s not in group.buffer and group.carries(s))
         if wanted:
             self.counters["rumour-asked"] += len(wanted)
             self.pastry.send(teller, Recover(group.id, wanted))
@@ -720,6 +743,25 @@ class ScribeNode:
                 self._ask(now, group, missing)
 
     def _ask(self, now: float, group: _Group, seqs) -> None:
+        if group.stripes > 1:
+            # each missing record is asked of the parent in the stripe it travels in
+            by_stripe: dict[int, list[int]] = {}
+            for seq in seqs:
+                by_stripe.setdefault(group.siblings[seq % group.stripes], []).append(seq)
+            for gid, part in by_stripe.items():
+                sibling = self.groups.get(gid)
+                if sibling is None:
+                    continue
+                # records of different stripes overtake each other: a gap is one only once its
+                # own stripe has sent or announced a later record (each tree is FIFO)
+                known = max(sibling.newest, sibling.announced)
+                part = [seq for seq in part if seq <= known]
+                if part:
+                    self._ask_parent(now, sibling, part)
+            return
+        self._ask_parent(now, group, seqs)
+
+    def _ask_parent(self, now: float, group: _Group, seqs) -> None:
         wanted = tuple(s for s in seqs if s not in group.buffer
                        and now - group.asked.get(s, -1e9) >= self.config.recover_retry)
         if not wanted or group.parent is None:
