@@ -732,6 +732,7 @@ class ScribeNode:
 
     def _catch_up(self, now: float, group: _Group, newest: int) -> None:
         if group.log is not None:
+            group.log.announce(newest)   # a gap even with nothing held (back from an absence)
             have = group.log.seq
         else:
             # a forwarder that attached after records went down the tree fetches the last

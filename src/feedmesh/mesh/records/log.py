@@ -59,13 +59,22 @@ class FeedLog:
         self.max_held = max_held
         self._held: dict[int, Record] = {}
         self._revoked_keys: set[str] = set()
+        self._announced = 0        # newest seq a parent said exists (unauthenticated)
+        self._resync = False       # the HTTP fallback covered an announced gap: see skip_gap
 
     @property
     def missing(self) -> tuple[int, ...]:
-        if not self._held:
-            return ()
-        top = max(self._held)
+        """Seqs known to exist and not held: below a held record, or up to an announced seq."""
+        top = max(self._held) if self._held else self.seq + 1
+        top = max(top, min(self._announced, self.seq + self.max_held) + 1)
         return tuple(s for s in range(self.seq + 1, top) if s not in self._held)
+
+    def announce(self, newest: int) -> None:
+        """A parent says records up to ``newest`` exist (its heartbeat): until they come, they
+        are :attr:`missing`, so a node back from a long absence that holds none of them still
+        sees the gap (and falls back to the HTTP feed when no parent supplies them)."""
+        if not self.revoked:
+            self._announced = max(self._announced, newest)
 
     def revoke_key(self, key: str) -> None:
         """Out-of-band revocation (e.g. read from the feed's HTTP document)."""
@@ -80,8 +89,16 @@ class FeedLog:
         The held record's signature and key were checked when it arrived; its signed ``prev``
         becomes the head hash, so the chain stays checked from there on. What was skipped is
         counted in :attr:`skipped`; its entries are the caller's to take from the HTTP feed."""
-        if not self._held or self.revoked:
+        if self.revoked:
             return Verdict()
+        if not self._held:
+            # only announced, nothing held: forget the announcement, and take the next signed
+            # record that comes as the new start of the chain (as if it had been held here)
+            if self._announced > self.seq:
+                self._announced = self.seq
+                self._resync = True
+            return Verdict()
+        self._resync = False
         first = min(self._held)
         record = self._held.pop(first)
         self.skipped += first - self.seq - 1
@@ -96,6 +113,11 @@ class FeedLog:
             self.refused[error.reason] += 1
             return Verdict(refused=error.reason, detail=error.detail, missing=self.missing)
         if record.seq > self.seq + 1:
+            if self._resync:
+                self._resync = False
+                self.skipped += record.seq - self.seq - 1
+                self.seq, self.head_hash = record.seq - 1, record.prev
+                return self.receive(wire)
             self._held[record.seq] = record
             return Verdict(missing=self.missing)
         delivered = [record]
@@ -127,11 +149,12 @@ class FeedLog:
                                 f"{self.key[:8]}")
         if record.seq == self.seq + 1 and record.prev != self.head_hash:
             raise InvalidRecord("out-of-chain", f"seq {record.seq} does not follow the head")
-        if record.seq > self.seq + self.max_held:
+        if record.seq > self.seq + self.max_held and not self._resync:
             raise InvalidRecord("too-far-ahead", f"seq {record.seq}, head {self.seq}")
 
     def _advance(self, record: Record) -> None:
         self.seq, self.head_hash = record.seq, record.hash
+        self._resync = False
         if record.type == "rotate":
             self.key = record.new_key or self.key
         elif record.type == "revoke":
