@@ -87,7 +87,8 @@ class Republisher:
                         description=f"Entries of {url} republished on the mesh, signed by "
                                     f"{self.identity}",
                         subscribe=MeshSubscribe(group=url, public_key=self.identity,
-                                                bootstrap=(bootstrap,), republication=True))
+                                                bootstrap=(bootstrap,), republication=True,
+                                                rotations=self.keys.rotations()))
         return render_feed(info, list(self.recent[url]), "rss2.0")
 
     def topic(self, url: str) -> str:

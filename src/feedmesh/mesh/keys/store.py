@@ -23,15 +23,15 @@ import hashlib
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nacl.exceptions import BadSignatureError
-from nacl.signing import SigningKey, VerifyKey
+from nacl.signing import SigningKey
 
-from feedmesh.mesh.records import FeedWriter, canonical_bytes
+from feedmesh.mesh.records import FeedWriter
 from feedmesh.mesh.records.record import encode_key
+from feedmesh.mesh.records.rotation import Announcement, verify_announcement
+from feedmesh.mesh.records.rotation import sign_statement as _sign_statement
 
 __all__ = ["Announcement", "KeyFileError", "KeyStore", "fingerprint", "verify_announcement"]
 
@@ -48,33 +48,6 @@ class KeyFileError(Exception):
 def fingerprint(public_key: str) -> str:
     """``sha256:<hex>`` of the raw key bytes: what a ``<publicKey href=...>`` names."""
     return "sha256:" + hashlib.sha256(base64.b64decode(public_key)).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Announcement:
-    type: str          # rotate | revoke
-    old: str
-    new: str | None
-    at: float
-
-
-def _sign_statement(key: SigningKey, body: dict[str, Any]) -> str:
-    payload = canonical_bytes(body)
-    return base64.b64encode(key.sign(payload).signature + payload).decode("ascii")
-
-
-def verify_announcement(text: str) -> Announcement:
-    """Check an announcement's signature by the key it retires; ValueError says why not."""
-    try:
-        raw = base64.b64decode(text, validate=True)
-        signature, payload = raw[:64], raw[64:]
-        body = json.loads(payload)
-        VerifyKey(base64.b64decode(body["old"])).verify(payload, signature)
-        return Announcement(body["type"], body["old"], body.get("new"), float(body["at"]))
-    except BadSignatureError as error:
-        raise ValueError("the announcement's signature does not match") from error
-    except (binascii.Error, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"the announcement is malformed ({error})") from error
 
 
 class KeyStore:
@@ -145,6 +118,11 @@ class KeyStore:
 
     def identity(self) -> str:
         return self.keyring()["feed"]
+
+    def rotations(self) -> tuple[str, ...]:
+        """The signed rotation (and revocation) statements from the identity on, oldest first:
+        what a feed's ``<subscribe>`` carries so a late subscriber knows the current key."""
+        return tuple(self.keyring().get("announcements", ()))
 
     # ---- logs -------------------------------------------------------------------------------
     def writer(self, url: str, *, republication: bool = False) -> FeedWriter:

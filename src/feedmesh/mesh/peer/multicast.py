@@ -213,7 +213,9 @@ class ScribeExchange:
             followed = self.followed.get(url)
             why = decide(self.settings.trust, element, self.pinned.get(url))
             if followed is not None:
-                if why is not None and self._warned.get(url) != element.public_key:
+                if why is None:
+                    self._learn_rotations(followed, element)   # a rotation since the last one
+                elif self._warned.get(url) != element.public_key:
                     self._warned[url] = element.public_key
                     log.warning("multicast_key_refused feed=%s why=%r", url, why)
                 continue
@@ -282,6 +284,22 @@ class ScribeExchange:
                                                 republication=element.republication)
         log.info("multicast_subscribed feed=%s log=%s key=%s republication=%s", state.url,
                  element.group, element.public_key, str(element.republication).lower())
+        self._learn_rotations(state, element)
+
+    def _learn_rotations(self, state: _Followed, element: MeshSubscribe) -> None:
+        """The element's signed rotations tell the log the current key: a peer that follows a
+        feed after a rotation (or missed its ``rotate`` record in a gap) accepts the new key."""
+        node = self.endpoint.node
+        group = node.groups.get(state.group) if node is not None and state.group else None
+        if group is None or group.log is None or not element.rotations:
+            return
+        try:
+            group.log.learn_rotations(element.rotations)
+        except ValueError as why:
+            self.counters["rotations-refused"] += 1
+            log.warning("multicast_rotations_refused feed=%s why=%r", state.url, str(why))
+            return
+        log.info("multicast_key feed=%s current=%s", state.url, group.log.key)
 
     # -- records in ----------------------------------------------------------------------------
 
