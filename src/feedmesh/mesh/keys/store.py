@@ -5,6 +5,8 @@
       keyring.json                the public side: identity, current key, history, announcements
       logs.json                   per feed URL: the head (seq, prev) of the log this key signs
       outbox/NNNNNN-<group>.fmr   rotate/revoke records still to multicast (wire bytes)
+      republished.json            a republisher's: per legacy feed URL, the entries it multicast
+                                  (entry key -> content hash), so a restart sends nothing twice
 
 The identity of a publisher is its *first* public key (``feed`` in every record). ``rotate`` makes
 a new key and signs, with the old one, (a) an announcement in ``keyring.json`` and (b) a ``rotate``
@@ -39,6 +41,7 @@ SECRET = "secret.key"
 KEYRING = "keyring.json"
 LOGS = "logs.json"
 OUTBOX = "outbox"
+REPUBLISHED = "republished.json"
 
 
 class KeyFileError(Exception):
@@ -146,6 +149,19 @@ class KeyStore:
         if not isinstance(logs, dict):
             raise KeyFileError(f"{self.folder / LOGS} is corrupt: an object of URLs is expected")
         return logs
+
+    def republished(self) -> dict[str, dict[str, str]]:
+        """Per legacy feed URL, the entries a republisher multicast (key -> content hash)."""
+        value = self._read_json(REPUBLISHED, {})
+        if not isinstance(value, dict) or not all(
+                isinstance(v, dict) and all(isinstance(h, str) for h in v.values())
+                for v in value.values()):
+            raise KeyFileError(f"{self.folder / REPUBLISHED} is corrupt: an object of URLs, each "
+                               "an object of entry keys to content hashes, is expected")
+        return value
+
+    def save_republished(self, value: dict[str, dict[str, str]]) -> None:
+        self._write_json(REPUBLISHED, value)
 
     def outbox(self) -> list[Path]:
         """Records signed by ``rotate``/``revoke`` not yet multicast, oldest first."""

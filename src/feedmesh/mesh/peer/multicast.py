@@ -85,9 +85,13 @@ def entry_from_record(entry: dict[str, Any], republished_by: str | None) -> Entr
     title, link, summary = _text(entry, "title"), _text(entry, "link", 2048), _text(entry, "summary")
     categories = (f"republished-by:{republished_by}",) if republished_by else ()
     guid = _text(entry, "guid", 2048) or ("" if key.startswith("hash:") else key)
+    # the hash of the whole entry as the feed's document has it (a republished record carries
+    # it; its summary may be cut): a later fetch of the document then finds the same entry, not
+    # an edit of it
+    carried = _text(entry, "content_hash", 128)
     return Entry(key=key, guid=guid, title=title, link=link, summary=summary,
                  published=_parse_time(entry.get("published")), categories=categories,
-                 content_hash=content_hash(title, link, summary, ""))
+                 content_hash=carried or content_hash(title, link, summary, ""))
 
 
 @dataclass
