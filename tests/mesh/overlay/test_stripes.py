@@ -54,7 +54,7 @@ def test_stripes_spread_the_forwarding_so_no_node_carries_more_than_its_share():
     one_load, one_interior = run(1)
     striped_load, striped_interior = run(16)
     mean = sum(striped_load) / NODES
-    print(f"one tree: max {max(one_load)} mean {sum(one_load) / NODES:.1f} forwarding nodes "
+    print(f"totals {sum(one_load)} {sum(striped_load)}; one tree: max {max(one_load)} mean {sum(one_load) / NODES:.1f} forwarding nodes "
           f"{sum(1 for x in one_load if x)}; 16 stripes: max {max(striped_load)} mean {mean:.1f} "
           f"forwarding nodes {sum(1 for x in striped_load if x)}; stripes forwarded in: "
           f"{sorted(striped_interior)[-10:]}")
