@@ -1,7 +1,9 @@
 """A peer learns where to join the overlay from the FeedEx tracker (issue 14): the feed it follows
 names no bootstrap node and no ``--scribe-bootstrap`` is given, yet it joins through a peer the
 tracker told it of and gets the republisher's records. Real sockets: the tracker on HTTP, the
-peers' FeedEx APIs, their UDP overlay nodes, the republisher's node and its feed document."""
+peers' FeedEx APIs, their UDP overlay nodes, the republisher's node and its feed document.
+Also on the peer: a feed followed after its key rotated is followed under the current key, from
+the signed rotation its element carries."""
 
 from __future__ import annotations
 
@@ -86,3 +88,32 @@ async def test_a_peer_joins_the_overlay_through_a_peer_the_tracker_named(tmp_pat
         finally:
             await runner.cleanup()
             await tracker.stop()
+
+
+@pytest.mark.timeout(120)
+async def test_a_peer_that_follows_after_a_rotation_accepts_the_current_key(tmp_path: Path):
+    # the republisher rotated its key before the peer ever saw its feed: the element names the
+    # identity key and carries the signed rotation, the records are signed by the new key
+    tracker = TrackerServer("127.0.4.77", 0, SystemClock())
+    await tracker.start()
+    try:
+        async with Fetcher(LOOPBACK) as fetcher, site(tmp_path, "keys") as republisher:
+            keys = republisher.republisher.keys
+            keys.rotate(1.0)
+            current = keys.keyring()["current"]
+            assert current != republisher.republisher.identity
+            async with peer(tmp_path, "127.0.4.75", fetcher, [republisher.url],
+                            tracker.address) as running:
+                await eventually(lambda: [f["pushed"] for f in
+                                          running.multicast.status()["feeds"]] == [True],
+                                 timeout=30)
+                state = running.multicast.followed[republisher.url]
+                log = running.multicast.endpoint.node.groups[state.group].log
+                assert log.key == republisher.republisher.identity      # not yet moved
+                republisher.republisher.multicast(LEGACY, Entry(
+                    key="k1", guid="urn:k1", title="signed by the new key", link=LEGACY + "#1"))
+                await eventually(lambda: running.archive.received.get(
+                    "scribe:republisher", 0) == 1, timeout=20)
+                assert log.key == current and not log.refused
+    finally:
+        await tracker.stop()
