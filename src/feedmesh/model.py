@@ -95,6 +95,9 @@ class MeshSubscribe(msgspec.Struct, frozen=True, omit_defaults=True):
     """``host:port`` overlay nodes to join through."""
     republication: bool = False
     """Signed by a republisher with its own key, not by the publisher."""
+    rotations: tuple[str, ...] = ()
+    """Signed key rotation statements from ``public_key`` (the identity) on, oldest first: a
+    subscriber that bootstraps after a rotation learns the current key from them."""
 
 
 class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -21,6 +21,8 @@ FINGERPRINT = "sha256:" + hashlib.sha256(bytes(range(32))).hexdigest()
 NS = "https://feedmesh.org/ns/scribe-rss/1.0"
 URL = "http://127.0.4.1:8000/feed.xml"
 
+STATEMENT = base64.b64encode(bytes(range(200))).decode()   # the form only: checked by the mesh
+STATEMENT2 = base64.b64encode(bytes(range(50, 250))).decode()
 ENTRY = Entry(key="e1", guid="e1", title="First", link="http://127.0.4.1:8000/1")
 
 
@@ -29,7 +31,8 @@ ENTRY = Entry(key="e1", guid="e1", title="First", link="http://127.0.4.1:8000/1"
     MeshSubscribe(group=URL, public_key=KEY, bootstrap=("127.0.4.1:7000", "127.0.4.2:7000")),
     MeshSubscribe(key_url="http://127.0.4.1:8000/key", fingerprint=FINGERPRINT),
     MeshSubscribe(group=URL, public_key=KEY, republication=True),
-], ids=["inline", "uri-fingerprint", "republication"])
+    MeshSubscribe(group=URL, public_key=KEY, rotations=(STATEMENT, STATEMENT2)),
+], ids=["inline", "uri-fingerprint", "republication", "rotations"])
 def test_round_trip(fmt: str, subscribe: MeshSubscribe) -> None:
     feed = FeedInfo(title="Ours", link="http://127.0.4.1:8000/", self_link=URL, subscribe=subscribe)
     parsed = parse_feed(render_feed(feed, [ENTRY], fmt), url=URL)
@@ -121,3 +124,14 @@ def test_reading(document: bytes, expected: MeshSubscribe | None, warning: str |
     else:
         assert any(warning in w.message for w in parsed.warnings), parsed.warnings
         assert all(w.kind == "invalid" for w in parsed.warnings)
+
+
+@pytest.mark.parametrize("fmt", ["rss2.0", "json1.1"])
+def test_a_bad_rotation_drops_the_rotations_and_keeps_the_key(fmt: str) -> None:
+    subscribe = MeshSubscribe(group=URL, public_key=KEY, rotations=(STATEMENT, "not base64!"))
+    feed = FeedInfo(title="Ours", self_link=URL, subscribe=subscribe)
+    parsed = parse_feed(render_feed(feed, [ENTRY], fmt), url=URL)
+    assert parsed.feed.subscribe == MeshSubscribe(group=URL, public_key=KEY)
+    assert [w.message for w in parsed.warnings] == [
+        "<subscribe> rotation 2 is not a base64 statement (or one too many, over 64): the "
+        "rotations are ignored"]

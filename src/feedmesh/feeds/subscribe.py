@@ -9,13 +9,19 @@ RSS 2.0 (in ``<channel>``) and Atom (in ``<feed>``), namespace :data:`NAMESPACE`
       <fm:publicKey algorithm="ed25519">BASE64 (32 bytes)</fm:publicKey>
       <!-- or: <fm:publicKey algorithm="ed25519" href="https://..." fingerprint="sha256:HEX"/> -->
       <fm:bootstrap>127.0.4.1:7000</fm:bootstrap>
+      <fm:rotation>BASE64 of a rotation statement signed by the key it retires</fm:rotation>
     </fm:subscribe>
 
 JSON Feed: the same under the feed's ``_feedmesh`` extension object::
 
     "_feedmesh": {"subscribe": {"group": "...", "public_key": "BASE64"
                                 (or "key_url": "...", "fingerprint": "sha256:..."),
-                                "bootstrap": ["127.0.4.1:7000"], "republication": false}}
+                                "bootstrap": ["127.0.4.1:7000"], "republication": false,
+                                "rotations": ["BASE64", ...]}}
+
+``rotation`` elements (in order, oldest first) carry the key's signed rotation statements
+(:mod:`feedmesh.mesh.records.rotation`; they are checked there, not here): a subscriber that
+bootstraps after a rotation follows the current key without the log from seq 1.
 
 Reading is lenient about everything but the key: an element without a usable key (neither a
 32-byte base64 key nor an http(s) URI with a ``sha256:`` fingerprint) is dropped with a warning on
@@ -40,6 +46,8 @@ _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 _HOST_PORT = re.compile(r"[A-Za-z0-9.\-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}")
 _TRUE = ("true", "1", "yes")
 _MAX_BOOTSTRAP = 16
+_MAX_ROTATIONS = 64
+_ROTATION = re.compile(r"[A-Za-z0-9+/]{100,2000}={0,2}")
 
 
 # ---- writing --------------------------------------------------------------------------------
@@ -58,6 +66,8 @@ def xml_subscribe(subscribe: MeshSubscribe | None) -> str:
                      f'fingerprint="{xml_attr(subscribe.fingerprint)}"/>')
     for address in subscribe.bootstrap:
         parts.append(f"<fm:bootstrap>{xml_text(address)}</fm:bootstrap>")
+    for statement in subscribe.rotations:
+        parts.append(f"<fm:rotation>{xml_text(statement)}</fm:rotation>")
     parts.append("</fm:subscribe>\n")
     return "".join(parts)
 
@@ -75,6 +85,8 @@ def json_subscribe(subscribe: MeshSubscribe) -> dict[str, Any]:
     if subscribe.bootstrap:
         out["bootstrap"] = list(subscribe.bootstrap)
     out["republication"] = subscribe.republication
+    if subscribe.rotations:
+        out["rotations"] = list(subscribe.rotations)
     return out
 
 
@@ -83,12 +95,15 @@ def read_xml_subscribe(element: Any, key_of, warn) -> MeshSubscribe | None:
     """``element`` is the ``fm:subscribe`` lxml element; ``warn(message)`` notes a problem."""
     key_element = None
     bootstrap: list[str] = []
+    rotations: list[str] = []
     for child in element:
         key = key_of(child.tag)
         if key == "fm:publicKey" and key_element is None:
             key_element = child
         elif key == "fm:bootstrap":
             bootstrap.append((child.text or "").strip())
+        elif key == "fm:rotation":
+            rotations.append((child.text or "").strip())
     if key_element is None:
         warn("<subscribe> has no <publicKey>: the multicast is ignored")
         return None
@@ -100,7 +115,7 @@ def read_xml_subscribe(element: Any, key_of, warn) -> MeshSubscribe | None:
         "fingerprint": (key_element.get("fingerprint") or "").strip().lower(),
         "republication": (element.get("republication") or "").strip().lower() in _TRUE,
     }
-    return _validated(fields, algorithm, bootstrap, warn)
+    return _validated(fields, algorithm, bootstrap, warn, rotations)
 
 
 def read_json_subscribe(extension: Any, warn) -> MeshSubscribe | None:
@@ -122,11 +137,15 @@ def read_json_subscribe(extension: Any, warn) -> MeshSubscribe | None:
     raw = value.get("bootstrap", [])
     bootstrap = [b if isinstance(b, str) else repr(b) for b in raw] if isinstance(raw, list) \
         else [repr(raw)]
-    return _validated(fields, text("algorithm").lower() or "ed25519", bootstrap, warn)
+    raw = value.get("rotations", [])
+    rotations = [r if isinstance(r, str) else repr(r) for r in raw] if isinstance(raw, list) \
+        else [repr(raw)]
+    return _validated(fields, text("algorithm").lower() or "ed25519", bootstrap, warn,
+                      rotations)
 
 
 def _validated(fields: dict[str, Any], algorithm: str, bootstrap: list[str],
-               warn) -> MeshSubscribe | None:
+               warn, rotations: list[str] = ()) -> MeshSubscribe | None:
     if algorithm != "ed25519":
         warn(f"<subscribe> key algorithm {algorithm!r} is not ed25519: the multicast is ignored")
         return None
@@ -157,7 +176,16 @@ def _validated(fields: dict[str, Any], algorithm: str, bootstrap: list[str],
                 kept.append(address)
         else:
             warn(f"<subscribe> bootstrap {address[:80]!r} is not host:port: dropped")
-    return MeshSubscribe(bootstrap=tuple(kept), **fields)
+    statements: list[str] = []
+    for statement in rotations:
+        if not _ROTATION.fullmatch(statement) or len(statements) >= _MAX_ROTATIONS:
+            # one bad link breaks the chain: keep none (the key in <publicKey> still works)
+            warn(f"<subscribe> rotation {len(statements) + 1} is not a base64 statement (or one "
+                 f"too many, over {_MAX_ROTATIONS}): the rotations are ignored")
+            statements = []
+            break
+        statements.append(statement)
+    return MeshSubscribe(bootstrap=tuple(kept), rotations=tuple(statements), **fields)
 
 
 def _key_problem(text: str) -> str:

@@ -8,9 +8,13 @@ log they opened as a republication log with this republisher's key, i.e. only if
 trust it.
 
 The first poll of a feed only learns what is there (history is not multicast); every later poll
-multicasts what is new, oldest first. Edits of an entry already multicast are not sent again.
-Records signed by ``feedmesh keys rotate``/``revoke`` (the folder's outbox) are multicast first.
-The log heads live in the key folder, so a restarted republisher continues its logs.
+multicasts what is new, oldest first. An entry already multicast whose content changed (its
+content hash) is multicast again as an *edit record*: a record of type ``entry`` whose entry
+carries the same key and ``"edit": true``. Records signed by ``feedmesh keys rotate``/``revoke``
+(the folder's outbox) are multicast first. The log heads and what was multicast per feed (entry
+key -> content hash, ``republished.json``) live in the key folder, so a restarted republisher
+continues its logs, sends nothing twice and, on its first poll, multicasts what was posted while
+it was down.
 
 The hub can be the poller instead (``feedmesh serve --republish``): its crawler hands each new
 entry to :meth:`Republisher.multicast`, and nothing is polled here.
@@ -42,6 +46,7 @@ __all__ = ["Republisher", "entry_record"]
 log = logging.getLogger("feedmesh.mesh.republish")
 MAX_TEXT = 4_000   # characters of summary kept in a record: records must fit a datagram
 RECENT = 20        # entries of each feed in the republisher's own HTTP feed
+REMEMBERED = 2_000  # entries of each feed remembered as multicast (a feed's document holds fewer)
 
 
 def entry_record(entry: Entry, source: str) -> dict[str, object]:
@@ -64,7 +69,8 @@ class Republisher:
         self.urls = list(dict.fromkeys(urls))
         self.identity = keys.identity()
         self.counters: Counter[str] = Counter()
-        self._seen: dict[str, set[str]] = {}
+        # per feed: entry key -> content hash of what was multicast (or learned on a first poll)
+        self._seen: dict[str, dict[str, str]] = keys.republished()
         self.recent: dict[str, deque[Entry]] = {url: deque(maxlen=RECENT) for url in self.urls}
         self._validators: dict[str, tuple[str, str]] = {}
         self._writers: dict[str, FeedWriter] = {}
@@ -87,7 +93,8 @@ class Republisher:
                         description=f"Entries of {url} republished on the mesh, signed by "
                                     f"{self.identity}",
                         subscribe=MeshSubscribe(group=url, public_key=self.identity,
-                                                bootstrap=(bootstrap,), republication=True))
+                                                bootstrap=(bootstrap,), republication=True,
+                                                rotations=self.keys.rotations()))
         return render_feed(info, list(self.recent[url]), "rss2.0")
 
     def topic(self, url: str) -> str:
@@ -137,25 +144,46 @@ class Republisher:
             log.warning("republish_parse_failed feed=%s why=%r", url, parsed.error.message)
             return 0
         seen = self._seen.get(url)
-        if seen is None:   # first poll: learn what is there, multicast nothing
-            self._seen[url] = {e.key for e in parsed.entries}
+        if seen is None:   # first poll ever: learn what is there, multicast nothing
+            self._seen[url] = {e.key: e.content_hash for e in parsed.entries}
+            self._save_seen()
             return 0
-        fresh = [e for e in reversed(parsed.entries) if e.key not in seen]
-        for entry in fresh:
-            self.multicast(url, entry)
-            seen.add(entry.key)
-        return len(fresh)
+        sent = 0
+        for entry in reversed(parsed.entries):
+            if entry.key not in seen:
+                self.multicast(url, entry)
+            elif seen[entry.key] != entry.content_hash:
+                self.multicast(url, entry, edit=True)
+            else:
+                continue
+            sent += 1
+        return sent
 
-    def multicast(self, url: str, entry: Entry) -> None:
-        """Sign ``entry`` of legacy feed ``url`` into our log of it and send it to the group."""
+    def multicast(self, url: str, entry: Entry, *, edit: bool = False) -> None:
+        """Sign ``entry`` of legacy feed ``url`` into our log of it and send it to the group
+        (``edit``: an entry multicast before, changed since)."""
         self.add(url)
         writer = self._writers.get(url)
         if writer is None:
             writer = self._writers[url] = self.keys.writer(url, republication=True)
-        wire = writer.append(entry_record(entry, url))
+        body = entry_record(entry, url)
+        if edit:
+            body["edit"] = True
+        wire = writer.append(body)
         self.keys.save_head(writer)
+        seen = self._seen.setdefault(url, {})
+        seen.pop(entry.key, None)
+        seen[entry.key] = entry.content_hash   # newest last: the oldest are forgotten first
+        while len(seen) > REMEMBERED:
+            del seen[next(iter(seen))]
+        self._save_seen()
         self.endpoint.publish(url, writer.seq, wire, topic=self.topic(url))
+        self.recent[url] = deque((e for e in self.recent[url] if e.key != entry.key),
+                                 maxlen=RECENT)
         self.recent[url].appendleft(entry)
-        self.counters["multicast"] += 1
-        log.info("republished feed=%s seq=%d entry=%s bytes=%d", url, writer.seq, entry.key,
-                 len(wire))
+        self.counters["edits" if edit else "multicast"] += 1
+        log.info("republished feed=%s seq=%d entry=%s bytes=%d edit=%s", url, writer.seq,
+                 entry.key, len(wire), str(edit).lower())
+
+    def _save_seen(self) -> None:
+        self.keys.save_republished(self._seen)

@@ -29,6 +29,7 @@ MESSAGES = [
     m.LeafReply((H,)), m.RowRequest(3), m.Leaving(), m.Probe(12.5), m.Pong(0.25),
     s.JoinAck(G, (1, G), 4), s.Item(G, 1, b"r", True), s.Redirect(G, H), s.Adopt(G),
     s.Heartbeat(G, (), 0), s.Refresh(G), s.Unsubscribe(G), s.Recover(G, (1, 2, 3)),
+    s.Rumour((G, 7), (3, 0), True), s.Vouch(G, (4,)),
 ]
 
 
@@ -54,6 +55,7 @@ BAD = [
     (ext(99, []), "unknown message code"), (ext(CODE[s.Refresh], []), "1 fields"),
     (ext(CODE[s.Refresh], ["x"]), "Refresh.group"), (ext(CODE[m.Probe], ["soon"]), "sent_at"),
     (ext(CODE[s.Recover], [1, [1, "2"]]), "Recover.seqs"),
+    (ext(CODE[s.Rumour], [[1], [2], "yes"]), "Rumour.reply"),
     (ext(CODE[m.StateRows], [[1]]), "StateRows.handles"),
     (ext(CODE[Handle], [1, ["127.0.4.1"]]), "Handle.addr"),
     (ext(CODE[Handle], [1, ["127.0.4.1", 1]]), "not a message"),

@@ -75,6 +75,7 @@ def _show(store: KeyStore, url: str) -> int:
         chain = note.new or chain
     for log_url, head in store.logs().items():
         print(f"log       {log_url} seq {head.get('seq')}")
-    # the identity key starts the log; later keys are learned from the log's rotate records
-    print(xml_subscribe(MeshSubscribe(group=url, public_key=ring["feed"])), end="")
+    # the identity key starts the log; its signed rotations name the current key
+    print(xml_subscribe(MeshSubscribe(group=url, public_key=ring["feed"],
+                                      rotations=store.rotations())), end="")
     return status

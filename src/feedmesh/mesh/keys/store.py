@@ -5,6 +5,8 @@
       keyring.json                the public side: identity, current key, history, announcements
       logs.json                   per feed URL: the head (seq, prev) of the log this key signs
       outbox/NNNNNN-<group>.fmr   rotate/revoke records still to multicast (wire bytes)
+      republished.json            a republisher's: per legacy feed URL, the entries it multicast
+                                  (entry key -> content hash), so a restart sends nothing twice
 
 The identity of a publisher is its *first* public key (``feed`` in every record). ``rotate`` makes
 a new key and signs, with the old one, (a) an announcement in ``keyring.json`` and (b) a ``rotate``
@@ -23,15 +25,15 @@ import hashlib
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nacl.exceptions import BadSignatureError
-from nacl.signing import SigningKey, VerifyKey
+from nacl.signing import SigningKey
 
-from feedmesh.mesh.records import FeedWriter, canonical_bytes
+from feedmesh.mesh.records import FeedWriter
 from feedmesh.mesh.records.record import encode_key
+from feedmesh.mesh.records.rotation import Announcement, verify_announcement
+from feedmesh.mesh.records.rotation import sign_statement as _sign_statement
 
 __all__ = ["Announcement", "KeyFileError", "KeyStore", "fingerprint", "verify_announcement"]
 
@@ -39,6 +41,7 @@ SECRET = "secret.key"
 KEYRING = "keyring.json"
 LOGS = "logs.json"
 OUTBOX = "outbox"
+REPUBLISHED = "republished.json"
 
 
 class KeyFileError(Exception):
@@ -48,33 +51,6 @@ class KeyFileError(Exception):
 def fingerprint(public_key: str) -> str:
     """``sha256:<hex>`` of the raw key bytes: what a ``<publicKey href=...>`` names."""
     return "sha256:" + hashlib.sha256(base64.b64decode(public_key)).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Announcement:
-    type: str          # rotate | revoke
-    old: str
-    new: str | None
-    at: float
-
-
-def _sign_statement(key: SigningKey, body: dict[str, Any]) -> str:
-    payload = canonical_bytes(body)
-    return base64.b64encode(key.sign(payload).signature + payload).decode("ascii")
-
-
-def verify_announcement(text: str) -> Announcement:
-    """Check an announcement's signature by the key it retires; ValueError says why not."""
-    try:
-        raw = base64.b64decode(text, validate=True)
-        signature, payload = raw[:64], raw[64:]
-        body = json.loads(payload)
-        VerifyKey(base64.b64decode(body["old"])).verify(payload, signature)
-        return Announcement(body["type"], body["old"], body.get("new"), float(body["at"]))
-    except BadSignatureError as error:
-        raise ValueError("the announcement's signature does not match") from error
-    except (binascii.Error, ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"the announcement is malformed ({error})") from error
 
 
 class KeyStore:
@@ -146,6 +122,11 @@ class KeyStore:
     def identity(self) -> str:
         return self.keyring()["feed"]
 
+    def rotations(self) -> tuple[str, ...]:
+        """The signed rotation (and revocation) statements from the identity on, oldest first:
+        what a feed's ``<subscribe>`` carries so a late subscriber knows the current key."""
+        return tuple(self.keyring().get("announcements", ()))
+
     # ---- logs -------------------------------------------------------------------------------
     def writer(self, url: str, *, republication: bool = False) -> FeedWriter:
         """A writer for the log of ``url``, resumed from its saved head."""
@@ -168,6 +149,19 @@ class KeyStore:
         if not isinstance(logs, dict):
             raise KeyFileError(f"{self.folder / LOGS} is corrupt: an object of URLs is expected")
         return logs
+
+    def republished(self) -> dict[str, dict[str, str]]:
+        """Per legacy feed URL, the entries a republisher multicast (key -> content hash)."""
+        value = self._read_json(REPUBLISHED, {})
+        if not isinstance(value, dict) or not all(
+                isinstance(v, dict) and all(isinstance(h, str) for h in v.values())
+                for v in value.values()):
+            raise KeyFileError(f"{self.folder / REPUBLISHED} is corrupt: an object of URLs, each "
+                               "an object of entry keys to content hashes, is expected")
+        return value
+
+    def save_republished(self, value: dict[str, dict[str, str]]) -> None:
+        self._write_json(REPUBLISHED, value)
 
     def outbox(self) -> list[Path]:
         """Records signed by ``rotate``/``revoke`` not yet multicast, oldest first."""

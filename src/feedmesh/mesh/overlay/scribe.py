@@ -38,14 +38,16 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from feedmesh.mesh.overlay.balance import Ledger
 from feedmesh.mesh.overlay.ids import Handle, group_id
 from feedmesh.mesh.overlay.messages import Route
 from feedmesh.mesh.overlay.pastry import PastryConfig, PastryNode
+from feedmesh.mesh.overlay.stripes import stripe_groups
 from feedmesh.mesh.records import FeedLog, Record
 
 __all__ = [
     "Adopt", "Delivery", "Heartbeat", "Item", "JoinAck", "Publish", "Recover", "Redirect", "Refresh",
-    "ScribeConfig", "ScribeNode", "Subscribe", "Unsubscribe",
+    "Rumour", "ScribeConfig", "Vouch", "ScribeNode", "Subscribe", "Unsubscribe",
 ]
 
 
@@ -124,6 +126,27 @@ class Recover:
 
 
 @dataclass(frozen=True, slots=True)
+class Vouch:
+    """A child to its parent: "I hold these records (from others); did you not have them?". The
+    parent answers like a ``Recover``; what it lacks it asks the child for, so an honest parent
+    cut off above passes the check at once instead of being taken for a freeloader."""
+
+    group: int
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rumour:
+    """"The newest seq I hold of each of these groups", to a leaf-set neighbour now and then; the
+    receiver answers once (``reply``) with its own. Unauthenticated: a newer seq only makes the
+    receiver ask the sender for the records, and only verified records count as evidence."""
+
+    groups: tuple[int, ...]
+    newest: tuple[int, ...]
+    reply: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """A verified record handed to the local reader."""
 
@@ -133,7 +156,7 @@ class Delivery:
     recovered: bool = False   # released by a gap recovery rather than arriving down the tree
 
 
-_DIRECT = (Item, Heartbeat, JoinAck, Refresh, Recover, Unsubscribe, Redirect, Adopt)
+_DIRECT = (Item, Heartbeat, JoinAck, Refresh, Recover, Unsubscribe, Redirect, Adopt, Vouch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +176,20 @@ class ScribeConfig:
     """How long a freeloading parent is refused (its adoptions, redirects to it)."""
     forward: bool = True
     """False: a freeloader (takes records, forwards none, answers no recovery); experiments only."""
+    hide_newest: bool = False
+    """True: a lying parent whose heartbeats announce nothing new; experiments only."""
+    balance_min_ratio: float = 0.0
+    """Pairwise bandwidth balance: a child that gives back less than this share of the bytes we
+    forward it (over every group we share) is dropped and refused (0: off; it only makes sense
+    where nodes share at least as many groups as they have children)."""
+    balance_allowance: int = 16_000
+    """Bytes a child may take beyond what it gave before it is judged (and asked to repay)."""
+    balance_strikes: int = 4
+    """Judgements (one per tick) in a row below the ratio before the child is dropped."""
+    rumour_every: int = 4
+    """Every this many ticks (heartbeat periods) a member tells one leaf-set neighbour the newest
+    seq it holds of its groups (``Rumour``), so a child under a parent that hides newer records
+    hears of them from others (0: never)."""
 
 
 @dataclass(slots=True)
@@ -177,7 +214,17 @@ class _Group:
     announced: int = 0
     judged_to: int = 0
     withheld_streak: int = 0
+    evidence: int = 0   # newest seq verified from someone other than the parent (via a Rumour)
+    rumoured: tuple[Handle, int, float] | None = None   # (teller, its newest, when heard)
     waiting: dict[int, set[Handle]] = field(default_factory=dict)   # seq -> children to answer
+    # a striped feed (stripes.py): this group carries the records with seq % stripes == stripe;
+    # siblings are all the feed's stripe groups, which share one log
+    stripe: int = 0
+    stripes: int = 1
+    siblings: tuple[int, ...] = ()
+
+    def carries(self, seq: int) -> bool:
+        return self.stripes == 1 or seq % self.stripes == self.stripe
 
 
 class ScribeNode:
@@ -194,6 +241,11 @@ class ScribeNode:
         self.counters: Counter[str] = Counter()
         self.shunned: dict[int, float] = {}     # node id -> until when it is refused as parent
         self._ticking = False
+        self._ticks = 0
+        self.ledger = Ledger(min_ratio=self.config.balance_min_ratio,
+                             allowance=self.config.balance_allowance,
+                             strikes=self.config.balance_strikes)
+        self._repay_asked: dict[int, set[int]] = {}   # child id -> groups we asked it to adopt us
 
     # ---- the transport's side: same as Pastry's ----------------------------------------------
     def start(self, now: float, bootstrap: Handle | None = None) -> None:
@@ -218,29 +270,40 @@ class ScribeNode:
 
     # ---- the reader's and the publisher's side ------------------------------------------------
     def subscribe(self, now: float, url: str, feed_key: str, *, republication: bool = False,
-                  topic: str | None = None) -> int:
+                  topic: str | None = None, stripes: int = 1) -> int:
         """Join the group of ``topic`` (default: the feed's URL) and verify its records as the
         log of ``url`` started by ``feed_key``. A republisher's log travels in a group of its own
         (:func:`~feedmesh.mesh.overlay.ids.republication_topic`): logs never share a group, so no
         member refuses, and stops, records that other members of its group want."""
-        group = self._group(group_id(topic or url))
-        group.log = FeedLog(feed_key, url, republication=republication)
-        if group.parent is None and not group.root and group.joining_since is None:
-            self._join(now, group)
-        return group.id
+        log = FeedLog(feed_key, url, republication=republication)
+        gids = stripe_groups(topic or url, stripes) if stripes > 1 else (group_id(topic or url),)
+        for index, gid in enumerate(gids):
+            group = self._group(gid)
+            group.log = log   # with stripes: one log, fed from every stripe
+            group.stripe, group.stripes, group.siblings = index, stripes, gids
+            if group.parent is None and not group.root and group.joining_since is None:
+                self._join(now, group)
+        return gids[0]
 
-    def unsubscribe(self, now: float, url: str, *, topic: str | None = None) -> None:
-        group = self.groups.get(group_id(topic or url))
-        if group is None:
-            return
-        group.log = None
-        if not group.children:
-            self._drop(group)
+    def unsubscribe(self, now: float, url: str, *, topic: str | None = None,
+                    stripes: int = 1) -> None:
+        gids = stripe_groups(topic or url, stripes) if stripes > 1 else (group_id(topic or url),)
+        for gid in gids:
+            group = self.groups.get(gid)
+            if group is None:
+                continue
+            group.log = None
+            if not group.children:
+                self._drop(group)
 
     def publish(self, now: float, url: str, seq: int, wire: bytes, *,
-                topic: str | None = None) -> None:
-        """Route one signed record to the group's root: one message from the publisher."""
-        gid = group_id(topic or url)
+                topic: str | None = None, stripes: int = 1) -> None:
+        """Route one signed record to the group's root (with stripes, the root of the stripe the
+        record travels in): one message from the publisher."""
+        if stripes > 1:
+            gid = stripe_groups(topic or url, stripes)[seq % stripes]
+        else:
+            gid = group_id(topic or url)
         self.pastry.route(now, gid, Publish(gid, seq, wire))
 
     # ---- Pastry upcalls -----------------------------------------------------------------------
@@ -275,27 +338,38 @@ class ScribeNode:
 
     def direct(self, now: float, sender: Handle, body: Any) -> None:
         kind = type(body)
+        if kind is Rumour:
+            self._on_rumour(now, sender, body)
+            return
         if kind not in _DIRECT:
             self.counters["unknown-message"] += 1   # a transport's garbage is counted, not raised
             return
         group = self.groups.get(body.group)
         if group is None:
-            if kind is Refresh or kind is Recover:
+            if kind is Refresh or kind is Recover or kind is Vouch:
                 self.pastry.send(sender, Unsubscribe(body.group))   # "you are not my child"
             return
         if kind is Item:
+            self.ledger.received(sender.id, len(body.wire))
             from_parent = group.parent is not None and sender.id == group.parent.id
             if from_parent:
                 group.parent_heard = now
                 group.from_parent.add(body.seq)
             self._on_item(now, group, body, from_parent=from_parent and not body.recovered)
+            if not from_parent and group.log is not None:
+                group.evidence = max(group.evidence, group.log.seq)
         elif kind is Heartbeat:
             if group.parent is not None and sender.id == group.parent.id:
                 group.parent_heard = now
-                group.path = (sender.id, *body.path)
-                if self._judge_parent(now, group, body.newest):
+                group.path = body.path   # it starts with the parent itself
+                # what others proved to exist counts as announced, one heartbeat later than a
+                # parent's own announcement would (the parent is asked for it meanwhile)
+                newest = max(body.newest, group.evidence)
+                before = group.announced
+                if self._judge_parent(now, group, newest):
                     return
-                self._catch_up(now, group, body.newest)
+                self._catch_up(now, group, newest)
+                self._probe(group, before, newest)
             else:
                 self.pastry.send(sender, Unsubscribe(group.id))   # a parent we left
         elif kind is JoinAck:
@@ -307,6 +381,8 @@ class ScribeNode:
                 self.pastry.send(sender, Unsubscribe(group.id))
         elif kind is Recover:
             self._on_recover(now, group, sender, body.seqs)
+        elif kind is Vouch:
+            self._on_recover(now, group, sender, body.seqs, holder=True)
         elif kind is Redirect:
             if self._is_shunned(now, body.to):
                 self.counters["shunned-refused"] += 1
@@ -320,7 +396,11 @@ class ScribeNode:
                 if sender.id in group.path:
                     self.pastry.send(sender, Unsubscribe(group.id))   # would close a loop
                 else:
-                    self._adopt(now, group, sender)
+                    # our parent elsewhere asking us to repay (pairwise balance) is taken even
+                    # when we are full: refusing would leave us in its debt
+                    self._adopt(now, group, sender, repaying=any(
+                        g.parent is not None and g.parent.id == sender.id
+                        for g in self.groups.values()))
             else:
                 self.pastry.send(sender, Unsubscribe(group.id))
         elif kind is Unsubscribe:
@@ -379,11 +459,16 @@ class ScribeNode:
         group.joining_since = None
         group.path = ()
 
-    def _adopt(self, now: float, group: _Group, child: Handle) -> None:
+    def _adopt(self, now: float, group: _Group, child: Handle, *, repaying: bool = False) -> None:
         if child.id == self.handle.id:
             return
+        if self._is_shunned(now, child):
+            self.counters["shunned-refused"] += 1   # a freeloader is denied service
+            self.pastry.send(child, Unsubscribe(group.id))
+            return
         limit = self.config.max_children
-        if limit and child.id not in group.children and len(group.children) >= limit:
+        if (limit and not repaying and child.id not in group.children
+                and len(group.children) >= limit):
             # full (Scribe's bottleneck remover, simplified): hand the joiner to one of our
             # children; siblings' subtrees are disjoint from the joiner's, so no loop can form
             # a child heard from lately, varied per attempt so a retry tries another sibling
@@ -435,6 +520,11 @@ class ScribeNode:
 
     def _tick(self, now: float) -> None:
         config = self.config
+        self._ticks += 1
+        if config.rumour_every and self._ticks % config.rumour_every == 0:
+            self._spread_rumour()
+        if config.balance_min_ratio:
+            self._judge_children(now)
         for group in list(self.groups.values()):
             if group.root:
                 if self.pastry.next_hop(group.id) is not None:
@@ -452,11 +542,14 @@ class ScribeNode:
                 if now - group.child_heard.get(child_id, now) > 3 * config.refresh_period:
                     self._remove_child(group, child_id)
                 elif now - group.child_sent.get(child_id, 0.0) >= config.heartbeat_period * 0.99:
+                    announced = 0 if config.hide_newest else group.newest
                     self.pastry.send(child, Heartbeat(group.id, (self.handle.id, *group.path),
-                                                      group.newest))
+                                                      announced))
                     group.child_sent[child_id] = now
             if group.log is not None and group.log.missing:
                 self._ask(now, group, group.log.missing)
+            if group.rumoured is not None:
+                self._follow_rumour(now, group)
 
     def _ticks_refresh(self, now: float, group: _Group) -> bool:
         # one Refresh every refresh_period, spread by the node id so they do not all go at once
@@ -488,17 +581,21 @@ class ScribeNode:
         group.asked.pop(item.seq, None)
         if from_parent and self.config.forward:
             for child_id, child in group.children.items():
-                self.pastry.send(child, Item(group.id, item.seq, item.wire))
+                self._send_item(child, Item(group.id, item.seq, item.wire))
                 group.child_sent[child_id] = now
                 self.counters["forwarded"] += 1
         self._answer_waiting(group, item)
+
+    def _send_item(self, to: Handle, item: Item) -> None:
+        self.ledger.sent(to.id, len(item.wire))
+        self.pastry.send(to, item)
 
     def _answer_waiting(self, group: _Group, item: Item) -> None:
         waiting = group.waiting.pop(item.seq, ())
         if not self.config.forward:
             return
         for child in waiting:
-            self.pastry.send(child, Item(group.id, item.seq, item.wire, recovered=True))
+            self._send_item(child, Item(group.id, item.seq, item.wire, recovered=True))
 
     # ---- freeloading --------------------------------------------------------------------------
     def _judge_parent(self, now: float, group: _Group, newest: int) -> bool:
@@ -512,6 +609,8 @@ class ScribeNode:
         if upto <= group.judged_to or group.parent is None:
             return False
         for seq in range(group.judged_to + 1, upto + 1):
+            if not group.carries(seq):
+                continue   # travels in another stripe: not this parent's to send
             if seq in group.from_parent:
                 group.withheld_streak = 0
             else:
@@ -531,6 +630,44 @@ class ScribeNode:
             self._join(now, group)
         return True
 
+    def _judge_children(self, now: float) -> None:
+        """Pairwise balance, once per tick: a child in debt is asked to repay (adopt us in a group
+        we both belong to, and forward us its records); one that stays below the ratio is dropped,
+        denied service for ``shun_period`` and, if it became our parent somewhere, left there."""
+        children = {c.id: c for g in self.groups.values() for c in g.children.values()}
+        for child_id, child in children.items():
+            if self.ledger.judge(child_id):
+                self.counters["balance-dropped"] += 1
+                self.shunned[child_id] = now + self.config.shun_period
+                self._repay_asked.pop(child_id, None)
+                for group in list(self.groups.values()):
+                    if child_id in group.children:
+                        self.pastry.send(child, Unsubscribe(group.id))
+                        self._remove_child(group, child_id)
+                if any(g.parent is not None and g.parent.id == child_id
+                       for g in self.groups.values()):
+                    self.pastry.declare_dead(now, child)   # re-joins around it
+            elif self.ledger.in_debt(child_id) and not any(
+                    g.parent is not None and g.parent.id == child_id
+                    for g in self.groups.values()):
+                self._ask_repayment(child)   # one more group each tick until it adopts us
+
+    def _ask_repayment(self, child: Handle) -> None:
+        asked = self._repay_asked.setdefault(child.id, set())
+        children = {c for g in self.groups.values() for c in g.children}
+        taken = set().union(*(groups for other, groups in self._repay_asked.items()
+                              if other != child.id))      # one repaying child per group
+        taken |= asked
+        for group in self.groups.values():
+            if group.id in taken or group.log is None or group.root or child.id in group.children:
+                continue
+            if group.parent is not None and group.parent.id in children:
+                continue   # a child already repays us there (or is being asked to)
+            asked.add(group.id)
+            self.counters["repayment-asked"] += 1
+            self.pastry.send(child, Adopt(group.id))
+            return
+
     def _is_shunned(self, now: float, node: Handle) -> bool:
         until = self.shunned.get(node.id)
         if until is None:
@@ -540,8 +677,62 @@ class ScribeNode:
             return False
         return True
 
+    def _spread_rumour(self) -> None:
+        held = [(g.id, g.newest) for g in self.groups.values() if g.newest]
+        neighbours = self.pastry.leaves.members()
+        if not held or not neighbours:
+            return
+        to = neighbours[(self._ticks // self.config.rumour_every) % len(neighbours)]
+        self.counters["rumours-sent"] += 1
+        self.pastry.send(to, Rumour(tuple(g for g, _ in held), tuple(n for _, n in held)))
+
+    def _on_rumour(self, now: float, sender: Handle, rumour: Rumour) -> None:
+        if len(rumour.groups) != len(rumour.newest):
+            self.counters["unknown-message"] += 1
+            return
+        ours_groups, ours_newest = [], []
+        for gid, newest in zip(rumour.groups, rumour.newest, strict=True):
+            group = self.groups.get(gid)
+            if group is None:
+                continue
+            ours_groups.append(gid)
+            ours_newest.append(group.newest)
+            if group.log is not None and newest > max(group.log.seq, group.newest):
+                # acted on a tick later, when what is still on its way down the tree has come
+                group.rumoured = (sender, max(newest, group.rumoured[1] if group.rumoured else 0),
+                                  now)
+        if not rumour.reply and ours_groups:
+            self.pastry.send(sender, Rumour(tuple(ours_groups), tuple(ours_newest), reply=True))
+
+    def _probe(self, group: _Group, before: int, newest: int) -> None:
+        """Ask the parent for records we hold from others but it never sent: an honest parent
+        that got them late (by recovery) answers before they are judged, a freeloader does not."""
+        first = max(before, newest - self.config.buffer_size) + 1
+        seqs = tuple(s for s in range(first, newest + 1)
+                     if s in group.buffer and s not in group.from_parent)
+        if seqs and group.parent is not None:
+            self.counters["parent-probed"] += len(seqs)
+            self.pastry.send(group.parent, Vouch(group.id, seqs))
+
+    def _follow_rumour(self, now: float, group: _Group) -> None:
+        teller, newest, heard = group.rumoured
+        if now - heard < self.config.heartbeat_period * 0.99:
+            return
+        group.rumoured = None
+        if group.log is None or newest <= max(group.log.seq, group.newest):
+            return
+        # ask the teller for the records (the last buffer_size of them): they are evidence only
+        # once verified, and then whatever our parent did not send counts against it
+        first = max(group.log.seq + 1, newest - self.config.buffer_size + 1)
+        wanted = tuple(s for s in range(first, newest + 1)
+                       if s not in group.buffer and group.carries(s))
+        if wanted:
+            self.counters["rumour-asked"] += len(wanted)
+            self.pastry.send(teller, Recover(group.id, wanted))
+
     def _catch_up(self, now: float, group: _Group, newest: int) -> None:
         if group.log is not None:
+            group.log.announce(newest)   # a gap even with nothing held (back from an absence)
             have = group.log.seq
         else:
             # a forwarder that attached after records went down the tree fetches the last
@@ -553,6 +744,25 @@ class ScribeNode:
                 self._ask(now, group, missing)
 
     def _ask(self, now: float, group: _Group, seqs) -> None:
+        if group.stripes > 1:
+            # each missing record is asked of the parent in the stripe it travels in
+            by_stripe: dict[int, list[int]] = {}
+            for seq in seqs:
+                by_stripe.setdefault(group.siblings[seq % group.stripes], []).append(seq)
+            for gid, part in by_stripe.items():
+                sibling = self.groups.get(gid)
+                if sibling is None:
+                    continue
+                # records of different stripes overtake each other: a gap is one only once its
+                # own stripe has sent or announced a later record (each tree is FIFO)
+                known = max(sibling.newest, sibling.announced)
+                part = [seq for seq in part if seq <= known]
+                if part:
+                    self._ask_parent(now, sibling, part)
+            return
+        self._ask_parent(now, group, seqs)
+
+    def _ask_parent(self, now: float, group: _Group, seqs) -> None:
         wanted = tuple(s for s in seqs if s not in group.buffer
                        and now - group.asked.get(s, -1e9) >= self.config.recover_retry)
         if not wanted or group.parent is None:
@@ -562,17 +772,20 @@ class ScribeNode:
         self.counters["recover-asked"] += len(wanted)
         self.pastry.send(group.parent, Recover(group.id, wanted))
 
-    def _on_recover(self, now: float, group: _Group, child: Handle, seqs: tuple[int, ...]) -> None:
+    def _on_recover(self, now: float, group: _Group, child: Handle, seqs: tuple[int, ...], *,
+                    holder: bool = False) -> None:
         if not self.config.forward:
             return
         lacking = []
         for seq in seqs:
             wire = group.buffer.get(seq)
             if wire is not None:
-                self.pastry.send(child, Item(group.id, seq, wire, recovered=True))
+                self._send_item(child, Item(group.id, seq, wire, recovered=True))
                 self.counters["recover-served"] += 1
             else:
                 group.waiting.setdefault(seq, set()).add(child)
                 lacking.append(seq)
-        if lacking:
+        if lacking and holder:
+            self.pastry.send(child, Recover(group.id, tuple(lacking)))   # it holds them
+        elif lacking:
             self._ask(now, group, lacking)

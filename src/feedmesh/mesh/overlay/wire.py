@@ -46,7 +46,8 @@ MESSAGE_TYPES: tuple[type, ...] = (
     messages.JoinDone, messages.Announce, messages.LeafPing, messages.LeafRequest,
     messages.LeafReply, messages.RowRequest, messages.Leaving, messages.Probe, messages.Pong,
     scribe.Subscribe, scribe.Publish, scribe.JoinAck, scribe.Item, scribe.Redirect, scribe.Adopt,
-    scribe.Heartbeat, scribe.Refresh, scribe.Unsubscribe, scribe.Recover,
+    scribe.Heartbeat, scribe.Refresh, scribe.Unsubscribe, scribe.Recover, scribe.Rumour,
+    scribe.Vouch,
 )
 _CODE = {cls: _FIRST_CLASS + i for i, cls in enumerate(MESSAGE_TYPES)}
 _CLASS = {code: cls for cls, code in _CODE.items()}

@@ -109,7 +109,8 @@ class Peer:
         if settings.multicast is not None:
             self.multicast = ScribeExchange(settings.multicast, self.archive.keep, fetcher.fetch,
                                             settings.data, stored=self.archive.info_of,
-                                            on_pushed=self.archive.set_pushed)
+                                            on_pushed=self.archive.set_pushed,
+                                            peers=lambda: list(self.feedex.node.neighbours))
             self.exchanges.append(self.multicast)
         self.proxy = LocalProxy(settings.local[0], settings.local[1], self.archive, self)
         self._saver: asyncio.Task[None] | None = None

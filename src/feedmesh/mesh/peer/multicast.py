@@ -85,9 +85,13 @@ def entry_from_record(entry: dict[str, Any], republished_by: str | None) -> Entr
     title, link, summary = _text(entry, "title"), _text(entry, "link", 2048), _text(entry, "summary")
     categories = (f"republished-by:{republished_by}",) if republished_by else ()
     guid = _text(entry, "guid", 2048) or ("" if key.startswith("hash:") else key)
+    # the hash of the whole entry as the feed's document has it (a republished record carries
+    # it; its summary may be cut): a later fetch of the document then finds the same entry, not
+    # an edit of it
+    carried = _text(entry, "content_hash", 128)
     return Entry(key=key, guid=guid, title=title, link=link, summary=summary,
                  published=_parse_time(entry.get("published")), categories=categories,
-                 content_hash=content_hash(title, link, summary, ""))
+                 content_hash=carried or content_hash(title, link, summary, ""))
 
 
 @dataclass
@@ -110,10 +114,14 @@ class ScribeExchange:
     def __init__(self, settings: MulticastSettings, keep: Keep,
                  fetch: Callable[[str], Awaitable[FetchResult]], data: Path, *,
                  stored: Callable[[str], Awaitable[FeedInfo | None]] | None = None,
-                 on_pushed: Callable[[str, bool], None] | None = None) -> None:
+                 on_pushed: Callable[[str, bool], None] | None = None,
+                 peers: Callable[[], Iterable[Address]] | None = None) -> None:
         """``stored(url)``: the feed-level data of the archive's last document of ``url``, so a
         known feed's element is read without a request. ``on_pushed(url, attached)`` says when
-        a followed feed's group is attached (records arrive pushed) or no longer is."""
+        a followed feed's group is attached (records arrive pushed) or no longer is. ``peers()``:
+        other peers known from the FeedEx tracker (their FeedEx address, where a peer's overlay
+        node listens too unless ``--scribe`` moved it), joined through when neither
+        ``--scribe-bootstrap`` nor any followed feed's element names a bootstrap node."""
         self.settings = settings
         self.keep = keep
         self.fetch = fetch
@@ -127,6 +135,8 @@ class ScribeExchange:
         self.bootstrap: Address | None = settings.bootstrap[0] if settings.bootstrap else None
         self.stored = stored
         self.on_pushed = on_pushed
+        self.peers = peers
+        self.bootstrap_source = "flag" if self.bootstrap is not None else ""
         self.counters: Counter[str] = Counter()
         self._warned: dict[str, str] = {}
         self._pending: list[str | tuple[str, FeedInfo]] = []
@@ -176,6 +186,7 @@ class ScribeExchange:
                 "address": f"{self.endpoint.addr[0]}:{self.endpoint.addr[1]}",
                 "joined": bool(node is not None and node.pastry.joined),
                 "bootstrap": f"{self.bootstrap[0]}:{self.bootstrap[1]}" if self.bootstrap else None,
+                "bootstrap_from": self.bootstrap_source or None,
                 "feeds": feeds, "not_multicast": dict(self.not_followed),
                 "refused": dict(refused), "datagrams_refused": udp,
                 "tree": {k: v for k, v in (node.counters.items() if node is not None else ())
@@ -189,6 +200,8 @@ class ScribeExchange:
             if self._pending:
                 pending, self._pending = self._pending, []
                 await self._discover(pending)
+            if not self._started and self.bootstrap is None and self.followed:
+                self._bootstrap_from_peers()
             if not self._started and self.bootstrap is not None and self.followed:
                 await self._join()
             if self._started:
@@ -213,7 +226,9 @@ class ScribeExchange:
             followed = self.followed.get(url)
             why = decide(self.settings.trust, element, self.pinned.get(url))
             if followed is not None:
-                if why is not None and self._warned.get(url) != element.public_key:
+                if why is None:
+                    self._learn_rotations(followed, element)   # a rotation since the last one
+                elif self._warned.get(url) != element.public_key:
                     self._warned[url] = element.public_key
                     log.warning("multicast_key_refused feed=%s why=%r", url, why)
                 continue
@@ -229,6 +244,7 @@ class ScribeExchange:
             self._by_log[element.group] = state
             if self.bootstrap is None:
                 self.bootstrap = self._bootstrap_of(element)
+                self.bootstrap_source = "element" if self.bootstrap is not None else ""
             if self._started:
                 self._subscribe(state)
 
@@ -251,6 +267,17 @@ class ScribeExchange:
             self.not_followed[url] = str(why)
             log.info("not_multicast feed=%s why=%r", url, str(why))
             return None
+
+    def _bootstrap_from_peers(self) -> None:
+        """No bootstrap named anywhere: join through a peer the FeedEx tracker told us of."""
+        if self.peers is None:
+            return
+        for address in self.peers():
+            if tuple(address) != tuple(self.endpoint.addr):
+                self.bootstrap = (address[0], int(address[1]))
+                self.bootstrap_source = "tracker"
+                log.info("overlay_bootstrap_from_tracker node=%s:%d", *self.bootstrap)
+                return
 
     def _bootstrap_of(self, element: MeshSubscribe) -> Address | None:
         for text in element.bootstrap:
@@ -282,6 +309,22 @@ class ScribeExchange:
                                                 republication=element.republication)
         log.info("multicast_subscribed feed=%s log=%s key=%s republication=%s", state.url,
                  element.group, element.public_key, str(element.republication).lower())
+        self._learn_rotations(state, element)
+
+    def _learn_rotations(self, state: _Followed, element: MeshSubscribe) -> None:
+        """The element's signed rotations tell the log the current key: a peer that follows a
+        feed after a rotation (or missed its ``rotate`` record in a gap) accepts the new key."""
+        node = self.endpoint.node
+        group = node.groups.get(state.group) if node is not None and state.group else None
+        if group is None or group.log is None or not element.rotations:
+            return
+        try:
+            group.log.learn_rotations(element.rotations)
+        except ValueError as why:
+            self.counters["rotations-refused"] += 1
+            log.warning("multicast_rotations_refused feed=%s why=%r", state.url, str(why))
+            return
+        log.info("multicast_key feed=%s current=%s", state.url, group.log.key)
 
     # -- records in ----------------------------------------------------------------------------
 
