@@ -10,6 +10,7 @@ Nothing here opens a socket, sleeps or reads a clock. A driver (an aiohttp trans
     outputs = node.handle_timer(now)                 # when now >= node.next_timer()
     outputs = node.unreachable(now, address)         # a send to address failed
     outputs = node.malformed(now, address, why)      # bytes from address did not decode
+    outputs = node.listed(now, feed, entries)        # our fetch got a whole document of feed
 
 and carries out each output: :class:`Send` (deliver the message), :class:`Deliver` (store the
 entries, show them to the reader), :class:`QueryResult`. A peer is known by the address the
@@ -19,7 +20,8 @@ The protocol, section by section of the paper: bootstrapping and advertisements 
 ``_on_connect``, ``_advertise``); neighbour selection by usefulness (3.2: ``_on_connect``,
 ``_maintain``); dissemination with check_did before put_entries (3.4: ``_forward``,
 ``_on_check_did``, ``_on_did_status``, ``_on_put``); incentives (3.5: ``Neighbour.deficit``);
-recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`).
+recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`); fake entries (bad peers:
+``listed``, :mod:`.audit`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 
 from . import phases, subsets
+from .audit import EntryAudit
 from .didcache import DidCache
 from .events import Deliver, Output, Send, bundle_did
 from .messages import (
@@ -93,12 +96,17 @@ class FeedExNode:
         self._queries = QueryRelay(self._holding, s.query_timeout_s, s.query_max_hops,
                                    s.answer_cache_s)
         self._query_counter = 0
+        # its own generator, seeded by our address: sampling must not move the phases drawn
+        # from ``rng`` (the simulator's figures)
+        self._audit = EntryAudit(s.audit_sample, s.audit_per_feed, s.audit_grace_s,
+                                 s.audit_max_age_s, random.Random(f"audit {address}"))
         self._dirty = True  # the advertisement may have changed
         self.fetch_plans: dict[str, float] = {}
         self._next_advertise: float | None = None
         self._next_maintain: float | None = None
         self.stats = {"check_did": 0, "put_entries": 0, "update_subset": 0, "forged": 0,
-                      "malformed": 0, "loops": 0, "refused_deficit": 0}
+                      "malformed": 0, "loops": 0, "refused_deficit": 0,
+                      "fake_entries": 0, "confirmed_entries": 0}
 
     # -- local events --------------------------------------------------------------------------
 
@@ -139,6 +147,7 @@ class FeedExNode:
     def unsubscribe(self, now: float, feed: str) -> list[Output]:
         self.weights.pop(feed, None)
         self.fetch_plans.pop(feed, None)
+        self._audit.forget(feed)
         self._dirty = True
         return []
 
@@ -152,6 +161,23 @@ class FeedExNode:
         bundle = Bundle(bundle_did(feed, (e.key for e in new)), feed, new, [], now)
         self._seen.add(bundle.did)
         self._forward(now, bundle, None, out)
+        return out
+
+    def listed(self, now: float, feed: str, entries: Sequence[Entry]) -> list[Output]:
+        """Our fetch of ``feed`` got a whole document (not a delta) listing ``entries``: it judges
+        the sampled entries neighbours sent of the feed; each the source never had lowers its
+        sender's standing by ``fake_entry_penalty`` (:mod:`.audit`)."""
+        verdicts = self._audit.judge(now, feed, entries)
+        self.stats["confirmed_entries"] += verdicts.confirmed
+        out: list[Output] = []
+        fakes: dict[Address, list[str]] = {}
+        for sender, key in verdicts.fake:
+            fakes.setdefault(sender, []).append(key)
+        for sender, keys in fakes.items():
+            self.stats["fake_entries"] += len(keys)
+            detail = f"the source never listed {len(keys)} entries you sent, e.g. {keys[0]}"
+            out.append(Send(sender, Error("fake_entries", detail[:500])))
+            self._penalize(now, sender, self.settings.fake_entry_penalty * len(keys), out)
         return out
 
     def plan_fetch(self, now: float, feed: str, interval_s: float) -> float:
@@ -606,6 +632,7 @@ class FeedExNode:
             neighbour.entries_from += len(new)
             if bundle.feed in self.weights:
                 out.append(Deliver(bundle.feed, new, sender, now))
+                self._audit.note(now, bundle.feed, sender, new)
             forward = Bundle(bundle.did, bundle.feed, new, [*path, sender], bundle.fetched_at)
             self._forward(now, forward, sender, out)
 

@@ -109,6 +109,10 @@ class SimResult:
     free_rider: ModeResult | None = None
     """XCH figures of the free riders alone (when there are any)."""
     cooperator_deficit_cuts: int = 0
+    entries_judged_fake: int = 0
+    """Entries from neighbours that a node's own fetch judged fake (every node is honest here:
+    each one would be a false accusation)."""
+    entries_confirmed: int = 0
 
     @property
     def calls_per_node_min(self) -> float:
@@ -283,7 +287,9 @@ def simulate(config: SimConfig) -> SimResult:
             sln_seen[a][b] = max(seen, j - 1)
             captured[b][max(0, j - feed.cap):j] = True
             if exchange:
-                carry(a, t, node.fetched(t, feed.url, feed.document(t)))
+                document = feed.document(t)
+                carry(a, t, node.fetched(t, feed.url, document))
+                carry(a, t, node.listed(t, feed.url, document))
             next_fetch[a][b] = t + config.interval_s
             push(t + config.interval_s, _FETCH, a, b)
         elif kind == _START:
@@ -350,4 +356,6 @@ def simulate(config: SimConfig) -> SimResult:
         seconds=time.perf_counter() - began,
         free_rider=mode(xch_sum, xch_count, stay_free) if stay_free else None,
         cooperator_deficit_cuts=sum(nodes[i].stats["refused_deficit"] for i in stay_coop),
+        entries_judged_fake=sum(node.stats["fake_entries"] for node in nodes),
+        entries_confirmed=sum(node.stats["confirmed_entries"] for node in nodes),
     )

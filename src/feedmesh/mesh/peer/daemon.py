@@ -98,7 +98,8 @@ class Peer:
         settings.data.mkdir(parents=True, exist_ok=True)
         self.archive = Archive(store, fetcher, clock, settings.schedule,
                                snapshot_path=settings.data / "schedule.bin",
-                               on_fetched=self._fetched, on_document=self._document)
+                               on_fetched=self._fetched, on_document=self._document,
+                               on_listed=self._listed)
         self.feedex = FeedExExchange(settings.listen, clock, self.archive.keep,
                                      archive=self.archive.between, tracker=settings.tracker,
                                      settings=settings.feedex, transport=settings.transport,
@@ -147,6 +148,9 @@ class Peer:
     def _document(self, feed: str, info: FeedInfo) -> None:
         if self.multicast is not None:
             self.multicast.document(feed, info)
+
+    def _listed(self, feed: str, entries: list[Entry]) -> None:
+        self.feedex.listed(feed, entries)
 
     def _fetched(self, feed: str, entries: list[Entry]) -> None:
         for exchange in self.exchanges:

@@ -113,6 +113,11 @@ class FeedExExchange:
             return
         self.transport.dispatch(self.node.fetched(self.clock.now(), feed, wire))
 
+    def listed(self, feed: str, entries: list[Entry]) -> None:
+        """Our fetch of ``feed`` got a whole document listing ``entries``: the node checks the
+        entries neighbours sent against it (fake entries)."""
+        self.transport.dispatch(self.node.listed(self.clock.now(), feed, to_wire(entries)))
+
     def _on_output(self, output: Output) -> None:
         if isinstance(output, Deliver):
             if output.source is None:
