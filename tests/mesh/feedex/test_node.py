@@ -197,6 +197,48 @@ def test_deficit_beyond_d_stops_serving_a_neighbour():
     assert net.keys(b)[-1] == "e9"
 
 
+def test_a_free_rider_that_reconnects_keeps_its_deficit_until_the_ledger_memory_ends():
+    net = Net(FeedExSettings(max_deficit=3.0, ledger_memory_s=7200.0))
+    a, b = chain(net, [F1], [F1])
+    for i in range(5):
+        net.fetch(a, F1, [entry(f"e{i}")])
+        net.run(2)
+    assert net.keys(b) == ["e0", "e1", "e2", "e3"] and a.stats["refused_deficit"] == 1
+    # whitewashing: b leaves and comes back under the same identity (address, stated port)
+    net.carry(b, b.unreachable(net.now, a.address))  # b drops a (it tells a nothing)
+    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
+    assert b.address not in a.neighbours
+    net.connect(b, a)
+    assert b.address in a.neighbours and a.neighbours[b.address].deficit == 4.0
+    net.fetch(a, F1, [entry("e5")])
+    net.run(2)
+    assert net.keys(b)[-1] == "e3" and a.stats["refused_deficit"] == 2  # still not served
+    # a ledger is kept for ledger_memory_s only: after that a newcomer starts clean
+    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
+    net.carry(b, b.unreachable(net.now, a.address))
+    net.run(7300)
+    net.connect(b, a)
+    assert a.neighbours[b.address].deficit == 0.0
+    net.fetch(a, F1, [entry("e6")])
+    net.run(2)
+    assert net.keys(b)[-1] == "e6"
+
+
+def test_with_no_ledger_memory_a_reconnect_starts_clean_as_in_the_paper():
+    net = Net(FeedExSettings(max_deficit=3.0, ledger_memory_s=0.0))
+    a, b = chain(net, [F1], [F1])
+    for i in range(5):
+        net.fetch(a, F1, [entry(f"e{i}")])
+        net.run(2)
+    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
+    net.carry(b, b.unreachable(net.now, a.address))
+    net.connect(b, a)
+    assert a.neighbours[b.address].deficit == 0.0
+    net.fetch(a, F1, [entry("e5")])
+    net.run(2)
+    assert net.keys(b)[-1] == "e5"  # the whitewasher is served again
+
+
 def test_full_node_replaces_its_least_useful_neighbour_and_refuses_a_less_useful_one():
     net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2))
     spare = net.add(9, [F4])  # gives each newcomer one neighbour: none of them is needy

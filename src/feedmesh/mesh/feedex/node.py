@@ -54,7 +54,7 @@ from .messages import (
     QueryFeed,
     UpdateSubset,
 )
-from .peers import Neighbour, Standing
+from .peers import Neighbour, PastLedgers, Standing
 from .queries import QueryRelay
 from .settings import FeedExSettings
 
@@ -81,6 +81,7 @@ class FeedExNode:
         self.neighbours: dict[Address, Neighbour] = {}
         self.standing = Standing(s.drop_standing, s.ban_s, s.max_calls_per_minute)
         self._pending_connects: dict[Address, float] = {}
+        self._past = PastLedgers(s.ledger_memory_s)
         # OrderedDicts where the oldest key is dropped when full: a plain dict's
         # del d[next(iter(d))] skips the dead slots of earlier deletions (5 us at 4,096 keys)
         self._candidates: OrderedDict[Address, None] = OrderedDict()
@@ -388,7 +389,7 @@ class FeedExNode:
             self._drop(now, worst.address, "replaced by a more useful neighbour", out)
         self._pending_connects.pop(sender, None)
         mine = self._advertisement_for(sender)
-        neighbour = self.neighbours.get(sender) or Neighbour(sender, subset, now)
+        neighbour = self.neighbours.get(sender) or self._new_neighbour(now, sender, subset)
         neighbour.subset = subset
         neighbour.advertised = mine
         neighbour.fetch_times.update(message.fetch_times)
@@ -410,13 +411,19 @@ class FeedExNode:
             out.append(Send(sender, Disconnect("full")))
             return
         subset = {f: h for f, h in message.subset.items() if h <= self.settings.max_subset_hops}
-        neighbour = self.neighbours.get(sender) or Neighbour(sender, subset, now)
+        neighbour = self.neighbours.get(sender) or self._new_neighbour(now, sender, subset)
         neighbour.subset = subset
         neighbour.advertised = self._advertisement_for(sender)
         neighbour.fetch_times.update(message.fetch_times)
         neighbour.relayed_times.update(message.relayed_times)
         self.neighbours[sender] = neighbour
         self._dirty = True
+
+    def _new_neighbour(self, now: float, address: Address, subset: dict[str, int]) -> Neighbour:
+        """A new neighbour, with the ledger it left with if it was one lately (3.5)."""
+        neighbour = Neighbour(address, subset, now)
+        self._past.restore(now, neighbour)
+        return neighbour
 
     def _advertise(self, now: float, out: list[Output]) -> None:
         """Periodic, incremental, per neighbour without its own advertisement (3.1). Nothing is
@@ -475,8 +482,10 @@ class FeedExNode:
     def _drop(self, now: float, address: Address, reason: str | None,
               out: list[Output]) -> None:
         """Forget a neighbour; tell it why unless it is dead (``reason`` None)."""
-        if self.neighbours.pop(address, None) is None:
+        neighbour = self.neighbours.pop(address, None)
+        if neighbour is None:
             return
+        self._past.keep(now, neighbour)
         self._outgoing.pop(address, None)
         self._batched.pop(address, None)
         self._dirty = True

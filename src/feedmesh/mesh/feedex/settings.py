@@ -29,6 +29,9 @@ class FeedExSettings:
     """``alpha`` of c_ji += w_f alpha^-h_f (section 3.5)."""
     max_deficit: float = 20.0
     """``D``: a neighbour is no longer served once c_ij - ratio * c_ji > D (3.5)."""
+    ledger_memory_s: float = 86400.0
+    """A neighbour's contribution ledger is kept this long after it leaves, by identity, and
+    given back if it reconnects (against whitewashing; 0: forgotten at once, as in the paper)."""
     deficit_ratio: float = 4.0
     """The paper bounds c_ij - c_ji; here c_ji counts ``deficit_ratio`` times. Between two
     cooperators the flow is lopsided where one relays the other's feeds (it credits relayed
@@ -95,8 +98,8 @@ class FeedExSettings:
                      "query_timeout_s", "max_deficit"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.forward_batch_s < 0 or self.check_hold_s < 0:
-            raise SettingsError("forward_batch_s and check_hold_s must be >= 0")
+        if self.forward_batch_s < 0 or self.check_hold_s < 0 or self.ledger_memory_s < 0:
+            raise SettingsError("forward_batch_s, check_hold_s and ledger_memory_s must be >= 0")
         if self.did_cache_exact < 1 or self.did_cache_bloom < 1 or self.known_entries_per_feed < 1:
             raise SettingsError("did_cache_exact, did_cache_bloom and known_entries_per_feed "
                                 "must be >= 1")
