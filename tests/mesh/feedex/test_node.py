@@ -324,6 +324,22 @@ def test_query_is_recursive_aggregated_and_cached():
     assert len(net.calls(QueryFeed, to=c.address)) == relayed
 
 
+def test_entries_remembered_from_an_archive_are_answered_for_and_stripped_not_delivered():
+    net = Net()
+    a, b = chain(net, [F1], [F1])
+    a.remember(F1, [entry("old1", 100.0), entry("old2", 200.0)])  # held before a restart
+    assert net.delivered[a.address] == [] and not net.calls(CheckDid)
+    qid, out = b.query(net.now, F1, since=150.0)
+    net.carry(b, out)
+    net.run(30)
+    holders = {h.address: h for h in net.results[-1].holders}
+    assert holders[a.address].count == 1 and holders[a.address].newest == 200.0
+    net.fetch(b, F1, [entry("old2", 200.0), entry("new", 300.0)])
+    net.run(5)
+    assert net.keys(a) == ["new"]  # old2 was stripped: a holds it already
+    assert a.neighbours[b.address].entries_from == 1
+
+
 def test_query_times_out_when_a_neighbour_is_silent():
     net = Net(FeedExSettings(query_timeout_s=2.0))
     a, b = chain(net, [F1], [F1])

@@ -181,6 +181,12 @@ class FeedExNode:
             self._penalize(now, sender, self.settings.fake_entry_penalty * len(keys), out)
         return out
 
+    def remember(self, feed: str, entries: Sequence[Entry]) -> None:
+        """``entries`` of ``feed`` were held before (the archive, after a restart), oldest first:
+        known from now on, so queries are answered for them (3.6) and bundles are stripped of
+        them (3.4); nothing is delivered or offered."""
+        self._keep_new(feed, entries)
+
     def plan_fetch(self, now: float, feed: str, interval_s: float) -> float:
         """When to fetch ``feed`` first: the middle of the largest gap between the fetches our
         neighbours advertised (:mod:`.phases`); advertised in turn when ``share_fetch_times``."""

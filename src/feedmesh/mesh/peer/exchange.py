@@ -95,8 +95,14 @@ class FeedExExchange:
 
     async def start(self, feeds: Iterable[str]) -> None:
         now = self.clock.now()
+        cap = self.node.settings.known_entries_per_feed
         for feed in feeds:
             self.node.subscribe(now, feed)
+            if self._archive is not None:
+                # what the archive holds from earlier runs: answered for in queries (3.6),
+                # stripped from neighbours' bundles; the newest, oldest first
+                held = await self._archived(feed, None, None, cap)
+                self.node.remember(feed, held[::-1])
         await self.transport.start(self.candidates)
 
     async def stop(self) -> None:
