@@ -7,11 +7,17 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+import msgspec
+
 from feedmesh.model import Entry
 from tests.eventually import eventually
 from tests.mesh.peer.conftest import BUSY, EAGER, FEEDEX, LAZY
 
 FEED = BUSY[0]
+# the honest peer fetches every 30 farm minutes, its partner every 5: the partner brings most
+# posts first, and the honest peer's own fetches judge them
+EVERY_HALF_HOUR = msgspec.structs.replace(EAGER, budget_per_feed_per_day=48.0,
+                                          min_interval_s=1800.0)
 AUDITED = replace(FEEDEX, audit_sample=1.0, audit_grace_s=60.0, fake_entry_penalty=2.5,
                   drop_standing=-10.0)
 
@@ -24,7 +30,7 @@ def _invented(mesh, name: str) -> Entry:
 
 async def test_a_peer_that_sends_invented_entries_loses_standing_and_is_dropped(mesh):
     url = mesh.url(FEED)
-    honest = await mesh.peer(0, [FEED], EAGER, feedex=AUDITED)
+    honest = await mesh.peer(0, [FEED], EVERY_HALF_HOUR, feedex=AUDITED)
     partner = await mesh.peer(1, [FEED], EAGER)
     liar = await mesh.peer(2, [FEED], LAZY)
     node = honest.feedex.node
