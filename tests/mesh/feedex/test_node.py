@@ -378,6 +378,23 @@ def test_batched_forwards_offer_several_dids_in_one_check_did():
     assert sorted(net.keys(b)) == ["one", "two"]
 
 
+def test_clients_a_publisher_listed_are_candidates_connected_below_the_minimum():
+    net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2))
+    a = net.add(1, [F1])
+    b = net.add(2, [F1])
+    c = net.add(3, [F1])
+    net.carry(a, a.publisher_listed(net.now, [b.address, a.address]))  # itself is skipped
+    net.run(1)
+    assert set(a.neighbours) == {b.address}
+    net.carry(a, a.publisher_listed(net.now, [c.address]))  # at the minimum: kept for later
+    net.run(1)
+    assert set(a.neighbours) == {b.address}
+    net.carry(b, b.unreachable(net.now, a.address))
+    net.carry(a, a.unreachable(net.now, b.address))  # b is gone: the listed c fills in
+    net.run(1)
+    assert set(a.neighbours) == {c.address}
+
+
 def test_a_node_answers_get_neighbors_with_its_neighbours():
     net = Net()
     a, b, c = chain(net, [F1], [F1], [F1])

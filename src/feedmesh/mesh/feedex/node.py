@@ -129,6 +129,14 @@ class FeedExNode:
         while len(self._candidates) > _MAX_CANDIDATES:
             self._candidates.popitem(last=False)
 
+    def publisher_listed(self, now: float, addresses: Iterable[Address]) -> list[Output]:
+        """A publisher listed these recent clients of one of our feeds (3.1): candidates like
+        the tracker's; connected to at once when we are below ``min_neighbours``."""
+        self.add_candidates(addresses)
+        out: list[Output] = []
+        self._fill(now, out)
+        return out
+
     def connect(self, now: float, address: Address) -> list[Output]:
         """Connect to ``address`` now (an earlier neighbour kept on disk, a node the user named)."""
         address = (address[0], address[1])

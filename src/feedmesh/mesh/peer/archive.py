@@ -25,7 +25,7 @@ from feedmesh.model import Entry, FeedInfo
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import FeedRow, IngestedEntry, IngestStore, StoreThread
 
-__all__ = ["Archive", "OnDocument", "OnFetched", "OnListed"]
+__all__ = ["Archive", "OnDocument", "OnFetched", "OnLinks", "OnListed"]
 
 log = logging.getLogger("feedmesh.mesh.peer")
 
@@ -35,6 +35,10 @@ OnFetched = Callable[[str, list[Entry]], None]
 OnListed = Callable[[str, list[Entry]], None]
 """``(feed URL, every entry of the whole document our own fetch got)``: what the publisher lists
 now, against which entries from neighbours are checked."""
+
+OnLinks = Callable[[str, str], None]
+"""``(feed URL, the Link: header of the publisher's reply to our fetch)``: a publisher may list
+its recent FeedEx clients there."""
 
 OnDocument = Callable[[str, FeedInfo], None]
 """``(feed URL, the feed-level data of the document our own fetch got)``: e.g. its
@@ -48,12 +52,14 @@ class Archive:
                  schedule: SchedulerSettings, *, snapshot_path: Path | None = None,
                  on_fetched: OnFetched | None = None,
                  on_document: OnDocument | None = None,
-                 on_listed: OnListed | None = None) -> None:
+                 on_listed: OnListed | None = None,
+                 on_links: OnLinks | None = None) -> None:
         self.store = store
         self.clock = clock
         self.on_fetched = on_fetched
         self.on_document = on_document
         self.on_listed = on_listed
+        self.on_links = on_links
         self.crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(concurrency=16))
         self.scheduled = ScheduledCrawler(self.crawler, store, clock, schedule,
                                           snapshot_path=snapshot_path, concurrency=16,
@@ -126,6 +132,8 @@ class Archive:
         new = [item.entry for item in outcome.ingested if not item.updated]
         if url is not None and new and self.on_fetched is not None:
             self.on_fetched(url, new)
+        if url is not None and outcome.result.links and self.on_links is not None:
+            self.on_links(url, outcome.result.links)
         if url is not None and outcome.listed is not None and self.on_listed is not None:
             self.on_listed(url, list(outcome.listed))
         if url is not None and outcome.info is not None and self.on_document is not None:

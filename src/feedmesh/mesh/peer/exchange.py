@@ -119,6 +119,10 @@ class FeedExExchange:
             return
         self.transport.dispatch(self.node.fetched(self.clock.now(), feed, wire))
 
+    def publisher_listed(self, addresses: list[Address]) -> None:
+        """A publisher listed these recent FeedEx clients: candidate neighbours."""
+        self.transport.dispatch(self.node.publisher_listed(self.clock.now(), addresses))
+
     def listed(self, feed: str, entries: list[Entry]) -> None:
         """Our fetch of ``feed`` got a whole document listing ``entries``: the node checks the
         entries neighbours sent against it (fake entries)."""
