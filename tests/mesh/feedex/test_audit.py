@@ -91,9 +91,10 @@ def test_entries_of_feeds_we_do_not_fetch_are_not_sampled_and_a_sample_is_a_samp
     audit.note(0.0, F1, address(9), [Entry(f"k{i}", 1.0) for i in range(4000)])
     assert 900 < audit.pending(F1) < 1100
     capped = EntryAudit(1.0, 10, 0.0, 1e9, random.Random(3))
-    capped.note(0.0, F1, address(9), [Entry(f"k{i}", 1.0) for i in range(50)])
+    capped.note(0.0, F1, address(9), [Entry(f"k{i}", 100.0 + i) for i in range(50)])
     assert capped.pending(F1) == 10
-    verdicts = capped.judge(1.0, F1, [Entry(f"k{i}", 1.0) for i in range(45, 50)])
+    listed = [Entry(f"k{i}", 100.0 + i) for i in range(45, 50)] + [Entry("old", 1.0)]
+    verdicts = capped.judge(1.0, F1, listed)
     assert verdicts.confirmed == 5 and len(verdicts.fake) == 5  # k40..k44: never listed
 
 
@@ -102,3 +103,12 @@ def test_audit_settings_are_checked():
         FeedExSettings(audit_sample=1.5)
     with pytest.raises(SettingsError, match="audit_per_feed"):
         FeedExSettings(audit_per_feed=0)
+
+
+def test_an_entry_as_old_as_the_oldest_listed_is_not_judged():
+    # two posts at the same second, the document's count cut between them (the simulator
+    # once called such an honest entry fake)
+    audit = EntryAudit(1.0, 16, 0.0, 1e9, random.Random(1))
+    audit.note(0.0, F1, address(9), [Entry("cut", 500.0), Entry("newer-absent", 501.0)])
+    verdicts = audit.judge(10.0, F1, [Entry("kept", 500.0), Entry("newest", 900.0)])
+    assert verdicts.unverifiable == 1 and [key for _, key in verdicts.fake] == ["newer-absent"]

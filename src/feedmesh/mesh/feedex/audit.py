@@ -7,9 +7,9 @@ a random sample of the new entries a neighbour brings for a feed we follow is ke
 who sent it and when, and the next whole document we fetch of that feed judges them:
 
 - listed in the document: real (``confirmed``);
-- not listed, but published before the document's oldest listed entry: it may have scrolled
-  out of the document's window since, so it cannot be judged (``unverifiable``);
-- not listed and no older than the window: the source never had it (``fake``): the sender's
+- not listed, but published no later than the document's oldest listed entry: it may have
+  scrolled out of the document's window since, so it cannot be judged (``unverifiable``);
+- not listed and newer than that: the source never had it (``fake``): the sender's
   standing is lowered (the node decides by how much).
 
 An entry noted less than ``grace_s`` before the fetch is judged at the fetch after (the document
@@ -94,7 +94,9 @@ class EntryAudit:
             del checks[key]
             if key in keys:
                 confirmed += 1
-            elif window_start is None or check.published < window_start:
+            elif window_start is None or check.published <= window_start:
+                # at the window's edge: a post with the same time as the oldest listed may
+                # have been cut by the document's count (found in the simulator)
                 unverifiable += 1
             else:
                 verdicts.fake.append((check.sender, key))
