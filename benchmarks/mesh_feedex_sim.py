@@ -13,9 +13,12 @@ times and move theirs into the largest gaps: ``mesh/feedex/phases.py``).
 Prints a table per size beside the paper's figures, then as its LAST line one JSON object with
 ``xch_coverage``, ``sln_coverage``, ``xch_lag_min``, ``sln_lag_min``,
 ``publisher_requests_xch_over_sln``, ``calls_per_node_min`` and ``nodes`` for the first size
-(the best XCH variant), and every run under ``runs``. ``--quick``: 160 nodes only (about 3 CPU
-minutes). ``--nodes 10000`` works but is slow: hours of CPU for 22 simulated hours (every message
-goes through the real node core; see docs/mesh-feedex.md).
+(the best XCH variant of the protocol), and every run under ``runs``. ``--bounds`` adds runs
+that are not the protocol: first fetches placed by an oracle that knows every follower of each
+feed (evenly, or by its posting rhythm), and runs without the deficit bound D. ``--quick``: 160
+nodes only (about 3 CPU minutes; with ``--bounds`` about 10). ``--nodes 10000`` works but is slow:
+hours of CPU for 22 simulated hours (every message goes through the real node core; see
+docs/mesh-feedex.md).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 
 from feedmesh.mesh.feedex import FeedExSettings
 from feedmesh.mesh.feedex.sim import SimConfig, SimResult, simulate
@@ -34,11 +38,14 @@ PAPER = {"xch_coverage": "> 0.90", "sln_coverage": 0.36, "xch_lag_min": 22.0,
 
 
 def run(nodes: int, hours: float, interval_h: float, spread: bool, seed: int,
-        exchange: bool = True) -> SimResult:
+        exchange: bool = True, oracle: str = "", max_deficit: float | None = None) -> SimResult:
     # a smaller Bloom generation than the default keeps 10,000 simulated nodes within memory
     settings = FeedExSettings(share_fetch_times=spread, did_cache_bloom=20_000)
+    if max_deficit is not None:
+        settings = replace(settings, max_deficit=max_deficit)
     config = SimConfig(nodes=nodes, hours=hours, interval_s=interval_h * 3600.0, seed=seed,
-                       spread_fetches=spread, settings=settings, exchange=exchange)
+                       spread_fetches=spread, settings=settings, exchange=exchange,
+                       phase_oracle=oracle)
     return simulate(config)
 
 
@@ -100,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval-hours", type=float, default=16.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="160 nodes only")
+    parser.add_argument("--bounds", action="store_true",
+                        help="also run bounds that are not the protocol: first fetches placed "
+                             "by an oracle that knows every follower (even, and by the square "
+                             "root of the feed's posting rhythm), and without the deficit bound "
+                             "D of 3.5")
     parser.add_argument("--no-spread-above", type=int, default=1000,
                         help="skip the spread variant above this many nodes (its lag is already "
                              "a minute or less there)")
@@ -114,10 +126,19 @@ def main(argv: list[str] | None = None) -> int:
         if nodes <= args.no_spread_above:
             rows.append(row("one-monitor", run(nodes, args.hours, args.interval_hours, True,
                                                args.seed), alone))
+        if args.bounds:
+            for name, spread, oracle, deficit in (
+                    ("feedex no D", False, "", 1e12), ("one-monitor no D", True, "", 1e12),
+                    ("even (bound)", False, "even", None), ("even no D", False, "even", 1e12),
+                    ("rhythm (bound)", False, "sqrt", None)):
+                rows.append(row(name, run(nodes, args.hours, args.interval_hours, spread,
+                                          args.seed, oracle=oracle, max_deficit=deficit),
+                                alone))
         show(rows, args.interval_hours, args.hours)
         runs.extend(rows)
         sys.stdout.flush()
-    first = [r for r in runs if r["nodes"] == sizes[0]]
+    first = [r for r in runs if r["nodes"] == sizes[0]
+             and r["variant"] in ("feedex", "one-monitor")]  # the protocol, not the bounds
     best = min(first, key=lambda r: r["xch_lag_min"])
     summary = {k: best[k] for k in ("xch_coverage", "sln_coverage", "xch_lag_min", "sln_lag_min",
                                     "publisher_requests_xch_over_sln", "calls_per_node_min",

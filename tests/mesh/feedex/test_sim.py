@@ -55,3 +55,15 @@ def test_spreading_fetch_phases_shortens_the_lag():
     assert spread.xch.lag_min < 0.9 * plain.xch.lag_min
     assert spread.xch.coverage >= plain.xch.coverage - 0.01
     assert spread.publisher_requests_per_feed_day <= plain.publisher_requests_per_feed_day * 1.02
+
+
+def test_an_oracle_that_spaces_first_fetches_evenly_bounds_what_spreading_can_do():
+    base = replace(SMALL, churn=0.0)
+    random_phases = simulate(base)
+    even = simulate(replace(base, phase_oracle="even"))
+    assert even.reachable_coverage > random_phases.reachable_coverage + 0.02
+    assert even.xch.lag_min < random_phases.xch.lag_min * 0.8
+    requests = even.publisher_requests_per_feed_day / random_phases.publisher_requests_per_feed_day
+    assert 0.95 < requests < 1.05  # the same number of fetches, only placed differently
+    with pytest.raises(ValueError, match="phase_oracle"):
+        simulate(replace(base, nodes=4, phase_oracle="later"))

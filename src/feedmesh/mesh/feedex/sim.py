@@ -76,6 +76,12 @@ class SimConfig:
     spread_fetches: bool = False
     """Nodes share fetch plans and fill the largest gaps (:mod:`.phases`); needs
     ``settings.share_fetch_times``."""
+    phase_oracle: str = ""
+    """A bound, not the protocol: each feed's first fetches are placed by someone who knows every
+    follower (but not who will leave): ``even`` (equal spacing over the interval), ``sqrt``
+    (density as the square root of the feed's posting rhythm, learned from its two days before
+    the start: what minimizes the mean lag) or ``rate`` (density as the rhythm: equal posts per
+    gap). "" : the nodes' own phases (random, or ``spread_fetches``)."""
     settings: FeedExSettings = field(default_factory=FeedExSettings)
 
 
@@ -158,6 +164,32 @@ def _publishers(config: SimConfig) -> list[_Feed]:
     return feeds
 
 
+def _oracle_phases(feed: _Feed, followers: int, base: float, interval_s: float, start: float,
+                   mode: str, rng: random.Random) -> list[float]:
+    """``followers`` first-fetch times in [base, base + interval_s), spread as ``mode`` says
+    (see :attr:`SimConfig.phase_oracle`)."""
+    offset = rng.random()
+    if mode == "even":
+        return [base + (offset + j) / followers * interval_s for j in range(followers)]
+    if mode not in ("sqrt", "rate"):
+        raise ValueError(f"phase_oracle must be even, sqrt or rate, got {mode!r}")
+    # the posting rhythm by hour of day, from the two days before the start, smoothed
+    hours = np.zeros(24)
+    for t in feed.times:
+        if start - 2 * _DAY <= t < start:
+            hours[int(t // 3600) % 24] += 1.0
+    hours = (np.roll(hours, 1) + 2 * hours + np.roll(hours, -1)) / 4 + 0.05
+    minutes = np.arange(0, interval_s, 60.0) + base
+    # the rhythm at the first fetch only: weighting the first hours twice (their second fetch
+    # still falls within the run) would crowd the fetches there, more requests within the run
+    weight = hours[(minutes // 3600).astype(int) % 24]
+    density = np.sqrt(weight) if mode == "sqrt" else weight
+    cumulative = np.concatenate([[0.0], np.cumsum(density)])
+    targets = (offset + np.arange(followers)) / followers * cumulative[-1]
+    grid = np.concatenate([minutes, [base + interval_s]])
+    return np.interp(targets, cumulative, grid).tolist()
+
+
 def _address(i: int) -> Address:
     return (f"127.3.{i // 250}.{1 + i % 250}", 8400)
 
@@ -185,6 +217,17 @@ def simulate(config: SimConfig) -> SimResult:
     planned: list[dict[int, float]] = [{} for _ in range(n)]  # first fetches not yet made
     next_fetch: list[dict[int, float]] = [{} for _ in range(n)]
     relax_s = config.settings.advertise_interval_s
+    oracle: dict[tuple[int, int], float] = {}
+    if config.phase_oracle:
+        oracle_rng = random.Random(config.seed * 7919 + 1)
+        for k, feed in enumerate(feeds):
+            followers = [i for i in range(n) if k in subs[i]]
+            oracle_rng.shuffle(followers)
+            if followers:
+                at = _oracle_phases(feed, len(followers), start + config.join_spread_s,
+                                    config.interval_s, start, config.phase_oracle,
+                                    oracle_rng)
+                oracle.update({(i, k): a for i, a in zip(followers, at, strict=True)})
     heap: list = []
     seq = 0
 
@@ -304,6 +347,8 @@ def simulate(config: SimConfig) -> SimResult:
             else:
                 for k in subs[a]:
                     next_fetch[a][k] = at = t + rng.random() * config.interval_s
+                    if oracle:
+                        next_fetch[a][k] = at = oracle[(a, k)]
                     push(at, _FETCH, a, k)
         elif kind == _PLAN:
             for k in list(planned[a]):
