@@ -69,12 +69,14 @@ class Mesh:
     async def peer(self, i: int, feeds: Sequence[int], schedule: SchedulerSettings = EAGER, *,
                    feedex: FeedExSettings = FEEDEX,
                    transport: TransportSettings | None = None, forward: bool = True,
-                   tracker: bool = True, tell_publishers: bool = False) -> Peer:
+                   tracker: bool = True, tell_publishers: bool = False,
+                   port: int | None = None) -> Peer:
         """``tracker`` False: the peer knows no tracker; ``tell_publishers``: its fetches say
-        ``FeedEx-Peer: PORT`` (the farm lists its recent such clients to each other)."""
+        ``FeedEx-Peer: PORT`` (the farm lists its recent such clients to each other); ``port``:
+        listen there (a restart under the same identity), else on a free one."""
         host = self.host(i)
         data = self.root / f"peer{i}"
-        port = free_port(host)
+        port = port or free_port(host)
         if i not in self._fetchers or tell_publishers:
             if i in self._fetchers:
                 await self._fetchers.pop(i).close()
