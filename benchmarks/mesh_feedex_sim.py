@@ -13,9 +13,12 @@ times and move theirs into the largest gaps: ``mesh/feedex/phases.py``).
 Prints a table per size beside the paper's figures, then as its LAST line one JSON object with
 ``xch_coverage``, ``sln_coverage``, ``xch_lag_min``, ``sln_lag_min``,
 ``publisher_requests_xch_over_sln``, ``calls_per_node_min`` and ``nodes`` for the first size
-(the best XCH variant), and every run under ``runs``. ``--quick``: 160 nodes only (about 3 CPU
-minutes). ``--nodes 10000`` works but is slow: hours of CPU for 22 simulated hours (every message
-goes through the real node core; see docs/mesh-feedex.md).
+(the best XCH variant of the protocol), and every run under ``runs``. ``--bounds`` adds runs
+that are not the protocol: first fetches placed by an oracle that knows every follower of each
+feed (evenly, or by its posting rhythm), and runs without the deficit bound D. ``--quick``: 160
+nodes only (about 3 CPU minutes; with ``--bounds`` about 10). ``--nodes 10000`` works but is slow:
+hours of CPU for 22 simulated hours (every message goes through the real node core; see
+docs/mesh-feedex.md).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 
 from feedmesh.mesh.feedex import FeedExSettings
 from feedmesh.mesh.feedex.sim import SimConfig, SimResult, simulate
@@ -34,11 +38,17 @@ PAPER = {"xch_coverage": "> 0.90", "sln_coverage": 0.36, "xch_lag_min": 22.0,
 
 
 def run(nodes: int, hours: float, interval_h: float, spread: bool, seed: int,
-        exchange: bool = True) -> SimResult:
+        exchange: bool = True, oracle: str = "", max_deficit: float | None = None,
+        deficit_ratio: float | None = None, free_riders: float = 0.0) -> SimResult:
     # a smaller Bloom generation than the default keeps 10,000 simulated nodes within memory
     settings = FeedExSettings(share_fetch_times=spread, did_cache_bloom=20_000)
+    if deficit_ratio is not None:
+        settings = replace(settings, deficit_ratio=deficit_ratio)
+    if max_deficit is not None:
+        settings = replace(settings, max_deficit=max_deficit)
     config = SimConfig(nodes=nodes, hours=hours, interval_s=interval_h * 3600.0, seed=seed,
-                       spread_fetches=spread, settings=settings, exchange=exchange)
+                       spread_fetches=spread, settings=settings, exchange=exchange,
+                       phase_oracle=oracle, free_riders=free_riders)
     return simulate(config)
 
 
@@ -63,6 +73,8 @@ def row(name: str, r: SimResult, alone: SimResult) -> dict:
         "bytes_per_node_min": round(r.bytes_per_node_min, 1),
         "entries_published": r.entries_published, "events": r.events,
         "sim_seconds": round(r.seconds, 1),
+        "free_rider_coverage": round(r.free_rider.coverage, 4) if r.free_rider else None,
+        "free_rider_lag_min": round(r.free_rider.lag_min, 2) if r.free_rider else None,
     }
 
 
@@ -84,6 +96,8 @@ def show(rows: list[dict], interval_h: float, hours: float) -> None:
         ("bytes per node per min", "", "bytes_per_node_min"),
         ("simulation seconds", "", "sim_seconds"),
     ]
+    if rows[0]["free_rider_coverage"] is not None:
+        lines[1:1] = [("  free riders' XCH coverage", "", "free_rider_coverage")]
     for label, paper, key in lines:
         if key is None:
             cells = "".join(f"{r['xch_lag_p5_min']:>7.1f} /{r['xch_lag_p95_min']:>7.1f}"
@@ -100,6 +114,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval-hours", type=float, default=16.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="160 nodes only")
+    parser.add_argument("--deficit-ratio", type=float, default=None,
+                        help="FeedExSettings.deficit_ratio for every exchange run (default: its "
+                             "default)")
+    parser.add_argument("--free-riders", type=float, default=0.0,
+                        help="share of nodes that take and never give (3.5); their coverage is "
+                             "reported apart")
+    parser.add_argument("--bounds", action="store_true",
+                        help="also run bounds that are not the protocol: first fetches placed "
+                             "by an oracle that knows every follower (even, and by the square "
+                             "root of the feed's posting rhythm), and without the deficit bound "
+                             "D of 3.5")
     parser.add_argument("--no-spread-above", type=int, default=1000,
                         help="skip the spread variant above this many nodes (its lag is already "
                              "a minute or less there)")
@@ -109,15 +134,25 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict] = []
     for nodes in sizes:
         alone = run(nodes, args.hours, args.interval_hours, False, args.seed, exchange=False)
-        rows = [row("feedex", run(nodes, args.hours, args.interval_hours, False, args.seed),
-                    alone)]
+        tuned = {"deficit_ratio": args.deficit_ratio, "free_riders": args.free_riders}
+        rows = [row("feedex", run(nodes, args.hours, args.interval_hours, False, args.seed,
+                                  **tuned), alone)]
         if nodes <= args.no_spread_above:
             rows.append(row("one-monitor", run(nodes, args.hours, args.interval_hours, True,
-                                               args.seed), alone))
+                                               args.seed, **tuned), alone))
+        if args.bounds:
+            for name, spread, oracle, deficit in (
+                    ("feedex no D", False, "", 1e12), ("one-monitor no D", True, "", 1e12),
+                    ("even (bound)", False, "even", None), ("even no D", False, "even", 1e12),
+                    ("rhythm (bound)", False, "sqrt", None)):
+                rows.append(row(name, run(nodes, args.hours, args.interval_hours, spread,
+                                          args.seed, oracle=oracle, max_deficit=deficit,
+                                          **tuned), alone))
         show(rows, args.interval_hours, args.hours)
         runs.extend(rows)
         sys.stdout.flush()
-    first = [r for r in runs if r["nodes"] == sizes[0]]
+    first = [r for r in runs if r["nodes"] == sizes[0]
+             and r["variant"] in ("feedex", "one-monitor")]  # the protocol, not the bounds
     best = min(first, key=lambda r: r["xch_lag_min"])
     summary = {k: best[k] for k in ("xch_coverage", "sln_coverage", "xch_lag_min", "sln_lag_min",
                                     "publisher_requests_xch_over_sln", "calls_per_node_min",

@@ -71,6 +71,17 @@ async def test_accept_encoding_and_user_agent(server):
     assert headers["User-Agent"].startswith("feedmesh/")
 
 
+async def test_extra_headers_are_sent_and_checked(server):
+    base, rec = server
+    settings = msgspec.structs.replace(LOOPBACK, headers=(("FeedEx-Peer", "8400"),))
+    async with Fetcher(settings) as fetcher:
+        await fetcher.fetch(f"{base}/echo")
+    assert rec.requests[-1].headers["FeedEx-Peer"] == "8400"
+    for bad in (("Bad Name", "x"), ("X-Split", "a\r\nInjected: 1"), ("", "x")):
+        with pytest.raises(ValueError, match="FetchSettings.headers"):
+            FetchSettings(headers=(bad,))
+
+
 @pytest.mark.parametrize("path", ["/gzip-bomb", "/br-bomb"])
 async def test_compression_bomb_is_stopped_not_inflated(server, fetcher, path):
     base, _ = server

@@ -23,6 +23,8 @@ from pathlib import Path
 from urllib.error import URLError
 from urllib.request import urlopen
 
+import msgspec
+
 from feedmesh.clock import SystemClock
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
 from feedmesh.compose import open_archive
@@ -31,7 +33,7 @@ from feedmesh.fetch import Fetcher
 from feedmesh.logs import setup_logging
 from feedmesh.mesh.feedex import FeedExSettings
 from feedmesh.mesh.peer import Peer, PeerSettings, check_loopback
-from feedmesh.mesh.peer.daemon import PEER_FILE
+from feedmesh.mesh.peer.daemon import PEER_FILE, fetch_headers
 from feedmesh.mesh.peer.multicast import MulticastSettings
 from feedmesh.mesh.peer.trust import TRUST_POLICIES, TrustSettings
 from feedmesh.schedule import SchedulerSettings
@@ -85,6 +87,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "only if given with --trust-key")
     parser.add_argument("--trust-key", action="append", default=[], metavar="BASE64",
                         help="a republisher key to accept under --trust listed (repeatable)")
+    parser.add_argument("--tell-publishers", action="store_true",
+                        help="send FeedEx-Peer: PORT with every fetch, so a publisher that lists "
+                             "its recent FeedEx clients lists this node to them (it learns this "
+                             "node is a peer, and its other clients learn where it listens)")
     add_fetch_arguments(parser)
 
 
@@ -148,7 +154,11 @@ async def _main(args: argparse.Namespace, settings: PeerSettings) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with Fetcher(fetch_settings(args), clock=clock) as fetcher:
+    fetching = fetch_settings(args)
+    if args.tell_publishers:
+        fetching = msgspec.structs.replace(
+            fetching, headers=fetching.headers + fetch_headers(settings.listen))
+    async with Fetcher(fetching, clock=clock) as fetcher:
         peer = Peer(settings, store, fetcher, clock)
         try:
             await peer.start(urls)

@@ -135,6 +135,10 @@ class FeedOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """The entries the store kept as new or updated."""
     entries_in_document: int = 0
     info: FeedInfo | None = None
+    listed: tuple[Entry, ...] | None = None
+    """Every entry of the fetched document when it was a whole new document that parsed as a feed
+    (None: not modified, unchanged, a delta, an error): what the publisher lists right now (a
+    peer checks entries its neighbours sent against it)."""
 
 
 class _Pending:
@@ -353,10 +357,11 @@ class Crawler:
         if previous.active and not self.states.get(feed_id, previous).active \
                 and self.on_deactivated is not None:
             self.on_deactivated(feed_id)
+        whole = result.outcome == FetchOutcome.OK and update.info is not None
         return FeedOutcome(feed_id=feed_id, result=msgspec.structs.replace(result, body=b""),
                            state=self.states.get(feed_id, update.state),
                            ingested=tuple(ingested), entries_in_document=len(update.entries),
-                           info=update.info)
+                           info=update.info, listed=update.entries if whole else None)
 
     async def ingest_push(self, feed_id: int, body: bytes, content_type: str,
                           arrived_at: float) -> FeedOutcome | None:

@@ -43,13 +43,14 @@ it. The ``farm-layers`` contract of ``.importlinter`` writes this list down, and
     content
     catalog
     config | posting
-    faultbodies | faults | geography | http | rand | requestlog | words
+    faultbodies | faults | geography | http | peerlist | rand | requestlog | words
 
 From the bottom: pure building blocks (random draws, words, HTTP parsing, faults and their bodies,
-the request log); settings and when feeds post; what each feed is; what its entries say; the
-documents and their validators (the pure model); the reply type; the decisions for feed and
-control requests, which take the model and what they need of the server as arguments; the server
-itself and the child-process wrapper; the command line and the pytest fixtures.
+the request log, the recent FeedEx clients listed to each other); settings and when feeds post;
+what each feed is; what its entries say; the documents and their validators (the pure model); the
+reply type; the decisions for feed and control requests, which take the model and what they need
+of the server as arguments; the server itself and the child-process wrapper; the command line and
+the pytest fixtures.
 """
 
 from feedmesh.farm.catalog import FeedSpec

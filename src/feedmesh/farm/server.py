@@ -31,6 +31,7 @@ from feedmesh.farm.posting import Post
 from feedmesh.farm.requestlog import (BODY_BYTES, BYTES_SENT, DURATION, FAULT, STATUS,
                                       FarmRequest, RequestLog)
 from feedmesh.farm.reply import Reply, text_reply
+from feedmesh.farm.peerlist import RecentPeers
 from feedmesh.farm.routes import feed_reply
 
 __all__ = ["FarmServer"]
@@ -240,6 +241,8 @@ class FarmServer:
         self._status_counts: dict[int, int] = {}
         self._host_index = {address: i for i, address in enumerate(self.addresses)}
         self._jitter = random.Random(f"farm-jitter:{config.seed}")
+        self.peers = RecentPeers()
+        """Recent FeedEx clients per feed, listed to each other (:mod:`~feedmesh.farm.peerlist`)."""
         self.hub_url = ""
         """A WebSub hub for the farm's feeds (set by :class:`~feedmesh.farm.websub.FarmHub`):
         every feed reply then advertises it, and the feed's own URL as the topic, in ``Link:``."""
@@ -430,6 +433,11 @@ class FarmServer:
                 if self.hub_url and variant == "":
                     reply.headers.append(("Link", f'<{self.hub_url}>; rel="hub", '
                                                   f'<{self.feed_url(feed_id)}>; rel="self"'))
+                stated = request.headers.get("feedex-peer")
+                if stated is not None and variant == "":
+                    listed = self.peers.note(feed_id, client, stated, now)
+                    if listed:
+                        reply.headers.append(("Link", listed))
         elif path == "/opml":
             if self._opml is None:
                 self._opml = opml_document(self.model)

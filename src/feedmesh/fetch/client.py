@@ -143,6 +143,7 @@ class Fetcher:
                 headers["A-IM"] = "feed"
         if request.last_modified:
             headers["If-Modified-Since"] = request.last_modified
+        headers.update(self.settings.headers)
         return headers
 
     def _check_url(self, url: URL) -> str:

@@ -41,6 +41,8 @@ class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
     """CIDR blocks that are allowed although private (e.g. ``127.0.0.0/8`` for the farm)."""
     user_agent: str = ""
     """Empty: :func:`user_agent` with the subscriber count of each request."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """More request headers, sent with every fetch (a FeedEx peer's ``FeedEx-Peer: PORT``)."""
     source_address: str = ""
     """Local IP address every connection is made from (empty: the system's choice). A crawler
     that plays its own host on one machine binds its loopback address, e.g. ``127.0.1.2``."""
@@ -59,6 +61,9 @@ class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"FetchSettings.max_redirects must be in 0..20, got {self.max_redirects}")
         if self.per_host_connections < 1 or self.max_connections < 1:
             raise ValueError("FetchSettings: connection limits must be >= 1")
+        for name, value in self.headers:
+            if not name or any(c in name for c in ":\r\n ") or "\r" in value or "\n" in value:
+                raise ValueError(f"FetchSettings.headers: {name!r}: {value!r} is not a header")
         if self.source_address:
             try:
                 ipaddress.ip_address(self.source_address)

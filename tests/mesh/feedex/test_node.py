@@ -197,6 +197,48 @@ def test_deficit_beyond_d_stops_serving_a_neighbour():
     assert net.keys(b)[-1] == "e9"
 
 
+def test_a_free_rider_that_reconnects_keeps_its_deficit_until_the_ledger_memory_ends():
+    net = Net(FeedExSettings(max_deficit=3.0, ledger_memory_s=7200.0))
+    a, b = chain(net, [F1], [F1])
+    for i in range(5):
+        net.fetch(a, F1, [entry(f"e{i}")])
+        net.run(2)
+    assert net.keys(b) == ["e0", "e1", "e2", "e3"] and a.stats["refused_deficit"] == 1
+    # whitewashing: b leaves and comes back under the same identity (address, stated port)
+    net.carry(b, b.unreachable(net.now, a.address))  # b drops a (it tells a nothing)
+    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
+    assert b.address not in a.neighbours
+    net.connect(b, a)
+    assert b.address in a.neighbours and a.neighbours[b.address].deficit == 4.0
+    net.fetch(a, F1, [entry("e5")])
+    net.run(2)
+    assert net.keys(b)[-1] == "e3" and a.stats["refused_deficit"] == 2  # still not served
+    # a ledger is kept for ledger_memory_s only: after that a newcomer starts clean
+    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
+    net.carry(b, b.unreachable(net.now, a.address))
+    net.run(7300)
+    net.connect(b, a)
+    assert a.neighbours[b.address].deficit == 0.0
+    net.fetch(a, F1, [entry("e6")])
+    net.run(2)
+    assert net.keys(b)[-1] == "e6"
+
+
+def test_with_no_ledger_memory_a_reconnect_starts_clean_as_in_the_paper():
+    net = Net(FeedExSettings(max_deficit=3.0, ledger_memory_s=0.0))
+    a, b = chain(net, [F1], [F1])
+    for i in range(5):
+        net.fetch(a, F1, [entry(f"e{i}")])
+        net.run(2)
+    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
+    net.carry(b, b.unreachable(net.now, a.address))
+    net.connect(b, a)
+    assert a.neighbours[b.address].deficit == 0.0
+    net.fetch(a, F1, [entry("e5")])
+    net.run(2)
+    assert net.keys(b)[-1] == "e5"  # the whitewasher is served again
+
+
 def test_full_node_replaces_its_least_useful_neighbour_and_refuses_a_less_useful_one():
     net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2))
     spare = net.add(9, [F4])  # gives each newcomer one neighbour: none of them is needy
@@ -282,6 +324,22 @@ def test_query_is_recursive_aggregated_and_cached():
     assert len(net.calls(QueryFeed, to=c.address)) == relayed
 
 
+def test_entries_remembered_from_an_archive_are_answered_for_and_stripped_not_delivered():
+    net = Net()
+    a, b = chain(net, [F1], [F1])
+    a.remember(F1, [entry("old1", 100.0), entry("old2", 200.0)])  # held before a restart
+    assert net.delivered[a.address] == [] and not net.calls(CheckDid)
+    qid, out = b.query(net.now, F1, since=150.0)
+    net.carry(b, out)
+    net.run(30)
+    holders = {h.address: h for h in net.results[-1].holders}
+    assert holders[a.address].count == 1 and holders[a.address].newest == 200.0
+    net.fetch(b, F1, [entry("old2", 200.0), entry("new", 300.0)])
+    net.run(5)
+    assert net.keys(a) == ["new"]  # old2 was stripped: a holds it already
+    assert a.neighbours[b.address].entries_from == 1
+
+
 def test_query_times_out_when_a_neighbour_is_silent():
     net = Net(FeedExSettings(query_timeout_s=2.0))
     a, b = chain(net, [F1], [F1])
@@ -318,6 +376,23 @@ def test_batched_forwards_offer_several_dids_in_one_check_did():
     puts = net.calls(PutEntries, to=b.address)
     assert len(puts) == 1 and len(puts[0].bundles) == 2
     assert sorted(net.keys(b)) == ["one", "two"]
+
+
+def test_clients_a_publisher_listed_are_candidates_connected_below_the_minimum():
+    net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2))
+    a = net.add(1, [F1])
+    b = net.add(2, [F1])
+    c = net.add(3, [F1])
+    net.carry(a, a.publisher_listed(net.now, [b.address, a.address]))  # itself is skipped
+    net.run(1)
+    assert set(a.neighbours) == {b.address}
+    net.carry(a, a.publisher_listed(net.now, [c.address]))  # at the minimum: kept for later
+    net.run(1)
+    assert set(a.neighbours) == {b.address}
+    net.carry(b, b.unreachable(net.now, a.address))
+    net.carry(a, a.unreachable(net.now, b.address))  # b is gone: the listed c fills in
+    net.run(1)
+    assert set(a.neighbours) == {c.address}
 
 
 def test_a_node_answers_get_neighbors_with_its_neighbours():

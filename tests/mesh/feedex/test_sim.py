@@ -31,6 +31,9 @@ def test_exchange_beats_stand_alone_on_the_same_nodes_and_fetches(with_free_ride
     assert 20 * 24 / 6 * 0.8 < per_node_day < 20 * 24 / 6 * 1.3
     assert 0 < r.put_per_node_min < r.check_per_node_min
     assert r.bytes_per_node_min > 0
+    # every node's fetches judge a sample of what its neighbours sent: all honest here, so
+    # entries are confirmed and none is called fake
+    assert r.entries_confirmed > 100 and r.entries_judged_fake == 0
 
 
 def test_free_riders_fall_towards_stand_alone_while_cooperators_keep_theirs(with_free_riders):
@@ -52,3 +55,15 @@ def test_spreading_fetch_phases_shortens_the_lag():
     assert spread.xch.lag_min < 0.9 * plain.xch.lag_min
     assert spread.xch.coverage >= plain.xch.coverage - 0.01
     assert spread.publisher_requests_per_feed_day <= plain.publisher_requests_per_feed_day * 1.02
+
+
+def test_an_oracle_that_spaces_first_fetches_evenly_bounds_what_spreading_can_do():
+    base = replace(SMALL, churn=0.0)
+    random_phases = simulate(base)
+    even = simulate(replace(base, phase_oracle="even"))
+    assert even.reachable_coverage > random_phases.reachable_coverage + 0.02
+    assert even.xch.lag_min < random_phases.xch.lag_min * 0.8
+    requests = even.publisher_requests_per_feed_day / random_phases.publisher_requests_per_feed_day
+    assert 0.95 < requests < 1.05  # the same number of fetches, only placed differently
+    with pytest.raises(ValueError, match="phase_oracle"):
+        simulate(replace(base, nodes=4, phase_oracle="later"))

@@ -19,6 +19,7 @@ from feedmesh.farm.testing import TEST_ORIGIN
 from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.mesh.feedex import FeedExSettings, Tracker
 from feedmesh.mesh.peer import Peer, PeerSettings, TrackerServer, TransportSettings
+from feedmesh.mesh.peer.daemon import fetch_headers
 from feedmesh.schedule import SchedulerSettings
 
 SPEED = 600.0
@@ -67,16 +68,25 @@ class Mesh:
 
     async def peer(self, i: int, feeds: Sequence[int], schedule: SchedulerSettings = EAGER, *,
                    feedex: FeedExSettings = FEEDEX,
-                   transport: TransportSettings | None = None, forward: bool = True) -> Peer:
+                   transport: TransportSettings | None = None, forward: bool = True,
+                   tracker: bool = True, tell_publishers: bool = False,
+                   port: int | None = None) -> Peer:
+        """``tracker`` False: the peer knows no tracker; ``tell_publishers``: its fetches say
+        ``FeedEx-Peer: PORT`` (the farm lists its recent such clients to each other); ``port``:
+        listen there (a restart under the same identity), else on a free one."""
         host = self.host(i)
         data = self.root / f"peer{i}"
-        if i not in self._fetchers:
+        port = port or free_port(host)
+        if i not in self._fetchers or tell_publishers:
+            if i in self._fetchers:
+                await self._fetchers.pop(i).close()
             self._fetchers[i] = Fetcher(FetchSettings(
                 allow_networks=("127.0.0.0/8",), source_address=host,
-                user_agent=f"peer {host}"), clock=self.clock)
-        port = free_port(host)
+                user_agent=f"peer {host}",
+                headers=fetch_headers((host, port)) if tell_publishers else ()), clock=self.clock)
         settings = PeerSettings(listen=(host, port), data=data, local=("127.0.0.1", 0),
-                                tracker=self.tracker.address, feedex=feedex, schedule=schedule,
+                                tracker=self.tracker.address if tracker else None,
+                                feedex=feedex, schedule=schedule,
                                 transport=transport or TransportSettings(), forward=forward)
         store = open_archive(data / "archive.db") if data.exists() else None
         if store is None:

@@ -10,6 +10,7 @@ Nothing here opens a socket, sleeps or reads a clock. A driver (an aiohttp trans
     outputs = node.handle_timer(now)                 # when now >= node.next_timer()
     outputs = node.unreachable(now, address)         # a send to address failed
     outputs = node.malformed(now, address, why)      # bytes from address did not decode
+    outputs = node.listed(now, feed, entries)        # our fetch got a whole document of feed
 
 and carries out each output: :class:`Send` (deliver the message), :class:`Deliver` (store the
 entries, show them to the reader), :class:`QueryResult`. A peer is known by the address the
@@ -19,7 +20,8 @@ The protocol, section by section of the paper: bootstrapping and advertisements 
 ``_on_connect``, ``_advertise``); neighbour selection by usefulness (3.2: ``_on_connect``,
 ``_maintain``); dissemination with check_did before put_entries (3.4: ``_forward``,
 ``_on_check_did``, ``_on_did_status``, ``_on_put``); incentives (3.5: ``Neighbour.deficit``);
-recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`).
+recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`); fake entries (bad peers:
+``listed``, :mod:`.audit`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 
 from . import phases, subsets
+from .audit import EntryAudit
 from .didcache import DidCache
 from .events import Deliver, Output, Send, bundle_did
 from .messages import (
@@ -51,7 +54,7 @@ from .messages import (
     QueryFeed,
     UpdateSubset,
 )
-from .peers import Neighbour, Standing
+from .peers import Neighbour, PastLedgers, Standing
 from .queries import QueryRelay
 from .settings import FeedExSettings
 
@@ -78,6 +81,7 @@ class FeedExNode:
         self.neighbours: dict[Address, Neighbour] = {}
         self.standing = Standing(s.drop_standing, s.ban_s, s.max_calls_per_minute)
         self._pending_connects: dict[Address, float] = {}
+        self._past = PastLedgers(s.ledger_memory_s)
         # OrderedDicts where the oldest key is dropped when full: a plain dict's
         # del d[next(iter(d))] skips the dead slots of earlier deletions (5 us at 4,096 keys)
         self._candidates: OrderedDict[Address, None] = OrderedDict()
@@ -93,12 +97,17 @@ class FeedExNode:
         self._queries = QueryRelay(self._holding, s.query_timeout_s, s.query_max_hops,
                                    s.answer_cache_s)
         self._query_counter = 0
+        # its own generator, seeded by our address: sampling must not move the phases drawn
+        # from ``rng`` (the simulator's figures)
+        self._audit = EntryAudit(s.audit_sample, s.audit_per_feed, s.audit_grace_s,
+                                 s.audit_max_age_s, random.Random(f"audit {address}"))
         self._dirty = True  # the advertisement may have changed
         self.fetch_plans: dict[str, float] = {}
         self._next_advertise: float | None = None
         self._next_maintain: float | None = None
         self.stats = {"check_did": 0, "put_entries": 0, "update_subset": 0, "forged": 0,
-                      "malformed": 0, "loops": 0, "refused_deficit": 0}
+                      "malformed": 0, "loops": 0, "refused_deficit": 0,
+                      "fake_entries": 0, "confirmed_entries": 0}
 
     # -- local events --------------------------------------------------------------------------
 
@@ -120,6 +129,14 @@ class FeedExNode:
         while len(self._candidates) > _MAX_CANDIDATES:
             self._candidates.popitem(last=False)
 
+    def publisher_listed(self, now: float, addresses: Iterable[Address]) -> list[Output]:
+        """A publisher listed these recent clients of one of our feeds (3.1): candidates like
+        the tracker's; connected to at once when we are below ``min_neighbours``."""
+        self.add_candidates(addresses)
+        out: list[Output] = []
+        self._fill(now, out)
+        return out
+
     def connect(self, now: float, address: Address) -> list[Output]:
         """Connect to ``address`` now (an earlier neighbour kept on disk, a node the user named)."""
         address = (address[0], address[1])
@@ -139,6 +156,7 @@ class FeedExNode:
     def unsubscribe(self, now: float, feed: str) -> list[Output]:
         self.weights.pop(feed, None)
         self.fetch_plans.pop(feed, None)
+        self._audit.forget(feed)
         self._dirty = True
         return []
 
@@ -153,6 +171,29 @@ class FeedExNode:
         self._seen.add(bundle.did)
         self._forward(now, bundle, None, out)
         return out
+
+    def listed(self, now: float, feed: str, entries: Sequence[Entry]) -> list[Output]:
+        """Our fetch of ``feed`` got a whole document (not a delta) listing ``entries``: it judges
+        the sampled entries neighbours sent of the feed; each the source never had lowers its
+        sender's standing by ``fake_entry_penalty`` (:mod:`.audit`)."""
+        verdicts = self._audit.judge(now, feed, entries)
+        self.stats["confirmed_entries"] += verdicts.confirmed
+        out: list[Output] = []
+        fakes: dict[Address, list[str]] = {}
+        for sender, key in verdicts.fake:
+            fakes.setdefault(sender, []).append(key)
+        for sender, keys in fakes.items():
+            self.stats["fake_entries"] += len(keys)
+            detail = f"the source never listed {len(keys)} entries you sent, e.g. {keys[0]}"
+            out.append(Send(sender, Error("fake_entries", detail[:500])))
+            self._penalize(now, sender, self.settings.fake_entry_penalty * len(keys), out)
+        return out
+
+    def remember(self, feed: str, entries: Sequence[Entry]) -> None:
+        """``entries`` of ``feed`` were held before (the archive, after a restart), oldest first:
+        known from now on, so queries are answered for them (3.6) and bundles are stripped of
+        them (3.4); nothing is delivered or offered."""
+        self._keep_new(feed, entries)
 
     def plan_fetch(self, now: float, feed: str, interval_s: float) -> float:
         """When to fetch ``feed`` first: the middle of the largest gap between the fetches our
@@ -362,7 +403,7 @@ class FeedExNode:
             self._drop(now, worst.address, "replaced by a more useful neighbour", out)
         self._pending_connects.pop(sender, None)
         mine = self._advertisement_for(sender)
-        neighbour = self.neighbours.get(sender) or Neighbour(sender, subset, now)
+        neighbour = self.neighbours.get(sender) or self._new_neighbour(now, sender, subset)
         neighbour.subset = subset
         neighbour.advertised = mine
         neighbour.fetch_times.update(message.fetch_times)
@@ -384,13 +425,19 @@ class FeedExNode:
             out.append(Send(sender, Disconnect("full")))
             return
         subset = {f: h for f, h in message.subset.items() if h <= self.settings.max_subset_hops}
-        neighbour = self.neighbours.get(sender) or Neighbour(sender, subset, now)
+        neighbour = self.neighbours.get(sender) or self._new_neighbour(now, sender, subset)
         neighbour.subset = subset
         neighbour.advertised = self._advertisement_for(sender)
         neighbour.fetch_times.update(message.fetch_times)
         neighbour.relayed_times.update(message.relayed_times)
         self.neighbours[sender] = neighbour
         self._dirty = True
+
+    def _new_neighbour(self, now: float, address: Address, subset: dict[str, int]) -> Neighbour:
+        """A new neighbour, with the ledger it left with if it was one lately (3.5)."""
+        neighbour = Neighbour(address, subset, now)
+        self._past.restore(now, neighbour)
+        return neighbour
 
     def _advertise(self, now: float, out: list[Output]) -> None:
         """Periodic, incremental, per neighbour without its own advertisement (3.1). Nothing is
@@ -449,8 +496,10 @@ class FeedExNode:
     def _drop(self, now: float, address: Address, reason: str | None,
               out: list[Output]) -> None:
         """Forget a neighbour; tell it why unless it is dead (``reason`` None)."""
-        if self.neighbours.pop(address, None) is None:
+        neighbour = self.neighbours.pop(address, None)
+        if neighbour is None:
             return
+        self._past.keep(now, neighbour)
         self._outgoing.pop(address, None)
         self._batched.pop(address, None)
         self._dirty = True
@@ -606,6 +655,7 @@ class FeedExNode:
             neighbour.entries_from += len(new)
             if bundle.feed in self.weights:
                 out.append(Deliver(bundle.feed, new, sender, now))
+                self._audit.note(now, bundle.feed, sender, new)
             forward = Bundle(bundle.did, bundle.feed, new, [*path, sender], bundle.fetched_at)
             self._forward(now, forward, sender, out)
 

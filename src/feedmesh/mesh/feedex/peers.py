@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from .messages import Address
 
-__all__ = ["Neighbour", "Standing"]
+__all__ = ["Neighbour", "PastLedgers", "Standing"]
 
 
 class Neighbour:
@@ -40,6 +42,38 @@ class Neighbour:
     def owes(self, ratio: float) -> float:
         """c_ij - ratio * c_ji, what the bound D applies to."""
         return self.given - ratio * self.received
+
+
+class PastLedgers:
+    """The contribution ledgers of neighbours that left, kept by identity (address and stated
+    port) for ``keep_s``: a neighbour that comes back gets its ledger back, so a free rider does
+    not start clean by reconnecting (whitewashing). At most ``cap`` are kept, the oldest go."""
+
+    __slots__ = ("_ledgers", "cap", "keep_s")
+
+    def __init__(self, keep_s: float, cap: int = 4096) -> None:
+        self.keep_s = keep_s
+        self.cap = cap
+        self._ledgers: OrderedDict[Address, tuple[float, float, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._ledgers)
+
+    def keep(self, now: float, neighbour: Neighbour) -> None:
+        if self.keep_s <= 0 or (neighbour.given == 0.0 and neighbour.received == 0.0):
+            return
+        self._ledgers.pop(neighbour.address, None)
+        self._ledgers[neighbour.address] = (neighbour.given, neighbour.received, now + self.keep_s)
+        while len(self._ledgers) > self.cap:
+            self._ledgers.popitem(last=False)
+
+    def restore(self, now: float, neighbour: Neighbour) -> bool:
+        """Give a new ``neighbour`` the ledger it left with, if kept and recent enough."""
+        kept = self._ledgers.pop(neighbour.address, None)
+        if kept is None or kept[2] <= now:
+            return False
+        neighbour.given, neighbour.received = kept[0], kept[1]
+        return True
 
 
 class Standing:

@@ -8,8 +8,10 @@ node joining picks for each feed the phase in the middle of the largest gap betw
 phases (times taken modulo its interval), then keeps that phase. No node fetches a feed more often
 than its own interval: only the phase moves, and only before its first fetch.
 
-Not done: weighting the gaps by the feed's posting rhythm (a gap at night is worth less than one
-in the busy hours), and re-planning when neighbours come and go.
+Not done: re-planning when neighbours come and go. Weighting the gaps by the feed's posting rhythm
+was measured in the simulator with an oracle (``SimConfig.phase_oracle``): at a 16 h interval it
+does no better than even spacing, and cannot last (the phase walks through the day every 48 h);
+see docs/mesh-feedex.md, "What spreading can reach at all".
 """
 
 from __future__ import annotations

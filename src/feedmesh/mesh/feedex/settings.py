@@ -29,6 +29,9 @@ class FeedExSettings:
     """``alpha`` of c_ji += w_f alpha^-h_f (section 3.5)."""
     max_deficit: float = 20.0
     """``D``: a neighbour is no longer served once c_ij - ratio * c_ji > D (3.5)."""
+    ledger_memory_s: float = 86400.0
+    """A neighbour's contribution ledger is kept this long after it leaves, by identity, and
+    given back if it reconnects (against whitewashing; 0: forgotten at once, as in the paper)."""
     deficit_ratio: float = 4.0
     """The paper bounds c_ij - c_ji; here c_ji counts ``deficit_ratio`` times. Between two
     cooperators the flow is lopsided where one relays the other's feeds (it credits relayed
@@ -63,6 +66,18 @@ class FeedExSettings:
     ban_s: float = 3600.0
     max_calls_per_minute: int = 300
     """Calls a peer may make per minute; more are refused (flood protection)."""
+    audit_sample: float = 0.25
+    """Share of the new entries neighbours bring for feeds we follow that are checked against our
+    next fetch of the feed (fake entries, :mod:`feedmesh.mesh.feedex.audit`; 0: none)."""
+    audit_per_feed: int = 256
+    """Sampled entries waiting per feed (the oldest are given up first)."""
+    audit_grace_s: float = 60.0
+    """An entry is judged by a fetch at least this long after it came (the document may have
+    been requested before)."""
+    audit_max_age_s: float = 2 * 86400.0
+    """A sampled entry not judged within this long is given up."""
+    fake_entry_penalty: float = 2.5
+    """Standing lost per entry the source never had (four fakes reach ``drop_standing``)."""
     forward_batch_s: float = 0.0
     """Hold forwards to a neighbour this long to send several dids in one check_did (0: at once)."""
     share_fetch_times: bool = False
@@ -83,10 +98,16 @@ class FeedExSettings:
                      "query_timeout_s", "max_deficit"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.forward_batch_s < 0 or self.check_hold_s < 0:
-            raise SettingsError("forward_batch_s and check_hold_s must be >= 0")
+        if self.forward_batch_s < 0 or self.check_hold_s < 0 or self.ledger_memory_s < 0:
+            raise SettingsError("forward_batch_s, check_hold_s and ledger_memory_s must be >= 0")
         if self.did_cache_exact < 1 or self.did_cache_bloom < 1 or self.known_entries_per_feed < 1:
             raise SettingsError("did_cache_exact, did_cache_bloom and known_entries_per_feed "
                                 "must be >= 1")
+        if not 0.0 <= self.audit_sample <= 1.0:
+            raise SettingsError(f"audit_sample must be within 0..1, got {self.audit_sample}")
+        if self.audit_per_feed < 1 or self.audit_grace_s < 0 or self.audit_max_age_s <= 0 \
+                or self.fake_entry_penalty < 0:
+            raise SettingsError("need audit_per_feed >= 1, audit_grace_s >= 0, "
+                                "audit_max_age_s > 0 and fake_entry_penalty >= 0")
         if self.drop_standing >= 0:
             raise SettingsError(f"drop_standing must be < 0, got {self.drop_standing}")

@@ -76,6 +76,12 @@ class SimConfig:
     spread_fetches: bool = False
     """Nodes share fetch plans and fill the largest gaps (:mod:`.phases`); needs
     ``settings.share_fetch_times``."""
+    phase_oracle: str = ""
+    """A bound, not the protocol: each feed's first fetches are placed by someone who knows every
+    follower (but not who will leave): ``even`` (equal spacing over the interval), ``sqrt``
+    (density as the square root of the feed's posting rhythm, learned from its two days before
+    the start: what minimizes the mean lag) or ``rate`` (density as the rhythm: equal posts per
+    gap). "" : the nodes' own phases (random, or ``spread_fetches``)."""
     settings: FeedExSettings = field(default_factory=FeedExSettings)
 
 
@@ -109,6 +115,10 @@ class SimResult:
     free_rider: ModeResult | None = None
     """XCH figures of the free riders alone (when there are any)."""
     cooperator_deficit_cuts: int = 0
+    entries_judged_fake: int = 0
+    """Entries from neighbours that a node's own fetch judged fake (every node is honest here:
+    each one would be a false accusation)."""
+    entries_confirmed: int = 0
 
     @property
     def calls_per_node_min(self) -> float:
@@ -154,6 +164,32 @@ def _publishers(config: SimConfig) -> list[_Feed]:
     return feeds
 
 
+def _oracle_phases(feed: _Feed, followers: int, base: float, interval_s: float, start: float,
+                   mode: str, rng: random.Random) -> list[float]:
+    """``followers`` first-fetch times in [base, base + interval_s), spread as ``mode`` says
+    (see :attr:`SimConfig.phase_oracle`)."""
+    offset = rng.random()
+    if mode == "even":
+        return [base + (offset + j) / followers * interval_s for j in range(followers)]
+    if mode not in ("sqrt", "rate"):
+        raise ValueError(f"phase_oracle must be even, sqrt or rate, got {mode!r}")
+    # the posting rhythm by hour of day, from the two days before the start, smoothed
+    hours = np.zeros(24)
+    for t in feed.times:
+        if start - 2 * _DAY <= t < start:
+            hours[int(t // 3600) % 24] += 1.0
+    hours = (np.roll(hours, 1) + 2 * hours + np.roll(hours, -1)) / 4 + 0.05
+    minutes = np.arange(0, interval_s, 60.0) + base
+    # the rhythm at the first fetch only: weighting the first hours twice (their second fetch
+    # still falls within the run) would crowd the fetches there, more requests within the run
+    weight = hours[(minutes // 3600).astype(int) % 24]
+    density = np.sqrt(weight) if mode == "sqrt" else weight
+    cumulative = np.concatenate([[0.0], np.cumsum(density)])
+    targets = (offset + np.arange(followers)) / followers * cumulative[-1]
+    grid = np.concatenate([minutes, [base + interval_s]])
+    return np.interp(targets, cumulative, grid).tolist()
+
+
 def _address(i: int) -> Address:
     return (f"127.3.{i // 250}.{1 + i % 250}", 8400)
 
@@ -181,6 +217,17 @@ def simulate(config: SimConfig) -> SimResult:
     planned: list[dict[int, float]] = [{} for _ in range(n)]  # first fetches not yet made
     next_fetch: list[dict[int, float]] = [{} for _ in range(n)]
     relax_s = config.settings.advertise_interval_s
+    oracle: dict[tuple[int, int], float] = {}
+    if config.phase_oracle:
+        oracle_rng = random.Random(config.seed * 7919 + 1)
+        for k, feed in enumerate(feeds):
+            followers = [i for i in range(n) if k in subs[i]]
+            oracle_rng.shuffle(followers)
+            if followers:
+                at = _oracle_phases(feed, len(followers), start + config.join_spread_s,
+                                    config.interval_s, start, config.phase_oracle,
+                                    oracle_rng)
+                oracle.update({(i, k): a for i, a in zip(followers, at, strict=True)})
     heap: list = []
     seq = 0
 
@@ -283,7 +330,9 @@ def simulate(config: SimConfig) -> SimResult:
             sln_seen[a][b] = max(seen, j - 1)
             captured[b][max(0, j - feed.cap):j] = True
             if exchange:
-                carry(a, t, node.fetched(t, feed.url, feed.document(t)))
+                document = feed.document(t)
+                carry(a, t, node.fetched(t, feed.url, document))
+                carry(a, t, node.listed(t, feed.url, document))
             next_fetch[a][b] = t + config.interval_s
             push(t + config.interval_s, _FETCH, a, b)
         elif kind == _START:
@@ -298,6 +347,8 @@ def simulate(config: SimConfig) -> SimResult:
             else:
                 for k in subs[a]:
                     next_fetch[a][k] = at = t + rng.random() * config.interval_s
+                    if oracle:
+                        next_fetch[a][k] = at = oracle[(a, k)]
                     push(at, _FETCH, a, k)
         elif kind == _PLAN:
             for k in list(planned[a]):
@@ -350,4 +401,6 @@ def simulate(config: SimConfig) -> SimResult:
         seconds=time.perf_counter() - began,
         free_rider=mode(xch_sum, xch_count, stay_free) if stay_free else None,
         cooperator_deficit_cuts=sum(nodes[i].stats["refused_deficit"] for i in stay_coop),
+        entries_judged_fake=sum(node.stats["fake_entries"] for node in nodes),
+        entries_confirmed=sum(node.stats["confirmed_entries"] for node in nodes),
     )

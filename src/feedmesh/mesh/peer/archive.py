@@ -25,12 +25,20 @@ from feedmesh.model import Entry, FeedInfo
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import FeedRow, IngestedEntry, IngestStore, StoreThread
 
-__all__ = ["Archive", "OnDocument", "OnFetched"]
+__all__ = ["Archive", "OnDocument", "OnFetched", "OnLinks", "OnListed"]
 
 log = logging.getLogger("feedmesh.mesh.peer")
 
 OnFetched = Callable[[str, list[Entry]], None]
 """``(feed URL, entries our own fetch found new)``: what a peer offers its neighbours."""
+
+OnListed = Callable[[str, list[Entry]], None]
+"""``(feed URL, every entry of the whole document our own fetch got)``: what the publisher lists
+now, against which entries from neighbours are checked."""
+
+OnLinks = Callable[[str, str], None]
+"""``(feed URL, the Link: header of the publisher's reply to our fetch)``: a publisher may list
+its recent FeedEx clients there."""
 
 OnDocument = Callable[[str, FeedInfo], None]
 """``(feed URL, the feed-level data of the document our own fetch got)``: e.g. its
@@ -43,11 +51,15 @@ class Archive:
     def __init__(self, store: IngestStore, fetcher: Fetcher, clock: Clock,
                  schedule: SchedulerSettings, *, snapshot_path: Path | None = None,
                  on_fetched: OnFetched | None = None,
-                 on_document: OnDocument | None = None) -> None:
+                 on_document: OnDocument | None = None,
+                 on_listed: OnListed | None = None,
+                 on_links: OnLinks | None = None) -> None:
         self.store = store
         self.clock = clock
         self.on_fetched = on_fetched
         self.on_document = on_document
+        self.on_listed = on_listed
+        self.on_links = on_links
         self.crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(concurrency=16))
         self.scheduled = ScheduledCrawler(self.crawler, store, clock, schedule,
                                           snapshot_path=snapshot_path, concurrency=16,
@@ -120,6 +132,10 @@ class Archive:
         new = [item.entry for item in outcome.ingested if not item.updated]
         if url is not None and new and self.on_fetched is not None:
             self.on_fetched(url, new)
+        if url is not None and outcome.result.links and self.on_links is not None:
+            self.on_links(url, outcome.result.links)
+        if url is not None and outcome.listed is not None and self.on_listed is not None:
+            self.on_listed(url, list(outcome.listed))
         if url is not None and outcome.info is not None and self.on_document is not None:
             self.on_document(url, outcome.info)
 

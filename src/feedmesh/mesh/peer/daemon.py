@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from urllib.parse import urlsplit
+
 from feedmesh.clock import Clock
 from feedmesh.fetch import Fetcher
 from feedmesh.mesh.feedex import FeedExSettings
@@ -34,6 +36,7 @@ from feedmesh.mesh.feedex.messages import Address
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import IngestStore
+from feedmesh.websub.discovery import parse_link_header
 
 from .archive import Archive
 from .exchange import Exchange, FeedExExchange
@@ -41,9 +44,14 @@ from .multicast import MulticastSettings, ScribeExchange
 from .proxy import LocalProxy
 from .transport import TransportSettings
 
-__all__ = ["Peer", "PeerSettings", "load_neighbours"]
+__all__ = ["Peer", "PeerSettings", "fetch_headers", "load_neighbours", "publisher_peers"]
 
 log = logging.getLogger("feedmesh.mesh.peer")
+
+PEER_HEADER = "FeedEx-Peer"
+"""Request header: this fetch comes from a FeedEx peer listening on the stated port."""
+PEER_REL = "feedex-peer"
+"""``Link:`` relation by which a publisher lists its recent FeedEx clients."""
 
 NEIGHBOURS_FILE = "neighbours.json"
 PEER_FILE = "peer.json"
@@ -81,6 +89,30 @@ def load_neighbours(data: Path) -> list[Address]:
         return []
 
 
+def fetch_headers(listen: Address) -> tuple[tuple[str, str], ...]:
+    """Headers a peer's fetcher sends (``FetchSettings.headers``): ``FeedEx-Peer: PORT`` tells a
+    publisher that lists its recent clients where this peer listens (the host it sees)."""
+    return ((PEER_HEADER, str(listen[1])),)
+
+
+def publisher_peers(links: str, cap: int = 32) -> list[Address]:
+    """The FeedEx peers a publisher listed in its ``Link:`` header (``rel="feedex-peer"``)."""
+    peers: list[Address] = []
+    for target, rels in parse_link_header(links):
+        if PEER_REL not in rels:
+            continue
+        parts = urlsplit(target)
+        try:
+            port = parts.port
+        except ValueError:
+            continue
+        if parts.scheme == "http" and parts.hostname and port:
+            peers.append((parts.hostname, port))
+        if len(peers) >= cap:
+            break
+    return peers
+
+
 def _write_json(path: Path, value: object) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(value, indent=1))
@@ -98,7 +130,8 @@ class Peer:
         settings.data.mkdir(parents=True, exist_ok=True)
         self.archive = Archive(store, fetcher, clock, settings.schedule,
                                snapshot_path=settings.data / "schedule.bin",
-                               on_fetched=self._fetched, on_document=self._document)
+                               on_fetched=self._fetched, on_document=self._document,
+                               on_listed=self._listed, on_links=self._links)
         self.feedex = FeedExExchange(settings.listen, clock, self.archive.keep,
                                      archive=self.archive.between, tracker=settings.tracker,
                                      settings=settings.feedex, transport=settings.transport,
@@ -148,6 +181,14 @@ class Peer:
     def _document(self, feed: str, info: FeedInfo) -> None:
         if self.multicast is not None:
             self.multicast.document(feed, info)
+
+    def _links(self, feed: str, links: str) -> None:
+        listed = publisher_peers(links)
+        if listed:
+            self.feedex.publisher_listed(listed)
+
+    def _listed(self, feed: str, entries: list[Entry]) -> None:
+        self.feedex.listed(feed, entries)
 
     def _fetched(self, feed: str, entries: list[Entry]) -> None:
         for exchange in self.exchanges:

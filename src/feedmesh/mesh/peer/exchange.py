@@ -95,8 +95,14 @@ class FeedExExchange:
 
     async def start(self, feeds: Iterable[str]) -> None:
         now = self.clock.now()
+        cap = self.node.settings.known_entries_per_feed
         for feed in feeds:
             self.node.subscribe(now, feed)
+            if self._archive is not None:
+                # what the archive holds from earlier runs: answered for in queries (3.6),
+                # stripped from neighbours' bundles; the newest, oldest first
+                held = await self._archived(feed, None, None, cap)
+                self.node.remember(feed, held[::-1])
         await self.transport.start(self.candidates)
 
     async def stop(self) -> None:
@@ -112,6 +118,15 @@ class FeedExExchange:
         if not wire:
             return
         self.transport.dispatch(self.node.fetched(self.clock.now(), feed, wire))
+
+    def publisher_listed(self, addresses: list[Address]) -> None:
+        """A publisher listed these recent FeedEx clients: candidate neighbours."""
+        self.transport.dispatch(self.node.publisher_listed(self.clock.now(), addresses))
+
+    def listed(self, feed: str, entries: list[Entry]) -> None:
+        """Our fetch of ``feed`` got a whole document listing ``entries``: the node checks the
+        entries neighbours sent against it (fake entries)."""
+        self.transport.dispatch(self.node.listed(self.clock.now(), feed, to_wire(entries)))
 
     def _on_output(self, output: Output) -> None:
         if isinstance(output, Deliver):
