@@ -25,6 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from feedmesh import failpoints
@@ -205,7 +206,8 @@ class FilterTier:
         number on the bus: an article delivered again (its filter died before acknowledging it)
         is matched again, and the bus drops the copies of what was already sent."""
         started = time.perf_counter()
-        ids = self.index.match_entry(article.entry, article.feed_url, article.feed_language)
+        ids = self.index.match_entry(article.entry, article.feed_url, article.feed_language,
+                                     article.tokens)
         self.metrics.match_seconds.observe(time.perf_counter() - started)
         if not len(ids):
             return
@@ -215,6 +217,8 @@ class FilterTier:
             return
         targets = self.routes.reflector[ids]
         now = self.clock.now()
+        if self.delivery == "ids" and article.tokens is not None:
+            article = msgspec.structs.replace(article, tokens=None)  # the reflector never reads them
         if targets.min() == targets.max():  # one reflector (the usual case): no grouping
             groups = [(targets[0], ids)]
         else:
