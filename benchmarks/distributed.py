@@ -61,8 +61,9 @@ def provision(path: Path, subscriptions: int) -> None:
 
 
 async def fill(url: str, namespace: str, shards: int, articles: list[bytes]) -> int:
-    bus = await JetStreamBus.connect(url, namespace=namespace,
-                                     capacity_bytes=4 * 1024 * 1024 * 1024)
+    # Room for every article twice: a stream's bound is reserved on the server's disk.
+    room = max(64 * 1024 * 1024, 2 * sum(len(data) for data in articles))
+    bus = await JetStreamBus.connect(url, namespace=namespace, capacity_bytes=room)
     try:
         for shard in range(shards):  # the groups exist before the articles: they keep them
             await (await bus.consumer("articles", f"filter-{shard}")).close()
@@ -72,6 +73,17 @@ async def fill(url: str, namespace: str, shards: int, articles: list[bytes]) -> 
                                           for data in articles[start:start + 256]))
             last = max(last, *seqs)
         return last
+    finally:
+        await bus.close()
+
+
+async def forget(url: str, namespace: str) -> None:
+    """Delete a run's streams: their reserved bytes would fill the server's disk otherwise."""
+    bus = await JetStreamBus.connect(url, namespace=namespace)
+    try:
+        for info in await bus._js.streams_info():
+            if info.config.name.startswith(f"{namespace}_"):
+                await bus._js.delete_stream(info.config.name)
     finally:
         await bus.close()
 
@@ -133,6 +145,7 @@ def run_once(work: Path, url: str, shards: int, articles: list[bytes], replicas:
             process.send_signal(signal.SIGTERM)
         for process in processes:
             process.communicate(timeout=120)
+        asyncio.run(forget(url, namespace))
     matched = last - done_before
     return {"shards": shards, "replicas": replicas, "articles": matched,
             "seconds": round(elapsed, 2),
