@@ -44,6 +44,8 @@ from pathlib import Path
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.nats_server import LocalNats
 from feedmesh.hub.messages import Article, encode
+from feedmesh.match import article_from_entry
+from feedmesh.match.packed import pack_tokens
 from feedmesh.match.workload import Workload
 from feedmesh.model import Entry
 from feedmesh.procstat import cpu_seconds
@@ -59,8 +61,9 @@ def provision(path: Path, subscriptions: int) -> None:
 
 
 async def fill(url: str, namespace: str, shards: int, articles: list[bytes]) -> int:
-    bus = await JetStreamBus.connect(url, namespace=namespace,
-                                     capacity_bytes=4 * 1024 * 1024 * 1024)
+    # Room for every article twice: a stream's bound is reserved on the server's disk.
+    room = max(64 * 1024 * 1024, 2 * sum(len(data) for data in articles))
+    bus = await JetStreamBus.connect(url, namespace=namespace, capacity_bytes=room)
     try:
         for shard in range(shards):  # the groups exist before the articles: they keep them
             await (await bus.consumer("articles", f"filter-{shard}")).close()
@@ -70,6 +73,17 @@ async def fill(url: str, namespace: str, shards: int, articles: list[bytes]) -> 
                                           for data in articles[start:start + 256]))
             last = max(last, *seqs)
         return last
+    finally:
+        await bus.close()
+
+
+async def forget(url: str, namespace: str) -> None:
+    """Delete a run's streams: their reserved bytes would fill the server's disk otherwise."""
+    bus = await JetStreamBus.connect(url, namespace=namespace)
+    try:
+        for info in await bus._js.streams_info():
+            if info.config.name.startswith(f"{namespace}_"):
+                await bus._js.delete_stream(info.config.name)
     finally:
         await bus.close()
 
@@ -92,7 +106,8 @@ async def drained(url: str, namespace: str, last: int, timeout: float) -> bool:
         await bus.close()
 
 
-def run_once(work: Path, url: str, shards: int, articles: list[bytes], replicas: int = 1) -> dict:
+def run_once(work: Path, url: str, shards: int, articles: list[bytes], replicas: int = 1,
+             profile: Path | None = None) -> dict:
     """``shards`` processes each holding 1/shards of the subscriptions (every one sees every
     article), or ``replicas`` processes of one shard sharing the article stream."""
     namespace = f"bench{uuid.uuid4().hex[:8]}"
@@ -111,24 +126,55 @@ def run_once(work: Path, url: str, shards: int, articles: list[bytes], replicas:
                 raise RuntimeError(f"filter did not start: {line}{process.stderr.read()}")
         started = time.perf_counter()
         cpu0 = [cpu_seconds(p.pid) for p in processes]
+        spy = str(Path(sys.executable).parent / "py-spy")
+        spies = [subprocess.Popen(
+            [spy, "record", "--pid", str(p.pid), "--rate", "200", "--format", "raw",
+             "--output", str(profile.with_name(f"{profile.name}-{n}.txt")), "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for n, p in enumerate(processes)] if profile is not None else []
         done_before = min(asyncio.run(floors(url, namespace, shards)))
         if not asyncio.run(drained(url, namespace, last, timeout=3600)):
             raise RuntimeError("the filters did not drain the stream within an hour")
         elapsed = time.perf_counter() - started
         cpu = [cpu_seconds(p.pid) - c for p, c in zip(processes, cpu0, strict=True)]
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)
         for process in processes:
             process.communicate(timeout=120)
+        asyncio.run(forget(url, namespace))
     matched = last - done_before
     return {"shards": shards, "replicas": replicas, "articles": matched,
             "seconds": round(elapsed, 2),
             "articles_per_s": round(matched / elapsed, 1),
-            "cpu_s_per_process": [round(c, 1) for c in cpu]}
+            "cpu_s_per_process": [round(c, 1) for c in cpu],
+            "cpu_ms_per_article_per_process": [round(1000 * c / max(1, matched), 3)
+                                               for c in cpu]}
 
 
-def filter_scaling(subs: int, article_count: int, words: int, runs_each: int) -> dict:
+FORMS = ("packed", "entry")
+"""How the articles are published: ``packed`` with their tokens (what the crawler sends since
+the filters stopped tokenizing), ``entry`` the entry alone (an older crawler's form, each filter
+tokenizes): the second is the same run's baseline."""
+
+
+def article_bytes(texts: list[str], form: str) -> list[bytes]:
+    articles = []
+    for n, text in enumerate(texts, start=1):
+        url = f"http://127.0.0.1/f{n % 1000}"
+        entry = Entry(key=str(n), title=text[:80], summary=text)
+        tokens = pack_tokens(article_from_entry(entry, url)) if form == "packed" else None
+        articles.append(encode(Article(entry_id=n, feed_id=1 + n % 1000, feed_url=url,
+                                       feed_title="bench", entry=entry,
+                                       first_seen_at=time.time(), tokens=tokens)))
+    return articles
+
+
+def filter_scaling(subs: int, article_count: int, words: int, runs_each: int,
+                   forms: tuple[str, ...] = FORMS, profile: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp, LocalNats(Path(tmp) / "nats") as nats:
         work = Path(tmp)
         started = time.perf_counter()
@@ -136,34 +182,53 @@ def filter_scaling(subs: int, article_count: int, words: int, runs_each: int) ->
         print(f"{subs:,} subscriptions provisioned in {time.perf_counter() - started:.0f} s",
               flush=True)
         texts = Workload(seed=2).article_texts(article_count, words)
-        articles = [encode(Article(entry_id=n, feed_id=1 + n % 1000,
-                                   feed_url=f"http://127.0.0.1/f{n % 1000}", feed_title="bench",
-                                   entry=Entry(key=str(n), title=text[:80], summary=text),
-                                   first_seen_at=time.time()))
-                    for n, text in enumerate(texts, start=1)]
+        published = {form: article_bytes(texts, form) for form in forms}
         configurations = {"1 shard": (1, 1), "2 shards": (2, 1), "2 replicas": (1, 2)}
-        runs: dict[str, list[dict]] = {name: [] for name in configurations}
+        names = [(form, name) for form in forms for name in configurations
+                 if form == forms[0] or name != "2 replicas"]
+        runs: dict[str, list[dict]] = {f"{name} ({form})": [] for form, name in names}
         for shards in (1, 2):  # build each configuration's snapshots outside the measurement
             print(f"warming {shards} shard(s) (index snapshots)", flush=True)
-            run_once(work, nats.url, shards, articles[:200])
-        for _ in range(runs_each):
-            for name, (shards, replicas) in configurations.items():
-                result = run_once(work, nats.url, shards, articles, replicas)
-                runs[name].append(result)
-                print(f"  {name:10}: {result['articles_per_s']:>8,.0f} articles/s "
-                      f"({result['articles']:,} in {result['seconds']} s, CPU s per process "
-                      f"{result['cpu_s_per_process']})", flush=True)
-    rate = {name: statistics.median(r["articles_per_s"] for r in found)
-            for name, found in runs.items()}
-    one, two, pair = rate["1 shard"], rate["2 shards"], rate["2 replicas"]
-    print(f"filter tier, {subs:,} subscriptions, {words}-word articles: 1 shard "
-          f"{one:,.0f}/s; 2 shards (out-decomposition) {two:,.0f}/s = {two / one:.2f}x (goal "
-          f">= 1.7); 2 replicas of one shard (in-decomposition) {pair:,.0f}/s = {pair / one:.2f}x",
+            run_once(work, nats.url, shards, published[forms[0]][:200])
+        for run in range(runs_each):
+            for form, name in names:
+                shards, replicas = configurations[name]
+                spy = (profile.with_name(f"{profile.name}-{name.replace(' ', '')}-{form}")
+                       if profile is not None and run == runs_each - 1 else None)
+                result = run_once(work, nats.url, shards, published[form], replicas, spy)
+                runs[f"{name} ({form})"].append(result)
+                print(f"  {name:10} ({form:6}): {result['articles_per_s']:>8,.0f} articles/s "
+                      f"({result['articles']:,} in {result['seconds']} s, CPU ms per article "
+                      f"per process {result['cpu_ms_per_article_per_process']})", flush=True)
+        print(f"\n{len(texts):,} articles of {words} words, {subs:,} subscriptions, medians of "
+              f"{runs_each} runs")
+        print(f"{'configuration':28} {'articles/s':>10} {'vs 1 shard':>10}  CPU ms per article "
+              "per process (median)")
+    rate = {key: statistics.median(r["articles_per_s"] for r in found)
+            for key, found in runs.items()}
+    cpu = {key: [round(statistics.median(r["cpu_ms_per_article_per_process"][p] for r in found),
+                       3) for p in range(len(found[0]["cpu_ms_per_article_per_process"]))]
+           for key, found in runs.items()}
+    for key in runs:
+        one = rate[f"1 shard ({key.split('(')[1]}"]
+        print(f"{key:28} {rate[key]:>10,.0f} {rate[key] / one:>9.2f}x  {cpu[key]}")
+    form = forms[0]
+    one, two, pair = (rate[f"{n} ({form})"] for n in ("1 shard", "2 shards", "2 replicas"))
+    print(f"filter tier ({form} articles): 2 shards (out-decomposition) {two / one:.2f}x 1 shard "
+          f"(goal >= 1.7); 2 replicas of one shard (in-decomposition) {pair / one:.2f}x",
           flush=True)
-    return {"filter_scaling_2v1": round(two / one, 2), "filter_replicas_2v1": round(pair / one, 2),
-            "filter_1_shard_articles_per_s": one, "filter_2_shards_articles_per_s": two,
-            "filter_2_replicas_articles_per_s": pair, "filter_subscriptions": subs,
-            "filter_articles": article_count, "words_per_article": words, "filter_runs": runs}
+    figures = {"filter_scaling_2v1": round(two / one, 2),
+               "filter_replicas_2v1": round(pair / one, 2),
+               "filter_1_shard_articles_per_s": one, "filter_2_shards_articles_per_s": two,
+               "filter_2_replicas_articles_per_s": pair, "filter_article_form": form,
+               "filter_cpu_ms_per_article": cpu, "filter_articles_per_s": rate,
+               "filter_subscriptions": subs, "filter_articles": article_count,
+               "words_per_article": words, "filter_runs": runs}
+    for other in forms[1:]:
+        base = rate[f"1 shard ({other})"]
+        figures[f"filter_scaling_2v1_{other}"] = round(rate[f"2 shards ({other})"] / base, 2)
+        figures[f"filter_1_shard_{form}_vs_{other}"] = round(one / base, 2)
+    return figures
 
 
 def kill_run() -> dict:
@@ -310,6 +375,13 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=637,
                         help="words per article (the matcher benchmark's middle size)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each filter configuration")
+    parser.add_argument("--forms", default=",".join(FORMS),
+                        help="article forms for the filter tier, the first measured in every "
+                        "configuration, the others as its baseline (1 and 2 shards): "
+                        "packed,entry")
+    parser.add_argument("--profile", type=Path, default=None, metavar="PREFIX",
+                        help="record each filter process with py-spy (raw stacks) in the last "
+                        "run of each configuration, into PREFIX-<configuration>-<form>-<n>.txt")
     args = parser.parse_args()
     skip = {part.strip() for part in args.skip.split(",") if part.strip()}
     if args.quick:
@@ -322,7 +394,11 @@ def main() -> None:
     if "modes" not in skip:
         figures |= modes(args.quick, args.window)
     if "filters" not in skip:
-        figures |= filter_scaling(args.subs, args.articles, args.words, args.runs)
+        forms = tuple(form.strip() for form in args.forms.split(",") if form.strip())
+        if not forms or set(forms) - set(FORMS):
+            parser.error(f"--forms: choose among {', '.join(FORMS)}")
+        figures |= filter_scaling(args.subs, args.articles, args.words, args.runs, forms,
+                                  args.profile)
     if "kills" not in skip:
         figures |= kill_run()
     if args.ceiling:

@@ -137,7 +137,8 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
     created 0600): ``feedmesh.db`` (the ingest store), ``hub.db`` (accounts, subscriptions),
     ``feed-secret.key`` (signs private feed URLs), ``reflector-<n>.db`` and their checkpoints,
     the filters' index snapshots and the scheduler's snapshot. With ``store_url`` the three
-    stores (and the reflectors' checkpoints) are in PostgreSQL instead; the key and the
+    stores (and the reflectors' checkpoints) are in PostgreSQL instead, and so is the key (a
+    ``feed-secret.key`` already in the folder is brought over when the database has none); the
     snapshots stay in the folder. ``fetcher`` replaces the polite fetcher built from
     ``settings.fetch`` (tests give one with a fixed resolver); ``resolver`` is the DNS resolver
     of the one built here. ``bus`` is :func:`open_bus`'s URL: every tier still runs here, but
@@ -165,9 +166,16 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
         state = (PostgresHubState(store_url) if store_url  # concrete: the legacy key below
                  else SQLiteHubState(data / "hub.db"))
         opened.append(state)
-        feed_secret = read_or_create_key(
-            data / FEED_SECRET_FILE, lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
-        state.forget_legacy_feed_secret()
+        if isinstance(state, PostgresHubState):
+            # Kept in the database, where every process of the hub finds the same key; a hub
+            # that kept it in its folder before brings it over (its URLs keep working).
+            feed_secret = state.feed_secret(lambda: folder_key(data) or secrets.token_bytes(32),
+                                            now=clock.now())
+        else:
+            feed_secret = read_or_create_key(
+                data / FEED_SECRET_FILE,
+                lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
+            state.forget_legacy_feed_secret()
         ownership = (open_feed_ownership(store_url or data / "feedmesh.db")
                      if settings.crawler_name else None)
         if ownership is not None:
@@ -195,9 +203,9 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
     subscriptions in the hub's state, entries in its ingest store (both at ``store_url``, or
     the SQLite files of the hub's ``data_dir``), changes told to the tiers on ``bus``, feeds
     read from the reflector processes at ``reflectors`` (one URL per reflector, in order). The
-    key that signs private feed URLs is read from ``data_dir`` (the crawling hub made it: copy
-    it to every machine that runs a web process); this process never makes one, since a new
-    key would break every reader's link."""
+    key that signs private feed URLs is read from the PostgreSQL database at ``store_url``, else
+    from ``data_dir`` (copy it to every machine that runs a web process); the crawling hub made
+    it, and this process never makes one, since a new key would break every reader's link."""
     if bus in ("", "memory"):
         raise ValueError("a web process of its own meets the other processes on a NATS bus: "
                          "--bus nats://HOST:PORT")
@@ -205,12 +213,9 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
         raise ValueError("--reflectors: give the URL of every reflector process, in order")
     data = Path(data_dir)
     key = data / FEED_SECRET_FILE
-    if not key.is_file():
+    if not store_url and not key.is_file():
         raise StoreError(f"no {FEED_SECRET_FILE} in {data}: give the crawling hub's data "
                          "folder (or a copy of its key), which signs every private feed URL")
-
-    def no_new_key() -> bytes:
-        raise StoreError(f"no key in {key}")
 
     clients = [ReflectorClient(n, url) for n, url in enumerate(reflectors)]
     clock = clock or SystemClock()
@@ -220,7 +225,9 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
         opened.append(state)
         ingest = open_ingest_store(store_url or existing_file(data / "feedmesh.db"))
         opened.append(ingest)
-        secret = read_or_create_key(key, no_new_key)
+        # With PostgreSQL the crawling hub keeps the key in the database, for every machine.
+        secret = (state.feed_secret() if isinstance(state, PostgresHubState)
+                  else read_or_create_key(key, _no_new_key(key)))
     except BaseException:
         for store in opened:
             store.close()
@@ -231,6 +238,19 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
                     tokens=FeedTokens(secret), holders=RemoteHolders(clients, state, io),
                     sources=RemoteSources(ingest, bus_port, clock, io),
                     reflectors=len(clients), starting_entries=starting_entries, io=io)
+
+
+def _no_new_key(path: Path) -> Callable[[], bytes]:
+    def refuse() -> bytes:
+        raise StoreError(f"no key in {path}")
+
+    return refuse
+
+
+def folder_key(data: Path) -> bytes | None:
+    """The key a hub kept in its data folder (before PostgreSQL kept it), or None."""
+    path = data / FEED_SECRET_FILE
+    return read_or_create_key(path, _no_new_key(path)) if path.is_file() else None
 
 
 def existing_file(path: Path) -> Path:

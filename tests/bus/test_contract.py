@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from feedmesh.bus import BusClosedError
+from feedmesh.bus import BusClosedError, Outgoing
 from tests.eventually import eventually
 
 
@@ -102,6 +102,56 @@ async def test_a_repeated_msg_id_is_delivered_once(bus):
     got = await drain(consumer, 2)
     assert [d.data for d in got] == [b"entry 7", b"entry 8"]
     assert got[0].msg_id == "entry-7"
+    assert await consumer.get(0.05) is None
+
+
+async def test_publish_many_is_publish_in_order(bus):
+    a = await bus.consumer("matches.0", "reflector-0")
+    b = await bus.consumer("matches.1", "reflector-1")
+    earlier = await bus.publish("matches.0", b"x", msg_id="articles.1.0")
+    seqs = await bus.publish_many([
+        Outgoing("matches.0", b"x again", "articles.1.0"),  # a copy of what was sent: dropped
+        Outgoing("matches.0", b"y", "articles.2.0"),
+        Outgoing("matches.1", b"z"),
+        Outgoing("matches.0", b"w"),
+        Outgoing("matches.0", b"y again", "articles.2.0"),  # a copy within the batch too
+    ])
+    assert seqs == [earlier, earlier + 1, 1, earlier + 2, earlier + 1]
+    assert [d.data for d in await drain(a, 3)] == [b"x", b"y", b"w"]
+    assert [d.data for d in await drain(b, 1)] == [b"z"]
+    assert await a.get(0.05) is None
+    assert await bus.publish_many([]) == []
+
+
+async def test_publish_many_waits_for_room_and_loses_nothing(bus):
+    consumer = await bus.consumer("s", "g")
+    batch = [Outgoing("s", bytes([n]) * 4000) for n in range(40)]  # 160 KB, room for 64 KB
+    publishing = asyncio.create_task(bus.publish_many(batch))
+    got = []
+    while len(got) < len(batch):
+        delivery = await consumer.get(10.0)
+        assert delivery is not None, f"only {len(got)} of {len(batch)} arrived"
+        got.append(delivery)
+        await delivery.ack()
+    seqs = await asyncio.wait_for(publishing, 10.0)
+    assert sorted(seqs) == [d.seq for d in got] == list(range(1, 41))
+    assert sorted(d.data for d in got) == sorted(m.data for m in batch)
+    assert await consumer.get(0.05) is None
+
+
+async def test_ack_many_settles_each_once(bus):
+    consumer = await bus.consumer("s", "g")
+    seqs = await bus.publish_many([Outgoing("s", bytes([n])) for n in range(6)])
+    got = await drain(consumer, 6)
+    await got[0].ack()  # settled before: skipped
+    await got[1].nak()  # handed back before: skipped, so it comes again
+    await bus.ack_many(got)
+    await bus.ack_many([])
+    again = (await drain(consumer, 1))[0]
+    assert (again.seq, again.redeliveries) == (seqs[1], 1)
+    assert not await bus.wait_acked("s", seqs[-1], timeout=0.05)  # the nakked one is open
+    await bus.ack_many([again])
+    assert await bus.wait_acked("s", seqs[-1], timeout=2.0)
     assert await consumer.get(0.05) is None
 
 

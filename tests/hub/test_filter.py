@@ -59,11 +59,11 @@ async def test_an_article_that_breaks_the_filter_is_retried_then_parked(monkeypa
     match = shard.index.match_entry
     attempts = []
 
-    def breaks_on_poison(entry, feed_url, language=""):
+    def breaks_on_poison(entry, feed_url, language="", tokens=None):
         if entry.title == "poison":
             attempts.append(entry.key)
             raise RuntimeError("a bug meets this article")
-        return match(entry, feed_url, language)
+        return match(entry, feed_url, language, tokens)
 
     shard.index.match_entry = breaks_on_poison
     reflector = await bus.consumer("matches.0", "reflector-0")

@@ -55,8 +55,9 @@ def test_stores_opening_a_new_database_at_once_migrate_it_once(postgres_url):
     for store in opened:
         store.close()
     assert errors == [] and len(opened) == len(openers)
-    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("ingest", 1),
-                                      ("ingest", 2), ("ownership", 1), ("reflector", 1)]
+    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4),
+                                      ("ingest", 1), ("ingest", 2), ("ownership", 1),
+                                      ("reflector", 1)]
 
 
 def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
@@ -64,7 +65,7 @@ def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         conn.execute("INSERT INTO feedmesh_migrations (component, version) VALUES ('hub', 99)")
     with pytest.raises(StoreError, match=r"cannot open hub database postgresql://.*: its hub "
-                                         r"schema is at version 99, this feedmesh knows 3"):
+                                         r"schema is at version 99, this feedmesh knows 4"):
         PostgresHubState(postgres_url)
 
 
@@ -83,8 +84,9 @@ def test_a_hub_database_of_before_push_gains_its_tables(postgres_url):
                                               url="http://a.test/", created_at=1.0))
     assert state.push_targets() == [saved]
     assert state.websub_leases() == []  # and the WebSub subscriber's (migration 3)
+    assert state.feed_secret(lambda: b"k" * 32) == b"k" * 32  # and the feed-URL key's (4)
     state.close()
-    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3)]
+    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4)]
 
 
 def test_a_read_only_database_opens_and_refuses_writes_precisely(postgres_url):

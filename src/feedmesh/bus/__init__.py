@@ -11,6 +11,14 @@ Exceptions drawn from this package::
           └── BusClosedError   the bus was closed (publishing to it, or waiting for room in it)
 """
 
-from feedmesh.bus.ports import Bus, BusClosedError, BusError, Consumer, Delivery, Parked
+from feedmesh.bus.ports import (
+    Bus,
+    BusClosedError,
+    BusError,
+    Consumer,
+    Delivery,
+    Outgoing,
+    Parked,
+)
 
-__all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery", "Parked"]
+__all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery", "Outgoing", "Parked"]

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import nats
@@ -43,7 +44,15 @@ import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import api
 
-from feedmesh.bus.ports import BusClosedError, BusError, Consumer, Delivery, Parked, reason_line
+from feedmesh.bus.ports import (
+    BusClosedError,
+    BusError,
+    Consumer,
+    Delivery,
+    Outgoing,
+    Parked,
+    reason_line,
+)
 
 __all__ = ["JetStreamBus"]
 
@@ -88,6 +97,18 @@ class _JetStreamDelivery:
     @property
     def size(self) -> int:
         return len(self._msg.data)
+
+    @property
+    def settled(self) -> bool:
+        return self._settled
+
+    async def ack_async(self) -> None:
+        """Acknowledge without waiting for the server's answer (see ``ack_many``)."""
+        if self._settled:
+            return
+        self._settled = True
+        with contextlib.suppress(*_UNREACHABLE):
+            await self._msg.ack()
 
     async def ack(self) -> None:
         if self._settled:
@@ -215,6 +236,9 @@ class JetStreamBus:
         self._depth_task: asyncio.Task[None] | None = None
         self._unreachable_since: float | None = None
         self._waiting = 0
+        self._answers: dict[str, asyncio.Future[int | None]] = {}
+        self._answer_prefix: str | None = None
+        self._answer_count = 0
 
     @classmethod
     async def connect(cls, url: str, **options: Any) -> JetStreamBus:
@@ -333,7 +357,8 @@ class JetStreamBus:
 
     # -- the port --------------------------------------------------------------------------
 
-    async def publish(self, subject: str, data: bytes, *, msg_id: str | None = None) -> int:
+    async def _target(self, subject: str, data: bytes) -> tuple[str, str]:
+        """The NATS subject and stream of a publish of ``data`` to ``subject``, once checked."""
         if self.closed:
             raise BusClosedError(f"bus closed: cannot publish to {subject}")
         if not isinstance(data, bytes | bytearray | memoryview):
@@ -343,8 +368,23 @@ class JetStreamBus:
                            f"buffer of {self.capacity_bytes} bytes per subject")
         nats_subject, _ = self._names(subject)
         stream = await self._stream(subject)
-        headers = {"Nats-Msg-Id": msg_id} if msg_id is not None else {
+        assert stream is not None
+        return nats_subject, stream
+
+    @staticmethod
+    def _headers(msg_id: str | None) -> dict[str, str]:
+        return {"Nats-Msg-Id": msg_id} if msg_id is not None else {
             "Nats-Msg-Id": uuid.uuid4().hex, _OWN_ID: "1"}
+
+    async def publish(self, subject: str, data: bytes, *, msg_id: str | None = None) -> int:
+        nats_subject, stream = await self._target(subject, data)
+        return await self._publish_one(subject, nats_subject, stream, data,
+                                       self._headers(msg_id))
+
+    async def _publish_one(self, subject: str, nats_subject: str, stream: str, data: bytes,
+                           headers: dict[str, str]) -> int:
+        """Publish and wait for the server's answer, waiting out a full stream or an
+        unreachable server (the ``Nats-Msg-Id`` in ``headers`` makes retrying safe)."""
         pause = 0.002
         waiting = False
         try:
@@ -353,7 +393,7 @@ class JetStreamBus:
                     raise BusClosedError(f"bus closed while publishing to {subject}")
                 try:
                     ack = await self._js.publish(nats_subject, bytes(data), stream=stream,
-                                                 headers=headers, timeout=5.0)
+                                                 headers=dict(headers), timeout=5.0)
                 except nats.js.errors.APIError as error:
                     if error.err_code not in _STREAM_FULL:
                         if isinstance(error, nats.js.errors.ServiceUnavailableError):
@@ -379,6 +419,85 @@ class JetStreamBus:
         finally:
             if waiting:
                 self._waiting -= 1
+
+    async def publish_many(self, messages: Sequence[Outgoing]) -> list[int]:
+        """Every message is sent at once, each with a reply subject of ours, then the server's
+        answers are collected (no round trip each); a message refused or unanswered (a full
+        stream, the server gone) is published again the careful way, as :meth:`publish` does,
+        under the same ``Nats-Msg-Id``, so it is never stored twice. (Not nats-py's
+        ``publish_async``: its futures never resolve when the server refuses a message.)"""
+        targets = [(subject, *await self._target(subject, data), data, self._headers(msg_id))
+                   for subject, data, msg_id in messages]
+        if not targets:
+            return []
+        prefix = await self._answer_inbox()
+        loop = asyncio.get_running_loop()
+        answers: list[tuple[str, asyncio.Future[int | None]] | None] = []
+        try:
+            for _, nats_subject, stream, data, headers in targets:
+                self._answer_count += 1
+                reply = f"{prefix}.{self._answer_count}"
+                answer: asyncio.Future[int | None] = loop.create_future()
+                self._answers[reply] = answer
+                try:
+                    await self._nc.publish(nats_subject, bytes(data), reply=reply,
+                                           headers={**headers, "Nats-Expected-Stream": stream})
+                except _UNREACHABLE:
+                    answers.append(None)
+                else:
+                    answers.append((reply, answer))
+            seqs = []
+            for (subject, nats_subject, stream, data, headers), sent in zip(targets, answers,
+                                                                           strict=True):
+                seq = None
+                if sent is not None:
+                    with contextlib.suppress(TimeoutError):
+                        seq = await asyncio.wait_for(asyncio.shield(sent[1]), 5.0)
+                if seq is not None:
+                    self.note_reachable()
+                    seqs.append(seq)
+                else:
+                    seqs.append(await self._publish_one(subject, nats_subject, stream, data,
+                                                        headers))
+            return seqs
+        finally:
+            for sent in answers:
+                if sent is not None:
+                    self._answers.pop(sent[0], None)
+
+    async def _answer_inbox(self) -> str:
+        """The subject prefix under which the server answers :meth:`publish_many` (subscribed
+        once; nats-py subscribes again after a reconnection)."""
+        if self._answer_prefix is None:
+            await self.open()
+            prefix = self._nc.new_inbox()
+            await self._nc.subscribe(f"{prefix}.*", cb=self._on_answer)
+            self._answer_prefix = prefix
+        return self._answer_prefix
+
+    async def _on_answer(self, msg: Msg) -> None:
+        answer = self._answers.pop(msg.subject, None)
+        if answer is None or answer.done():
+            return
+        try:
+            reply = json.loads(msg.data) if msg.data else {}
+        except ValueError:
+            reply = {}
+        # An error, no responders (a status header, no body) or anything unexpected: None,
+        # and the message is published again the careful way.
+        seq = reply.get("seq") if isinstance(reply, dict) and "error" not in reply else None
+        answer.set_result(int(seq) if isinstance(seq, int) else None)
+
+    async def ack_many(self, deliveries: Sequence[Delivery]) -> None:
+        """All but the last acknowledgement are sent without waiting; the last waits for the
+        server's answer, which comes after it processed those sent before it on this
+        connection. A lost acknowledgement only means one more delivery."""
+        pending = [d for d in deliveries
+                   if isinstance(d, _JetStreamDelivery) and not d.settled]
+        for delivery in pending[:-1]:
+            await delivery.ack_async()
+        if pending:
+            await pending[-1].ack()
 
     async def consumer(self, subject: str, group: str) -> Consumer:
         if self.closed:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
-from feedmesh.bus.ports import BusClosedError, Consumer, Delivery, Parked, reason_line
+from feedmesh.bus.ports import BusClosedError, Consumer, Delivery, Outgoing, Parked, reason_line
 
 __all__ = ["MemoryBus"]
 
@@ -240,6 +240,14 @@ class MemoryBus:
         for group in list(state.groups.values()):
             await group.put(message)
         return seq
+
+    async def publish_many(self, messages: Sequence[Outgoing]) -> list[int]:
+        return [await self.publish(subject, data, msg_id=msg_id)
+                for subject, data, msg_id in messages]
+
+    async def ack_many(self, deliveries: Sequence[Delivery]) -> None:
+        for delivery in deliveries:
+            await delivery.ack()
 
     async def consumer(self, subject: str, group: str) -> Consumer:
         if self._closed:

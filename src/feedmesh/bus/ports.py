@@ -12,6 +12,8 @@ in-process one (:mod:`.memory`) without touching the tiers:
   done, :meth:`Delivery.nak` to have it delivered again (``redeliveries`` counts how often it
   was). A delivery neither acked nor nakked holds its place (and, in the in-process bus, its bytes
   of buffer) until it is: JetStream redelivers it after its ack wait when a worker died;
+* :meth:`Bus.publish_many` and :meth:`Bus.ack_many` do what publish and ack do, for many
+  messages at once: a networked bus sends them together and waits for one answer, not one each;
 * a publish carrying a ``msg_id`` already published within the bus's duplicate window is not
   delivered again (JetStream's ``Nats-Msg-Id``): the answer is the first one's ``seq``;
 * :meth:`Bus.wait_acked` tells a publisher that every group of a subject has acknowledged every
@@ -32,11 +34,11 @@ What is delivered is bytes: the tiers encode and decode their own typed messages
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
-__all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery", "Parked"]
+__all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery", "Outgoing", "Parked"]
 
 
 class BusError(Exception):
@@ -59,6 +61,14 @@ class Parked:
     data: bytes
     parked_at: float
     """Unix seconds."""
+
+
+class Outgoing(NamedTuple):
+    """One message of :meth:`Bus.publish_many`: what :meth:`Bus.publish` takes."""
+
+    subject: str
+    data: bytes
+    msg_id: str | None = None
 
 
 def reason_line(reason: str) -> str:
@@ -131,6 +141,16 @@ class Bus(Protocol):
     async def publish(self, subject: str, data: bytes, *, msg_id: str | None = None) -> int:
         """Send ``data`` to every group of ``subject``; return its ``seq``. Waits while a
         group's buffer is full (backpressure)."""
+        ...
+
+    async def publish_many(self, messages: Sequence[Outgoing]) -> list[int]:
+        """Publish each message as :meth:`publish` does, in order, and return their ``seq`` s;
+        when it returns, every one is published. On a networked bus they leave together."""
+        ...
+
+    async def ack_many(self, deliveries: Sequence[Delivery]) -> None:
+        """Acknowledge each delivery (of this bus; those already settled are skipped). On a
+        networked bus the acknowledgements leave together and one answer confirms them all."""
         ...
 
     async def consumer(self, subject: str, group: str) -> Consumer:

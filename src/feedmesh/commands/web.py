@@ -36,8 +36,9 @@ __all__ = ["configure", "run"]
 def configure(parser: argparse.ArgumentParser) -> None:
     add_role_arguments(parser, state=False)
     parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var"),
-                        help="the crawling hub's data folder: its feed-secret.key (and, without "
-                        "--store, its hub.db and feedmesh.db)")
+                        help="without --store, the crawling hub's data folder: its hub.db, "
+                        "feedmesh.db and feed-secret.key (with --store all three are in the "
+                        "database)")
     parser.add_argument("--store", default=os.environ.get("FEEDMESH_STORE", ""), metavar="URL",
                         help="the hub's PostgreSQL database (postgresql://...)")
     parser.add_argument("--reflectors", required=True, metavar="URL,URL,...",

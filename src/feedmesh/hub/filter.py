@@ -25,10 +25,11 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from feedmesh import failpoints
-from feedmesh.bus import Bus, Consumer, Delivery
+from feedmesh.bus import Bus, Consumer, Delivery, Outgoing
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.idcodec import encode_ids
@@ -49,10 +50,10 @@ __all__ = ["FilterTier"]
 log = logging.getLogger("feedmesh.hub.filter")
 
 StateOpener = Callable[[], HubState]
+"""Opens the hub's state in another process (picklable: the composition root makes it)."""
 
 BATCH_MAX = 64
 """Articles a filter takes from what the bus already holds for it, at most, at once."""
-"""Opens the hub's state in another process (picklable: the composition root makes it)."""
 
 
 class FilterTier:
@@ -179,46 +180,73 @@ class FilterTier:
         consumer = await self.bus.consumer("articles", f"filter-{self.shard}")
         self.stream_joined.set()
         while (first := await consumer.get()) is not None:
-            # What the bus already holds for this member is taken together: each article is
-            # matched in turn, and their publishes and acknowledgements leave together (on
-            # NATS, one write for many instead of a round trip each).
             batch = [first]
             while len(batch) < BATCH_MAX and (more := await consumer.get(0)) is not None:
                 batch.append(more)
-            await asyncio.gather(*(self._settle_one(delivery) for delivery in batch))
+            await self.process_batch(batch)
 
-    async def _settle_one(self, delivery: Delivery) -> None:
-        article = await self.settle.decoded(delivery)
-        if isinstance(article, Article):
-            self.metrics.articles_in.labels("filter").inc()
-            self.metrics.bytes_in.labels("filter").inc(delivery.size)
+    async def process_batch(self, batch: list[Delivery]) -> None:
+        """Match what the bus already holds for this member together: each article in turn,
+        then their matches leave in one :meth:`~feedmesh.bus.Bus.publish_many` and their
+        acknowledgements in one :meth:`~feedmesh.bus.Bus.ack_many` (on NATS, one write and one
+        answer for many instead of a round trip each). An article that fails is handed back
+        alone; a publish that fails hands back the whole batch."""
+        done: list[Delivery] = []
+        outgoing: list[Outgoing] = []
+        for delivery in batch:
+            article = await self.settle.decoded(delivery)
+            if article is None:
+                continue  # not a message: parked
+            if isinstance(article, Article):
+                self.metrics.articles_in.labels("filter").inc()
+                self.metrics.bytes_in.labels("filter").inc(delivery.size)
+                try:
+                    outgoing.extend(self.route(article, delivery.seq))
+                except Exception as exc:  # a bug on one article: retried, then parked
+                    log.exception("filter_failed shard=%d entry=%d", self.shard,
+                                  article.entry_id)
+                    await self.settle.retry_later(delivery, exc)
+                    continue
+            done.append(delivery)
+        if outgoing:
             try:
-                await self.process(article, delivery.seq)
-            except Exception as exc:  # a bug on one article: retried, then parked
-                log.exception("filter_failed shard=%d entry=%d", self.shard, article.entry_id)
-                await self.settle.retry_later(delivery, exc)
+                await self.bus.publish_many(outgoing)
+            except Exception as exc:
+                log.exception("filter_publish_failed shard=%d articles=%d", self.shard,
+                              len(done))
+                for delivery in done:
+                    await self.settle.retry_later(delivery, exc)
                 return
-        await delivery.ack()
+        await self.bus.ack_many(done)
 
     async def process(self, article: Article, seq: int = 0) -> None:
-        """Match one article and send each reflector its matches; ``seq`` is the article's
-        number on the bus: an article delivered again (its filter died before acknowledging it)
-        is matched again, and the bus drops the copies of what was already sent."""
+        """Match one article and send each reflector its matches (see :meth:`route`)."""
+        await self.bus.publish_many(self.route(article, seq))
+
+    def route(self, article: Article, seq: int = 0) -> list[Outgoing]:
+        """Match one article: the messages that tell each reflector its matches. ``seq`` is the
+        article's number on the bus: an article delivered again (its filter died before
+        acknowledging it) is matched again, and the bus drops the copies of what was already
+        sent (their ``msg_id`` is the article's number and the shard's)."""
         started = time.perf_counter()
-        ids = self.index.match_entry(article.entry, article.feed_url, article.feed_language)
+        ids = self.index.match_entry(article.entry, article.feed_url, article.feed_language,
+                                     article.tokens)
         self.metrics.match_seconds.observe(time.perf_counter() - started)
         if not len(ids):
-            return
+            return []
         self.metrics.matches.inc(len(ids))
         ids = ids[self.routes.active[ids]]  # removed while matching: never delivered
         if not len(ids):
-            return
+            return []
         targets = self.routes.reflector[ids]
         now = self.clock.now()
+        if self.delivery == "ids" and article.tokens is not None:
+            article = msgspec.structs.replace(article, tokens=None)  # the reflector never reads them
         if targets.min() == targets.max():  # one reflector (the usual case): no grouping
             groups = [(targets[0], ids)]
         else:
             groups = [(r, ids[targets == r]) for r in np.unique(targets)]
+        outgoing = []
         for reflector, mine in groups:
             if self.delivery == "ids":
                 message = Matched(article=article, sub_ids=encode_ids(mine),
@@ -227,11 +255,11 @@ class FilterTier:
                 message = Matched(article=article, sub_ids=None, shard=self.shard,
                                   matched_at=now)
             data = encode(message)
-            await self.bus.publish(f"matches.{int(reflector)}", data,
-                                   msg_id=f"articles.{seq}.{self.shard}" if seq else None)
-            size = len(data)
+            outgoing.append(Outgoing(f"matches.{int(reflector)}", data,
+                                     f"articles.{seq}.{self.shard}" if seq else None))
             self.metrics.articles_out.labels("filter").inc()
-            self.metrics.bytes_out.labels("filter").inc(size)
+            self.metrics.bytes_out.labels("filter").inc(len(data))
+        return outgoing
 
 
 def write_snapshot(index: SubscriptionIndex, path: Path | str, seq: int) -> None:

@@ -552,7 +552,7 @@ class HubFront:
         now = self.clock.now()
         for match in chosen:
             article = article_of(match.item, match.feed_url, match.feed_title,
-                                 match.feed_language)
+                                 match.feed_language, tokenized=False)
             seq = await self.bus.publish(subject, encode(Matched(
                 article=article, sub_ids=ids, shard=-sub.id, matched_at=now)))
         if not await self.bus.wait_acked(subject, seq, timeout=APPLY_TIMEOUT_S):

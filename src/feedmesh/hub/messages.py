@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import msgspec
 
+from feedmesh.match.article import article_from_entry
+from feedmesh.match.packed import PackedTokens, pack_tokens
 from feedmesh.model import Entry
 from feedmesh.store import IngestedEntry
 
@@ -48,14 +50,21 @@ class Article(msgspec.Struct, frozen=True, tag="article", kw_only=True):
     entry: Entry
     first_seen_at: float
     updated: bool = False
+    tokens: PackedTokens | None = None
+    """The entry tokenized once by the crawler (:mod:`feedmesh.match.packed`, versioned), so
+    that no filter shard tokenizes it again; absent from older crawlers' articles, and dropped
+    from what the filters send on to the reflectors when those do not match."""
 
 
 def article_of(item: IngestedEntry, feed_url: str, feed_title: str,
-               feed_language: str = "") -> Article:
-    """The article the crawler publishes for an entry it committed (and the hub replays)."""
+               feed_language: str = "", *, tokenized: bool = True) -> Article:
+    """The article the crawler publishes for an entry it committed (and the hub replays),
+    with its packed tokens unless not ``tokenized``."""
+    tokens = (pack_tokens(article_from_entry(item.entry, feed_url, feed_language))
+              if tokenized else None)
     return Article(entry_id=item.id, feed_id=item.feed_id, feed_url=feed_url,
                    feed_title=feed_title, feed_language=feed_language, entry=item.entry,
-                   first_seen_at=item.first_seen_at, updated=item.updated)
+                   first_seen_at=item.first_seen_at, updated=item.updated, tokens=tokens)
 
 
 class Matched(msgspec.Struct, frozen=True, tag="matched", kw_only=True):

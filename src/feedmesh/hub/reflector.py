@@ -373,7 +373,7 @@ class Reflector:
             try:
                 if matched.sub_ids is None:
                     ids = (self.index.match_entry(article.entry, article.feed_url,
-                                                  article.feed_language)
+                                                  article.feed_language, article.tokens)
                            if self.index is not None else np.zeros(0, np.int64))
                 else:
                     ids = decode_ids(matched.sub_ids)

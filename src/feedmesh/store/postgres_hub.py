@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -29,7 +29,14 @@ from feedmesh.store.columns import (
     push_target,
     subscription_columns,
 )
-from feedmesh.store.ports import Account, FollowedSource, PushAttempt, PushTarget, Subscription
+from feedmesh.store.ports import (
+    Account,
+    FollowedSource,
+    PushAttempt,
+    PushTarget,
+    StoreError,
+    Subscription,
+)
 from feedmesh.store.postgres_db import LOCK_CLASS, LOCKS, PostgresDatabase
 from feedmesh.store.websub_rows import WEBSUB_LEASE_COLUMNS, websub_lease, websub_row
 
@@ -134,7 +141,20 @@ MIGRATIONS = (
     );
     CREATE INDEX websub_leases_by_feed ON websub_leases (feed_id);
     """,
+    # 4: the key that signs private feed URLs, shared by every process of the hub (web
+    # processes on several machines must agree on it); no one but its owner may read it
+    """
+    CREATE TABLE hub_keys (
+        name text PRIMARY KEY,
+        secret bytea NOT NULL CHECK (octet_length(secret) >= 32),
+        created_at double precision NOT NULL
+    );
+    REVOKE ALL ON hub_keys FROM PUBLIC;
+    """,
 )
+
+FEED_URL_KEY = "feed_urls"
+MIN_KEY_BYTES = 32
 
 _SUB_COLUMNS = "id, account_id, name, query, keep, reflector, generation, created_at, changed_at"
 
@@ -155,6 +175,28 @@ class PostgresHubState:
     def legacy_feed_secret(self) -> bytes | None:
         """Only SQLite hub databases ever kept the feed-URL key: None."""
         return None
+
+    def feed_secret(self, initial: Callable[[], bytes] | None = None, *,
+                    now: float = 0.0) -> bytes:
+        """The key that signs private feed URLs, kept in the database so that every process of
+        the hub, on any machine, signs and checks with the same one. When there is none yet,
+        ``initial()`` is stored (the first process to store one wins: the others read it), or,
+        without ``initial``, :class:`StoreError` says who must make it."""
+        query = "SELECT secret FROM hub_keys WHERE name = %s"
+        rows = self._db.read(query, (FEED_URL_KEY,))
+        if not rows:
+            if initial is None:
+                raise StoreError(f"no key for private feed URLs in the hub database at "
+                                 f"{self._db.where}: start the crawling hub on it first (it "
+                                 "makes the key, or brings its feed-secret.key over)")
+            key = initial()
+            if len(key) < MIN_KEY_BYTES:
+                raise StoreError(f"a key needs at least {MIN_KEY_BYTES} bytes, got {len(key)}")
+            with self._db.write("storing the key for private feed URLs") as cur:
+                cur.execute("INSERT INTO hub_keys (name, secret, created_at) VALUES (%s, %s, %s) "
+                            "ON CONFLICT (name) DO NOTHING", (FEED_URL_KEY, key, now))
+            rows = self._db.read(query, (FEED_URL_KEY,))
+        return bytes(rows[0][0])
 
     def forget_legacy_feed_secret(self) -> None:
         """Nothing to move (see :meth:`legacy_feed_secret`)."""

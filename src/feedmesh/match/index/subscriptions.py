@@ -37,8 +37,10 @@ from feedmesh.match.index.kernels import BACKENDS, MatchScratch, default_backend
 from feedmesh.match.index.prepare import PreparedArticle, prepare_article
 from feedmesh.match.index.settings import IndexSettings, IndexStats, check_sub_id
 from feedmesh.match.index.statistics import TermStatistics
+from feedmesh.match.index.term_table import TermTable, new_term_table, prepare_packed
 from feedmesh.match.index.vocabulary import Vocabulary
 from feedmesh.match.query import Query, parse_query
+from feedmesh.match.packed import PACKED_VERSION, PackedTokens
 from feedmesh.model import Entry
 
 __all__ = ["SubscriptionIndex"]
@@ -84,6 +86,7 @@ class SubscriptionIndex:
         self._log: list[tuple[int, Query | None]] | None = None  # changes during a compaction
         self._compaction: asyncio.Task[None] | None = None
         self._observed_at_build = 0
+        self._term_table: TermTable | None = None
 
     # --- changes -------------------------------------------------------------------------------
 
@@ -129,11 +132,16 @@ class SubscriptionIndex:
 
     # --- matching ------------------------------------------------------------------------------
 
-    def match_entry(self, entry: Entry, feed_url: str, feed_language: str = "") -> np.ndarray:
+    def match_entry(self, entry: Entry, feed_url: str, feed_language: str = "",
+                    tokens: PackedTokens | None = None) -> np.ndarray:
         """Sorted unique ids (int64) of the subscriptions a feed's entry matches: the one way
-        the hub's tiers match what the crawler stored."""
-        return np.asarray(self.match(article_from_entry(entry, feed_url, feed_language)),
-                          dtype=np.int64)
+        the hub's tiers match what the crawler stored. ``tokens``, the crawler's packed form of
+        this very entry, saves tokenizing it when its version is known (else it is ignored)."""
+        if tokens is not None and tokens.version == PACKED_VERSION:
+            ids = self.match_packed(tokens)
+        else:
+            ids = self.match(article_from_entry(entry, feed_url, feed_language))
+        return np.asarray(ids, dtype=np.int64)
 
     def match(self, article: Article | TokenizedArticle, *, observe: bool = True) -> np.ndarray:
         """Sorted unique ids (int32) of the subscriptions ``article`` matches.
@@ -141,7 +149,17 @@ class SubscriptionIndex:
         ``observe`` counts the article's terms in the statistics that choose access predicates.
         """
         tokenized = article if isinstance(article, TokenizedArticle) else tokenize_article(article)
-        prepared = prepare_article(tokenized, self.vocabulary)
+        return self._match_prepared(prepare_article(tokenized, self.vocabulary), observe)
+
+    def match_packed(self, packed: PackedTokens, *, observe: bool = True) -> np.ndarray:
+        """:meth:`match` for an article tokenized and packed upstream (:mod:`feedmesh.match.packed`):
+        the same ids. Raises ValueError when ``packed`` is not whole."""
+        table = self._term_table
+        if table is None or table.vocabulary is not self.vocabulary:
+            table = self._term_table = new_term_table(self.vocabulary)
+        return self._match_prepared(prepare_packed(packed, self.vocabulary, table), observe)
+
+    def _match_prepared(self, prepared: PreparedArticle, observe: bool) -> np.ndarray:
         scratch = self._scratch
         scratch.fit(len(self.vocabulary), self._largest_id)
         phrases = self.vocabulary.phrase_tables()

@@ -1,0 +1,83 @@
+"""The key that signs private feed URLs, kept in PostgreSQL (migration 4 of the hub database):
+every process of a hub on one database signs and checks with the same key, whatever machine and
+data folder it runs with, and a hub that kept its key in a file brings it over."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+from feedmesh.compose import FEED_SECRET_FILE, embedded_hub, web_front
+from feedmesh.store import StoreError
+from feedmesh.store.postgres_hub import PostgresHubState
+
+from .conftest import hub_settings
+
+
+def test_the_first_key_stored_wins_and_every_process_reads_it(postgres_url):
+    first, second = PostgresHubState(postgres_url), PostgresHubState(postgres_url)
+    try:
+        with pytest.raises(StoreError, match="no key for private feed URLs.*crawling hub"):
+            second.feed_secret()  # a web process never makes one
+        with pytest.raises(StoreError, match="at least 32 bytes, got 5"):
+            first.feed_secret(lambda: b"short")
+        keys: list[bytes] = []
+        starting = threading.Barrier(2)
+
+        def start(state: PostgresHubState, key: bytes) -> None:
+            starting.wait()
+            keys.append(state.feed_secret(lambda: key))
+
+        threads = [threading.Thread(target=start, args=(state, bytes([n]) * 32))
+                   for n, state in enumerate((first, second))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert keys[0] == keys[1] and keys[0] in (bytes([0]) * 32, bytes([1]) * 32)
+        assert second.feed_secret() == first.feed_secret(lambda: b"x" * 32) == keys[0]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_short_key_is_refused_by_the_database_too(postgres_url):
+    state = PostgresHubState(postgres_url)  # runs the migrations
+    state.close()
+    with psycopg.connect(postgres_url) as conn, pytest.raises(psycopg.errors.CheckViolation):
+        conn.execute("INSERT INTO hub_keys (name, secret, created_at) VALUES ('x', %s, 0)",
+                     (b"short",))
+
+
+async def test_hubs_and_web_processes_on_one_database_agree_on_feed_urls(tmp_path, postgres_url):
+    legacy = tmp_path / "old-machine"
+    legacy.mkdir()
+    (legacy / FEED_SECRET_FILE).write_bytes(b"k" * 32)  # this hub kept its key in a file
+    hub = embedded_hub(hub_settings(str(legacy)), store_url=postgres_url)
+    await hub.start()
+    try:
+        account, _ = await hub.create_account("ann")
+        sub = await hub.add_subscription(account.id, name="", query="law", keep=5)
+        token = hub.feed_token(sub)
+    finally:
+        await hub.stop()
+    state = PostgresHubState(postgres_url)
+    try:  # its URLs keep working: the key moved into the database
+        assert state.feed_secret() == b"k" * 32
+    finally:
+        state.close()
+    # a replacement crawling hub and a web process on other machines: empty data folders
+    again = embedded_hub(hub_settings(str(tmp_path / "new-machine")), store_url=postgres_url)
+    await again.start()
+    web = web_front(tmp_path / "web-machine", reflectors=["http://127.0.0.1:9"],
+                    bus="nats://127.0.0.1:9", store_url=postgres_url)
+    try:
+        assert again.feed_token(sub) == web.feed_token(sub) == token
+        assert web.read_feed_token(token) == again.read_feed_token(token) == (sub.id, 0)
+        assert not (tmp_path / "new-machine" / FEED_SECRET_FILE).exists()  # not spread in files
+        assert not (tmp_path / "web-machine").exists()
+    finally:
+        await web.aclose()
+        await again.stop()
