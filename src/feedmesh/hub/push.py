@@ -55,6 +55,7 @@ from feedmesh.websub.hub_requests import (
     LeaseBounds,
     challenge_echoed,
     check_push_url,
+    denial_url,
     verification_url,
 )
 
@@ -115,6 +116,7 @@ class PushService:
         self._woken = False
         self._sending: set[asyncio.Task[None]] = set()
         self._verifying: set[asyncio.Task[bool]] = set()
+        self._denying: set[asyncio.Task[None]] = set()
         self._tests = 0
         self.recent_items: OrderedDict[int, ReflectedItem] = OrderedDict()
         """Entries recently queued for some target, newest last: the documents pushed are
@@ -157,7 +159,9 @@ class PushService:
             self.metrics.push_targets.labels(target.kind).set(self._count(target.kind))
         return target
 
-    async def _drop(self, target: PushTarget, reason: str) -> None:
+    async def _drop(self, target: PushTarget, reason: str, *, deny: bool = False) -> None:
+        """Forget ``target``; ``deny``: the hub cancels a WebSub subscription it had granted,
+        and tells the callback so (section 5.2)."""
         self._release(target.id)
         try:
             await self._io.call(self.state.delete_push_target, target.id)
@@ -165,6 +169,27 @@ class PushService:
             log.error("push_target_not_deleted target=%d error=%s", target.id, exc)
         log.info("push_target_dropped target=%d kind=%s sub=%d reason=%s", target.id,
                  target.kind, target.sub_id, reason)
+        if deny:
+            self._deny(target, reason)
+
+    def _deny(self, target: PushTarget, reason: str) -> None:
+        """Send ``hub.mode=denied`` to a WebSub callback whose subscription ends against its
+        will, once, in the background (a callback that is down may never hear it)."""
+        if target.kind != WEBSUB:
+            return
+        task = asyncio.create_task(self._send_denial(target, reason))
+        self._denying.add(task)
+        task.add_done_callback(self._denying.discard)
+
+    async def _send_denial(self, target: PushTarget, reason: str) -> None:
+        try:
+            answer = await self.client.get(denial_url(target.url, target.topic, reason))
+        except CallbackError as exc:
+            log.info("websub_denial_not_heard target=%d sub=%d error=%s", target.id,
+                     target.sub_id, exc)
+            return
+        log.info("websub_denied target=%d sub=%d status=%d reason=%s", target.id,
+                 target.sub_id, answer.status, reason)
 
     def of_subscription(self, sub_id: int) -> list[PushTarget]:
         return [self.targets[t] for t in sorted(self._by_sub.get(sub_id, ()))]
@@ -178,10 +203,13 @@ class PushService:
         return self._subs[sub_id]
 
     def subscription_removed(self, sub_id: int) -> None:
-        """Its targets went with it (the store deletes them in the same transaction)."""
+        """Its targets went with it (the store deletes them in the same transaction); its
+        WebSub subscribers are told their topic is gone."""
         self._subs.pop(sub_id, None)
         for target_id in list(self._by_sub.get(sub_id, ())):
-            self._release(target_id)
+            target = self._release(target_id)
+            if target is not None:
+                self._deny(target, "the feed was deleted by its owner")
 
     async def subscription_changed(self, sub_id: int, new_url: bool) -> None:
         """Its name or query changed (documents name them), or its feed got a new URL: then
@@ -190,7 +218,8 @@ class PushService:
         if new_url:
             for target in self.of_subscription(sub_id):
                 if target.kind == WEBSUB:
-                    await self._drop(target, "the feed's URL was replaced")
+                    await self._drop(target, "the feed's URL was replaced by its owner",
+                                     deny=True)
 
     # -- WebSub subscriptions ----------------------------------------------------------------
 
@@ -404,8 +433,11 @@ class PushService:
             except StoreError as exc:
                 log.error("push_log_not_written target=%d error=%s", target.id, exc)
         if outcome is Outcome.DROPPED and target.kind == WEBSUB:
+            # A callback that answered 410 Gone asked for the end; one that kept failing is
+            # told (if it can hear it) why its deliveries stopped.
             await self._drop(target, "gone (HTTP 410)" if status == 410 else
-                             f"{send.attempt} failed deliveries in a row; last: {error}")
+                             f"{send.attempt} failed deliveries in a row; last: {error}",
+                             deny=status != 410)
         elif outcome is Outcome.DROPPED:
             # A webhook is its owner's: what waited is dropped (the log shows why), the
             # webhook stays, and the next entries are tried afresh.
@@ -420,9 +452,10 @@ class PushService:
                                [p for p in send.payloads if isinstance(p, ReflectedItem)])
 
     async def close(self) -> None:
-        for task in (*self._sending, *self._verifying):
+        tasks = (*self._sending, *self._verifying, *self._denying)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._sending, *self._verifying, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.client.close()
         self._io.close()
 

@@ -210,6 +210,41 @@ async def test_a_callback_that_keeps_failing_is_retried_then_dropped(hub_env, an
         await eventually(lambda: not hub_env.hub.push_targets(sub["id"]), timeout=60.0)
         assert len(subscriber.to("/cb")) >= 3  # the first try and its retries
         assert await hub_env.hub._io.call(hub_env.hub.state.push_targets, sub["id"]) == []
+        # The hub cancelled a subscription it had granted: it says so (WebSub 5.2).
+        denial = await eventually(lambda: _denial(subscriber), timeout=10.0)
+        assert denial.params["hub.topic"] == sub["feed_urls"]["rss"]
+        assert "failed deliveries in a row" in denial.params["hub.reason"]
+        assert "HTTP 500" in denial.params["hub.reason"]
+
+
+def _denial(subscriber):
+    return next((v for v in subscriber.verifications if v.params.get("hub.mode") == "denied"),
+                None)
+
+
+async def test_deleting_the_feed_or_replacing_its_url_denies_its_subscribers(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    async with loopback_subscriber() as subscriber, loopback_subscriber("127.0.0.3") as other:
+        await subscribed(hub_env, subscriber, sub["feed_urls"]["atom"])
+        await subscribed(hub_env, other, sub["feed_urls"]["rss"])
+        assert _denial(subscriber) is None and _denial(other) is None
+        status, body = await ann.call("PATCH", f"/api/subscriptions/{sub['id']}",
+                                      {"new_url": True})
+        assert status == 200, body
+        denial = await eventually(lambda: _denial(subscriber), timeout=10.0)
+        assert denial.params["hub.topic"] == sub["feed_urls"]["atom"]
+        assert "URL was replaced" in denial.params["hub.reason"]
+        await eventually(lambda: _denial(other), timeout=10.0)
+        assert not hub_env.hub.push_targets(sub["id"])
+
+    fresh = await filled_subscription(hub_env, ann, entries=1)
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, fresh["feed_urls"]["json"])
+        status, _ = await ann.call("DELETE", f"/api/subscriptions/{fresh['id']}")
+        assert status == 204
+        denial = await eventually(lambda: _denial(subscriber), timeout=10.0)
+        assert denial.params["hub.topic"] == fresh["feed_urls"]["json"]
+        assert "deleted" in denial.params["hub.reason"]
 
 
 async def test_a_lease_runs_out(hub_env, ann):
