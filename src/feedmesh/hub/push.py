@@ -117,6 +117,8 @@ class PushService:
         self._sending: set[asyncio.Task[None]] = set()
         self._verifying: set[asyncio.Task[bool]] = set()
         self._denying: set[asyncio.Task[None]] = set()
+        self._unlogged: list[PushAttempt] = []
+        self._logging: asyncio.Task[None] | None = None
         self._tests = 0
         self.recent_items: OrderedDict[int, ReflectedItem] = OrderedDict()
         """Entries recently queued for some target, newest last: the documents pushed are
@@ -306,6 +308,8 @@ class PushService:
         await self._drop(target, "removed by its owner")
 
     async def attempts(self, target_id: int, limit: int = 20) -> list[PushAttempt]:
+        """A target's delivery log, newest first (those still being written included)."""
+        await self.flush_log()
         return await self._io.call(self.state.push_attempts, target_id, limit)
 
     def test(self, target: PushTarget) -> None:
@@ -423,15 +427,11 @@ class PushService:
             _failures.log(logging.WARNING, f"push:{target.id}",
                           "push_failed target=%d kind=%s attempt=%d outcome=%s error=%s",
                           target.id, target.kind, send.attempt, outcome.value, error)
-        if target.kind == WEBHOOK:
-            entries = sum(1 for p in send.payloads if isinstance(p, ReflectedItem))
-            try:
-                await self._io.call(self.state.record_push_attempts, [PushAttempt(
-                    target_id=target.id, at=now, attempt=send.attempt, status=status,
-                    error=error[:500], entries=entries, elapsed_ms=round(elapsed, 1))],
-                    self.settings.log_keep)
-            except StoreError as exc:
-                log.error("push_log_not_written target=%d error=%s", target.id, exc)
+        # Both kinds keep a delivery log; a fat ping's entries are the new ones it carries.
+        entries = sum(1 for p in send.payloads if not isinstance(p, str))
+        self._log(PushAttempt(target_id=target.id, at=now, attempt=send.attempt, status=status,
+                              error=error[:500], entries=entries,
+                              elapsed_ms=round(elapsed, 1)))
         if outcome is Outcome.DROPPED and target.kind == WEBSUB:
             # A callback that answered 410 Gone asked for the end; one that kept failing is
             # told (if it can hear it) why its deliveries stopped.
@@ -443,6 +443,27 @@ class PushService:
             # webhook stays, and the next entries are tried afresh.
             log.warning("webhook_entries_dropped target=%d sub=%d entries=%d error=%s",
                         target.id, target.sub_id, len(send.keys), error)
+
+    def _log(self, attempt: PushAttempt) -> None:
+        """Add ``attempt`` to its target's delivery log: written in batches, by one task, so
+        thousands of deliveries a second cost a few writes, not one each."""
+        self._unlogged.append(attempt)
+        if self._logging is None or self._logging.done():
+            self._logging = asyncio.create_task(self._write_log())
+
+    async def _write_log(self) -> None:
+        while self._unlogged:
+            batch, self._unlogged = self._unlogged, []
+            try:
+                await self._io.call(self.state.record_push_attempts, batch,
+                                    self.settings.log_keep)
+            except StoreError as exc:
+                log.error("push_log_not_written attempts=%d error=%s", len(batch), exc)
+
+    async def flush_log(self) -> None:
+        """Wait until every attempt so far is in the delivery logs."""
+        while self._logging is not None and not self._logging.done():
+            await asyncio.shield(self._logging)
 
     async def _message(self, target: PushTarget, send: Send) -> tuple[bytes, dict[str, str]]:
         if target.kind == WEBSUB:
@@ -456,6 +477,7 @@ class PushService:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.flush_log()
         await self.client.close()
         self._io.close()
 
