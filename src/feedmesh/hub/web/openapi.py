@@ -311,10 +311,12 @@ def openapi(base_url: str) -> dict[str, Any]:
             "/hub/deliveries": {"get": {
                 "summary": "The delivery log of one WebSub subscription, for whoever holds "
                            "its topic and its callback",
+                # ASCII and bounded: the request line stays within what the server reads.
                 "parameters": [{"name": name, "in": "query", "required": True,
                                 "schema": {"type": "string", "minLength": 1,
-                                           "maxLength": 2000}}
-                               for name in ("hub.topic", "hub.callback")],
+                                           "maxLength": longest, "pattern": "^[!-~]*$"}}
+                               for name, longest in (("hub.topic", 300),
+                                                     ("hub.callback", 2000))],
                 "responses": {
                     "200": _answer("OK", _object(("topic", "subscriber"), topic=_STR,
                                                  subscriber=_ref("WebSubSubscriber"))),
