@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import argparse
 
+import msgspec
+
+from feedmesh.fetch.settings import FetchSettings
 from feedmesh.hub.push import PushSettings
 from feedmesh.websub.delivery import RetryPolicy
 from feedmesh.websub.hub_requests import LeaseBounds
 
-__all__ = ["add_push_arguments", "push_settings"]
+__all__ = ["add_push_arguments", "push_guard", "push_settings", "worker_settings"]
 
 _PUSH = PushSettings()
 
@@ -30,10 +33,16 @@ def _positive(kind: type[int] | type[float]):  # type: ignore[no-untyped-def]
     return read
 
 
-def add_push_arguments(parser: argparse.ArgumentParser) -> None:
+def add_push_arguments(parser: argparse.ArgumentParser, *, guard: bool = False) -> None:
+    """The push flags; ``guard``: also ``--allow-network`` (a command that does not fetch
+    feeds, whose only requests are push's)."""
     group = parser.add_argument_group("push (WebSub hub of the private feeds, webhooks; "
                                       "docs/websub-hub.md)")
     integer, number = _positive(int), _positive(float)
+    if guard:
+        group.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
+                           help="allow verifications and deliveries to this private block "
+                           "(e.g. 127.0.0.0/8 for callbacks on this machine); repeatable")
     group.add_argument("--push-rate", metavar="N", type=number, default=_PUSH.max_deliveries_per_s,
                        help="deliveries per second to WebSub subscribers and webhooks, all "
                        "together (beyond it, entries coalesce into later deliveries)")
@@ -82,3 +91,15 @@ def push_settings(args: argparse.Namespace) -> PushSettings:
         max_deliveries_per_s=args.push_rate, max_verifications=args.push_verifications,
         max_subscribers_per_feed=args.websub_per_feed,
         max_webhooks_per_subscription=args.webhooks_per_subscription)
+
+
+def push_guard(args: argparse.Namespace) -> FetchSettings:
+    """The address guard's settings of a command that takes ``--allow-network`` for push
+    only."""
+    return FetchSettings(allow_networks=tuple(args.allow_network))
+
+
+def worker_settings(args: argparse.Namespace) -> PushSettings:
+    """:func:`push_settings` for a process whose targets other processes save: read from the
+    shared store every second."""
+    return msgspec.structs.replace(push_settings(args), sync_interval_s=1.0)

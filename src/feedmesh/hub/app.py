@@ -36,7 +36,6 @@ from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier
 from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.facade import FeedUnavailable, FeedVersion, SourceView
-from feedmesh.hub.feed_document import render_private_feed
 from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.front import HubFront, Owners, RemoteHolders
 from feedmesh.hub.messages import (
@@ -50,7 +49,7 @@ from feedmesh.hub.messages import (
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.owners import CrawlerOwnership
 from feedmesh.hub.push import PushService, PushSettings
-from feedmesh.hub.push_messages import RenderedDocuments
+from feedmesh.hub.push_feeds import LocalFeeds
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.reflector_service import ReflectorClient
 from feedmesh.hub.supervise import supervise
@@ -286,11 +285,17 @@ class Hub(HubFront):
             for n in range(s.filters)]
         self.lease_bounds = s.push.lease
         if self.reflectors:  # push follows the reflectors' batches, so it runs beside them
-            self.push = PushService(state, s.push, s.fetch, clock, self.metrics,
-                                    document=self._push_document, resolver=resolver)
+            feeds = LocalFeeds(holders.serving if isinstance(holders, LocalHolders)
+                               else lambda sub_id: None)
+            self.push = feeds.push = PushService(
+                state, s.push, s.fetch, clock, self.metrics, document=feeds.document,
+                held=feeds.held, resolver=resolver)
             for reflector in self.reflectors:
                 reflector.on_applied = self.push.matched
-        self._push_documents = RenderedDocuments()
+        else:  # the reflectors' processes deliver; this one takes requests (docs/distributed.md)
+            self.push = PushService(state, msgspec.structs.replace(
+                s.push, sync_interval_s=s.push.sync_interval_s or 1.0), s.fetch, clock,
+                self.metrics, document=None, resolver=resolver)
         self.websub = WebSubSubscriber(
             s.websub, public_url=s.public_url, state=state, clock=clock, guard=fetcher.guard,
             ingest=self.crawler.ingest_push, set_live=self.crawler.set_websub_live,
@@ -537,20 +542,3 @@ class Hub(HubFront):
     async def websub_deliver(self, callback_id: str, signature: str | None, content_type: str,
                              body: bytes) -> Delivery:
         return await self.websub.content(callback_id, signature, content_type, body)
-
-    async def _push_document(self, sub_id: int, fmt: str, topic: str) -> bytes:
-        """The feed a WebSub subscriber of ``topic`` gets now: what a reader polling the topic
-        would be served (rendered once per version for every subscriber of the topic)."""
-        assert self.push is not None and isinstance(self.holders, LocalHolders)
-        reflector = self.holders.serving(sub_id)
-        version = reflector.version(sub_id)[0] if reflector is not None else -1
-        key = (sub_id, fmt, version, topic)
-        body = self._push_documents.get(key)
-        if body is None:
-            sub = await self.push.subscription(sub_id)
-            items = (await reflector.items(sub_id, self.push.recent_items)
-                     if reflector is not None else [])
-            body = render_private_feed(sub, items, fmt, base_url=topic.rsplit("/f/", 1)[0],
-                                       self_url=topic)
-            self._push_documents.put(key, body)
-        return body
