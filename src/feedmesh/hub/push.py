@@ -189,6 +189,8 @@ class PushService:
                 self.queues.add(target.id, item.entry_id, item)
                 self.recent_items[item.entry_id] = item
                 queued += 1
+        while len(self.recent_items) > self.settings.recent_items:
+            self.recent_items.popitem(last=False)
         if queued:
             log.info("push_resumed targets=%d entries=%d", len(targets), queued)
             self._wake()
