@@ -318,14 +318,7 @@ class Api:
             for t in self.hub.push_targets(sub.id) if t.kind == "websub"]})
 
     async def websub_deliveries(self, request: web.Request, account: Account) -> web.Response:
-        sub = await self._owned(request, account)
-        raw = request.match_info["target"]
-        target_id = _path_id(raw)
-        found = next((t for t in self.hub.push_targets(sub.id)
-                      if t.kind == "websub" and t.id == target_id), None)
-        if found is None:
-            raise ApiError(404, "not_found", f"subscription {sub.id} has no WebSub "
-                           f"subscriber {raw}")
+        found = await self._target(request, account, "websub", "target", "WebSub subscriber")
         return _json({"deliveries": [attempt_json(a)
                                      for a in await self.hub.push_attempts(found.id)]})
 
@@ -340,13 +333,19 @@ class Api:
         return found
 
     async def _webhook(self, request: web.Request, account: Account) -> PushTarget:
+        return await self._target(request, account, "webhook", "hook", "webhook")
+
+    async def _target(self, request: web.Request, account: Account, kind: str, param: str,
+                      what: str) -> PushTarget:
+        """The push target of ``kind`` the path names (``param``) in a subscription of
+        ``account``'s, else 404."""
         sub = await self._owned(request, account)
-        raw = request.match_info["hook"]
-        hook_id = _path_id(raw)
+        raw = request.match_info[param]
+        target_id = _path_id(raw)
         found = next((t for t in self.hub.push_targets(sub.id)
-                      if t.kind == "webhook" and t.id == hook_id), None)
+                      if t.kind == kind and t.id == target_id), None)
         if found is None:
-            raise ApiError(404, "not_found", f"subscription {sub.id} has no webhook {raw}")
+            raise ApiError(404, "not_found", f"subscription {sub.id} has no {what} {raw}")
         return found
 
     async def list_webhooks(self, request: web.Request, account: Account) -> web.Response:
