@@ -31,9 +31,11 @@ from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.fetch import Fetcher
+from feedmesh.fetch.settings import FetchSettings
 from feedmesh.hub.app import Hub, HubSettings
 from feedmesh.hub.front import HubFront, RemoteHolders, RemoteSources
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.push import PushService, PushSettings
 from feedmesh.hub.reflector_service import ReflectorClient
 from feedmesh.hub.tokens import FeedTokens
 from feedmesh.store import (
@@ -198,14 +200,18 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
 
 def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_url: str = "",
               bus_namespace: str = "feedmesh", starting_entries: int = 500,
-              clock: Clock | None = None) -> HubFront:
+              clock: Clock | None = None, push: PushSettings | None = None,
+              guard: FetchSettings | None = None) -> HubFront:
     """The facade a web process of its own serves people from (``feedmesh web``): accounts and
     subscriptions in the hub's state, entries in its ingest store (both at ``store_url``, or
     the SQLite files of the hub's ``data_dir``), changes told to the tiers on ``bus``, feeds
     read from the reflector processes at ``reflectors`` (one URL per reflector, in order). The
     key that signs private feed URLs is read from the PostgreSQL database at ``store_url``, else
     from ``data_dir`` (copy it to every machine that runs a web process); the crawling hub made
-    it, and this process never makes one, since a new key would break every reader's link."""
+    it, and this process never makes one, since a new key would break every reader's link.
+    WebSub requests and webhooks are taken here and saved in the hub's state (``push``;
+    ``guard``: the address guard's settings); the delivery workers beside the reflectors
+    deliver."""
     if bus in ("", "memory"):
         raise ValueError("a web process of its own meets the other processes on a NATS bus: "
                          "--bus nats://HOST:PORT")
@@ -234,10 +240,16 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
         raise
     io = StoreThread()
     bus_port = open_bus(bus, namespace=bus_namespace)
-    return HubFront(state=state, store=ingest, bus=bus_port, clock=clock, metrics=HubMetrics(),
-                    tokens=FeedTokens(secret), holders=RemoteHolders(clients, state, io),
-                    sources=RemoteSources(ingest, bus_port, clock, io),
-                    reflectors=len(clients), starting_entries=starting_entries, io=io)
+    front = HubFront(state=state, store=ingest, bus=bus_port, clock=clock,
+                     metrics=HubMetrics(), tokens=FeedTokens(secret),
+                     holders=RemoteHolders(clients, state, io),
+                     sources=RemoteSources(ingest, bus_port, clock, io),
+                     reflectors=len(clients), starting_entries=starting_entries, io=io)
+    settings = push or PushSettings(sync_interval_s=1.0)
+    front.lease_bounds = settings.lease
+    front.push = PushService(state, settings, guard or FetchSettings(), clock, front.metrics,
+                             document=None)
+    return front
 
 
 def _no_new_key(path: Path) -> Callable[[], bytes]:

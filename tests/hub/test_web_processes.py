@@ -76,15 +76,17 @@ async def test_two_web_processes_serve_the_same_feeds(tmp_path, nats_url):
                     return len(body["entries"]) >= 5
 
             await eventually(filled, timeout=90, interval=0.5)
-            # Push is the embedded hub's only so far: a web process of its own says so.
+            # A web process takes push requests itself (tests/hub/test_push_distributed.py),
+            # behind the address guard: without --allow-network, loopback is refused.
             async with session.post(f"{one}/hub", data={
                     "hub.mode": "subscribe", "hub.topic": sub["feed_urls"]["atom"],
                     "hub.callback": "http://127.0.2.99:9/cb"}) as answer:
-                assert answer.status == 503 and answer.headers["Retry-After"] == "60"
-                assert (await answer.json())["error"]["code"] == "push_unavailable"
+                assert answer.status == 400, await answer.text()
+                assert (await answer.json())["error"]["code"] == "callback_refused"
             async with session.post(f"{two}/api/subscriptions/{sub['id']}/webhooks",
                                     headers=auth, json={"url": "http://127.0.2.99:9/"}) as answer:
-                assert answer.status == 503, await answer.text()
+                assert answer.status == 400, await answer.text()
+                assert (await answer.json())["error"]["code"] == "callback_refused"
             async with session.get(f"{two}/api/sources", headers=auth) as answer:
                 sources = (await answer.json())["sources"]
             assert len(sources) == 12

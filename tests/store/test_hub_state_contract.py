@@ -133,6 +133,25 @@ def test_push_targets_are_keyed_by_topic_and_callback_and_updated_in_place(hub_s
     assert hub_state.push_targets() == [hook]
 
 
+def test_delivery_marks_start_where_given_move_only_forward_and_survive_resubscribing(
+        hub_state):
+    ann, _ = hub_state.create_account("ann", 1.0)
+    sub = hub_state.add_subscription(ann.id, name="", query="a", keep=5, reflector=0, now=1.0)
+    one = hub_state.save_push_target(_websub(sub.id, "http://cb.test/1", delivered_before=40.0))
+    two = hub_state.save_push_target(_websub(sub.id, "http://cb.test/2"))
+    assert (one.delivered_before, two.delivered_before) == (40.0, 0.0)
+    hub_state.mark_push_targets({one.id: 50.5, two.id: 7.25})
+    hub_state.mark_push_targets({one.id: 45.0})  # an older mark, written late: ignored
+    hub_state.mark_push_targets({})
+    assert [t.delivered_before for t in hub_state.push_targets(sub.id)] == [50.5, 7.25]
+    again = hub_state.save_push_target(_websub(sub.id, "http://cb.test/1", secret="new",
+                                               delivered_before=60.0))
+    assert again.id == one.id and again.delivered_before == 50.5  # the worker's, not the web's
+    hub_state.delete_push_target(two.id)
+    hub_state.mark_push_targets({two.id: 99.0})  # deleted meanwhile: skipped
+    assert [t.id for t in hub_state.push_targets()] == [one.id]
+
+
 def test_the_delivery_log_keeps_the_newest_attempts_of_each_target(hub_state):
     ann, _ = hub_state.create_account("ann", 1.0)
     sub = hub_state.add_subscription(ann.id, name="", query="a", keep=5, reflector=0, now=1.0)

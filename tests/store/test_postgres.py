@@ -65,7 +65,7 @@ def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         conn.execute("INSERT INTO feedmesh_migrations (component, version) VALUES ('hub', 99)")
     with pytest.raises(StoreError, match=r"cannot open hub database postgresql://.*: its hub "
-                                         r"schema is at version 99, this feedmesh knows 4"):
+                                         r"schema is at version 99, this feedmesh knows 5"):
         PostgresHubState(postgres_url)
 
 
@@ -86,7 +86,32 @@ def test_a_hub_database_of_before_push_gains_its_tables(postgres_url):
     assert state.websub_leases() == []  # and the WebSub subscriber's (migration 3)
     assert state.feed_secret(lambda: b"k" * 32) == b"k" * 32  # and the feed-URL key's (4)
     state.close()
-    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4)]
+    assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4),
+                                      ("hub", 5)]
+
+
+def test_push_targets_of_before_the_marks_count_as_delivered_up_to_the_upgrade(postgres_url):
+    import time
+
+    from feedmesh.store import PushTarget
+    from feedmesh.store.postgres_db import PostgresDatabase
+    from feedmesh.store.postgres_hub import COMPONENT, MIGRATIONS
+
+    PostgresDatabase(postgres_url, what="hub database", component=COMPONENT,
+                     migrations=MIGRATIONS[:4]).close()  # before the durable marks
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute("INSERT INTO accounts (name, token_hash, created_at) VALUES "
+                     "('ann', 'x'::bytea, 1.0)")
+        conn.execute("INSERT INTO subscriptions (account_id, name, query, keep, reflector, "
+                     "generation, created_at, changed_at) SELECT id, '', 'a', 5, 0, 0, 1.0, 1.0 "
+                     "FROM accounts")
+        conn.execute("INSERT INTO push_targets (sub_id, kind, url, created_at) SELECT id, "
+                     "'webhook', 'http://a.test/', 1.0 FROM subscriptions")
+    before = time.time()
+    state = PostgresHubState(postgres_url)
+    (target,) = state.push_targets()
+    assert isinstance(target, PushTarget) and before - 5 <= target.delivered_before <= time.time()
+    state.close()
 
 
 def test_a_read_only_database_opens_and_refuses_writes_precisely(postgres_url):

@@ -110,3 +110,30 @@ def test_an_older_hub_db_gains_the_columns_it_lacks(tmp_path):
     state.record_push_attempts([PushAttempt(target_id=saved.id, at=4.0, attempt=1, status=200)])
     assert state.push_attempts(saved.id)[0].status == 200
     state.close()
+
+
+def test_push_targets_of_before_the_marks_count_as_delivered_up_to_the_upgrade(tmp_path):
+    import sqlite3
+    import time
+
+    from feedmesh.store.sqlite_hub import SQLiteHubState
+
+    SQLiteHubState(tmp_path / "hub.db").close()
+    old = sqlite3.connect(tmp_path / "hub.db")  # as a hub before the durable marks left it
+    old.executescript("""
+        PRAGMA foreign_keys = OFF;
+        CREATE TABLE old_targets AS SELECT id, sub_id, kind, url, topic, format, secret,
+            lease_seconds, expires_at, created_at FROM push_targets;
+        DROP TABLE push_targets;
+        ALTER TABLE old_targets RENAME TO push_targets;
+        INSERT INTO push_targets VALUES (7, 1, 'webhook', 'http://a.test/', '', '', 's', 0,
+            NULL, 1.0);
+    """)
+    old.close()
+    before = time.time()
+    state = SQLiteHubState(tmp_path / "hub.db")
+    (target,) = state.push_targets()
+    assert target.id == 7 and before - 5 <= target.delivered_before <= time.time()
+    state.mark_push_targets({7: time.time() + 100})
+    assert state.push_targets()[0].delivered_before > time.time() + 50
+    state.close()

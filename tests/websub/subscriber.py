@@ -19,6 +19,8 @@ class Delivery(msgspec.Struct, frozen=True):
     headers: dict[str, str]
     body: bytes
     at: float
+    status: int = 200
+    """What the subscriber answered."""
 
 
 class Verification(msgspec.Struct, frozen=True):
@@ -57,7 +59,7 @@ class LoopbackSubscriber:
     async def _post(self, request: web.Request) -> web.Response:
         body = await request.read()
         self.deliveries.append(Delivery(request.path, dict(request.headers), body,
-                                        time.time()))
+                                        time.time(), self.status))
         return web.Response(status=self.status)
 
     def app(self) -> web.Application:

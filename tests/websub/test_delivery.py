@@ -73,3 +73,19 @@ def test_a_full_queue_drops_its_oldest_entries_and_counts_them():
         queues.add("a", key)
     assert queues.overflowed == 2
     assert queues.due(0.0)[0].keys == (2, 3, 4)
+
+
+def test_the_oldest_waiting_entry_is_known_in_flight_or_not():
+    """What the delivery worker's durable mark may not pass: the oldest entry still waiting."""
+    queues = DeliveryQueues(RetryPolicy(first_delay_s=1.0), batch_max=2)
+    assert queues.first_pending("t") is None
+    for key in ("a", "b", "c"):
+        queues.add("t", key, key.upper())
+    (send,) = queues.due(0.0)
+    assert send.payloads == ("A", "B") and queues.first_pending("t") == "C"
+    assert queues.finished(send, False, 0.0) is Outcome.RETRY
+    assert queues.first_pending("t") == "A"  # back in front
+    (again,) = queues.due(5.0)
+    queues.finished(again, True, 5.0)
+    (last,) = queues.due(5.0)
+    assert last.payloads == ("C",) and queues.first_pending("t") is None

@@ -11,6 +11,7 @@ from feedmesh.websub.hub_requests import (
     HubRequestError,
     LeaseBounds,
     challenge_echoed,
+    denial_url,
     parse_hub_request,
     read_form,
     verification_url,
@@ -77,6 +78,17 @@ def test_verification_keeps_the_callbacks_query_and_asks_for_the_challenge():
                                      "hub.lease_seconds": ["3600"]}
     assert "hub.lease_seconds" not in verification_url(
         parse_hub_request({**BASE, "hub.mode": "unsubscribe"}, BOUNDS), "c")
+
+
+def test_a_denial_names_the_topic_and_why_and_keeps_the_callbacks_query():
+    url = denial_url(BASE["hub.callback"], BASE["hub.topic"], "why " * 100)
+    parts = urlsplit(url)
+    assert (parts.netloc, parts.path) == ("sub.test", "/cb")
+    query = parse_qs(parts.query)
+    assert query["x"] == ["1"] and query["hub.mode"] == ["denied"]
+    assert query["hub.topic"] == [BASE["hub.topic"]]
+    assert query["hub.reason"] == [("why " * 100)[:200]]
+    assert "hub.challenge" not in query
 
 
 def test_only_an_exact_echo_with_a_2xx_confirms():

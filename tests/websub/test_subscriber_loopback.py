@@ -257,3 +257,43 @@ async def test_callbacks_cap_the_body_and_the_hub_rate(tmp_path):
         statuses = [await pub.publish(url, pub.document("news", [(str(i), f"t{i}")]))
                     for i in range(3)]
         assert statuses == [[202], [202], [429]]
+
+
+async def test_the_last_account_to_unfollow_a_feed_takes_it_out_of_the_crawl(tmp_path):
+    """``DELETE /api/sources/{id}`` through the web server: while another account follows the
+    feed it stays; when the last one leaves, the feed leaves the crawl and the publisher's hub
+    sees the unsubscription. A feed the operator listed stays whoever unfollows it."""
+    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, base), \
+            aiohttp.ClientSession() as session:
+        async def call(method: str, path: str, token: str, body: Any = None) -> tuple[int, Any]:
+            async with session.request(method, base + path, json=body, headers={
+                    "Authorization": f"Bearer {token}"}) as reply:
+                return reply.status, (await reply.json() if reply.status != 204 else None)
+
+        tokens = []
+        for name in ("ann", "bob"):
+            async with session.post(base + "/api/accounts", json={"name": name}) as reply:
+                tokens.append((await reply.json())["token"])
+        url = pub.add_topic(Topic("news"))
+        for token in tokens:
+            status, body = await call("POST", "/api/sources", token, {"url": url})
+            assert status in (200, 201), body
+        feed_id = body["source"]["id"]
+        await eventually(lambda: pub.verified, what="a verified subscription at the hub")
+
+        assert await call("DELETE", f"/api/sources/{feed_id}", tokens[0]) == (204, None)
+        assert feed_id in hub.crawler.crawler.states  # bob still follows it
+        assert pub.verified and pub.requests[-1]["hub.mode"] == "subscribe"
+
+        assert await call("DELETE", f"/api/sources/{feed_id}", tokens[1]) == (204, None)
+        await eventually(lambda: not pub.verified, what="the hub dropped the subscription")
+        assert pub.requests[-1]["hub.mode"] == "unsubscribe"
+        assert feed_id not in hub.crawler.crawler.states
+        await eventually(lambda: hub.state.websub_leases() == [])
+
+        listed = pub.add_topic(Topic("listed"))
+        (operators,) = await hub.add_feeds([listed])
+        status, body = await call("POST", "/api/sources", tokens[0], {"url": listed})
+        assert status == 201 and body["source"]["id"] == operators
+        assert await call("DELETE", f"/api/sources/{operators}", tokens[0]) == (204, None)
+        assert operators in hub.crawler.crawler.states

@@ -8,6 +8,11 @@ the hub and its web processes on a small internal API (``--listen``;
 :mod:`feedmesh.hub.reflector_service`). The hub is started with ``--external-reflectors`` and
 these processes' URLs.
 
+Beside the reflector runs its delivery worker (:mod:`feedmesh.hub.push`): the WebSub
+subscribers and webhooks of the subscriptions it holds, as web processes saved them in the
+hub's state, get its matches, in order per target, resumed from each target's durable mark
+after a restart.
+
 It joins ``control`` before it reads the subscriptions (so no change is missed), restores its
 held entries and its feeds' versions from the checkpoint and the log, and answers 503 until then.
 SIGTERM or Ctrl-C: the deliveries in hand are finished or handed back, a checkpoint is written.
@@ -27,8 +32,11 @@ from aiohttp import web
 from feedmesh.bus import BusError
 from feedmesh.clock import SystemClock
 from feedmesh.commands.filter import add_role_arguments, parse_shard
+from feedmesh.commands.push_flags import add_push_arguments, push_guard, worker_settings
 from feedmesh.compose import existing_hub_state, open_bus, open_reflector_log
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.push import PushService
+from feedmesh.hub.push_feeds import LocalFeeds
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.reflector_service import reflector_app
 from feedmesh.hub.supervise import supervise
@@ -69,6 +77,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-interval", type=float,
                         default=ReflectorSettings().checkpoint_interval_s, metavar="SECONDS",
                         help="how often the held entries are checkpointed and the log truncated")
+    add_push_arguments(parser, guard=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,11 +132,20 @@ async def _run(args: argparse.Namespace, number: int, count: int, host: str,
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         name = f"reflector-{number}"
+        push_state, _ = existing_hub_state(args.state)
+        feeds = LocalFeeds(lambda sub_id: tier if tier.subs.is_active(sub_id) else None)
+        push = feeds.push = PushService(push_state, worker_settings(args), push_guard(args),
+                                        SystemClock(), metrics, document=feeds.document,
+                                        held=feeds.held)
+        tier.on_applied = push.matched  # before the load: what it resends is queued once
+        targets = await push.load()
         tasks = [asyncio.create_task(supervise(f"{name}.control", tier.run_control, stop)),
-                 asyncio.create_task(supervise(name, tier.run, stop))]
+                 asyncio.create_task(supervise(name, tier.run, stop)),
+                 asyncio.create_task(supervise(f"{name}.push", lambda: push.run(stop), stop))]
         await tier.stream_joined.wait()
         loaded.set()
-        print(f"feedmesh reflector {number}/{count}: {held} subscriptions, on {args.bus} "
+        print(f"feedmesh reflector {number}/{count}: {held} subscriptions, {targets} push "
+              f"targets, on {args.bus} "
               f"(streams {args.bus_namespace}_*), answering on http://{host}:{port}/",
               file=sys.stderr, flush=True)
         await stop.wait()
@@ -135,6 +153,8 @@ async def _run(args: argparse.Namespace, number: int, count: int, host: str,
               "checkpoint", file=sys.stderr)
         await bus.close()  # ends both loops; what they held goes to this reflector's next start
         await asyncio.gather(*tasks, return_exceptions=True)
+        await push.close()  # the delivery logs and marks are written
+        push_state.close()
         await tier.close_async()
         return 0
     finally:

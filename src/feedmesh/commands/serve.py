@@ -20,11 +20,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from feedmesh.bus import BusError
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
 from feedmesh.commands.filter import parse_shard
+from feedmesh.commands.push_flags import add_push_arguments, push_settings
 from feedmesh.compose import embedded_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.feeds.opml import OpmlError
 from feedmesh.hub.app import Hub, HubSettings
-from feedmesh.hub.push import PushSettings
 from feedmesh.hub.reflector import ReflectorSettings
 from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
@@ -81,10 +81,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "address")
     parser.add_argument("--hub-burst", type=int, default=WebLimits().hub_burst,
                         help="WebSub subscription requests allowed at once, above the rate")
-    parser.add_argument("--push-rate", type=float,
-                        default=PushSettings().max_deliveries_per_s,
-                        help="deliveries per second to WebSub subscribers and webhooks, all "
-                        "together (beyond it, entries coalesce into later deliveries)")
     parser.add_argument("--bus", default=os.environ.get("FEEDMESH_BUS", "memory"),
                         metavar="URL", help="where the tiers meet: 'memory' (this process) or a "
                         "NATS JetStream server, nats://HOST:PORT")
@@ -112,6 +108,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--republish-bootstrap", default="", metavar="HOST:PORT",
                         help="with --republish: an overlay node to join through (default: "
                              "start a new ring)")
+    add_push_arguments(parser)
     add_fetch_arguments(parser)
 
 
@@ -135,7 +132,7 @@ def settings_from(args: argparse.Namespace) -> HubSettings:
         # for up to a quarter second (what is new is still committed at once).
         crawl=CrawlSettings(quiet_batch_interval_s=0.25 if getattr(args, "store", "")
                             else 0.0),
-        push=PushSettings(max_deliveries_per_s=args.push_rate),
+        push=push_settings(args),
         reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
                                     hard_memory_bytes=args.hard_memory_mb << 20))
 

@@ -75,7 +75,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="feeds to crawl from the start (as `feedmesh serve --opml`)")
     parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
                         help="let the crawler fetch from this network (e.g. 127.0.0.0/8 for a "
-                        "local farm)")
+                        "local farm), and the web processes and reflectors' delivery workers "
+                        "push to it")
     crawl = parser.add_argument_group("the crawl and the delivery (as `feedmesh serve`'s)")
     crawl.add_argument("--crawl-interval", type=float, default=0.0, metavar="SECONDS",
                        help="crawl every feed every SECONDS (`--policy interval`); default: the "
@@ -267,7 +268,8 @@ def run(args: argparse.Namespace) -> int:
             role = _Role(f"reflector {shard}",
                          [*python, "reflector", "--bus", url, "--state", state, "--store", store,
                           "--shard", shard, "--data", str(data / "hub"), "--listen", listen,
-                          "--delivery", args.delivery, "--log-level", "warning"],
+                          "--delivery", args.delivery, "--log-level", "warning",
+                          *(f"--allow-network={network}" for network in args.allow_network)],
                          shard=shard, metrics=f"http://{listen}/metrics")
             roles.append(role)
             role.wait_ready("feedmesh reflector")
@@ -304,7 +306,8 @@ def run(args: argparse.Namespace) -> int:
                                       "--crawlers",
                                       ",".join(named) if named else str(args.crawlers),
                                       "--listen", f"{args.host}:{port}", "--log-level",
-                                      "warning"],
+                                      "warning", *(f"--allow-network={network}"
+                                                   for network in args.allow_network)],
                          metrics=f"http://{args.host}:{port}/metrics")
             roles.insert(n, role)  # stopped first: they hold nothing
             webs.append(role.wait_ready("feedmesh web on ").split()[3].rstrip("/"))

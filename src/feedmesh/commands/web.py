@@ -7,7 +7,9 @@ postgresql://...``); subscription changes go to the tiers on ``--bus`` and the a
 they applied them; a private feed is read from the reflector process that holds it
 (``--reflectors``, one URL per reflector, in order); feeds a person follows are added to the
 store and the crawler is told on the ``feeds`` subject. A reader's feed URL answers the same
-content and validators from every web process.
+content and validators from every web process. WebSub subscriptions (``POST /hub``) and
+webhooks are verified and saved here, in the hub's state; the delivery worker beside each
+reflector process delivers (docs/websub-hub.md).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from aiohttp import web
 
 from feedmesh.bus import BusError
 from feedmesh.commands.filter import add_role_arguments
+from feedmesh.commands.push_flags import add_push_arguments, push_guard, worker_settings
 from feedmesh.commands.reflector import parse_listen
 from feedmesh.compose import web_front
 from feedmesh.hub.app import crawler_group
+from feedmesh.hub.supervise import supervise
 from feedmesh.hub.web import WebLimits, build_app
 from feedmesh.logs import setup_logging
 from feedmesh.store import StoreError
@@ -55,6 +59,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="polls per second allowed per personalized feed (per process)")
     parser.add_argument("--feed-burst", type=int, default=WebLimits().feed_burst,
                         help="polls of one personalized feed allowed at once, above the rate")
+    parser.add_argument("--hub-rate", type=float, default=WebLimits().hub_rate_per_s,
+                        help="WebSub subscription requests (POST /hub) per second per client "
+                        "address (per process)")
+    parser.add_argument("--hub-burst", type=int, default=WebLimits().hub_burst,
+                        help="WebSub subscription requests allowed at once, above the rate")
+    add_push_arguments(parser, guard=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,9 +93,16 @@ def crawler_groups(crawlers: str) -> list[str]:
 async def _run(args: argparse.Namespace, host: str, port: int) -> int:
     reflectors = [url.strip() for url in args.reflectors.split(",") if url.strip()]
     front = web_front(args.data, reflectors=reflectors, bus=args.bus, store_url=args.store,
-                      bus_namespace=args.bus_namespace)
+                      bus_namespace=args.bus_namespace, push=worker_settings(args),
+                      guard=push_guard(args))
     runner: web.AppRunner | None = None
+    stop = asyncio.Event()
+    push = front.push
+    assert push is not None
+    syncing: asyncio.Task | None = None
     try:
+        await push.load()  # the targets every web process shows, read again every second
+        syncing = asyncio.create_task(supervise("push", lambda: push.run(stop), stop))
         # The crawlers' groups of `feeds` exist before anything is told to them, so a feed
         # followed while a crawler is down waits for it.
         for crawler in crawler_groups(args.crawlers):
@@ -95,20 +112,23 @@ async def _run(args: argparse.Namespace, host: str, port: int) -> int:
                 probe.bind((host, 0))
                 port = probe.getsockname()[1]
         base = args.base_url or f"http://{host}:{port}"
-        limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst)
+        limits = WebLimits(feed_rate_per_s=args.feed_rate, feed_burst=args.feed_burst,
+                           hub_rate_per_s=args.hub_rate, hub_burst=args.hub_burst)
         runner = web.AppRunner(build_app(front, base_url=base, limits=limits),
                                handle_signals=False, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, host, port).start()
         print(f"feedmesh web on {base}/ ({len(reflectors)} reflectors, bus {args.bus})",
               file=sys.stderr, flush=True)
-        stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
         return 0
     finally:
+        stop.set()
         if runner is not None:
             await runner.cleanup()
+        if syncing is not None:
+            await asyncio.gather(syncing, return_exceptions=True)
         await front.aclose()

@@ -22,7 +22,7 @@ import asyncio
 import gc
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -36,7 +36,6 @@ from feedmesh.fetch.redact import redact_credentials
 from feedmesh.hub.crawler_tier import CrawlerTier
 from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.facade import FeedUnavailable, FeedVersion, SourceView
-from feedmesh.hub.feed_document import render_private_feed
 from feedmesh.hub.filter import FilterTier, StateOpener
 from feedmesh.hub.front import HubFront, Owners, RemoteHolders
 from feedmesh.hub.messages import (
@@ -50,7 +49,7 @@ from feedmesh.hub.messages import (
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.owners import CrawlerOwnership
 from feedmesh.hub.push import PushService, PushSettings
-from feedmesh.hub.push_messages import RenderedDocuments
+from feedmesh.hub.push_feeds import LocalFeeds
 from feedmesh.hub.reflector import Reflector, ReflectorSettings
 from feedmesh.hub.reflector_service import ReflectorClient
 from feedmesh.hub.supervise import supervise
@@ -189,10 +188,13 @@ class LocalHolders:
 
 
 class LocalSources:
-    """The crawler tier of this process, as a person's source feeds need it."""
+    """The crawler tier of this process, as a person's source feeds need it; ``follows``
+    applies followers gained or lost (:meth:`Hub.follows_changed`)."""
 
-    def __init__(self, crawler: CrawlerTier) -> None:
+    def __init__(self, crawler: CrawlerTier,
+                 follows: Callable[[dict[int, int]], Awaitable[None]]) -> None:
         self.crawler = crawler
+        self._follows = follows
 
     async def count_new(self, urls: Sequence[str], followed: set[int]) -> int:
         return sum(1 for url in urls if self.crawler.known_feed(url) not in followed)
@@ -201,8 +203,7 @@ class LocalSources:
         return await self.crawler.add_feeds(list(urls))
 
     async def follow(self, changes: dict[int, int]) -> None:
-        for feed_id, change in changes.items():
-            self.crawler.follow(feed_id, change)
+        await self._follows(changes)
 
     async def views(self, followed: Sequence[FollowedSource]) -> list[SourceView]:
         views = []
@@ -267,7 +268,8 @@ class Hub(HubFront):
             else LocalHolders(self.reflectors))
         super().__init__(state=state, store=ingest, bus=bus, clock=clock, metrics=metrics,
                          tokens=FeedTokens(feed_secret), holders=holders,
-                         sources=LocalSources(self.crawler), reflectors=s.reflectors,
+                         sources=LocalSources(self.crawler, self.follows_changed),
+                         reflectors=s.reflectors,
                          starting_entries=s.starting_entries, io=io)
         self.metrics.watch_queues(self.bus.depths)
         self.feeds_joined = asyncio.Event()
@@ -283,11 +285,17 @@ class Hub(HubFront):
             for n in range(s.filters)]
         self.lease_bounds = s.push.lease
         if self.reflectors:  # push follows the reflectors' batches, so it runs beside them
-            self.push = PushService(state, s.push, s.fetch, clock, self.metrics,
-                                    document=self._push_document, resolver=resolver)
+            feeds = LocalFeeds(holders.serving if isinstance(holders, LocalHolders)
+                               else lambda sub_id: None)
+            self.push = feeds.push = PushService(
+                state, s.push, s.fetch, clock, self.metrics, document=feeds.document,
+                held=feeds.held, resolver=resolver)
             for reflector in self.reflectors:
                 reflector.on_applied = self.push.matched
-        self._push_documents = RenderedDocuments()
+        else:  # the reflectors' processes deliver; this one takes requests (docs/distributed.md)
+            self.push = PushService(state, msgspec.structs.replace(
+                s.push, sync_interval_s=s.push.sync_interval_s or 1.0), s.fetch, clock,
+                self.metrics, document=None, resolver=resolver)
         self.websub = WebSubSubscriber(
             s.websub, public_url=s.public_url, state=state, clock=clock, guard=fetcher.guard,
             ingest=self.crawler.ingest_push, set_live=self.crawler.set_websub_live,
@@ -295,6 +303,8 @@ class Hub(HubFront):
             user_agent=s.fetch.user_agent or "feedmesh (WebSub subscriber)")
         self.crawler.on_document = self.websub.discovered
         self.crawler.on_deactivated = self.websub.feed_removed
+        self.operator_feeds: set[int] = set()
+        """Feeds the operator listed (``add_feeds``) since start: never abandoned."""
         self._tasks: list[asyncio.Task] = []
         self._stop = asyncio.Event()
         self._crawl_task: asyncio.Task[None] | None = None
@@ -374,10 +384,9 @@ class Hub(HubFront):
         async for delivery in consumer:
             message = await self._feeds_settle.decoded(delivery)
             if isinstance(message, FeedsAdded):
-                await self.add_feeds(list(message.urls))
+                await self.add_feeds(list(message.urls), operator=False)
             elif isinstance(message, FollowsChanged):
-                for feed_id, change in message.changes.items():
-                    self.crawler.follow(feed_id, change)
+                await self.follows_changed(message.changes)
             elif (isinstance(message, OwnersChanged) and self.feed_owners is not None
                   and await self.feed_owners.reconcile()):
                 await self._owners_changed()  # it handed feeds over: the gainers take them
@@ -491,15 +500,31 @@ class Hub(HubFront):
                 return False
         return True
 
-    async def add_feeds(self, urls: Sequence[str]) -> list[int]:
-        """Crawl these feeds (an operator's list, followed by no account); their ids. A named
-        crawler gives those without owner one (hub/owners.py) and crawls those that are its."""
+    async def add_feeds(self, urls: Sequence[str], *, operator: bool = True) -> list[int]:
+        """Crawl these feeds (``operator``: the operator's list, followed by no account, which
+        stays in the crawl whoever follows it; else feeds accounts follow, added by a web
+        process); their ids. A named crawler gives those without owner one (hub/owners.py) and
+        crawls those that are its."""
         ids = await self.crawler.add_feeds(list(urls))
+        if operator:
+            self.operator_feeds.update(ids)
         if self.feed_owners is not None and ids:
             await self.feed_owners.claim(ids)
             if await self.feed_owners.reconcile():
                 await self._owners_changed()
         return ids
+
+    async def follows_changed(self, changes: dict[int, int]) -> None:
+        """Feeds gained (+n) or lost (-n) followers. A feed that accounts brought to the crawl
+        and that none of them follows any more leaves it (unsubscribed from its WebSub hub);
+        the operator's feeds stay."""
+        abandoned = [feed_id for feed_id, change in changes.items()
+                     if self.crawler.follow(feed_id, change) == 0 and change < 0
+                     and feed_id not in self.operator_feeds]
+        if abandoned:
+            removed = await self.remove_feeds(abandoned)
+            log.info("feeds_abandoned feeds=%s removed=%d reason=no account follows them",
+                     ",".join(map(str, abandoned)), removed)
 
     async def remove_feeds(self, feed_ids: Sequence[int]) -> int:
         """Stop crawling these feeds (unsubscribing from their WebSub hubs); how many were."""
@@ -517,20 +542,3 @@ class Hub(HubFront):
     async def websub_deliver(self, callback_id: str, signature: str | None, content_type: str,
                              body: bytes) -> Delivery:
         return await self.websub.content(callback_id, signature, content_type, body)
-
-    async def _push_document(self, sub_id: int, fmt: str, topic: str) -> bytes:
-        """The feed a WebSub subscriber of ``topic`` gets now: what a reader polling the topic
-        would be served (rendered once per version for every subscriber of the topic)."""
-        assert self.push is not None and isinstance(self.holders, LocalHolders)
-        reflector = self.holders.serving(sub_id)
-        version = reflector.version(sub_id)[0] if reflector is not None else -1
-        key = (sub_id, fmt, version, topic)
-        body = self._push_documents.get(key)
-        if body is None:
-            sub = await self.push.subscription(sub_id)
-            items = (await reflector.items(sub_id, self.push.recent_items)
-                     if reflector is not None else [])
-            body = render_private_feed(sub, items, fmt, base_url=topic.rsplit("/f/", 1)[0],
-                                       self_url=topic)
-            self._push_documents.put(key, body)
-        return body

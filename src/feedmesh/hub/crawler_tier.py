@@ -137,10 +137,11 @@ class CrawlerTier:
             self.crawler.clock.now()
         return max(upcoming, state.not_before, state.min_refresh_at)
 
-    def follow(self, feed_id: int, change: int) -> None:
+    def follow(self, feed_id: int, change: int) -> int:
         """One more (+1) or one fewer (-1) account follows the feed: what the User-Agent tells
-        its publisher and what weighs the feed in the fetch budget."""
-        self._followers[feed_id] = max(0, self._followers.get(feed_id, 0) + change)
+        its publisher and what weighs the feed in the fetch budget. Its followers now."""
+        count = self._followers[feed_id] = max(0, self._followers.get(feed_id, 0) + change)
+        return count
 
     def sources(self) -> dict[str, int]:
         """Each feed's id by the URL it was added at (a copy)."""

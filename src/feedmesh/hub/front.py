@@ -344,8 +344,8 @@ class HubFront:
         self._io = io  # the web layer's reads and writes, off the event loop
         self._recent: tuple[float, int, list] = (-float("inf"), 0, [])
         self.push: PushService | None = None
-        """WebSub subscribers and webhooks (:mod:`.push`): only where the reflectors run (the
-        embedded hub); a web process of its own answers push requests 503."""
+        """WebSub subscribers and webhooks (:mod:`.push`): delivering where the reflectors run
+        (the embedded hub), taking requests and saving targets in a web process of its own."""
         self.lease_bounds = LeaseBounds()
 
     # -- accounts ---------------------------------------------------------------------------
@@ -582,6 +582,8 @@ class HubFront:
     async def aclose(self) -> None:
         """Close what a web process's facade holds (the hub's :meth:`~.app.Hub.stop` closes
         its own)."""
+        if self.push is not None:
+            await self.push.close()
         await self.bus.close()
         close = getattr(self.holders, "close", None)
         if close is not None:

@@ -17,6 +17,18 @@
    dropped, as is one whose lease ran out; a webhook that keeps failing loses the entries that
    waited (its delivery log shows the failures) but stays.
 
+4. **Resuming**: each target has a durable mark in the store (``delivered_before``: every entry
+   its reflector stored before that time was delivered or given up on), moved forward in batches
+   as deliveries succeed. At start (:meth:`PushService.load`) every target gets again what its
+   subscription's feed holds here from its mark on: a worker killed with SIGKILL loses nothing
+   its feed still holds, and may repeat the deliveries made between its last written mark and
+   the kill (at least once; marks only move forward, so writing one twice does no harm).
+5. **Shared targets**: where web processes of their own take the requests (a distributed
+   deployment), every process holds a :class:`PushService`: a web process's verifies and saves
+   targets but delivers nothing (``document`` None); the delivery worker beside each reflector
+   takes the targets from the shared store every ``sync_interval_s`` (:meth:`PushService.sync`)
+   and delivers its reflector's matches.
+
 Every address is judged by the crawler's address guard (:mod:`.push_http`).
 """
 
@@ -24,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -55,6 +68,7 @@ from feedmesh.websub.hub_requests import (
     LeaseBounds,
     challenge_echoed,
     check_push_url,
+    denial_url,
     verification_url,
 )
 
@@ -89,21 +103,28 @@ class PushSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Entries kept in memory to build pushed documents from (see ``recent_items``)."""
     sweep_interval_s: float = 60.0
     """How often leases that ran out are looked for (they are also checked at each send)."""
+    sync_interval_s: float = 0.0
+    """How often the targets are read again from the store, where other processes (web
+    processes of their own) save them; 0: this process saves every target itself."""
 
 
 Document = Callable[[int, str, str], Awaitable[bytes]]
 """(subscription id, format, topic URL) -> the feed as the topic serves it now."""
+Held = Callable[[int], Awaitable[list[ReflectedItem]]]
+"""subscription id -> the entries its feed holds in this process, newest first ([]: none)."""
 
 
 class PushService:
     def __init__(self, state: HubState, settings: PushSettings, fetch: FetchSettings,
-                 clock: Clock, metrics: HubMetrics, *, document: Document,
-                 resolver: AbstractResolver | None = None) -> None:
+                 clock: Clock, metrics: HubMetrics, *, document: Document | None,
+                 held: Held | None = None, resolver: AbstractResolver | None = None) -> None:
         self.state = state
         self.settings = settings
         self.clock = clock
         self.metrics = metrics
         self.document = document
+        """None: this process takes requests and saves targets but delivers nothing."""
+        self.held = held
         self._subs: dict[int, Subscription | None] = {}
         self.client = CallbackClient(fetch, resolver=resolver, timeout_s=settings.timeout_s)
         self.queues = DeliveryQueues(settings.retry)
@@ -115,6 +136,11 @@ class PushService:
         self._woken = False
         self._sending: set[asyncio.Task[None]] = set()
         self._verifying: set[asyncio.Task[bool]] = set()
+        self._denying: set[asyncio.Task[None]] = set()
+        self._unlogged: list[PushAttempt] = []
+        self._unmarked: dict[int, float] = {}
+        """Marks (``delivered_before``) moved forward but not yet written."""
+        self._logging: asyncio.Task[None] | None = None
         self._tests = 0
         self.recent_items: OrderedDict[int, ReflectedItem] = OrderedDict()
         """Entries recently queued for some target, newest last: the documents pushed are
@@ -123,14 +149,52 @@ class PushService:
     # -- the targets held in memory ---------------------------------------------------------
 
     async def load(self) -> int:
-        """Read the saved targets (at start-up); leases that ran out meanwhile are dropped."""
+        """Read the saved targets (at start-up; leases that ran out meanwhile are dropped) and
+        queue for each what its feed holds here from its mark on."""
         now = self.clock.now()
         for target in await self._io.call(self.state.push_targets):
             if _expired(target, now):
                 await self._io.call(self.state.delete_push_target, target.id)
             else:
                 self._hold(target)
+        await self.resume(list(self.targets.values()))
         return len(self.targets)
+
+    async def sync(self) -> None:
+        """Take the targets as the store has them now (other processes save and delete
+        them): new ones are held, with what their feed holds here since their mark queued;
+        changed ones (lease, secret) updated; deleted ones released."""
+        saved = {t.id: t for t in await self._io.call(self.state.push_targets)}
+        for target_id in [t for t in self.targets if t not in saved]:
+            self._release(target_id)
+        now, fresh = self.clock.now(), []
+        for target in saved.values():
+            if target.id in self.targets:
+                self.targets[target.id] = target
+            elif not _expired(target, now):
+                self._hold(target)
+                fresh.append(target)
+        await self.resume(fresh)
+
+    async def resume(self, targets: Sequence[PushTarget]) -> int:
+        """Queue for each of ``targets`` the entries its subscription's feed holds here that
+        were stored at or after its mark, oldest first; how many."""
+        if self.held is None or self.document is None:
+            return 0
+        queued = 0
+        for target in targets:
+            items = [i for i in await self.held(target.sub_id)
+                     if i.stored_at >= target.delivered_before]
+            for item in reversed(items):
+                self.queues.add(target.id, item.entry_id, item)
+                self.recent_items[item.entry_id] = item
+                queued += 1
+        while len(self.recent_items) > self.settings.recent_items:
+            self.recent_items.popitem(last=False)
+        if queued:
+            log.info("push_resumed targets=%d entries=%d", len(targets), queued)
+            self._wake()
+        return queued
 
     def _hold(self, target: PushTarget) -> None:
         self.targets[target.id] = target
@@ -157,7 +221,9 @@ class PushService:
             self.metrics.push_targets.labels(target.kind).set(self._count(target.kind))
         return target
 
-    async def _drop(self, target: PushTarget, reason: str) -> None:
+    async def _drop(self, target: PushTarget, reason: str, *, deny: bool = False) -> None:
+        """Forget ``target``; ``deny``: the hub cancels a WebSub subscription it had granted,
+        and tells the callback so (section 5.2)."""
         self._release(target.id)
         try:
             await self._io.call(self.state.delete_push_target, target.id)
@@ -165,6 +231,27 @@ class PushService:
             log.error("push_target_not_deleted target=%d error=%s", target.id, exc)
         log.info("push_target_dropped target=%d kind=%s sub=%d reason=%s", target.id,
                  target.kind, target.sub_id, reason)
+        if deny:
+            self._deny(target, reason)
+
+    def _deny(self, target: PushTarget, reason: str) -> None:
+        """Send ``hub.mode=denied`` to a WebSub callback whose subscription ends against its
+        will, once, in the background (a callback that is down may never hear it)."""
+        if target.kind != WEBSUB:
+            return
+        task = asyncio.create_task(self._send_denial(target, reason))
+        self._denying.add(task)
+        task.add_done_callback(self._denying.discard)
+
+    async def _send_denial(self, target: PushTarget, reason: str) -> None:
+        try:
+            answer = await self.client.get(denial_url(target.url, target.topic, reason))
+        except CallbackError as exc:
+            log.info("websub_denial_not_heard target=%d sub=%d error=%s", target.id,
+                     target.sub_id, exc)
+            return
+        log.info("websub_denied target=%d sub=%d status=%d reason=%s", target.id,
+                 target.sub_id, answer.status, reason)
 
     def of_subscription(self, sub_id: int) -> list[PushTarget]:
         return [self.targets[t] for t in sorted(self._by_sub.get(sub_id, ()))]
@@ -178,10 +265,13 @@ class PushService:
         return self._subs[sub_id]
 
     def subscription_removed(self, sub_id: int) -> None:
-        """Its targets went with it (the store deletes them in the same transaction)."""
+        """Its targets went with it (the store deletes them in the same transaction); its
+        WebSub subscribers are told their topic is gone."""
         self._subs.pop(sub_id, None)
         for target_id in list(self._by_sub.get(sub_id, ())):
-            self._release(target_id)
+            target = self._release(target_id)
+            if target is not None:
+                self._deny(target, "the feed was deleted by its owner")
 
     async def subscription_changed(self, sub_id: int, new_url: bool) -> None:
         """Its name or query changed (documents name them), or its feed got a new URL: then
@@ -190,7 +280,8 @@ class PushService:
         if new_url:
             for target in self.of_subscription(sub_id):
                 if target.kind == WEBSUB:
-                    await self._drop(target, "the feed's URL was replaced")
+                    await self._drop(target, "the feed's URL was replaced by its owner",
+                                     deny=True)
 
     # -- WebSub subscriptions ----------------------------------------------------------------
 
@@ -246,7 +337,8 @@ class PushService:
             saved = await self._io.call(self.state.save_push_target, PushTarget(
                 sub_id=sub_id, kind=WEBSUB, url=request.callback, topic=request.topic,
                 format=fmt, secret=request.secret, lease_seconds=request.lease_seconds,
-                expires_at=now + request.lease_seconds, created_at=now))
+                expires_at=now + request.lease_seconds, created_at=now,
+                delivered_before=now))
         except StoreError as exc:  # e.g. the subscription was deleted meanwhile
             log.warning("websub_not_saved sub=%d error=%s", sub_id, exc)
             return False
@@ -269,7 +361,7 @@ class PushService:
             return existing
         saved = await self._io.call(self.state.save_push_target, PushTarget(
             sub_id=sub_id, kind=WEBHOOK, url=url, secret=secrets.token_urlsafe(32),
-            created_at=self.clock.now()))
+            created_at=self.clock.now(), delivered_before=self.clock.now()))
         self._hold(saved)
         return saved
 
@@ -277,10 +369,17 @@ class PushService:
         await self._drop(target, "removed by its owner")
 
     async def attempts(self, target_id: int, limit: int = 20) -> list[PushAttempt]:
+        """A target's delivery log, newest first (those still being written included)."""
+        await self.flush_log()
         return await self._io.call(self.state.push_attempts, target_id, limit)
 
     def test(self, target: PushTarget) -> None:
         """Queue a test delivery (no entries) behind what waits for the webhook."""
+        if self.document is None:
+            raise PushRefusedError(503, "push_unavailable", "test deliveries are sent by the "
+                                   "delivery worker beside the reflectors, not by a web "
+                                   "process; the next matching entry will show in the log",
+                                   retry_after_s=60)
         self._tests += 1
         self.queues.add(target.id, (_TEST, self._tests), _TEST)
         self._wake()
@@ -301,9 +400,7 @@ class PushService:
                 self.recent_items[item.entry_id] = item
             for sub_id in hits.tolist():
                 for target_id in self._by_sub.get(sub_id, ()):
-                    webhook = self.targets[target_id].kind == WEBHOOK
-                    self.queues.add(target_id, item.entry_id,
-                                    item if webhook else item.first_seen_at)
+                    self.queues.add(target_id, item.entry_id, item)
                     added += 1
         while len(self.recent_items) > self.settings.recent_items:
             self.recent_items.popitem(last=False)
@@ -314,6 +411,8 @@ class PushService:
     async def run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         next_sweep = loop.time() + self.settings.sweep_interval_s
+        syncing = self.settings.sync_interval_s
+        next_sync = loop.time() + syncing
         rate = self.settings.max_deliveries_per_s
         burst = max(1.0, rate / 10)
         tokens, filled_at = burst, loop.time()
@@ -333,8 +432,15 @@ class PushService:
                 now = self.clock.now()
                 for target in [t for t in self.targets.values() if _expired(t, now)]:
                     await self._drop(target, "lease expired")
+            if syncing and loop.time() > next_sync:
+                next_sync = loop.time() + syncing
+                try:
+                    await self.sync()
+                except StoreError as exc:  # the store is away: the held targets go on
+                    _failures.log(logging.WARNING, "push:sync", "push_sync_failed error=%s",
+                                  exc)
             due = self.queues.next_due()
-            wait = self.settings.sweep_interval_s
+            wait = min(self.settings.sweep_interval_s, syncing or math.inf)
             if due is not None and len(self._sending) < self.settings.max_in_flight:
                 wait = min(wait, max(0.0, due - self.clock.now(), (1.0 - tokens) / rate))
             # A bare future and a timer: this loop turns once per delivery at full load, and
@@ -386,33 +492,78 @@ class PushService:
         outcome = self.queues.finished(send, delivered, now, give_up=status == 410)
         self.metrics.push_deliveries.labels(target.kind, "ok" if delivered else "failed").inc()
         if delivered:
-            seen = [_first_seen(p) for p in send.payloads]
-            seen = [s for s in seen if s is not None]
+            seen = [p.first_seen_at for p in send.payloads if isinstance(p, ReflectedItem)]
             if seen:
                 self.metrics.push_latency.observe(max(0.0, now - min(seen)))
+        if outcome in (Outcome.DELIVERED, Outcome.DROPPED):
+            self._advance(target.id, send)
         else:
             _failures.log(logging.WARNING, f"push:{target.id}",
                           "push_failed target=%d kind=%s attempt=%d outcome=%s error=%s",
                           target.id, target.kind, send.attempt, outcome.value, error)
-        if target.kind == WEBHOOK:
-            entries = sum(1 for p in send.payloads if isinstance(p, ReflectedItem))
-            try:
-                await self._io.call(self.state.record_push_attempts, [PushAttempt(
-                    target_id=target.id, at=now, attempt=send.attempt, status=status,
-                    error=error[:500], entries=entries, elapsed_ms=round(elapsed, 1))],
-                    self.settings.log_keep)
-            except StoreError as exc:
-                log.error("push_log_not_written target=%d error=%s", target.id, exc)
+        # Both kinds keep a delivery log; a fat ping's entries are the new ones it carries.
+        entries = sum(1 for p in send.payloads if not isinstance(p, str))
+        self._log(PushAttempt(target_id=target.id, at=now, attempt=send.attempt, status=status,
+                              error=error[:500], entries=entries,
+                              elapsed_ms=round(elapsed, 1)))
         if outcome is Outcome.DROPPED and target.kind == WEBSUB:
+            # A callback that answered 410 Gone asked for the end; one that kept failing is
+            # told (if it can hear it) why its deliveries stopped.
             await self._drop(target, "gone (HTTP 410)" if status == 410 else
-                             f"{send.attempt} failed deliveries in a row; last: {error}")
+                             f"{send.attempt} failed deliveries in a row; last: {error}",
+                             deny=status != 410)
         elif outcome is Outcome.DROPPED:
             # A webhook is its owner's: what waited is dropped (the log shows why), the
             # webhook stays, and the next entries are tried afresh.
             log.warning("webhook_entries_dropped target=%d sub=%d entries=%d error=%s",
                         target.id, target.sub_id, len(send.keys), error)
 
+    def _advance(self, target_id: int, send: Send) -> None:
+        """Move the target's mark past what ``send`` carried (delivered, or given up on),
+        but not past an older entry still waiting."""
+        stored = [p.stored_at for p in send.payloads if isinstance(p, ReflectedItem)]
+        if not stored:
+            return
+        mark = math.nextafter(max(stored), math.inf)
+        waiting = self.queues.first_pending(target_id)
+        if isinstance(waiting, ReflectedItem):
+            mark = min(mark, waiting.stored_at)
+        if mark > self._unmarked.get(target_id, 0.0):
+            self._unmarked[target_id] = mark
+            self._write_soon()
+
+    def _log(self, attempt: PushAttempt) -> None:
+        """Add ``attempt`` to its target's delivery log: written in batches, by one task, so
+        thousands of deliveries a second cost a few writes, not one each."""
+        self._unlogged.append(attempt)
+        self._write_soon()
+
+    def _write_soon(self) -> None:
+        if self._logging is None or self._logging.done():
+            self._logging = asyncio.create_task(self._write_log())
+
+    async def _write_log(self) -> None:
+        """Write the delivery logs and the marks, in one transaction each, until none wait."""
+        while self._unlogged or self._unmarked:
+            batch, self._unlogged = self._unlogged, []
+            marks, self._unmarked = self._unmarked, {}
+            try:
+                await self._io.call(self._write, batch, marks)
+            except StoreError as exc:
+                log.error("push_log_not_written attempts=%d marks=%d error=%s", len(batch),
+                          len(marks), exc)
+
+    def _write(self, attempts: list[PushAttempt], marks: dict[int, float]) -> None:
+        self.state.record_push_attempts(attempts, self.settings.log_keep)
+        self.state.mark_push_targets(marks)
+
+    async def flush_log(self) -> None:
+        """Wait until every attempt so far is in the delivery logs."""
+        while self._logging is not None and not self._logging.done():
+            await asyncio.shield(self._logging)
+
     async def _message(self, target: PushTarget, send: Send) -> tuple[bytes, dict[str, str]]:
+        assert self.document is not None  # only a delivering process has sends
         if target.kind == WEBSUB:
             return websub_message(target, await self.document(target.sub_id, target.format,
                                                               target.topic))
@@ -420,9 +571,11 @@ class PushService:
                                [p for p in send.payloads if isinstance(p, ReflectedItem)])
 
     async def close(self) -> None:
-        for task in (*self._sending, *self._verifying):
+        tasks = (*self._sending, *self._verifying, *self._denying)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._sending, *self._verifying, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.flush_log()
         await self.client.close()
         self._io.close()
 
@@ -430,12 +583,6 @@ class PushService:
 def _resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-def _first_seen(payload: object) -> float | None:
-    if isinstance(payload, ReflectedItem):
-        return payload.first_seen_at
-    return payload if isinstance(payload, float) else None
 
 
 def _expired(target: PushTarget, now: float) -> bool:

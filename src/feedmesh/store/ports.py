@@ -257,6 +257,10 @@ class PushTarget(msgspec.Struct, frozen=True, kw_only=True):
     lease_seconds: int = 0
     expires_at: float | None = None
     created_at: float = 0.0
+    delivered_before: float = 0.0
+    """The delivery worker's durable mark: every entry a reflector stored (``stored_at``) before
+    this time has been delivered (or given up on); 0: nothing yet. It only moves forward; after
+    a restart the worker resends what its reflector holds from the mark on (at least once)."""
 
 
 class PushAttempt(msgspec.Struct, frozen=True, kw_only=True):
@@ -351,6 +355,11 @@ class HubState(Protocol):
 
     def push_targets(self, sub_id: int | None = None) -> list[PushTarget]:
         """The targets of one subscription (all when None), by id."""
+        ...
+
+    def mark_push_targets(self, marks: Mapping[int, float]) -> None:
+        """Move targets' ``delivered_before`` marks forward (never back); targets deleted
+        meanwhile are skipped."""
         ...
 
     def delete_push_target(self, target_id: int) -> bool: ...

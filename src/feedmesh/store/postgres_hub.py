@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -150,6 +150,12 @@ MIGRATIONS = (
         created_at double precision NOT NULL
     );
     REVOKE ALL ON hub_keys FROM PUBLIC;
+    """,
+    # 5: the delivery workers' durable marks (feedmesh.hub.push: resumed after a restart);
+    # targets of before count as delivered up to now (their feeds are not sent again)
+    """
+    ALTER TABLE push_targets ADD COLUMN delivered_before double precision NOT NULL DEFAULT 0;
+    UPDATE push_targets SET delivered_before = extract(epoch from now());
     """,
 )
 
@@ -356,13 +362,14 @@ class PostgresHubState:
         with self._db.write(f"saving a {target.kind} push target") as cur:
             cur.execute(
                 "INSERT INTO push_targets (sub_id, kind, url, topic, format, secret, "
-                "lease_seconds, expires_at, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "lease_seconds, expires_at, created_at, delivered_before) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (sub_id, kind, topic, url) DO UPDATE SET format = EXCLUDED.format, "
                 "secret = EXCLUDED.secret, lease_seconds = EXCLUDED.lease_seconds, "
                 f"expires_at = EXCLUDED.expires_at RETURNING {PUSH_TARGET_COLUMNS}",
                 (target.sub_id, target.kind, target.url, target.topic, target.format,
-                 target.secret, target.lease_seconds, target.expires_at, target.created_at))
+                 target.secret, target.lease_seconds, target.expires_at, target.created_at,
+                 target.delivered_before))
             row = cur.fetchone()
         return push_target(row)
 
@@ -373,6 +380,14 @@ class PostgresHubState:
             rows = self._db.read(f"SELECT {PUSH_TARGET_COLUMNS} FROM push_targets "
                                  "WHERE sub_id = %s ORDER BY id", (sub_id,))
         return [push_target(r) for r in rows]
+
+    def mark_push_targets(self, marks: Mapping[int, float]) -> None:
+        if not marks:
+            return
+        with self._db.write("marking push deliveries") as cur:
+            cur.executemany("UPDATE push_targets SET delivered_before = "
+                            "GREATEST(delivered_before, %s) WHERE id = %s",
+                            [(mark, target_id) for target_id, mark in sorted(marks.items())])
 
     def delete_push_target(self, target_id: int) -> bool:
         with self._db.write(f"deleting push target {target_id}") as cur:

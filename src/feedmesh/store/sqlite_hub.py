@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +86,7 @@ CREATE TABLE IF NOT EXISTS push_targets (
     lease_seconds INTEGER NOT NULL DEFAULT 0,
     expires_at REAL,
     created_at REAL NOT NULL,
+    delivered_before REAL NOT NULL DEFAULT 0,
     UNIQUE (sub_id, kind, topic, url)
 );
 CREATE TABLE IF NOT EXISTS push_attempts (
@@ -145,6 +146,15 @@ class SQLiteHubState:
                 with self._file.write(f"adding account_sources.{column}") as db:
                     db.execute(f"ALTER TABLE account_sources ADD COLUMN {column} TEXT NOT NULL "
                                "DEFAULT ''")
+        if "delivered_before" not in {row[1] for row in self._file.read(
+                "PRAGMA table_info(push_targets)")}:
+            with self._file.write("adding push_targets.delivered_before") as db:
+                db.execute("ALTER TABLE push_targets ADD COLUMN delivered_before REAL NOT NULL "
+                           "DEFAULT 0")
+                # Targets of before count as delivered up to now (their feeds are not sent
+                # again after the upgrade).
+                db.execute("UPDATE push_targets SET delivered_before = "
+                           "(julianday('now') - 2440587.5) * 86400.0")
 
     def legacy_feed_secret(self) -> bytes | None:
         """The feed-URL key as hubs before the key file kept it in this database (None: none),
@@ -307,12 +317,14 @@ class SQLiteHubState:
         with self._file.write(f"saving a {target.kind} push target") as db:
             db.execute(
                 "INSERT INTO push_targets (sub_id, kind, url, topic, format, secret, "
-                "lease_seconds, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "lease_seconds, expires_at, created_at, delivered_before) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (sub_id, kind, topic, url) DO UPDATE SET format = excluded.format, "
                 "secret = excluded.secret, lease_seconds = excluded.lease_seconds, "
                 "expires_at = excluded.expires_at",
                 (target.sub_id, target.kind, target.url, target.topic, target.format,
-                 target.secret, target.lease_seconds, target.expires_at, target.created_at))
+                 target.secret, target.lease_seconds, target.expires_at, target.created_at,
+                 target.delivered_before))
             row = db.execute(f"SELECT {PUSH_TARGET_COLUMNS} FROM push_targets "
                              "WHERE sub_id = ? AND kind = ? AND topic = ? AND url = ?",
                              (target.sub_id, target.kind, target.topic, target.url)).fetchone()
@@ -325,6 +337,14 @@ class SQLiteHubState:
             rows = self._file.read(f"SELECT {PUSH_TARGET_COLUMNS} FROM push_targets "
                                    "WHERE sub_id = ? ORDER BY id", (sub_id,))
         return [push_target(r) for r in rows]
+
+    def mark_push_targets(self, marks: Mapping[int, float]) -> None:
+        if not marks:
+            return
+        with self._file.write("marking push deliveries") as db:
+            db.executemany("UPDATE push_targets SET delivered_before = max(delivered_before, ?) "
+                           "WHERE id = ?", [(mark, target_id)
+                                            for target_id, mark in sorted(marks.items())])
 
     def delete_push_target(self, target_id: int) -> bool:
         with self._file.write(f"deleting push target {target_id}") as db:

@@ -106,6 +106,13 @@ class DeliveryQueues:
         """Forget a target and what waits for it (a send in flight finishes as FORGOTTEN)."""
         self._targets.pop(target, None)
 
+    def first_pending(self, target: Hashable) -> Any:
+        """The payload of the oldest entry waiting for ``target`` (None: none waits)."""
+        state = self._targets.get(target)
+        if state is None or not state.pending:
+            return None
+        return next(iter(state.pending.values()))
+
     def pending(self, target: Hashable) -> int:
         state = self._targets.get(target)
         return len(state.pending) if state is not None else 0

@@ -27,6 +27,7 @@ __all__ = [
     "LeaseBounds",
     "challenge_echoed",
     "check_push_url",
+    "denial_url",
     "parse_hub_request",
     "read_form",
     "verification_url",
@@ -158,12 +159,25 @@ def parse_hub_request(form: Mapping[str, str], bounds: LeaseBounds) -> HubReques
 def verification_url(request: HubRequest, challenge: str) -> str:
     """The callback URL with the verification of intent's parameters (section 5.3) added to
     whatever query it already has."""
-    parts = urlsplit(request.callback)
     params: Sequence[tuple[str, str]] = [("hub.mode", request.mode),
                                          ("hub.topic", request.topic),
                                          ("hub.challenge", challenge)]
     if request.mode == "subscribe":
         params = [*params, ("hub.lease_seconds", str(request.lease_seconds))]
+    return _with_params(request.callback, params)
+
+
+def denial_url(callback: str, topic: str, reason: str) -> str:
+    """The GET that tells a callback its subscription to ``topic`` is denied (section 5.2),
+    including one the hub cancels after it was granted; ``reason`` says why (at most 200
+    characters are sent)."""
+    return _with_params(callback, [("hub.mode", "denied"), ("hub.topic", topic),
+                                   ("hub.reason", reason[:200])])
+
+
+def _with_params(callback: str, params: Sequence[tuple[str, str]]) -> str:
+    """``callback`` with ``params`` added to whatever query it already has."""
+    parts = urlsplit(callback)
     query = "&".join(q for q in (parts.query, urlencode(params)) if q)
     return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", query, ""))
 

@@ -141,3 +141,36 @@ async def test_the_owner_sees_the_websub_subscribers_of_a_feed(hub_env, ann):
         status, _ = await ann.call("PATCH", f"/api/subscriptions/{sub['id']}", {"new_url": True})
         assert status == 200
         assert await listed() == []
+
+
+async def test_entries_that_waited_at_a_restart_are_delivered_after_it(tmp_path, farm_config):
+    """The embedded hub stops while its webhook's receiver fails: the entries that waited are
+    nowhere but in the feed. The restarted hub sends them again, from the durable mark."""
+    from feedmesh.commands.serve import running_hub
+    from feedmesh.farm import FarmServer
+    from feedmesh.fetch import StaticResolver
+    from tests.hub.conftest import hub_settings
+
+    settings = hub_settings(str(tmp_path), push=PushSettings(timeout_s=3.0, retry=RetryPolicy(
+        first_delay_s=0.05, max_delay_s=0.2, max_failures=1000)))
+
+    def ids(deliveries, status: int) -> set[int]:
+        return {int(e["id"].rsplit("-", 1)[1]) for d in deliveries if d.status == status
+                for e in json.loads(d.body)["entries"]}
+
+    async with FarmServer(farm_config) as farm, loopback_subscriber() as receiver:
+        async with running_hub(settings, "127.0.0.1", 0, resolver=StaticResolver({})) as (
+                hub, _):
+            account, _ = await hub.create_account("ann")
+            sub = await hub.add_subscription(account.id, name="", query="government OR music "
+                                             "OR water", keep=100)
+            await hub.add_webhook(sub.id, receiver.callback("/hook"))
+            receiver.status = 503
+            await hub.add_feeds([farm.feed_url(i) for i in range(farm_config.feeds)])
+            await eventually(lambda: len(receiver.to("/hook")) >= 3, timeout=90.0)
+            await eventually(lambda: ids(receiver.to("/hook"), 503), timeout=90.0)
+        waited = ids(receiver.to("/hook"), 503)
+        assert waited and not ids(receiver.to("/hook"), 200)
+        receiver.status = 200
+        async with running_hub(settings, "127.0.0.1", 0, resolver=StaticResolver({})):
+            await eventually(lambda: waited <= ids(receiver.to("/hook"), 200), timeout=90.0)

@@ -6,10 +6,12 @@ retries and the drop after repeated failures."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from feedmesh import cli
 from feedmesh.feeds.parser import parse_feed
 from feedmesh.hub.push import PushSettings
 from feedmesh.websub.delivery import RetryPolicy
@@ -210,6 +212,41 @@ async def test_a_callback_that_keeps_failing_is_retried_then_dropped(hub_env, an
         await eventually(lambda: not hub_env.hub.push_targets(sub["id"]), timeout=60.0)
         assert len(subscriber.to("/cb")) >= 3  # the first try and its retries
         assert await hub_env.hub._io.call(hub_env.hub.state.push_targets, sub["id"]) == []
+        # The hub cancelled a subscription it had granted: it says so (WebSub 5.2).
+        denial = await eventually(lambda: _denial(subscriber), timeout=10.0)
+        assert denial.params["hub.topic"] == sub["feed_urls"]["rss"]
+        assert "failed deliveries in a row" in denial.params["hub.reason"]
+        assert "HTTP 500" in denial.params["hub.reason"]
+
+
+def _denial(subscriber):
+    return next((v for v in subscriber.verifications if v.params.get("hub.mode") == "denied"),
+                None)
+
+
+async def test_deleting_the_feed_or_replacing_its_url_denies_its_subscribers(hub_env, ann):
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    async with loopback_subscriber() as subscriber, loopback_subscriber("127.0.0.3") as other:
+        await subscribed(hub_env, subscriber, sub["feed_urls"]["atom"])
+        await subscribed(hub_env, other, sub["feed_urls"]["rss"])
+        assert _denial(subscriber) is None and _denial(other) is None
+        status, body = await ann.call("PATCH", f"/api/subscriptions/{sub['id']}",
+                                      {"new_url": True})
+        assert status == 200, body
+        denial = await eventually(lambda: _denial(subscriber), timeout=10.0)
+        assert denial.params["hub.topic"] == sub["feed_urls"]["atom"]
+        assert "URL was replaced" in denial.params["hub.reason"]
+        await eventually(lambda: _denial(other), timeout=10.0)
+        assert not hub_env.hub.push_targets(sub["id"])
+
+    fresh = await filled_subscription(hub_env, ann, entries=1)
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, fresh["feed_urls"]["json"])
+        status, _ = await ann.call("DELETE", f"/api/subscriptions/{fresh['id']}")
+        assert status == 204
+        denial = await eventually(lambda: _denial(subscriber), timeout=10.0)
+        assert denial.params["hub.topic"] == fresh["feed_urls"]["json"]
+        assert "deleted" in denial.params["hub.reason"]
 
 
 async def test_a_lease_runs_out(hub_env, ann):
@@ -222,3 +259,74 @@ async def test_a_lease_runs_out(hub_env, ann):
         # The next delivery finds it expired and drops it instead of sending.
         await eventually(lambda: not hub_env.hub.push_targets(sub["id"]), timeout=60.0)
         assert all(d.at <= target.expires_at + 0.5 for d in subscriber.to("/cb"))
+
+
+async def test_each_subscription_has_a_delivery_log_for_its_topic_holder_and_owner(
+        hub_env, ann, tmp_path, capsys):
+    sub = await filled_subscription(hub_env, ann)
+    topic = sub["feed_urls"]["atom"]
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, topic)
+        callback = subscriber.callback()
+
+        async def log() -> list[dict]:
+            async with hub_env.session.get(hub_env.base + "/hub/deliveries", params={
+                    "hub.topic": topic, "hub.callback": callback}) as response:
+                assert response.status == 200, await response.text()
+                body = await response.json()
+            assert body["topic"] == topic and body["subscriber"]["callback"] == callback
+            return body["subscriber"]["deliveries"]
+
+        # A failing delivery, then (after a retry) a good one: both in the log, newest first.
+        subscriber.status = 503
+        failed = await eventually(lambda: _with_status(log, 503), timeout=60.0)
+        assert failed["ok"] is False and "HTTP 503" in failed["error"]
+        subscriber.status = 200
+        good = await eventually(lambda: _with_status(log, 200), timeout=60.0)
+        assert good["ok"] is True and good["entries"] >= 1 and good["error"] == ""
+        entries = await log()
+        assert [e["at"] for e in entries] == sorted((e["at"] for e in entries), reverse=True)
+        assert len(entries) <= len(subscriber.to("/cb"))  # one row per attempt made
+
+        # The feed's owner sees the same log through the API.
+        status, body = await ann.call("GET", f"/api/subscriptions/{sub['id']}/websub")
+        assert status == 200
+        (listed,) = body["subscribers"]
+        assert listed["deliveries"] and listed["callback"] == callback
+        status, body = await ann.call(
+            "GET", f"/api/subscriptions/{sub['id']}/websub/{listed['id']}/deliveries")
+        assert status == 200 and any(d["status"] == 503 for d in body["deliveries"])
+        status, body = await ann.call(
+            "GET", f"/api/subscriptions/{sub['id']}/websub/{listed['id'] + 999}/deliveries")
+        assert_error(status, body, 404, "not_found")
+
+        # The operator reads every log from the state store, the hub running or not.
+        await hub_env.hub.push.flush_log()
+        capsys.readouterr()
+        assert cli.main(["deliveries", "--state", str(tmp_path / "hub.db"), "--json"]) == 0
+        (row,) = json.loads(capsys.readouterr().out)["targets"]
+        assert (row["kind"], row["url"], row["subscription"]) == ("websub", callback, sub["id"])
+        assert {d["status"] for d in row["deliveries"]} >= {503, 200}
+        assert cli.main(["deliveries", "--state", str(tmp_path / "hub.db"), "--failing",
+                         "--json"]) == 0
+        failing = json.loads(capsys.readouterr().out)["targets"]
+        assert failing == ([row] if row["deliveries"][0]["status"] != 200 else [])
+        assert cli.main(["deliveries", "--state", str(tmp_path / "nothing.db")]) == 2
+        assert "no hub database" in capsys.readouterr().err
+
+        # Without the callback, or with a topic not of this hub, nothing is shown.
+        for params, code in (({"hub.topic": topic, "hub.callback": callback + "x"},
+                              "not_subscribed"),
+                             ({"hub.topic": topic + "x", "hub.callback": callback},
+                              "unknown_topic")):
+            async with hub_env.session.get(hub_env.base + "/hub/deliveries",
+                                           params=params) as response:
+                assert_error(response.status, await response.json(), 404, code)
+        async with hub_env.session.get(hub_env.base + "/hub/deliveries",
+                                       params={"hub.topic": topic}) as response:
+            error = assert_error(response.status, await response.json(), 400)
+            assert error["field"] == "hub.callback"
+
+
+async def _with_status(log, status: int) -> dict | None:
+    return next((e for e in await log() if e["status"] == status), None)

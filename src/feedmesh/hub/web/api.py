@@ -21,7 +21,7 @@ from feedmesh.hub.facade import FollowLimitError, HubFacade, PushRefusedError, S
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
-from feedmesh.hub.web.websub import push_error
+from feedmesh.hub.web.websub import attempt_json, push_error, websub_subscriber_json
 from feedmesh.match import QueryError, html_to_text, parse_query
 from feedmesh.memory import release_memory
 from feedmesh.store import Account, PushAttempt, PushTarget, Subscription
@@ -91,12 +91,6 @@ def _snippet(entry_summary: str, entry_content: str, terms: list[str],
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
 
 
-def _attempt_json(attempt: PushAttempt) -> dict[str, Any]:
-    return {"at": attempt.at, "attempt": attempt.attempt, "status": attempt.status,
-            "ok": 200 <= attempt.status < 300, "error": attempt.error,
-            "entries": attempt.entries, "elapsed_ms": attempt.elapsed_ms}
-
-
 def _json(data: Any, status: int = 200) -> web.Response:
     return web.Response(status=status, text=json.dumps(data), content_type="application/json")
 
@@ -124,6 +118,8 @@ class Api:
             web.delete("/api/subscriptions/{id}", a(self.delete_subscription)),
             web.get("/api/subscriptions/{id}/entries", a(self.subscription_entries)),
             web.get("/api/subscriptions/{id}/websub", a(self.list_websub)),
+            web.get("/api/subscriptions/{id}/websub/{target}/deliveries",
+                    a(self.websub_deliveries)),
             web.get("/api/subscriptions/{id}/webhooks", a(self.list_webhooks)),
             web.post("/api/subscriptions/{id}/webhooks", a(self.add_webhook)),
             web.delete("/api/subscriptions/{id}/webhooks/{hook}", a(self.remove_webhook)),
@@ -314,13 +310,17 @@ class Api:
     # -- push: WebSub subscribers and webhooks --------------------------------------------
 
     async def list_websub(self, request: web.Request, account: Account) -> web.Response:
-        """Who subscribed to this private feed over WebSub (its owner may want to know)."""
+        """Who subscribed to this private feed over WebSub (its owner may want to know), each
+        with its last deliveries."""
         sub = await self._owned(request, account)
         return _json({"subscribers": [
-            {"id": t.id, "callback": redact_credentials(t.url), "format": t.format,
-             "signed": bool(t.secret), "lease_seconds": t.lease_seconds,
-             "expires_at": t.expires_at, "created_at": t.created_at}
+            websub_subscriber_json(t, (await self.hub.push_attempts(t.id))[:5])
             for t in self.hub.push_targets(sub.id) if t.kind == "websub"]})
+
+    async def websub_deliveries(self, request: web.Request, account: Account) -> web.Response:
+        found = await self._target(request, account, "websub", "target", "WebSub subscriber")
+        return _json({"deliveries": [attempt_json(a)
+                                     for a in await self.hub.push_attempts(found.id)]})
 
     def _webhook_json(self, target: PushTarget, attempts: list[PushAttempt] | None = None,
                       secret: bool = False) -> dict[str, Any]:
@@ -329,17 +329,23 @@ class Api:
         if secret:
             found["secret"] = target.secret
         if attempts is not None:
-            found["deliveries"] = [_attempt_json(a) for a in attempts]
+            found["deliveries"] = [attempt_json(a) for a in attempts]
         return found
 
     async def _webhook(self, request: web.Request, account: Account) -> PushTarget:
+        return await self._target(request, account, "webhook", "hook", "webhook")
+
+    async def _target(self, request: web.Request, account: Account, kind: str, param: str,
+                      what: str) -> PushTarget:
+        """The push target of ``kind`` the path names (``param``) in a subscription of
+        ``account``'s, else 404."""
         sub = await self._owned(request, account)
-        raw = request.match_info["hook"]
-        hook_id = _path_id(raw)
+        raw = request.match_info[param]
+        target_id = _path_id(raw)
         found = next((t for t in self.hub.push_targets(sub.id)
-                      if t.kind == "webhook" and t.id == hook_id), None)
+                      if t.kind == kind and t.id == target_id), None)
         if found is None:
-            raise ApiError(404, "not_found", f"subscription {sub.id} has no webhook {raw}")
+            raise ApiError(404, "not_found", f"subscription {sub.id} has no {what} {raw}")
         return found
 
     async def list_webhooks(self, request: web.Request, account: Account) -> web.Response:
@@ -367,7 +373,7 @@ class Api:
 
     async def webhook_deliveries(self, request: web.Request, account: Account) -> web.Response:
         hook = await self._webhook(request, account)
-        return _json({"deliveries": [_attempt_json(a)
+        return _json({"deliveries": [attempt_json(a)
                                      for a in await self.hub.push_attempts(hook.id)]})
 
     async def test_webhook(self, request: web.Request, account: Account) -> web.Response:

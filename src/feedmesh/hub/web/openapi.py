@@ -115,7 +115,9 @@ _SCHEMAS: dict[str, Any] = {
         ("id", "callback", "format", "signed", "lease_seconds", "expires_at", "created_at"),
         id=_ID, callback=_STR, format=_STR, signed={"type": "boolean"},
         lease_seconds={"type": "integer"}, expires_at={"type": ["number", "null"]},
-        created_at={"type": "number"}),
+        created_at={"type": "number"},
+        deliveries={"type": "array", "items": {"$ref": "#/components/schemas/Delivery"},
+                    "description": "the last attempts, newest first"}),
 }
 _OPML_EXAMPLE = ('<?xml version="1.0"?><opml version="2.0"><head><title>mine</title></head><body>'
                  '<outline text="A feed" xmlUrl="https://example.org/feed.xml"/></body></opml>')
@@ -190,6 +192,14 @@ def openapi(base_url: str) -> dict[str, Any]:
                                           ("subscribers",), subscribers={
                                               "type": "array",
                                               "items": _ref("WebSubSubscriber")}))})},
+            "/api/subscriptions/{id}/websub/{target}/deliveries": {
+                "parameters": [*sub_path["parameters"],
+                               {"name": "target", "in": "path", "required": True,
+                                "schema": _ID}],
+                "get": op("A WebSub subscriber's delivery log, newest first",
+                          {"200": _answer("OK", _object(
+                              ("deliveries",), deliveries={"type": "array",
+                                                           "items": _ref("Delivery")}))})},
             "/api/subscriptions/{id}/webhooks": {
                 **sub_path,
                 "get": op("Its webhooks, each with its last deliveries", {"200": _answer(
@@ -298,6 +308,25 @@ def openapi(base_url: str) -> dict[str, Any]:
                         ("429", "Rate limited; see Retry-After"),
                         ("503", ("Push is not served by this process (push_unavailable), or "
                                  "storage is unavailable; see Retry-After")))}}}},
+            "/hub/deliveries": {"get": {
+                "summary": "The delivery log of one WebSub subscription, for whoever holds "
+                           "its topic and its callback",
+                # ASCII and bounded: the request line stays within what the server reads.
+                "parameters": [{"name": name, "in": "query", "required": True,
+                                "schema": {"type": "string", "minLength": 1,
+                                           "maxLength": longest, "pattern": "^[!-~]*$"}}
+                               for name, longest in (("hub.topic", 300),
+                                                     ("hub.callback", 2000))],
+                "responses": {
+                    "200": _answer("OK", _object(("topic", "subscriber"), topic=_STR,
+                                                 subscriber=_ref("WebSubSubscriber"))),
+                    **{code: _answer(text, _ref("Error")) for code, text in (
+                        ("400", "hub.topic or hub.callback missing"),
+                        ("404", "The topic is not a private feed of this hub, or the callback "
+                                "has no subscription to it"),
+                        ("429", "Rate limited; see Retry-After"),
+                        ("503", "Push is not served by this process, or storage is "
+                                "unavailable"))}}}},
             "/f/{token}": {"get": {
                 "summary": "A subscription's private feed (append .rss, .atom or .json, or "
                            "choose with Accept)",
