@@ -56,7 +56,7 @@ def test_stores_opening_a_new_database_at_once_migrate_it_once(postgres_url):
         store.close()
     assert errors == [] and len(opened) == len(openers)
     assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4),
-                                      ("ingest", 1), ("ingest", 2), ("ownership", 1),
+                                      ("hub", 5), ("ingest", 1), ("ingest", 2), ("ownership", 1),
                                       ("reflector", 1)]
 
 
