@@ -74,12 +74,14 @@ async def test_web_processes_take_push_requests_and_reflector_workers_deliver(
                 return await answer.json() if answer.status != 204 else None
 
         try:
-            crawler.start()  # makes the databases and the key the others read
-            await eventually(lambda: (data / "feed-secret.key").exists(), timeout=60)
-            for role in (*reflectors, web):
+            for role in (crawler, *reflectors):
                 role.start()
-            for role in roles:
+            # The crawler makes the key (in PostgreSQL) the web process reads: it is ready
+            # once it has, and once it reaches its reflectors.
+            for role in (crawler, *reflectors):
                 await role.wait_ready()
+            web.start()
+            await web.wait_ready()
             auths = {}
             for name in ("ann", "bob"):  # accounts 1 and 2: reflectors 1 and 0
                 async with session.post(f"{base}/api/accounts", json={"name": name}) as answer:
@@ -99,6 +101,22 @@ async def test_web_processes_take_push_requests_and_reflector_workers_deliver(
             for name in ("ann", "bob"):
                 await call("POST", f"/api/subscriptions/{subs[name]['id']}/webhooks",
                            auths[name], {"url": callbacks.callback(f"/hook-{name}")})
+            # The web process sends a webhook's test delivery itself, and logs it.
+            hooks = (await call("GET", f"/api/subscriptions/{subs['bob']['id']}/webhooks",
+                                auths["bob"]))["webhooks"]
+            await call("POST", f"/api/subscriptions/{subs['bob']['id']}/webhooks/"
+                       f"{hooks[0]['id']}/test", auths["bob"])
+            await eventually(lambda: callbacks.to("/hook-bob"), timeout=30)
+            tested = callbacks.to("/hook-bob")[0]
+            assert tested.headers["X-Feedmesh-Event"] == "test"
+            assert json.loads(tested.body)["entries"] == []
+
+            async def test_logged() -> bool:
+                log = await call("GET", f"/api/subscriptions/{subs['bob']['id']}/webhooks/"
+                                 f"{hooks[0]['id']}/deliveries", auths["bob"])
+                return [(d["status"], d["entries"]) for d in log["deliveries"]] == [(200, 0)]
+
+            await eventually(test_logged, timeout=30)
             # The web process shows what it saved (and what other processes did, within 1 s).
             listed = await call("GET", f"/api/subscriptions/{subs['ann']['id']}/websub",
                                 auths["ann"])

@@ -25,9 +25,9 @@
    the kill (at least once; marks only move forward, so writing one twice does no harm).
 5. **Shared targets**: where web processes of their own take the requests (a distributed
    deployment), every process holds a :class:`PushService`: a web process's verifies and saves
-   targets but delivers nothing (``document`` None); the delivery worker beside each reflector
-   takes the targets from the shared store every ``sync_interval_s`` (:meth:`PushService.sync`)
-   and delivers its reflector's matches.
+   targets and sends webhooks' test deliveries, but delivers no entry (``document`` None);
+   the delivery worker beside each reflector takes the targets from the shared store every
+   ``sync_interval_s`` (:meth:`PushService.sync`) and delivers its reflector's matches.
 
 Every address is judged by the crawler's address guard (:mod:`.push_http`).
 """
@@ -374,12 +374,14 @@ class PushService:
         return await self._io.call(self.state.push_attempts, target_id, limit)
 
     def test(self, target: PushTarget) -> None:
-        """Queue a test delivery (no entries) behind what waits for the webhook."""
+        """Queue a test delivery (no entries) behind what waits for the webhook. A process
+        that delivers nothing (a web process of its own: the workers beside the reflectors
+        deliver entries) sends it itself, once, and logs it in the same delivery log."""
         if self.document is None:
-            raise PushRefusedError(503, "push_unavailable", "test deliveries are sent by the "
-                                   "delivery worker beside the reflectors, not by a web "
-                                   "process; the next matching entry will show in the log",
-                                   retry_after_s=60)
+            task = asyncio.create_task(self._send_test(target))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+            return
         self._tests += 1
         self.queues.add(target.id, (_TEST, self._tests), _TEST)
         self._wake()
@@ -517,6 +519,27 @@ class PushService:
             # webhook stays, and the next entries are tried afresh.
             log.warning("webhook_entries_dropped target=%d sub=%d entries=%d error=%s",
                         target.id, target.sub_id, len(send.keys), error)
+
+    async def _send_test(self, target: PushTarget) -> None:
+        """One test delivery, not queued: it carries no entry, so it cannot overtake one."""
+        status, error, elapsed = 0, "", 0.0
+        try:
+            body, headers = webhook_message(target, await self.subscription(target.sub_id), [])
+            answer = await self.client.post(target.url, body, headers)
+            status, elapsed = answer.status, answer.elapsed_ms
+            if not 200 <= status < 300:
+                error = f"answered HTTP {status}"
+        except CallbackError as exc:
+            error = str(exc)
+        except StoreError as exc:
+            error = f"the subscription could not be read: {exc}"
+        delivered = 200 <= status < 300
+        self.metrics.push_deliveries.labels(target.kind, "ok" if delivered else "failed").inc()
+        if not delivered:
+            log.warning("push_test_failed target=%d error=%s", target.id, error)
+        self._log(PushAttempt(target_id=target.id, at=self.clock.now(), attempt=1,
+                              status=status, error=error[:500], entries=0,
+                              elapsed_ms=round(elapsed, 1)))
 
     def _advance(self, target_id: int, send: Send) -> None:
         """Move the target's mark past what ``send`` carried (delivered, or given up on),
