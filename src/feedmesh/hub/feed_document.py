@@ -7,15 +7,16 @@ topic) and ``rel="hub"`` (``<base>/hub``), in the document and in the HTTP ``Lin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from feedmesh.feeds.render import render_feed
+from feedmesh.feeds.render import render_feed, writer_for
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store import ReflectedItem, Subscription
 
-__all__ = ["EXTENSIONS", "feed_urls", "hub_url", "link_header", "published_entry",
-           "render_private_feed"]
+__all__ = ["EXTENSIONS", "RenderedItems", "feed_urls", "hub_url", "link_header",
+           "published_entry", "render_private_feed"]
 
 EXTENSIONS = {"rss": "rss2.0", "atom": "atom1.0", "json": "json1.1"}
 """A private feed URL's extension -> the format served there."""
@@ -35,16 +36,59 @@ def link_header(base_url: str, self_url: str) -> str:
     return f'<{hub_url(base_url)}>; rel="hub", <{self_url}>; rel="self"'
 
 
+class RenderedItems:
+    """Entries as each format writes them, kept across feeds and their versions (least
+    recently used dropped past ``max_chars``): an entry that a thousand subscriptions match is
+    written once per format, not once per version of each of their feeds.
+
+    Sound because an item of a private feed depends on nothing but its entry and its source:
+    :func:`published_entry` always dates it (so Atom never falls back to the feed's date) and
+    gives it an id of its own. An entry is known by its id and when its reflector stored it (a
+    changed entry is stored anew), with its source's title and URL, and whether its body was
+    dropped under memory pressure."""
+
+    def __init__(self, max_chars: int = 32 * 1024 * 1024) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self.hits = 0
+        self.misses = 0
+        self._items: OrderedDict[tuple, str] = OrderedDict()
+
+    def get(self, fmt: str, item: ReflectedItem, make: Callable[[], str]) -> str:
+        key = (fmt, item.entry_id, item.stored_at, item.degraded, item.feed_title,
+               item.feed_url)
+        text = self._items.get(key)
+        if text is not None:
+            self._items.move_to_end(key)
+            self.hits += 1
+            return text
+        text = make()
+        self.misses += 1
+        self._items[key] = text
+        self.chars += len(text)
+        while self.chars > self.max_chars and self._items:
+            self.chars -= len(self._items.popitem(last=False)[1])
+        return text
+
+
 def render_private_feed(sub: Subscription | None, items: Sequence[ReflectedItem], fmt: str, *,
-                        base_url: str, self_url: str) -> bytes:
-    """The feed of ``sub`` holding ``items`` (newest first) in format ``fmt``."""
+                        base_url: str, self_url: str,
+                        cache: RenderedItems | None = None) -> bytes:
+    """The feed of ``sub`` holding ``items`` (newest first) in format ``fmt``; each entry
+    written by ``cache`` when given (the same bytes either way)."""
     title = sub.name if sub and sub.name else (sub.query if sub else "feedmesh")
     info = FeedInfo(title=f"feedmesh: {title}", link=f"{base_url}/",
                     description=f"Articles matching {sub.query if sub else ''!s}",
                     self_link=self_url, hub_links=(hub_url(base_url),), ttl_minutes=15)
     entries = [published_entry(item) for item in items]
     sources = [(item.feed_title or item.feed_url, item.feed_url) for item in items]
-    return render_feed(info, entries, fmt, source_titles=sources)
+    if cache is None:
+        return render_feed(info, entries, fmt, source_titles=sources)
+    writer = writer_for(fmt)
+    parts = [cache.get(fmt, item, lambda e=entry, s=source: writer.item(e, info, s))
+             for item, entry, source in zip(items, entries, sources, strict=True)]
+    return (writer.head(info, entries) + writer.separator.join(parts) +
+            writer.tail(info)).encode("utf-8")
 
 
 def published_entry(item: ReflectedItem) -> Entry:

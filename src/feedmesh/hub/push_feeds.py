@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from feedmesh.hub.feed_document import render_private_feed
+from feedmesh.hub.feed_document import RenderedItems, render_private_feed
 from feedmesh.hub.push_messages import RenderedDocuments
 from feedmesh.store import ReflectedItem
 
@@ -27,6 +27,7 @@ class LocalFeeds:
         self.serving = serving
         self.push: PushService | None = None
         self._documents = RenderedDocuments()
+        self._items = RenderedItems(16 * 1024 * 1024)
 
     async def document(self, sub_id: int, fmt: str, topic: str) -> bytes:
         """The feed a WebSub subscriber of ``topic`` gets now: what a reader polling the topic
@@ -41,7 +42,7 @@ class LocalFeeds:
             items = (await reflector.items(sub_id, self.push.recent_items)
                      if reflector is not None else [])
             body = render_private_feed(sub, items, fmt, base_url=topic.rsplit("/f/", 1)[0],
-                                       self_url=topic)
+                                       self_url=topic, cache=self._items)
             self._documents.put(key, body)
         return body
 

@@ -7,8 +7,10 @@ unknown subscription all get the same 404, so a guess learns nothing.
 
 Readers are polled cheaply and politely: a weak ETag (subscription, URL generation, content
 version, format) and Last-Modified answer 304 without touching the disk; a 200 is served
-from the feed's bytes as rendered once for its version, gzip-compressed once (:mod:`.rendered`); ``Cache-Control: private, max-age=60``; a reader polling faster than
-the feed limit gets 429 with Retry-After.
+from the feed's bytes as rendered once for its version, gzip-compressed once (:mod:`.rendered`),
+each entry written once per format for all the feeds that hold it
+(:class:`~feedmesh.hub.feed_document.RenderedItems`); ``Cache-Control: private, max-age=60``; a
+reader polling faster than the feed limit gets 429 with Retry-After.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from feedmesh.feeds.render import CONTENT_TYPES
 from feedmesh.hub.facade import HubFacade
 from feedmesh.hub.feed_document import (
     EXTENSIONS,
+    RenderedItems,
     feed_urls,
     link_header,
     published_entry,
@@ -55,6 +58,7 @@ class FeedServer:
         self.base_url = base_url.rstrip("/")
         self.limiter = RateLimiter(hub.clock, limits.feed_rate_per_s, limits.feed_burst)
         self.rendered = RenderedFeeds(limits.rendered_feeds_bytes)
+        self.items = RenderedItems(limits.rendered_feeds_bytes // 4)
 
     def urls(self, token: str) -> dict[str, str]:
         return feed_urls(self.base_url, token)
@@ -109,7 +113,7 @@ class FeedServer:
         sub = await self.hub.subscription(sub_id)
         items = await self.hub.feed_items(sub_id)
         return render_private_feed(sub, items, fmt, base_url=self.base_url,
-                                   self_url=self.urls(token)[_ext(fmt)])
+                                   self_url=self.urls(token)[_ext(fmt)], cache=self.items)
 
 
 def _ext(fmt: str) -> str:
