@@ -14,6 +14,9 @@ Keeping the tree whole:
 * children send ``Refresh`` every ``refresh_period``; a parent forgets a child silent 3x that long;
 * a parent with ``max_children`` children hands a further joiner to one of them (``Redirect``, then
   ``Adopt`` straight to that child): a sibling's subtree cannot hold the joiner, so no loop forms;
+* over the stripes of one feed a node keeps at most ``feed_children`` children; one pushed over
+  hands a child of a stripe not its digit's down to a sibling (``Redirect`` from the parent: the
+  child leaves it and asks the sibling to adopt it);
 * a root that learns of a node closer to the group id joins it (the tree hangs below the new root);
 * an adoption that would close a loop (the joiner is on our path to the root) is passed on.
 
@@ -39,10 +42,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from feedmesh.mesh.overlay.balance import Ledger
-from feedmesh.mesh.overlay.ids import Handle, group_id
+from feedmesh.mesh.overlay.ids import ID_BITS, Handle, group_id
 from feedmesh.mesh.overlay.messages import Route
 from feedmesh.mesh.overlay.pastry import PastryConfig, PastryNode
-from feedmesh.mesh.overlay.stripes import stripe_groups
+from feedmesh.mesh.overlay.stripes import first_digit, stripe_groups
 from feedmesh.mesh.records import FeedLog, Record
 
 __all__ = [
@@ -156,6 +159,7 @@ class Delivery:
     recovered: bool = False   # released by a gap recovery rather than arriving down the tree
 
 
+_BELOW_FIRST_DIGIT = (1 << (ID_BITS - 4)) - 1
 _DIRECT = (Item, Heartbeat, JoinAck, Refresh, Recover, Unsubscribe, Redirect, Adopt, Vouch)
 
 
@@ -167,6 +171,13 @@ class ScribeConfig:
     join_retry: float = 2.0
     buffer_size: int = 32
     max_children: int = 16          # 0: no bound (plain Scribe)
+    feed_children: int = 20
+    """SplitStream's outdegree bound: the children a node keeps over all stripes of one feed
+    (their group ids differ in the first digit only; 0: ``max_children`` per group alone). A
+    node at the bound hands a joiner to a child in that stripe, one whose first digit is the
+    stripe's when it can (that stripe is its to forward); a node pushed over it (a leaf in a
+    stripe has no child to hand a joiner to) hands a child of a stripe not its digit's down to
+    a sibling there (push-down). Above ``max_children``, it only bounds striped feeds."""
     adopt_wait: float = 0.5
     recover_retry: float = 0.5
     freeload_streak: int = 8
@@ -384,6 +395,9 @@ class ScribeNode:
         elif kind is Vouch:
             self._on_recover(now, group, sender, body.seqs, holder=True)
         elif kind is Redirect:
+            if group.parent is not None and sender.id == group.parent.id:
+                group.parent = None   # our parent hands us down to a sibling (push-down)
+                self.counters["pushed-down"] += 1
             if self._is_shunned(now, body.to):
                 self.counters["shunned-refused"] += 1
                 self._join(now, group)
@@ -468,14 +482,20 @@ class ScribeNode:
             return
         limit = self.config.max_children
         if (limit and not repaying and child.id not in group.children
-                and len(group.children) >= limit):
+                and (len(group.children) >= limit or self._feed_full(group))):
             # full (Scribe's bottleneck remover, simplified): hand the joiner to one of our
             # children; siblings' subtrees are disjoint from the joiner's, so no loop can form
             # a child heard from lately, varied per attempt so a retry tries another sibling
             fresh = [h for h in group.children.values()
                      if now - group.child_heard.get(h.id, 0.0) <= self.config.refresh_period * 1.25]
             salt = int(now * 1000)
-            target = min(fresh or group.children.values(), key=lambda h: h.id ^ child.id ^ salt)
+            pool = fresh or list(group.children.values())
+            if group.stripes > 1 and salt % 4:
+                # a stripe is best forwarded by nodes of its digit; now and then any child, so
+                # a joiner that refuses the one we prefer (shunned) gets another
+                digit = first_digit(group.id)
+                pool = [h for h in pool if first_digit(h.id) == digit] or pool
+            target = min(pool, key=lambda h: h.id ^ child.id ^ salt)
             self.counters["redirected"] += 1
             self.pastry.send(child, Redirect(group.id, target))
             return
@@ -484,6 +504,44 @@ class ScribeNode:
         group.child_sent[child.id] = now
         self.counters["adopted"] += 1
         self.pastry.send(child, JoinAck(group.id, (self.handle.id, *group.path), group.newest))
+        if self.config.feed_children and not repaying:
+            self._push_down(now, group)
+
+    def _push_down(self, now: float, joined: _Group) -> None:
+        """Over the bound across a feed's stripes: hand one child of another stripe, where we
+        forward though the stripe is not our digit's, down to a sibling (SplitStream's
+        push-down), preferring a child whose digit is not that stripe's (a leaf-to-be)."""
+        base = joined.id & _BELOW_FIRST_DIGIT
+        mine = first_digit(self.handle.id)
+        same = [g for g in self.groups.values() if g.id & _BELOW_FIRST_DIGIT == base]
+        if sum(len(g.children) for g in same) <= self.config.feed_children:
+            return
+        candidates = [g for g in same if g is not joined and len(g.children) >= 2
+                      and first_digit(g.id) != mine]
+        if not candidates:
+            return
+        victim_group = max(candidates, key=lambda g: len(g.children))
+        digit = first_digit(victim_group.id)
+        kids = list(victim_group.children.values())
+        victim = min(kids, key=lambda h: (first_digit(h.id) == digit, h.id ^ int(now * 1000)))
+        others = [h for h in kids if h.id != victim.id]
+        target = min(others, key=lambda h: (first_digit(h.id) != digit, h.id ^ victim.id))
+        self._remove_child(victim_group, victim.id)
+        self.counters["pushed-down-child"] += 1
+        self.pastry.send(victim, Redirect(victim_group.id, target))
+
+    def _feed_full(self, group: _Group) -> bool:
+        """At the bound over the stripes of ``group``'s feed (their ids differ in the first
+        digit only), with a child in ``group`` to hand a joiner to."""
+        bound = self.config.feed_children
+        if not bound or not group.children:
+            return False
+        return self._feed_load(group) >= bound
+
+    def _feed_load(self, group: _Group) -> int:
+        base = group.id & _BELOW_FIRST_DIGIT
+        return sum(len(g.children) for g in self.groups.values()
+                   if g.id & _BELOW_FIRST_DIGIT == base)
 
     def _remove_child(self, group: _Group, child: int) -> None:
         group.children.pop(child, None)
