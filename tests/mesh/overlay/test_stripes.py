@@ -70,9 +70,10 @@ def test_stripes_spread_the_forwarding_so_no_node_carries_more_than_its_share():
     assert sum(unbounded_load) == pytest.approx(sum(one_load), rel=0.05)
     # one tree: its ~50 interior nodes forward every record, up to 16 copies each (16 x mean);
     # stripes: every node forwards; with the bound over a feed's stripes (20 children, the mean
-    # being 16), none more than 1.6x the mean; per stripe alone (16 children in each), 2x+
+    # being 16: 20 x 4 records = 80 copies, 1.26x the mean), none more than 1.3x the mean; per
+    # stripe alone (16 children in each), 2x+
     assert max(one_load) >= 12 * mean
-    assert max(striped_load) <= 1.6 * mean
+    assert max(striped_load) <= 1.3 * mean
     assert max(unbounded_load) >= 2 * mean
     assert sum(1 for x in striped_load if x) >= 0.9 * NODES
     assert sum(1 for x in one_load if x) <= 0.25 * NODES

@@ -100,9 +100,12 @@ class Redirect:
 
 @dataclass(frozen=True, slots=True)
 class Adopt:
-    """Sent straight to the node a ``Redirect`` named: "take me as your child"."""
+    """Sent straight to the node a ``Redirect`` named: "take me as your child"; or, ``repay``,
+    by a parent asking its child in debt to take it as a child in another group (pairwise
+    balance), which is taken beyond the bounds when the sender is our parent somewhere."""
 
     group: int
+    repay: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,8 +414,9 @@ class ScribeNode:
                     self.pastry.send(sender, Unsubscribe(group.id))   # would close a loop
                 else:
                     # our parent elsewhere asking us to repay (pairwise balance) is taken even
-                    # when we are full: refusing would leave us in its debt
-                    self._adopt(now, group, sender, repaying=any(
+                    # when we are full: refusing would leave us in its debt. Any other Adopt
+                    # is a redirected joiner, bounded, even from our parent in another stripe
+                    self._adopt(now, group, sender, repaying=body.repay and any(
                         g.parent is not None and g.parent.id == sender.id
                         for g in self.groups.values()))
             else:
@@ -516,8 +520,9 @@ class ScribeNode:
         same = [g for g in self.groups.values() if g.id & _BELOW_FIRST_DIGIT == base]
         if sum(len(g.children) for g in same) <= self.config.feed_children:
             return
-        candidates = [g for g in same if g is not joined and len(g.children) >= 2
-                      and first_digit(g.id) != mine]
+        candidates = ([g for g in same if g is not joined and len(g.children) >= 2
+                       and first_digit(g.id) != mine]
+                      or [g for g in same if len(g.children) >= 2])
         if not candidates:
             return
         victim_group = max(candidates, key=lambda g: len(g.children))
@@ -723,7 +728,7 @@ class ScribeNode:
                 continue   # a child already repays us there (or is being asked to)
             asked.add(group.id)
             self.counters["repayment-asked"] += 1
-            self.pastry.send(child, Adopt(group.id))
+            self.pastry.send(child, Adopt(group.id, repay=True))
             return
 
     def _is_shunned(self, now: float, node: Handle) -> bool:
