@@ -508,8 +508,8 @@ class ScribeNode:
         group.child_sent[child.id] = now
         self.counters["adopted"] += 1
         self.pastry.send(child, JoinAck(group.id, (self.handle.id, *group.path), group.newest))
-        if self.config.feed_children and not repaying:
-            self._push_down(now, group)
+        if self.config.feed_children and self.config.max_children and not repaying:
+            self._push_down(now, group)   # (plain Scribe, max_children 0, bounds nothing)
 
     def _push_down(self, now: float, joined: _Group) -> None:
         """Over the bound across a feed's stripes: hand one child of another stripe, where we
