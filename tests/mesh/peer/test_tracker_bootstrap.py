@@ -120,3 +120,35 @@ async def test_a_peer_that_follows_after_a_rotation_accepts_the_current_key(tmp_
                 assert log.key == current and not log.refused
     finally:
         await tracker.stop()
+
+
+@pytest.mark.timeout(120)
+async def test_a_bootstrap_that_never_answers_gives_way_to_the_next(tmp_path: Path) -> None:
+    # --scribe-bootstrap names a node nobody runs (a silent UDP port): after join_timeout_s the
+    # join goes through the next candidate, the bootstrap node the feed's element names
+    async with Fetcher(LOOPBACK) as fetcher, site(tmp_path, "keys") as republisher:
+        dead = ("127.0.4.74", free_port("127.0.4.74"))
+        host = "127.0.4.73"
+        address = (host, free_port(host))
+        data = tmp_path / "peer"
+        data.mkdir()
+        settings = PeerSettings(listen=address, data=data, local=(host, 0), schedule=SOON,
+                                multicast=MulticastSettings(address=address, bootstrap=(dead,),
+                                                            join_timeout_s=1.0))
+        store = open_archive(data / "archive.db")
+        running = Peer(settings, store, fetcher, SystemClock())
+        await running.start([republisher.url])
+        try:
+            await eventually(lambda: running.multicast.status()["joined"], timeout=30,
+                             what="joined through the element's node")
+            status = running.multicast.status()
+            assert status["bootstrap_from"] == "element"
+            assert status["bootstrap"] == "{}:{}".format(*republisher.endpoint.addr)
+            assert status["counters"]["bootstrap-changed"] >= 1
+            republisher.republisher.multicast(LEGACY, Entry(
+                key="k1", guid="urn:k1", title="over the mesh", link=LEGACY + "#1"))
+            await eventually(lambda: running.archive.received.get("scribe:republisher", 0) == 1,
+                             timeout=20)
+        finally:
+            await running.stop()
+            store.close()

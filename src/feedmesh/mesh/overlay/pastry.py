@@ -111,6 +111,14 @@ class PastryNode:
             return
         self._send_join(now)
 
+    def bootstrap_through(self, now: float, bootstrap: Handle) -> None:
+        """Still joining: send the join (and its retries) through ``bootstrap`` instead, e.g.
+        because the first one never answered. Joined: nothing to do."""
+        if self.joined or bootstrap.id == self.id:
+            return
+        self._bootstrap = bootstrap
+        self._send_join(now)
+
     def receive(self, now: float, sender: Handle, body: Any) -> None:
         if not self.alive:
             return

@@ -6,8 +6,10 @@ Scribe group on its own UDP endpoint and verifies every record with the feed's l
 
 1. discover: read each followed feed's element (see below); whether to follow the key it names
    is :mod:`.trust`'s decision (pinned at first use, or a listed republisher);
-2. join the overlay through ``--scribe-bootstrap`` or the element's bootstrap node, then the
-   feed's group (a republisher's log travels in a group of its own);
+2. join the overlay through ``--scribe-bootstrap``, else the element's bootstrap node, else a
+   peer the FeedEx tracker names; one that does not answer within ``join_timeout_s`` gives way to
+   the next of all of them, in that order (and round again); then join the feed's group (a
+   republisher's log travels in a group of its own);
 3. every verified record goes into the archive at once (and so into the local proxy's feeds),
    marked ``republished-by:KEY`` when a republisher signed it; gaps are asked of the parent,
    then of the HTTP feed (:class:`~feedmesh.mesh.transport.subscriber.Subscriber`); while the
@@ -141,6 +143,7 @@ class ScribeExchange:
         self._warned: dict[str, str] = {}
         self._pending: list[str | tuple[str, FeedInfo]] = []
         self._started = False
+        self._join_deadline = 0.0
         self._task: asyncio.Task[None] | None = None
         self._keeping: set[asyncio.Task[int]] = set()
 
@@ -204,6 +207,9 @@ class ScribeExchange:
                 self._bootstrap_from_peers()
             if not self._started and self.bootstrap is not None and self.followed:
                 await self._join()
+            elif (self._started and not self.endpoint.node.pastry.joined
+                  and asyncio.get_running_loop().time() >= self._join_deadline):
+                self._next_bootstrap()
             if self._started:
                 await self.subscriber.check()
                 self._note_refusals()
@@ -280,11 +286,57 @@ class ScribeExchange:
                 return
 
     def _bootstrap_of(self, element: MeshSubscribe) -> Address | None:
+        found = self._bootstraps_of(element)
+        return found[0] if found else None
+
+    def _bootstraps_of(self, element: MeshSubscribe) -> list[Address]:
+        found = []
         for text in element.bootstrap:
             host, _, port = text.rpartition(":")
-            if host and port.isdigit() and (host, int(port)) != self.endpoint.addr:
-                return host, int(port)
-        return None
+            if host and port.isdigit() and (host, int(port)) != tuple(self.endpoint.addr):
+                found.append((host, int(port)))
+        return found
+
+    def _candidates(self) -> list[tuple[Address, str]]:
+        """Every node we could join through, best first: the flag's, the followed feeds'
+        elements', the tracker's peers."""
+        seen: set[Address] = set()
+        out: list[tuple[Address, str]] = []
+
+        def add(address: Address, source: str) -> None:
+            address = (address[0], int(address[1]))
+            if address not in seen and address != tuple(self.endpoint.addr):
+                seen.add(address)
+                out.append((address, source))
+
+        for address in self.settings.bootstrap:
+            add(address, "flag")
+        for state in self.followed.values():
+            for address in self._bootstraps_of(state.element):
+                add(address, "element")
+        if self.peers is not None:
+            for address in self.peers():
+                add(address, "tracker")
+        return out
+
+    def _next_bootstrap(self) -> None:
+        """The join through ``self.bootstrap`` has not finished in ``join_timeout_s``: send it
+        through the next candidate (the same one again if it is the only one)."""
+        loop = asyncio.get_running_loop()
+        self._join_deadline = loop.time() + self.settings.join_timeout_s
+        candidates = self._candidates()
+        if not candidates:
+            return
+        addresses = [address for address, _ in candidates]
+        current = tuple(self.bootstrap) if self.bootstrap is not None else None
+        at = addresses.index(current) + 1 if current in addresses else 0
+        address, source = candidates[at % len(candidates)]
+        log.warning("overlay_join_slow bootstrap=%s:%d waited_s=%.0f next=%s:%d from=%s",
+                    *(current or ("-", 0)), self.settings.join_timeout_s, *address, source)
+        self.bootstrap, self.bootstrap_source = address, source
+        self.counters["bootstrap-changed"] += 1
+        handle = handle_at(*address)
+        self.endpoint.act(lambda node, now: node.pastry.bootstrap_through(now, handle))
 
     async def _join(self) -> None:
         assert self.bootstrap is not None
@@ -292,11 +344,11 @@ class ScribeExchange:
         await self.endpoint.start(handle_at(*self.bootstrap))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.join_timeout_s
+        self._join_deadline = deadline
         while not self.endpoint.node.pastry.joined and loop.time() < deadline:
             await asyncio.sleep(0.05)
         if not self.endpoint.node.pastry.joined:
-            log.warning("overlay_join_slow bootstrap=%s:%d waited_s=%.0f", *self.bootstrap,
-                        self.settings.join_timeout_s)
+            self._next_bootstrap()   # the groups are joined meanwhile, and again once we are in
         else:
             log.info("overlay_joined node=%s:%d bootstrap=%s:%d", *self.endpoint.addr,
                      *self.bootstrap)
