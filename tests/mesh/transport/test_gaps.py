@@ -13,6 +13,7 @@ from nacl.signing import SigningKey
 
 from feedmesh.feeds.render import render_feed
 from feedmesh.fetch import Fetcher, FetchSettings
+from feedmesh.mesh.keys import KeyStore
 from feedmesh.mesh.overlay import group_id
 from feedmesh.mesh.records import FeedWriter
 from feedmesh.mesh.transport.subscriber import NotMulticast, Subscriber, discover
@@ -107,5 +108,61 @@ async def test_discover_fetches_a_key_named_by_uri_and_checks_its_fingerprint() 
                 await discover(fetcher.fetch, f"{base}/feed/bad")
             with pytest.raises(NotMulticast, match="cannot fetch"):
                 await discover(fetcher.fetch, f"{base}/nothing")
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("rotations", [True, False], ids=["with-rotations", "without"])
+async def test_the_http_documents_rotations_bridge_a_gap_that_held_the_rotate_record(
+        tmp_path, rotations: bool) -> None:
+    # records 1-3 by the identity key, 4 the rotate record (lost), 5-7 by the new key; the
+    # HTTP document the gap is filled from carries the signed rotation (or, as a control, not)
+    app = web.Application()
+    document: list[bytes] = []
+
+    async def serve(request: web.Request) -> web.Response:
+        return web.Response(body=document[0], content_type="application/rss+xml")
+
+    app.router.add_get("/feed.xml", serve)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.4.102", 0).start()
+    url = f"http://127.0.4.102:{runner.addresses[0][1]}/feed.xml"
+    store = KeyStore(tmp_path / "keys")
+    store.make(1.0)
+    writer = store.writer(url)
+    wires = [writer.append({"key": f"k{n}", "title": f"entry {n}"}) for n in (1, 2, 3)]
+    store.save_head(writer)
+    store.rotate(2.0)
+    for path in store.outbox():            # the rotate record (seq 4), never received
+        path.unlink()
+    writer = store.writer(url)
+    wires += [writer.append({"key": f"k{n}", "title": f"entry {n}"}) for n in (5, 6, 7)]
+    element = MeshSubscribe(public_key=store.identity(),
+                            rotations=store.rotations() if rotations else ())
+    document.append(render_feed(FeedInfo(title="pub", link=url, subscribe=element),
+                                [Entry(key=f"k{n}", guid=f"urn:k{n}", title=f"entry {n}")
+                                 for n in (6, 5)], "rss2.0"))
+    try:
+        async with udp_ring(2, first_host=110) as nodes, \
+                Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",))) as fetcher:
+            reader = Subscriber(nodes[1], fetcher.fetch, http_after=0.0)
+            gid = reader.subscribe(url, store.identity())
+            await subscribed(nodes[1:], gid)
+            feed_log = nodes[1].node.groups[gid].log
+            for wire in wires[:3]:
+                assert feed_log.receive(wire).refused is None
+            feed_log.announce(6)                      # a parent says records up to 6 exist
+            assert feed_log.missing == (4, 5, 6)
+            await reader.check()                      # the gap goes to the HTTP feed
+            assert reader.counters["http-fetches"] == 1
+            assert sorted(r.entry["title"] for r in reader.received) == ["entry 5", "entry 6"]
+            verdict = feed_log.receive(wires[5])      # seq 7, by the new key
+            if rotations:
+                assert reader.counters["rotations-read"] == 1
+                assert [r.seq for r in verdict.delivered] == [7]
+                assert feed_log.key == store.keyring()["current"]
+            else:
+                assert verdict.refused == "wrong-key" and not reader.counters["rotations-read"]
     finally:
         await runner.cleanup()

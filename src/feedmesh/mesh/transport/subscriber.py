@@ -157,6 +157,19 @@ class Subscriber:
             self.on_received(received)
 
     # ---- the HTTP fallback --------------------------------------------------------------------
+    def _learn_rotations(self, feed_log, element: MeshSubscribe | None) -> None:
+        """The document's ``<subscribe>`` names the log's identity key and its signed rotations:
+        a gap that held the ``rotate`` record no longer leaves the new key refused."""
+        if element is None or not element.rotations or element.public_key != feed_log.feed:
+            return
+        try:
+            feed_log.learn_rotations(element.rotations)
+        except ValueError as why:
+            self.counters["rotations-refused"] += 1
+            log.warning("gap_http_rotations_refused feed=%s why=%r", feed_log.url, str(why))
+            return
+        self.counters["rotations-read"] += 1
+
     async def run(self) -> None:
         while not self.endpoint.closed:
             await self.check()
@@ -194,6 +207,7 @@ class Subscriber:
             log.warning("gap_http_empty feed=%s missing=%s error=%s", url, list(missing),
                         parsed.error.message if parsed.error else "no entries")
             return
+        self._learn_rotations(feed_log, parsed.feed.subscribe)
         # first the signed records held past the gap (so their entries count as known) ...
         endpoint = self.endpoint
         skipped_before = feed_log.skipped
