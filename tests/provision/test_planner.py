@@ -7,6 +7,7 @@ import pytest
 
 from feedmesh.provision import (
     NodeLimits,
+    PlannerSettings,
     Targets,
     TargetsError,
     UnresolvableError,
@@ -130,3 +131,17 @@ def test_answers_and_held_rows_are_priced_per_entry_held():
     assert partial.out_bandwidth == pytest.approx(polls * (6_000 - 8 * 500))
     # held rows: 20 bytes a pair, 100,000 subscriptions x (10 - 2) pairs fewer
     assert full.memory - partial.memory == pytest.approx(100_000 * 8 * 20)
+
+
+def test_a_plan_past_the_bound_on_services_is_refused_and_says_how_many(model):
+    targets = Targets(feeds=8_000_000, subscriptions=80_000_000)
+    whole = plan(targets, limits(), model)
+    size = len(whole.topology.services)
+    assert size > 10
+    # the same plan with room for exactly its services, then with one fewer
+    assert counts(plan(targets, limits(), model, PlannerSettings(max_services=size))) == \
+        counts(whole)
+    with pytest.raises(UnresolvableError) as caught:
+        plan(targets, limits(), model, PlannerSettings(max_services=size - 1))
+    message = str(caught.value)
+    assert f"bound of {size - 1:,} services" in message and "--max-services" in message

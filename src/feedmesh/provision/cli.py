@@ -32,7 +32,7 @@ from .check import ROLES, Scrape, check, live_loads, role_load
 from .errors import ProvisionError
 from .launch import launch_plan, topology_json
 from .model import Machine, ResourceModel, decode_model, encode_model
-from .planner import plan
+from .planner import PlannerSettings, plan
 from .render import plan_table, topology_dot
 from .topology import NodeLimits, Targets
 
@@ -67,6 +67,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             help="a model file, or a shipped model: 'hub' (the default: every "
                                  "tier in one process, `feedmesh serve`) or 'processes' (each "
                                  "role a process of its own, `feedmesh up`)")
+    plan_group.add_argument("--max-services", type=int, default=PlannerSettings.max_services,
+                            metavar="N", help="refuse a plan of more services than this "
+                            "(planning time grows with the links between them)")
     plan_group.add_argument("--json", action="store_true", help="print the topology as JSON")
     plan_group.add_argument("--picture", type=Path,
                             help="draw the topology (Graphviz; .svg, .png or .pdf)")
@@ -129,7 +132,10 @@ def load_model(path: Path | None) -> ResourceModel:
 def _plan(args: argparse.Namespace, model: ResourceModel, limits: NodeLimits) -> int:
     if args.feeds is None or args.subs is None:
         raise CommandError("--feeds and --subs are needed to plan (or --check, or calibrate)")
-    result = plan(Targets(args.feeds, args.subs), limits, model)
+    if args.max_services < 3:
+        raise CommandError(f"--max-services must be >= 3, got {args.max_services}")
+    result = plan(Targets(args.feeds, args.subs), limits, model,
+                  PlannerSettings(max_services=args.max_services))
     if args.json:
         print(json.dumps(topology_json(result), indent=2))
     else:

@@ -40,6 +40,10 @@ class PlannerSettings:
     # "cannot be resolved" is decided for loads that fall only with selectivity.
     min_subscriptions_per_service: int = 1000
     max_steps: int = 10_000
+    max_services: int = 2_000
+    """A plan past this many services is refused, not computed: planning time grows with the
+    links (every filter to every reflector sharing its users), 1,516 services take a second and
+    5,788 over three minutes. ``feedmesh provision --max-services`` raises it."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,15 @@ def resolve(topology: Topology, violation: Violation, model: ResourceModel,
     if most < 2:
         raise UnresolvableError(violation.service, violation.resource, _floor_reason(
             violation, kind, unit, size, smallest, None))
+    room = settings.max_services - len(topology.services) + 1   # the service itself is replaced
+
+    def too_many(needed: str) -> UnresolvableError:
+        return UnresolvableError(violation.service, violation.resource, (
+            f"{kind}-decomposition needs {needed} {service.tier}s, and the plan "
+            f"would pass its bound of {settings.max_services:,} services (it has "
+            f"{len(topology.services):,}); lower the targets, raise the node limits, or raise "
+            "--max-services (planning time grows with the links between filters and "
+            "reflectors)"))
 
     def worst_replica(parts: int) -> float:
         trial = decompose(topology, violation.service, kind, parts)
@@ -141,13 +154,17 @@ def resolve(topology: Topology, violation: Violation, model: ResourceModel,
     # The linear estimate is exact for loads proportional to the share; loads that fall slower
     # (selectivity, a fixed base) need more: double, then bisect.
     low = max(2, min(most, math.ceil(violation.ratio)))
+    if low > room:
+        raise too_many(f"at least {low:,}")
     if not fits(low):
         high = low
-        while high < most:
-            low, high = high, min(most, high * 2)
+        while high < min(most, room):
+            low, high = high, min(most, room, high * 2)
             if fits(high):
                 break
         else:
+            if room < most:
+                raise too_many(f"more than {room:,}")
             floor = worst_replica(most) * (1 + limits.overprovision)
             share = selectivity(model.filter.matches_per_article_per_subscription, smallest)
             raise UnresolvableError(violation.service, violation.resource, _floor_reason(
