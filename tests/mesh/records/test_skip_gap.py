@@ -57,3 +57,23 @@ def test_a_resync_is_forgotten_once_the_chain_goes_on_by_itself() -> None:
     log.skip_gap()
     assert [r.seq for r in log.receive(wires[1]).delivered] == [2]   # 2 came after all
     assert log.receive(wires[4]).missing == (3, 4) and log.skipped == 0   # a real gap: held
+
+
+def test_a_covered_gap_stays_covered_while_the_parent_repeats_its_newest_seq() -> None:
+    # a parent announces its newest seq in every heartbeat; once the HTTP fallback covered the
+    # gap, hearing the same seq again must not reopen it (a fetch of the feed every few seconds
+    # until the next record), while a newer seq does
+    writer = FeedWriter(SigningKey.generate(), "http://127.0.4.1/feed")
+    wires = [writer.append({"id": str(n)}) for n in range(1, 6)]
+    log = FeedLog(writer.feed, writer.url)
+    log.receive(wires[0])
+    log.announce(3)
+    assert log.missing == (2, 3)
+    log.skip_gap()
+    log.announce(3)
+    assert log.missing == ()
+    log.announce(4)
+    assert log.missing == (2, 3, 4)
+    # the next record down the tree restarts the chain as before
+    assert [r.seq for r in log.receive(wires[4]).delivered] == [5]
+    assert log.missing == ()

@@ -63,6 +63,7 @@ class FeedLog:
         self._announced = 0        # newest seq a parent said exists (unauthenticated)
         self._succession: tuple[str, ...] = (feed_key,)   # the log's keys in order, if known
         self._resync = False       # the HTTP fallback covered an announced gap: see skip_gap
+        self._covered = 0          # the announced seq that gap reached: not announced again
 
     @property
     def missing(self) -> tuple[int, ...]:
@@ -101,7 +102,9 @@ class FeedLog:
         """A parent says records up to ``newest`` exist (its heartbeat): until they come, they
         are :attr:`missing`, so a node back from a long absence that holds none of them still
         sees the gap (and falls back to the HTTP feed when no parent supplies them)."""
-        if not self.revoked:
+        if not self.revoked and not (self._resync and newest <= self._covered):
+            # (a gap the HTTP fallback covered stays covered when the parent repeats its
+            # newest seq in every heartbeat: only a newer seq opens a gap again)
             self._announced = max(self._announced, newest)
 
     def revoke_key(self, key: str) -> None:
@@ -123,6 +126,8 @@ class FeedLog:
             # only announced, nothing held: forget the announcement, and take the next signed
             # record that comes as the new start of the chain (as if it had been held here)
             if self._announced > self.seq:
+                self._covered = max(self._covered,
+                                    min(self._announced, self.seq + self.max_held))
                 self._announced = self.seq
                 self._resync = True
             return Verdict()
