@@ -106,3 +106,15 @@ def test_the_caches_are_bounded(monkeypatch) -> None:
     for n in range(50):
         decode_datagram(encode_datagram(H, m.RowRequest(n)))
     assert len(wire._encoded) <= 8 and len(wire._decoded) <= 8
+
+
+def test_fields_added_with_a_default_keep_versions_talking() -> None:
+    # Adopt gained `repay` (False by default): an older sender's one-field Adopt decodes, and
+    # ours leaves the default out so an older receiver decodes it too
+    assert decode(ext(CODE[s.Adopt], [5])) == s.Adopt(5, False)
+    assert decode(encode(s.Adopt(5))) == s.Adopt(5)
+    assert msgspec.msgpack.decode(encode(s.Adopt(5))[len(MAGIC):]).data == \
+        msgspec.msgpack.encode([5])
+    assert decode(encode(s.Adopt(5, True))) == s.Adopt(5, True)
+    with pytest.raises(WireError, match="Adopt has 2 fields, got 3"):
+        decode(ext(CODE[s.Adopt], [5, True, 1]))

@@ -82,8 +82,29 @@ def _to_wire(value: Any) -> Any:
     code = _CODE.get(kind)
     if code is None:
         raise WireError(f"{kind.__name__} is not an overlay message")
-    data = _encoder.encode([_to_wire(getattr(value, name)) for name, _ in _fields(kind)])
+    fields = _fields(kind)
+    values = [getattr(value, name) for name, _ in fields]
+    defaults = _TRAILING_DEFAULTS.get(kind)
+    if defaults is None:
+        defaults = _TRAILING_DEFAULTS[kind] = _trailing_defaults(kind)
+    first = len(fields) - len(defaults)   # the first of the trailing fields with a default
+    while len(values) > first and values[-1] == defaults[len(values) - 1 - first]:
+        values.pop()   # defaults at the end are left out: an older version decodes the rest
+    data = _encoder.encode([_to_wire(v) for v in values])
     return msgspec.msgpack.Ext(code, data)
+
+
+def _trailing_defaults(cls: type) -> tuple[Any, ...]:
+    """The defaults of ``cls``'s last fields that have a plain default, in order."""
+    out: list[Any] = []
+    for f in reversed(dataclasses.fields(cls)):
+        if f.default is dataclasses.MISSING:
+            break
+        out.append(f.default)
+    return tuple(reversed(out))
+
+
+_TRAILING_DEFAULTS: dict[type, tuple[Any, ...]] = {}
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -108,11 +129,12 @@ def _ext_hook(code: int, data: memoryview) -> Any:
         raise WireError(f"unknown message code {code}")
     values = _decoder.decode(data)
     fields = _fields(cls)
-    if not isinstance(values, list) or len(values) != len(fields):
+    # a sender of an older version omits the fields added since, which have defaults
+    if not isinstance(values, list) or not _required(cls) <= len(values) <= len(fields):
         raise WireError(f"{cls.__name__} has {len(fields)} fields, got "
                         f"{len(values) if isinstance(values, list) else type(values).__name__}")
     built = []
-    for (name, hint), value in zip(fields, values, strict=True):
+    for (name, hint), value in zip(fields[:len(values)], values, strict=True):
         value = _tuples(value)
         if not _fits(value, hint):
             raise WireError(f"{cls.__name__}.{name} should be {hint}, got {type(value).__name__}")
@@ -121,6 +143,19 @@ def _ext_hook(code: int, data: memoryview) -> Any:
 
 
 _decoder = msgspec.msgpack.Decoder(ext_hook=_ext_hook)
+
+
+def _required(cls: type) -> int:
+    """How many of ``cls``'s fields have no default (they come first in a dataclass)."""
+    known = _REQUIRED.get(cls)
+    if known is None:
+        known = _REQUIRED[cls] = sum(
+            1 for f in dataclasses.fields(cls)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+    return known
+
+
+_REQUIRED: dict[type, int] = {}
 
 
 def _tuples(value: Any) -> Any:
