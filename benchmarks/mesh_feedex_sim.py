@@ -24,6 +24,7 @@ docs/mesh-feedex.md).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the spread variant above this many nodes (its lag is already "
                              "a minute or less there)")
     args = parser.parse_args(argv)
+    # millions of small objects live for the whole run: collecting the youngest generation every
+    # 700 allocations walks them for nothing (2,000 nodes, 0.7 h: 102 s -> 76 s of wall time)
+    gc.set_threshold(200_000, 50, 1000)
     sizes = [160] if args.quick else args.nodes
     began = time.perf_counter()
     runs: list[dict] = []
