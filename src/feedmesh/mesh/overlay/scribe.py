@@ -400,6 +400,7 @@ class ScribeNode:
         elif kind is Redirect:
             if group.parent is not None and sender.id == group.parent.id:
                 group.parent = None   # our parent hands us down to a sibling (push-down)
+                group.joining_since = now   # joined again later if the sibling does not adopt us
                 self.counters["pushed-down"] += 1
             if self._is_shunned(now, body.to):
                 self.counters["shunned-refused"] += 1
