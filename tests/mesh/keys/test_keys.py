@@ -115,3 +115,32 @@ def test_a_secret_from_another_folder_is_refused(tmp_path, capsys) -> None:
     (tmp_path / "a" / "secret.key").write_bytes((tmp_path / "b" / "secret.key").read_bytes())
     assert main(["keys", "show", "--dir", str(tmp_path / "a")]) == 2
     assert "does not hold the current key" in capsys.readouterr().err
+
+
+def _append_many(folder: str, url: str, count: int) -> None:
+    keys = KeyStore(folder)
+    writer = keys.writer(url, republication=True)
+    for n in range(count):
+        writer.append({"id": str(n)})
+        keys.save_head(writer)
+
+
+def test_processes_signing_with_one_folder_keep_each_others_heads(tmp_path) -> None:
+    # `feedmesh up --republish`: every crawler process signs its own feeds with one folder;
+    # each saves its log's head after each record, and none may overwrite another's
+    import multiprocessing
+
+    keys = KeyStore(tmp_path / "keys")
+    keys.make(1.0)
+    urls = [f"http://127.0.4.{n}/feed.xml" for n in (1, 2, 3)]
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_append_many, args=(str(keys.folder), url, 150))
+               for url in urls]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    logs = keys.logs()
+    assert {url: logs[url]["seq"] for url in urls} == dict.fromkeys(urls, 150)
+    assert not [p for p in keys.folder.iterdir() if p.name.endswith(".tmp")]

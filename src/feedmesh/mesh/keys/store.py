@@ -14,17 +14,23 @@ record in every log the old key signed; ``revoke`` signs a revocation the same w
 logs. The old secret is kept nowhere once rotated: a stolen old secret file is worth nothing.
 
 Writes go to a temporary file renamed over the old one (never half a key on disk). Bad files are
-:class:`KeyFileError` with what, where and why, never a traceback.
+:class:`KeyFileError` with what, where and why, never a traceback. Several processes may sign
+with one folder (``feedmesh up --republish``: every crawler, each for the feeds it crawls): a
+log's head is read, changed and written under an exclusive lock on ``DIR/.lock``, so one
+process's head never overwrites another's.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,7 @@ KEYRING = "keyring.json"
 LOGS = "logs.json"
 OUTBOX = "outbox"
 REPUBLISHED = "republished.json"
+LOCK = ".lock"
 
 
 class KeyFileError(Exception):
@@ -139,10 +146,11 @@ class KeyStore:
                           head=(int(head.get("seq", 0)), head.get("prev")))
 
     def save_head(self, writer: FeedWriter) -> None:
-        logs = self.logs()
-        logs[writer.url] = {"seq": writer.seq, "prev": writer.prev,
-                            "republication": writer.republication}
-        self._write_json(LOGS, logs)
+        with self._locked():
+            logs = self.logs()
+            logs[writer.url] = {"seq": writer.seq, "prev": writer.prev,
+                                "republication": writer.republication}
+            self._write_json(LOGS, logs)
 
     def logs(self) -> dict[str, Any]:
         logs = self._read_json(LOGS, {})
@@ -161,7 +169,8 @@ class KeyStore:
         return value
 
     def save_republished(self, value: dict[str, dict[str, str]]) -> None:
-        self._write_json(REPUBLISHED, value)
+        with self._locked():
+            self._write_json(REPUBLISHED, value)
 
     def outbox(self) -> list[Path]:
         """Records signed by ``rotate``/``revoke`` not yet multicast, oldest first."""
@@ -212,6 +221,19 @@ class KeyStore:
             self.save_head(writer)
 
     # ---- files ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Exclusive, across processes, for a read-change-write of a shared file."""
+        try:
+            fd = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as error:
+            raise KeyFileError(f"cannot lock {self.folder / LOCK}: {error.strerror}") from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)   # (closing releases the lock)
+
     def _write_secret(self, key: SigningKey) -> None:
         body = {"v": 1, "algorithm": "ed25519",
                 "seed": base64.b64encode(bytes(key)).decode("ascii")}
@@ -231,7 +253,7 @@ class KeyStore:
 
     @staticmethod
     def _write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-        temporary = path.with_name(path.name + ".tmp")
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")   # (one per process)
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
             with os.fdopen(fd, "wb") as handle:
