@@ -19,6 +19,12 @@ import pytest
 
 from feedmesh.commands.up import read_topology
 from feedmesh.farm import FarmConfig, FarmServer
+from feedmesh.feeds import parse_feed
+from feedmesh.feeds.opml import parse_opml
+from feedmesh.fetch import Fetcher, FetchSettings
+from feedmesh.mesh.keys import KeyStore
+from feedmesh.mesh.transport import UdpNode, handle_at
+from feedmesh.mesh.transport.subscriber import Subscriber
 from tests.eventually import eventually
 from tests.upprocess import running_up
 
@@ -92,6 +98,10 @@ async def test_up_refuses_what_cannot_work_and_down_without_up_is_one_line(tmp_p
     assert code == 2 and err.strip() == (
         "feedmesh up: several crawlers share one ingest store: give --store postgresql://... "
         "(SQLite takes one writer at a time)")
+    code, _, err = await feedmesh("up", "--data", str(tmp_path), "--republish",
+                                  str(tmp_path / "no-keys"))
+    assert code == 2 and err.startswith("feedmesh up: --republish: no key in ") and \
+        "feedmesh keys make" in err and len(err.strip().splitlines()) == 1
     code, _, err = await feedmesh("down", "--data", str(tmp_path))
     assert code == 2 and err.startswith("feedmesh down: no running topology in") and \
         len(err.strip().splitlines()) == 1
@@ -134,6 +144,8 @@ async def test_up_by_locality_gives_each_crawler_the_feeds_nearest_it():
     from feedmesh.farm.geography import Geography
 
     data = Path(tempfile.mkdtemp(prefix="feedmesh-test-up-"))
+    keys = KeyStore(data / "keys")   # both crawlers republish on the mesh with this key
+    keys.make(ORIGIN)
     # Farm hosts 127.0.1.1-3 are in na, eu, asia. The crawlers' own rule for feeds nobody owns
     # (the fewest feeds first, a server's feeds together) gives the first crawler the European
     # server's: the first crawler is put in Asia, so only the mapping makes it right.
@@ -146,7 +158,7 @@ async def test_up_by_locality_gives_each_crawler_the_feeds_nearest_it():
     async with FarmServer(config) as farm, running_up(
             "--data", str(data), "--crawlers", "2", "--filters", "1", "--reflectors", "1",
             "--by-locality", "--crawl-interval", "2", "--port", "0", "--opml", farm.opml_url,
-            "--allow-network", "127.0.0.0/8") as up:
+            "--allow-network", "127.0.0.0/8", "--republish", str(keys.folder)) as up:
         assert any(x.startswith("feedmesh up: map: ") for x in up.lines), up.text()
         mapped = farm.requests()[-1].seq + 1 if farm.requests() else 0
         feeds = {i for i in range(config.feeds)
@@ -160,8 +172,49 @@ async def test_up_by_locality_gives_each_crawler_the_feeds_nearest_it():
         await eventually(lambda: {r.feed for r in fetched_since()} == feeds, timeout=120)
         for request in fetched_since():
             assert near.get(request.client) == request.host, request
+        await _republished_by_both_crawlers(data, keys, farm)
         code, _, err = await feedmesh("down", "--data", str(data))
         assert code == 0, err
         assert await asyncio.wait_for(up.process.wait(), 120) == 0
     assert "Traceback" not in up.text(), up.text()
     shutil.rmtree(data, ignore_errors=True)
+
+
+async def _republished_by_both_crawlers(data: Path, keys: KeyStore, farm: FarmServer) -> None:
+    """`up --republish`: every crawler serves every feed of the hub at its /mesh/opml (any of
+    them is a way in) with a <subscribe> element naming its own overlay node and the one key; the
+    crawlers' nodes form one ring, so a node joined through the second crawler's gets, verified,
+    what the first one (the Asian server's feeds are its own) republishes."""
+    crawlers = [p for p in json.loads((data / "up.json").read_text())["processes"]
+                if p["role"] == "crawler"]
+    assert len({c["overlay"] for c in crawlers}) == 2
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",))) as fetcher:
+        for crawler in crawlers:
+            result = await fetcher.fetch(crawler["mesh_opml"])
+            assert result.ok, result.outcome
+            outlines = parse_opml(result.body).outlines
+            assert sorted(o.title.removesuffix(" (republished)") for o in outlines) == \
+                sorted(farm.feed_url(i) for i in range(12))
+            document = await fetcher.fetch(outlines[0].url)
+            element = parse_feed(document.body, url=outlines[0].url).feed.subscribe
+            assert element.public_key == keys.identity() and element.republication
+            assert list(element.bootstrap) == [crawler["overlay"]]
+        second = crawlers[1]   # the first crawler republishes the Asian feeds
+        asian = [farm.feed_url(i) for i in range(12)
+                 if urlsplit(farm.feed_url(i)).hostname == "127.0.1.3"]
+        endpoint = UdpNode("127.0.4.140")
+        try:
+            host, port = second["overlay"].rsplit(":", 1)
+            await endpoint.start(handle_at(host, int(port)))
+            await eventually(lambda: endpoint.node.pastry.joined, timeout=20)
+            reader = Subscriber(endpoint, fetcher.fetch)
+            for url in asian:
+                reader.subscribe(url, keys.identity(), republication=True)
+
+            def multicast() -> list:
+                return [r for r in reader.received if r.via != "http"]
+            await eventually(multicast, timeout=90,
+                             what="a record the first crawler republished, via the second's node")
+            assert multicast()[0].url in asian
+        finally:
+            endpoint.close()

@@ -13,6 +13,13 @@ Every process is listed in ``DATA/up.json`` (role, shard, pid, metrics address),
 
 ``--crawlers N`` runs N crawler processes, each fetching its share of the feeds (``--shard i/N``),
 on the ingest store of ``--store`` (PostgreSQL: SQLite takes one writer at a time).
+
+``--republish KEY_DIR`` makes every crawler a SCRIBE-RSS republisher (``feedmesh crawler
+--republish``): each multicasts what it finds new in the feeds it crawls, signed with the one key
+folder, from an overlay node of its own (a UDP port on 127.0.0.1; the first crawler's node starts
+the ring, the others join through it). Each serves every feed of the hub with its
+``<subscribe>`` element (naming that crawler's node) at ``/mesh/opml`` on its metrics address,
+listed in ``up.json`` as ``mesh_opml``: any of them is a way into the one ring.
 """
 
 from __future__ import annotations
@@ -31,8 +38,8 @@ from typing import IO, Any
 
 from feedmesh.bus.nats_server import LocalNats, NatsServerError
 from feedmesh.compose import open_hub_state
-from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 from feedmesh.store import StoreError
+from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 
 __all__ = ["configure", "run"]
 
@@ -77,6 +84,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="let the crawler fetch from this network (e.g. 127.0.0.0/8 for a "
                         "local farm), and the web processes and reflectors' delivery workers "
                         "push to it")
+    parser.add_argument("--republish", default="", metavar="KEY_DIR",
+                        help="every crawler multicasts what it finds new on the SCRIBE-RSS "
+                        "mesh, signed with this key folder (`feedmesh keys make --dir`), each "
+                        "from an overlay node of its own; the feeds at each crawler's "
+                        "/mesh/opml (see up.json)")
     crawl = parser.add_argument_group("the crawl and the delivery (as `feedmesh serve`'s)")
     crawl.add_argument("--crawl-interval", type=float, default=0.0, metavar="SECONDS",
                        help="crawl every feed every SECONDS (`--policy interval`); default: the "
@@ -101,8 +113,8 @@ def _crawl_flags(args: argparse.Namespace) -> list[str]:
     return flags
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as probe:
+def _free_port(host: str, kind: int = socket.SOCK_STREAM) -> int:
+    with socket.socket(socket.AF_INET, kind) as probe:
         probe.bind((host, 0))
         return probe.getsockname()[1]
 
@@ -230,6 +242,13 @@ def run(args: argparse.Namespace) -> int:
         print("feedmesh up: --filters and --reflectors must be in 1..64, --filter-replicas "
               "in 1..16", file=sys.stderr)
         return 2
+    if args.republish:
+        from feedmesh.mesh.keys import KeyFileError, KeyStore  # (only a republishing up)
+        try:
+            KeyStore(args.republish).signing_key()
+        except KeyFileError as exc:
+            print(f"feedmesh up: --republish: {exc}", file=sys.stderr)
+            return 2
     data = Path(args.data).resolve()
     try:
         data.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -276,6 +295,7 @@ def run(args: argparse.Namespace) -> int:
             reflectors.append(f"http://{listen}")
         hosts = crawler_hosts(args.topology) if args.topology else []
         named: dict[str, str] = {}  # crawler name -> its address (--by-locality)
+        ring = ""   # the first republishing crawler's overlay node: the others join through it
         for shard in range(args.crawlers):
             metrics_port = _free_port("127.0.0.1")
             share = f"{shard}/{args.crawlers}"
@@ -294,8 +314,17 @@ def run(args: argparse.Namespace) -> int:
                 crawler_argv += ["--opml", args.opml]
             for network in args.allow_network:
                 crawler_argv += ["--allow-network", network]
+            mesh: dict[str, str] = {}
+            if args.republish:
+                node = f"127.0.0.1:{_free_port('127.0.0.1', socket.SOCK_DGRAM)}"
+                crawler_argv += ["--republish", str(Path(args.republish).resolve()),
+                                 "--republish-listen", node,
+                                 *(["--republish-bootstrap", ring] if ring else [])]
+                ring = ring or node
+                mesh = {"overlay": node,
+                        "mesh_opml": f"http://127.0.0.1:{metrics_port}/mesh/opml"}
             crawler = _Role(f"crawler {share}", crawler_argv, shard=share,
-                            metrics=f"http://127.0.0.1:{metrics_port}/metrics")
+                            metrics=f"http://127.0.0.1:{metrics_port}/metrics", **mesh)
             roles.insert(shard, crawler)  # stopped before the tiers: it drains what it sent
             crawler.wait_ready("feedmesh crawler:")  # the first made the database and the key
         webs = []
@@ -339,6 +368,10 @@ def run(args: argparse.Namespace) -> int:
             *({"role": role.name.split()[0], "pid": role.process.pid, **role.info}
               for role in roles)]}
         (data / UP_FILE).write_text(json.dumps(listing, indent=2))
+        if args.republish:
+            opmls = [role.info["mesh_opml"] for role in roles if "mesh_opml" in role.info]
+            print(f"feedmesh up: republishing on the mesh (overlay ring through {ring}); "
+                  f"peers follow any of {' '.join(opmls)}", file=sys.stderr, flush=True)
         others = f" (and {', '.join(w + '/' for w in webs[1:])})" if len(webs) > 1 else ""
         print(f"feedmesh up: web UI at {web}/{others}; {args.filters} filter and "
               f"{args.reflectors} reflector processes on {url}; "
