@@ -69,7 +69,7 @@ import aiohttp
 import msgspec
 from topology import provision, wait_for
 
-from feedmesh.compose import FEED_SECRET_FILE
+from feedmesh.compose import private_feed_key
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.hub.tokens import FeedTokens
 from feedmesh.procstat import cpu_seconds, rss_bytes
@@ -279,7 +279,7 @@ def measure(args: argparse.Namespace) -> dict:
                         for c in crawlers]
 
             wait_for(lambda: min(cycles()) >= 2, "two crawl cycles", 3 * args.interval + 900)
-            tokens = FeedTokens((data / "hub" / FEED_SECRET_FILE).read_bytes())
+            tokens = FeedTokens(private_feed_key(data / "hub", url))   # kept in PostgreSQL
             poller = Poller(listing["web"], tokens, args.subs, plan["reflectors"],
                             args.polls_per_s).start()
             wait_for(lambda: min(cycles()) >= 3, "a steady crawl cycle", 2 * args.interval + 600)

@@ -30,7 +30,7 @@ import numpy as np
 import psycopg
 
 from feedmesh.bus.nats_server import LocalNats
-from feedmesh.compose import FEED_SECRET_FILE
+from feedmesh.compose import private_feed_key
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.hub.tokens import FeedTokens
 from feedmesh.match.workload import Workload
@@ -127,11 +127,12 @@ POLLS_PER_S = 40.0
 POLL_PHASE_S = 20.0
 
 
-def poll_phase(processes: list[Process], data: Path, subs: int, busy: dict, web: str) -> dict:
+def poll_phase(processes: list[Process], data: Path, subs: int, busy: dict, web: str,
+               store: str = "") -> dict:
     """Readers polling while the articles flow (each poll a different feed, so each finds news,
     as the provisioner's model assumes): the reflectors' and the web process's CPU per poll,
     beyond their CPU in the window just measured without polls (``busy``)."""
-    tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())
+    tokens = FeedTokens(private_feed_key(data, store))   # in PostgreSQL with --store
     order = np.random.default_rng(7).permutation(np.arange(1, subs + 1))
     urls = [f"{web}/f/{tokens.make(int(sub_id), 0)}.rss" for sub_id in order[:5000]]
     serving = [p for p in processes if p.name.startswith("reflector") or p.name == "web"]
@@ -269,14 +270,14 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             figures["rss_mb"] = round(sum(p["rss_mb"] for p in figures["processes"].values()),
                                       1)
             figures["poll_phase"] = poll_phase(processes, data, subs, figures["processes"],
-                                               web)
+                                               web, url)
             farm.stop()
             farm = None
             wait_for(lambda: all(queued(p) == 0 for p in processes
                                  if p.name.startswith(("filter", "refl"))),
                      "the queues draining", 600)
             if serve_feeds:
-                tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())
+                tokens = FeedTokens(private_feed_key(data, url))
                 step = max(1, subs // 500)
                 urls = [f"{web}/f/{tokens.make(sub_id, 0)}.rss"
                         for sub_id in range(1, subs, step)]

@@ -59,7 +59,7 @@ from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
 __all__ = ["FEED_SECRET_FILE", "embedded_hub", "existing_hub_state", "is_database_url",
            "open_archive", "open_bus", "open_feed_ownership", "open_hub_state",
-           "open_ingest_store", "open_reflector_log", "web_front"]
+           "open_ingest_store", "open_reflector_log", "private_feed_key", "web_front"]
 
 FEED_SECRET_FILE = "feed-secret.key"
 ARCHIVE_ENTRIES_PER_FEED = 1_000_000
@@ -257,6 +257,20 @@ def _no_new_key(path: Path) -> Callable[[], bytes]:
         raise StoreError(f"no key in {path}")
 
     return refuse
+
+
+def private_feed_key(data_dir: str | Path, store_url: str = "") -> bytes:
+    """The key the crawling hub signs private feed URLs with: in its PostgreSQL database at
+    ``store_url`` when given, else ``DATA/feed-secret.key``. Never made here (StoreError when
+    the hub has not made it yet): for tools that build readers' URLs, like the benchmarks."""
+    if store_url:
+        state = PostgresHubState(store_url)
+        try:
+            return state.feed_secret()
+        finally:
+            state.close()
+    path = Path(data_dir) / FEED_SECRET_FILE
+    return read_or_create_key(path, _no_new_key(path))
 
 
 def folder_key(data: Path) -> bytes | None:

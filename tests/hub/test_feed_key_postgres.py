@@ -81,3 +81,23 @@ async def test_hubs_and_web_processes_on_one_database_agree_on_feed_urls(tmp_pat
     finally:
         await web.aclose()
         await again.stop()
+
+
+def test_tools_read_the_key_where_the_hub_keeps_it(tmp_path, postgres_url):
+    # private_feed_key, for tools that build readers' URLs (the benchmarks): from the database
+    # with a URL (no feed-secret.key is written there), from the folder without; never made
+    from feedmesh.compose import private_feed_key
+
+    with pytest.raises(StoreError, match="no key for private feed URLs"):
+        private_feed_key(tmp_path, postgres_url)
+    state = PostgresHubState(postgres_url)
+    try:
+        made = state.feed_secret(lambda: b"d" * 32)
+    finally:
+        state.close()
+    assert private_feed_key(tmp_path, postgres_url) == made
+    assert not (tmp_path / FEED_SECRET_FILE).exists()
+    with pytest.raises(StoreError, match="no key in"):
+        private_feed_key(tmp_path)
+    (tmp_path / FEED_SECRET_FILE).write_bytes(b"f" * 32)
+    assert private_feed_key(tmp_path) == b"f" * 32
