@@ -516,11 +516,10 @@ class ScribeNode:
         """Over the bound across a feed's stripes: hand one child of another stripe, where we
         forward though the stripe is not our digit's, down to a sibling (SplitStream's
         push-down), preferring a child whose digit is not that stripe's (a leaf-to-be)."""
-        base = joined.id & _BELOW_FIRST_DIGIT
-        mine = first_digit(self.handle.id)
-        same = [g for g in self.groups.values() if g.id & _BELOW_FIRST_DIGIT == base]
+        same = self._feed_groups(joined)
         if sum(len(g.children) for g in same) <= self.config.feed_children:
             return
+        mine = first_digit(self.handle.id)
         candidates = ([g for g in same if g is not joined and len(g.children) >= 2
                        and first_digit(g.id) != mine]
                       or [g for g in same if len(g.children) >= 2])
@@ -545,9 +544,12 @@ class ScribeNode:
         return self._feed_load(group) >= bound
 
     def _feed_load(self, group: _Group) -> int:
+        return sum(len(g.children) for g in self._feed_groups(group))
+
+    def _feed_groups(self, group: _Group) -> list[_Group]:
+        """Our groups of ``group``'s feed: its stripes, whose ids differ in the first digit only."""
         base = group.id & _BELOW_FIRST_DIGIT
-        return sum(len(g.children) for g in self.groups.values()
-                   if g.id & _BELOW_FIRST_DIGIT == base)
+        return [g for g in self.groups.values() if g.id & _BELOW_FIRST_DIGIT == base]
 
     def _remove_child(self, group: _Group, child: int) -> None:
         group.children.pop(child, None)
