@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "map": ("feedmesh.commands.map", "assign feeds to crawlers by latency and work (Cobra 3.7); --apply moves them"),
     "serve": ("feedmesh.commands.serve", "run the hub: crawler, filters, reflectors and web, on SQLite"),
     "stats": ("feedmesh.commands.stats", "print a running hub's figures"),
+    "url-key": ("feedmesh.commands.url_key",
+                "show, rotate or retire the key that signs private feed URLs"),
     "deliveries": ("feedmesh.commands.deliveries",
                    "print every WebSub subscription's and webhook's delivery log"),
     "filter": ("feedmesh.commands.filter", "run one filter shard in its own process, on NATS"),

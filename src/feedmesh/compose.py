@@ -47,7 +47,7 @@ from feedmesh.store import (
     StoreThread,
     storage_error,
 )
-from feedmesh.store.key_file import read_or_create_key
+from feedmesh.store.key_file import read_key, read_or_create_key, retire_key, rotate_key
 from feedmesh.store.postgres import PostgresStore
 from feedmesh.store.postgres_hub import PostgresHubState
 from feedmesh.store.postgres_owners import PostgresFeedOwnership
@@ -57,11 +57,29 @@ from feedmesh.store.sqlite_hub import SQLiteHubState
 from feedmesh.store.sqlite_owners import SQLiteFeedOwnership
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
-__all__ = ["FEED_SECRET_FILE", "embedded_hub", "existing_hub_state", "is_database_url",
-           "open_archive", "open_bus", "open_feed_ownership", "open_hub_state",
-           "open_ingest_store", "open_reflector_log", "private_feed_key", "web_front"]
+__all__ = [
+    "FEED_SECRET_FILE",
+    "FEED_SECRET_PREVIOUS_FILE",
+    "change_feed_url_keys",
+    "embedded_hub",
+    "existing_hub_state",
+    "feed_url_keys",
+    "feed_url_tokens",
+    "folder_keys",
+    "is_database_url",
+    "open_archive",
+    "open_bus",
+    "open_feed_ownership",
+    "open_hub_state",
+    "open_ingest_store",
+    "open_reflector_log",
+    "private_feed_key",
+    "web_front",
+]
 
 FEED_SECRET_FILE = "feed-secret.key"
+FEED_SECRET_PREVIOUS_FILE = "feed-secret.previous.key"
+"""The feed-URL key rotated out (``feedmesh url-key rotate``), checking old URLs until retired."""
 ARCHIVE_ENTRIES_PER_FEED = 1_000_000
 """A peer's archive keeps this many entries per feed (all of them, in practice)."""
 """The key that signs private feed URLs, in the data folder, readable by its owner only."""
@@ -171,13 +189,15 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
         if isinstance(state, PostgresHubState):
             # Kept in the database, where every process of the hub finds the same key; a hub
             # that kept it in its folder before brings it over (its URLs keep working).
-            feed_secret = state.feed_secret(lambda: folder_key(data) or secrets.token_bytes(32),
-                                            now=clock.now())
+            state.feed_secret(lambda: folder_key(data) or secrets.token_bytes(32),
+                              now=clock.now())
+            tokens = FeedTokens(*_split(state.feed_secrets()), load=state.feed_secrets)
         else:
-            feed_secret = read_or_create_key(
-                data / FEED_SECRET_FILE,
-                lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
+            read_or_create_key(data / FEED_SECRET_FILE,
+                               lambda: state.legacy_feed_secret() or secrets.token_bytes(32))
             state.forget_legacy_feed_secret()
+            tokens = FeedTokens(*_split(folder_keys(data)),
+                                load=functools.partial(folder_keys, data))
         ownership = (open_feed_ownership(store_url or data / "feedmesh.db")
                      if settings.crawler_name else None)
         if ownership is not None:
@@ -195,7 +215,7 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
                             namespace=bus_namespace),
                fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
                clock=clock, open_state=functools.partial(open_hub_state, state_location),
-               data_dir=data, feed_secret=feed_secret, resolver=resolver, ownership=ownership)
+               data_dir=data, tokens=tokens, resolver=resolver, ownership=ownership)
 
 
 def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_url: str = "",
@@ -231,9 +251,10 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
         opened.append(state)
         ingest = open_ingest_store(store_url or existing_file(data / "feedmesh.db"))
         opened.append(ingest)
-        # With PostgreSQL the crawling hub keeps the key in the database, for every machine.
-        secret = (state.feed_secret() if isinstance(state, PostgresHubState)
-                  else read_or_create_key(key, _no_new_key(key)))
+        # With PostgreSQL the crawling hub keeps the keys in the database, for every machine.
+        load = (state.feed_secrets if isinstance(state, PostgresHubState)
+                else functools.partial(folder_keys, data))
+        tokens = FeedTokens(*_split(load()), load=load)
     except BaseException:
         for store in opened:
             store.close()
@@ -241,7 +262,7 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
     io = StoreThread()
     bus_port = open_bus(bus, namespace=bus_namespace)
     front = HubFront(state=state, store=ingest, bus=bus_port, clock=clock,
-                     metrics=HubMetrics(), tokens=FeedTokens(secret),
+                     metrics=HubMetrics(), tokens=tokens,
                      holders=RemoteHolders(clients, state, io),
                      sources=RemoteSources(ingest, bus_port, clock, io),
                      reflectors=len(clients), starting_entries=starting_entries, io=io)
@@ -271,6 +292,73 @@ def private_feed_key(data_dir: str | Path, store_url: str = "") -> bytes:
             state.close()
     path = Path(data_dir) / FEED_SECRET_FILE
     return read_or_create_key(path, _no_new_key(path))
+
+
+def folder_keys(data: Path) -> list[bytes]:
+    """The keys for private feed URLs kept in a data folder: the one that makes them, then the
+    one rotated out and not yet retired (``feedmesh url-key``), if any."""
+    keys = [read_key(data / FEED_SECRET_FILE)]
+    previous = data / FEED_SECRET_PREVIOUS_FILE
+    if previous.is_file():
+        keys.append(read_key(previous))
+    return keys
+
+
+def feed_url_tokens(state: HubState, location: str | Path) -> FeedTokens | None:
+    """The keys of private feed URLs for a process that only checks them (a reflector's
+    WebSub delivery workers): in the PostgreSQL database of ``state``, else beside the
+    ``hub.db`` at ``location``; None when that folder holds none (a copy of the hub's state
+    without its key: retired topics then go on until the hub's own workers see them)."""
+    if isinstance(state, PostgresHubState):
+        return FeedTokens(*_split(state.feed_secrets()), load=state.feed_secrets)
+    folder = Path(location).parent
+    if not (folder / FEED_SECRET_FILE).is_file():
+        return None
+    return FeedTokens(*_split(folder_keys(folder)), load=functools.partial(folder_keys, folder))
+
+
+def feed_url_keys(data_dir: str | Path, store_url: str = "") -> list[bytes]:
+    """The keys of private feed URLs where the hub keeps them (its PostgreSQL database at
+    ``store_url``, else ``data_dir``), the one that makes URLs first; StoreError when the hub
+    has made none (never made here: ``feedmesh url-key``)."""
+    if store_url:
+        state = PostgresHubState(store_url)
+        try:
+            return state.feed_secrets()
+        finally:
+            state.close()
+    data = Path(data_dir)
+    if not (data / FEED_SECRET_FILE).is_file():
+        raise StoreError(f"no {FEED_SECRET_FILE} in {data}: give the data folder of a hub that "
+                         "has run (--data), or its database (--store postgresql://...)")
+    return folder_keys(data)
+
+
+def change_feed_url_keys(data_dir: str | Path, store_url: str, *, rotate: bool,
+                         now: float) -> None:
+    """``rotate``: a new key makes private feed URLs, the one it replaces still checks them
+    (one rotated out before is dropped); else retire the key rotated out."""
+    if store_url:
+        state = PostgresHubState(store_url)
+        try:
+            if rotate:
+                state.rotate_feed_secret(secrets.token_bytes(32), now)
+            else:
+                state.retire_feed_secret()
+        finally:
+            state.close()
+        return
+    data = Path(data_dir)
+    if rotate:
+        feed_url_keys(data)  # there is one to rotate
+        rotate_key(data / FEED_SECRET_FILE, data / FEED_SECRET_PREVIOUS_FILE,
+                   secrets.token_bytes(32))
+    else:
+        retire_key(data / FEED_SECRET_PREVIOUS_FILE)
+
+
+def _split(keys: list[bytes]) -> tuple[bytes, list[bytes]]:
+    return keys[0], keys[1:]
 
 
 def folder_key(data: Path) -> bytes | None:

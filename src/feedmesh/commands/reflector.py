@@ -33,7 +33,7 @@ from feedmesh.bus import BusError
 from feedmesh.clock import SystemClock
 from feedmesh.commands.filter import add_role_arguments, parse_shard
 from feedmesh.commands.push_flags import add_push_arguments, push_guard, worker_settings
-from feedmesh.compose import existing_hub_state, open_bus, open_reflector_log
+from feedmesh.compose import existing_hub_state, feed_url_tokens, open_bus, open_reflector_log
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.push import PushService
 from feedmesh.hub.push_feeds import LocalFeeds
@@ -136,7 +136,8 @@ async def _run(args: argparse.Namespace, number: int, count: int, host: str,
         feeds = LocalFeeds(lambda sub_id: tier if tier.subs.is_active(sub_id) else None)
         push = feeds.push = PushService(push_state, worker_settings(args), push_guard(args),
                                         SystemClock(), metrics, document=feeds.document,
-                                        held=feeds.held)
+                                        held=feeds.held,
+                                        tokens=feed_url_tokens(push_state, args.state))
         tier.on_applied = push.matched  # before the load: what it resends is queued once
         targets = await push.load()
         tasks = [asyncio.create_task(supervise(f"{name}.control", tier.run_control, stop)),

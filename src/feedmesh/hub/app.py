@@ -237,7 +237,7 @@ class Hub(HubFront):
     def __init__(self, settings: HubSettings, *, ingest: IngestStore, state: HubState,
                  reflector_logs: Sequence[ReflectorLog], bus: Bus, fetcher: Fetcher,
                  clock: Clock, open_state: StateOpener, data_dir: Path,
-                 feed_secret: bytes, resolver: AbstractResolver | None = None,
+                 tokens: FeedTokens, resolver: AbstractResolver | None = None,
                  ownership: FeedOwnership | None = None) -> None:
         if bool(settings.crawler_name) != (ownership is not None):
             raise ValueError("a named crawler needs the feed ownership table, and only it")
@@ -267,7 +267,7 @@ class Hub(HubFront):
             RemoteHolders(self.remote_reflectors, state, io) if self.remote_reflectors
             else LocalHolders(self.reflectors))
         super().__init__(state=state, store=ingest, bus=bus, clock=clock, metrics=metrics,
-                         tokens=FeedTokens(feed_secret), holders=holders,
+                         tokens=tokens, holders=holders,
                          sources=LocalSources(self.crawler, self.follows_changed),
                          reflectors=s.reflectors,
                          starting_entries=s.starting_entries, io=io)
@@ -289,7 +289,7 @@ class Hub(HubFront):
                                else lambda sub_id: None)
             self.push = feeds.push = PushService(
                 state, s.push, s.fetch, clock, self.metrics, document=feeds.document,
-                held=feeds.held, resolver=resolver)
+                held=feeds.held, resolver=resolver, tokens=self.tokens)
             for reflector in self.reflectors:
                 reflector.on_applied = self.push.matched
         else:  # the reflectors' processes deliver; this one takes requests (docs/distributed.md)

@@ -51,6 +51,7 @@ from feedmesh.hub.facade import PushRefusedError
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.push_http import CallbackClient, CallbackError
 from feedmesh.hub.push_messages import webhook_message, websub_message
+from feedmesh.hub.tokens import FeedTokens, token_of_feed_url
 from feedmesh.logs import Throttled
 from feedmesh.store import (
     HubState,
@@ -117,8 +118,13 @@ Held = Callable[[int], Awaitable[list[ReflectedItem]]]
 class PushService:
     def __init__(self, state: HubState, settings: PushSettings, fetch: FetchSettings,
                  clock: Clock, metrics: HubMetrics, *, document: Document | None,
-                 held: Held | None = None, resolver: AbstractResolver | None = None) -> None:
+                 held: Held | None = None, resolver: AbstractResolver | None = None,
+                 tokens: FeedTokens | None = None) -> None:
         self.state = state
+        self.tokens = tokens
+        """The keys of private feed URLs, in a process that delivers: when one is retired,
+        the WebSub subscriptions whose topic it signed end (checked at each sweep)."""
+        self._topics_checked = -1  # the first sweep checks the targets loaded at start
         self.settings = settings
         self.clock = clock
         self.metrics = metrics
@@ -283,6 +289,24 @@ class PushService:
                     await self._drop(target, "the feed's URL was replaced by its owner",
                                      deny=True)
 
+    async def check_topics(self) -> int:
+        """When the keys of private feed URLs changed since the last look (``feedmesh url-key
+        retire``), end the WebSub subscriptions whose topic no key reads any more, telling
+        their callbacks (a leaked URL's subscriber must not go on getting the feed); how many.
+        """
+        if self.tokens is None:
+            return 0
+        self.tokens.refresh()
+        if self.tokens.changes == self._topics_checked:
+            return 0
+        self._topics_checked = self.tokens.changes
+        ended = [t for t in self.targets.values() if t.kind == WEBSUB
+                 and self.tokens.read(token_of_feed_url(t.topic)) is None]
+        for target in ended:
+            await self._drop(target, "the key that signed the topic URL was retired by the "
+                             "hub's operator: the owner has the feed's new URL", deny=True)
+        return len(ended)
+
     # -- WebSub subscriptions ----------------------------------------------------------------
 
     def check_callback(self, url: str, field: str) -> None:
@@ -434,6 +458,7 @@ class PushService:
                 now = self.clock.now()
                 for target in [t for t in self.targets.values() if _expired(t, now)]:
                     await self._drop(target, "lease expired")
+                await self.check_topics()
             if syncing and loop.time() > next_sync:
                 next_sync = loop.time() + syncing
                 try:

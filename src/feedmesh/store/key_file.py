@@ -13,7 +13,7 @@ from pathlib import Path
 
 from feedmesh.store.ports import StoreError, storage_error
 
-__all__ = ["MIN_KEY_BYTES", "read_or_create_key"]
+__all__ = ["MIN_KEY_BYTES", "read_key", "read_or_create_key", "retire_key", "rotate_key"]
 
 MIN_KEY_BYTES = 32
 
@@ -23,20 +23,54 @@ def read_or_create_key(path: str | Path, initial: Callable[[], bytes]) -> bytes:
     0600, all at once: a crash leaves no file or the whole key)."""
     path = Path(path)
     if not path.exists():
-        key = initial()
-        if len(key) < MIN_KEY_BYTES:
-            raise StoreError(f"a key needs at least {MIN_KEY_BYTES} bytes, got {len(key)}")
-        temporary = path.with_name(f".{path.name}.tmp")
-        try:
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(descriptor, "wb") as f:
-                f.write(key)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temporary, path)
-        except OSError as exc:
-            raise storage_error(f"cannot write the key file {path}: {exc.strerror or exc}",
-                                exc) from exc
+        _write(path, initial())
+    return read_key(path)
+
+
+def _write(path: Path, key: bytes) -> None:
+    """``key`` in ``path``, created 0600 and replaced all at once (a crash leaves the old file
+    or the new one, never a part)."""
+    if len(key) < MIN_KEY_BYTES:
+        raise StoreError(f"a key needs at least {MIN_KEY_BYTES} bytes, got {len(key)}")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as f:
+            f.write(key)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise storage_error(f"cannot write the key file {path}: {exc.strerror or exc}",
+                            exc) from exc
+
+
+def rotate_key(path: str | Path, previous: str | Path, new: bytes) -> None:
+    """Make ``new`` the key in ``path`` and keep the one it replaces in ``previous`` (where a
+    key rotated out before is dropped: the URLs it made stop working). Written in that order, so
+    a crash between leaves both files holding the old key: nothing made with it stops working."""
+    path, previous = Path(path), Path(previous)
+    _write(previous, read_key(path))
+    _write(path, new)
+
+
+def retire_key(previous: str | Path) -> bool:
+    """Drop the key rotated out (what it made stops working); whether there was one."""
+    previous = Path(previous)
+    try:
+        previous.unlink()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise storage_error(f"cannot remove the key file {previous}: {exc.strerror or exc}",
+                            exc) from exc
+    return True
+
+
+def read_key(path: str | Path) -> bytes:
+    """The key in ``path`` (StoreError when it is missing, unreadable or too short)."""
+    path = Path(path)
     try:
         key = path.read_bytes()
     except OSError as exc:

@@ -160,6 +160,8 @@ MIGRATIONS = (
 )
 
 FEED_URL_KEY = "feed_urls"
+FEED_URL_PREVIOUS = "feed_urls_previous"
+"""The key rotated out of :data:`FEED_URL_KEY`: it still checks the URLs it made until retired."""
 MIN_KEY_BYTES = 32
 
 _SUB_COLUMNS = "id, account_id, name, query, keep, reflector, generation, created_at, changed_at"
@@ -203,6 +205,34 @@ class PostgresHubState:
                             "ON CONFLICT (name) DO NOTHING", (FEED_URL_KEY, key, now))
             rows = self._db.read(query, (FEED_URL_KEY,))
         return bytes(rows[0][0])
+
+    def feed_secrets(self) -> list[bytes]:
+        """The keys that check private feed URLs, the one that makes them first, then the one
+        rotated out and not yet retired (if any); StoreError when the hub has made none."""
+        rows = dict(self._db.read("SELECT name, secret FROM hub_keys WHERE name IN (%s, %s)",
+                                  (FEED_URL_KEY, FEED_URL_PREVIOUS)))
+        if FEED_URL_KEY not in rows:
+            self.feed_secret()  # raises: says who makes it
+        return [bytes(rows[name]) for name in (FEED_URL_KEY, FEED_URL_PREVIOUS) if name in rows]
+
+    def rotate_feed_secret(self, new: bytes, now: float) -> None:
+        """Make ``new`` the key for private feed URLs, keeping the one it replaces to check
+        URLs already given (a key rotated out before is dropped), in one transaction."""
+        if len(new) < MIN_KEY_BYTES:
+            raise StoreError(f"a key needs at least {MIN_KEY_BYTES} bytes, got {len(new)}")
+        self.feed_secret()  # there is one to rotate
+        with self._db.write("rotating the key for private feed URLs") as cur:
+            cur.execute("DELETE FROM hub_keys WHERE name = %s", (FEED_URL_PREVIOUS,))
+            cur.execute("UPDATE hub_keys SET name = %s WHERE name = %s",
+                        (FEED_URL_PREVIOUS, FEED_URL_KEY))
+            cur.execute("INSERT INTO hub_keys (name, secret, created_at) VALUES (%s, %s, %s)",
+                        (FEED_URL_KEY, new, now))
+
+    def retire_feed_secret(self) -> bool:
+        """Drop the key rotated out (URLs it made stop working); whether there was one."""
+        with self._db.write("retiring the previous key for private feed URLs") as cur:
+            cur.execute("DELETE FROM hub_keys WHERE name = %s", (FEED_URL_PREVIOUS,))
+            return cur.rowcount > 0
 
     def forget_legacy_feed_secret(self) -> None:
         """Nothing to move (see :meth:`legacy_feed_secret`)."""
