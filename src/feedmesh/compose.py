@@ -78,11 +78,11 @@ __all__ = [
 ]
 
 FEED_SECRET_FILE = "feed-secret.key"
+"""The key that signs private feed URLs, in the data folder, readable by its owner only."""
 FEED_SECRET_PREVIOUS_FILE = "feed-secret.previous.key"
 """The feed-URL key rotated out (``feedmesh url-key rotate``), checking old URLs until retired."""
 ARCHIVE_ENTRIES_PER_FEED = 1_000_000
 """A peer's archive keeps this many entries per feed (all of them, in practice)."""
-"""The key that signs private feed URLs, in the data folder, readable by its owner only."""
 
 
 def is_database_url(location: str | Path) -> bool:
@@ -304,17 +304,15 @@ def folder_keys(data: Path) -> list[bytes]:
     return keys
 
 
-def feed_url_tokens(state: HubState, location: str | Path) -> FeedTokens | None:
+def feed_url_tokens(state: HubState, location: str | Path) -> FeedTokens:
     """The keys of private feed URLs for a process that only checks them (a reflector's
     WebSub delivery workers): in the PostgreSQL database of ``state``, else beside the
-    ``hub.db`` at ``location``; None when that folder holds none (a copy of the hub's state
-    without its key: retired topics then go on until the hub's own workers see them)."""
+    ``hub.db`` at ``location``."""
+    # Read at first use, and again until found: a reflector starts before the crawling hub
+    # that makes the key.
     if isinstance(state, PostgresHubState):
-        return FeedTokens(*_split(state.feed_secrets()), load=state.feed_secrets)
-    folder = Path(location).parent
-    if not (folder / FEED_SECRET_FILE).is_file():
-        return None
-    return FeedTokens(*_split(folder_keys(folder)), load=functools.partial(folder_keys, folder))
+        return FeedTokens.loaded_later(state.feed_secrets)
+    return FeedTokens.loaded_later(functools.partial(folder_keys, Path(location).parent))
 
 
 def feed_url_keys(data_dir: str | Path, store_url: str = "") -> list[bytes]:

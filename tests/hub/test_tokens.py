@@ -98,3 +98,26 @@ def test_running_processes_read_the_keys_again_after_a_rotation_and_a_retirement
     with caplog.at_level(logging.WARNING):
         assert tokens.read(from_new) == (2, 0)  # the keys held are kept
     assert "feed_url_keys_not_read" in caplog.text and "is down" in caplog.text
+
+
+def test_tokens_loaded_later_hold_no_key_until_the_hub_has_made_one():
+    stored: list[bytes] = []
+    clock = ManualClock()
+
+    def load() -> list[bytes]:
+        if not stored:
+            raise StoreError("no key for private feed URLs in the hub database")
+        return list(stored)
+
+    tokens = FeedTokens.loaded_later(load, clock=clock)  # a reflector, before its crawler
+    assert not tokens.has_keys
+    key = secrets.token_bytes(32)
+    given = FeedTokens(key).make(5, 1)
+    assert tokens.read(given) is None
+    assert not tokens.refresh() and not tokens.has_keys
+    with pytest.raises(StoreError, match="no key for private feed URLs"):
+        tokens.make(5, 1)
+    stored.append(key)  # the crawler made it
+    clock.now = 61.0
+    assert tokens.refresh() and tokens.has_keys and tokens.changes == 1
+    assert tokens.read(given) == (5, 1) and tokens.make(5, 1) == given

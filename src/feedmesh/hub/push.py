@@ -297,8 +297,8 @@ class PushService:
         if self.tokens is None:
             return 0
         self.tokens.refresh()
-        if self.tokens.changes == self._topics_checked:
-            return 0
+        if not self.tokens.has_keys or self.tokens.changes == self._topics_checked:
+            return 0  # (no key yet: the hub has made no URL, so no topic to look at)
         self._topics_checked = self.tokens.changes
         ended = [t for t in self.targets.values() if t.kind == WEBSUB
                  and self.tokens.read(token_of_feed_url(t.topic)) is None]

@@ -22,6 +22,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from feedmesh.store.ports import StoreError
 
@@ -71,10 +72,25 @@ class FeedTokens:
         """The keys are read again this often anyway (a retired key stops reading in time)."""
         self._loaded_at = clock()
         self._rechecked_at = -float("inf")
+        self._error = ""
         self._lock = threading.Lock()
         self.changes = 0
         """How many times the keys read again differed from those held (a process that acts
         on every URL it holds, like the WebSub delivery workers, checks them again then)."""
+
+    @classmethod
+    def loaded_later(cls, load: Callable[[], Sequence[bytes]], **options: Any) -> FeedTokens:
+        """Tokens whose keys are read at first use, for a process that may start before the
+        hub has made a key (a reflector starts before its crawler): until ``load()`` succeeds
+        it holds none (:attr:`has_keys`), reads no token and makes none."""
+        tokens = cls(b"\0" * 32, load=load, **options)
+        tokens._keys = ()
+        tokens._loaded_at = -float("inf")
+        return tokens
+
+    @property
+    def has_keys(self) -> bool:
+        return bool(self._keys)
 
     @staticmethod
     def _checked(keys: Sequence[bytes]) -> tuple[bytes, ...]:
@@ -103,8 +119,11 @@ class FeedTokens:
             try:
                 keys = self._checked(list(self._load()))
             except (StoreError, ValueError) as exc:  # keep the keys held; try again later
-                log.warning("feed_url_keys_not_read error=%s", exc)
+                if str(exc) != self._error:  # once, not every minute
+                    log.warning("feed_url_keys_not_read error=%s", exc)
+                self._error = str(exc)
                 return False
+            self._error = ""
             changed = keys != self._keys
             if changed:
                 self.changes += 1
@@ -129,6 +148,8 @@ class FeedTokens:
 
     def make(self, sub_id: int, generation: int) -> str:
         self._reload()
+        if not self._keys:
+            raise StoreError("no key for private feed URLs could be read yet")
         key = self._keys[0]
         header = self._LAYOUT.pack(sub_id, generation)
         tag = self._prf(key, b"tag", header)[:16]
