@@ -128,6 +128,11 @@ class HubFacade(Protocol):
     # private feeds
     def feed_token(self, sub: Subscription) -> str: ...
 
+    def feed_token_of(self, sub_id: int, generation: int) -> str:
+        """The token the hub makes now for ``(sub_id, generation)``: after a key rotation, the
+        new URL's, whichever URL a reader came by."""
+        ...
+
     def read_feed_token(self, token: str) -> tuple[int, int] | None:
         """``(sub_id, generation)`` of an authentic token spelled exactly as issued."""
         ...

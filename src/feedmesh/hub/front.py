@@ -467,6 +467,9 @@ class HubFront:
     def feed_token(self, sub: Subscription) -> str:
         return self.tokens.make(sub.id, sub.generation)
 
+    def feed_token_of(self, sub_id: int, generation: int) -> str:
+        return self.tokens.make(sub_id, generation)
+
     def read_feed_token(self, token: str) -> tuple[int, int] | None:
         return self.tokens.read(token)
 

@@ -39,6 +39,12 @@ async def test_retiring_the_key_ends_the_websub_subscriptions_it_signed(hub_env,
         status, body = await ann.call("GET", f"/api/subscriptions/{sub['id']}")
         fresh = body["subscription"]
         assert status == 200 and fresh["feed_urls"]["rss"] != old_topic
+        # A reader of the old URL still gets the feed, and is pointed to the new URL.
+        before = await hub_env.session.get(old_topic)
+        body = await before.text()
+        assert before.status == 200
+        assert fresh["feed_urls"]["rss"] in before.headers["Link"]
+        assert fresh["feed_urls"]["rss"] in body and old_topic not in body
         await subscribed(hub_env, later, fresh["feed_urls"]["rss"])
         # a sweep looked at the targets with the rotated keys
         await eventually(lambda: hub.push._topics_checked == hub.tokens.changes >= 1)
@@ -50,4 +56,7 @@ async def test_retiring_the_key_ends_the_websub_subscriptions_it_signed(hub_env,
         assert "key that signed the topic URL was retired" in denial.params["hub.reason"]
         assert [t.topic for t in hub.push_targets(sub["id"])] == [fresh["feed_urls"]["rss"]]
         assert _denial(later) is None
+        gone = await hub_env.session.get(old_topic)
+        assert gone.status == 404  # the old URL ended with its key
+        assert (await hub_env.session.get(fresh["feed_urls"]["rss"])).status == 200
     assert "rotated" in capsys.readouterr().out

@@ -83,18 +83,22 @@ class FeedServer:
             error.headers["Retry-After"] = self.limiter.retry_after(wait)
             raise error
         version, modified = found.version, found.modified
+        # The feed names the URL the hub makes now (rel="self", Link): after a key rotation a
+        # reader that came by the old URL is pointed to the new one, and no document naming
+        # the old URL is cached for the new one's readers.
+        current = self.hub.feed_token_of(sub_id, generation)
         # The same from every web process and across a reflector's restarts (versions are
         # checkpointed with the held entries): a reader's copy stays valid wherever it asks.
         etag = f'W/"{sub_id}-{generation}-{version}-{fmt}"'
         last_modified = datetime.fromtimestamp(modified or self.hub.clock.now(), UTC)
         headers = {"ETag": etag, "Last-Modified": format_datetime(last_modified, usegmt=True),
                    "Cache-Control": "private, max-age=60", "Vary": "Accept, Accept-Encoding",
-                   "Link": link_header(self.base_url, self.urls(token)[_ext(fmt)])}
+                   "Link": link_header(self.base_url, self.urls(current)[_ext(fmt)])}
         if _not_modified(request, etag, last_modified):
             self.hub.metrics.feed_requests.labels("304").inc()
             return web.Response(status=304, headers=headers)
-        rendered = await self.rendered.get(sub_id, fmt, (generation, version),
-                                           lambda: self._render(sub_id, token, fmt))
+        rendered = await self.rendered.get(sub_id, fmt, (generation, version, current),
+                                           lambda: self._render(sub_id, current, fmt))
         self.hub.metrics.feed_requests.labels("200").inc()
         headers["Content-Type"] = CONTENT_TYPES[fmt]
         if _accepts_gzip(request.headers.get("Accept-Encoding", "")):

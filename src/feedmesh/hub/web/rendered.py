@@ -41,10 +41,10 @@ class RenderedFeeds:
         self.renders = 0
         """How many times a feed was rendered (the rest were served from memory)."""
 
-    async def get(self, sub_id: int, fmt: str, version: tuple[int, int],
+    async def get(self, sub_id: int, fmt: str, version: tuple[int, int, str],
                   render: Callable[[], Awaitable[bytes]]) -> Rendered:
-        """The feed at ``version`` (URL generation, content version), rendered by ``render``
-        when it is not held yet."""
+        """The feed at ``version`` (URL generation, content version, the token its links
+        name), rendered by ``render`` when it is not held yet."""
         key = (sub_id, fmt)
         held = self._entries.get(key)
         if held is not None and held[0] == version:
