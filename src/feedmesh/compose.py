@@ -284,14 +284,7 @@ def private_feed_key(data_dir: str | Path, store_url: str = "") -> bytes:
     """The key the crawling hub signs private feed URLs with: in its PostgreSQL database at
     ``store_url`` when given, else ``DATA/feed-secret.key``. Never made here (StoreError when
     the hub has not made it yet): for tools that build readers' URLs, like the benchmarks."""
-    if store_url:
-        state = PostgresHubState(store_url)
-        try:
-            return state.feed_secret()
-        finally:
-            state.close()
-    path = Path(data_dir) / FEED_SECRET_FILE
-    return read_or_create_key(path, _no_new_key(path))
+    return feed_url_keys(data_dir, store_url)[0]
 
 
 def folder_keys(data: Path) -> list[bytes]:

@@ -97,7 +97,7 @@ def test_tools_read_the_key_where_the_hub_keeps_it(tmp_path, postgres_url):
         state.close()
     assert private_feed_key(tmp_path, postgres_url) == made
     assert not (tmp_path / FEED_SECRET_FILE).exists()
-    with pytest.raises(StoreError, match="no key in"):
+    with pytest.raises(StoreError, match="no feed-secret.key in"):
         private_feed_key(tmp_path)
     (tmp_path / FEED_SECRET_FILE).write_bytes(b"f" * 32)
     assert private_feed_key(tmp_path) == b"f" * 32
