@@ -273,13 +273,6 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
     return front
 
 
-def _no_new_key(path: Path) -> Callable[[], bytes]:
-    def refuse() -> bytes:
-        raise StoreError(f"no key in {path}")
-
-    return refuse
-
-
 def private_feed_key(data_dir: str | Path, store_url: str = "") -> bytes:
     """The key the crawling hub signs private feed URLs with: in its PostgreSQL database at
     ``store_url`` when given, else ``DATA/feed-secret.key``. Never made here (StoreError when
@@ -355,7 +348,7 @@ def _split(keys: list[bytes]) -> tuple[bytes, list[bytes]]:
 def folder_key(data: Path) -> bytes | None:
     """The key a hub kept in its data folder (before PostgreSQL kept it), or None."""
     path = data / FEED_SECRET_FILE
-    return read_or_create_key(path, _no_new_key(path)) if path.is_file() else None
+    return read_key(path) if path.is_file() else None
 
 
 def existing_file(path: Path) -> Path:
