@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 
 import nats.js.errors
 import pytest
 
-from feedmesh.bus import BusError
+from feedmesh.bus import BusError, Outgoing
+from feedmesh.bus import jetstream
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.nats_server import LocalNats
 from tests.eventually import eventually
@@ -164,6 +166,32 @@ async def test_publishing_on_through_a_restart_lands_every_message_once(server, 
         got.append(int(delivery.data))
         await delivery.ack()
     assert got == list(range(300))
+    await bus.close()
+
+
+async def test_a_batch_whose_answers_are_lost_waits_once_and_lands_once(server, monkeypatch):
+    """After an outage none of the answers to what was sent before it comes: publish_many
+    waits for them all together (not ANSWER_WAIT_S for each in turn, which stalled a crawler's
+    commit loop for a minute), then publishes each again the careful way, stored once."""
+    monkeypatch.setattr(jetstream, "ANSWER_WAIT_S", 1.0)
+    bus = await connect(server)
+    consumer = await bus.consumer("articles", "filter-0")
+    lost = []
+
+    async def dropped(msg) -> None:  # the server answered; the answer never reaches us
+        lost.append(msg.subject)
+
+    bus._on_answer = dropped  # before the first batch subscribes its answer inbox
+    batch = [Outgoing("articles", b"m%d" % n, f"m{n}") for n in range(10)]
+    started = time.monotonic()
+    seqs = await asyncio.wait_for(bus.publish_many(batch), 30.0)
+    assert time.monotonic() - started < 5.0  # one wait of 1 s, not ten
+    assert len(lost) >= 10 and len(set(seqs)) == 10
+    got = []
+    while (delivery := await consumer.get(1.0)) is not None:
+        got.append(delivery.data)
+        await delivery.ack()
+    assert got == [b"m%d" % n for n in range(10)]  # the second sending stored nothing twice
     await bus.close()
 
 

@@ -61,6 +61,9 @@ log = logging.getLogger("feedmesh.bus")
 _SUBJECT = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
 _OWN_ID = "Feedmesh-Own-Id"  # header: the Nats-Msg-Id is ours, not the publisher's
 _STREAM_FULL = {10077, 10078}  # maximum bytes / messages exceeded
+ANSWER_WAIT_S = 5.0
+"""How long :meth:`JetStreamBus.publish_many` waits for the server's answers to a batch, all
+together; what is still unanswered then is published again the careful way."""
 _UNREACHABLE = (nats.errors.TimeoutError, nats.errors.NoRespondersError,
                 nats.errors.ConnectionReconnectingError, nats.errors.OutboundBufferLimitError,
                 nats.errors.StaleConnectionError, nats.errors.ConnectionClosedError,
@@ -447,12 +450,18 @@ class JetStreamBus:
                 else:
                     answers.append((reply, answer))
             seqs = []
+            # One deadline for all the answers: after an outage none of those sent before it
+            # comes, and waiting for each in turn would stall the publisher 5 s a message.
+            deadline = loop.time() + ANSWER_WAIT_S
             for (subject, nats_subject, stream, data, headers), sent in zip(targets, answers,
                                                                            strict=True):
                 seq = None
                 if sent is not None:
-                    with contextlib.suppress(TimeoutError):
-                        seq = await asyncio.wait_for(asyncio.shield(sent[1]), 5.0)
+                    if sent[1].done():
+                        seq = sent[1].result()
+                    elif (left := deadline - loop.time()) > 0:
+                        with contextlib.suppress(TimeoutError):
+                            seq = await asyncio.wait_for(asyncio.shield(sent[1]), left)
                 if seq is not None:
                     self.note_reachable()
                     seqs.append(seq)
