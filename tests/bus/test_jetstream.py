@@ -14,8 +14,7 @@ import uuid
 import nats.js.errors
 import pytest
 
-from feedmesh.bus import BusError, Outgoing
-from feedmesh.bus import jetstream
+from feedmesh.bus import BusError, Outgoing, jetstream
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.nats_server import LocalNats
 from tests.eventually import eventually
