@@ -78,6 +78,8 @@ def test_running_processes_read_the_keys_again_after_a_rotation_and_a_retirement
     assert tokens.read(from_new) == (2, 0)  # no key held reads it: the keys are read again
     assert loads == [1.0]
     assert tokens.make(3, 0) == FeedTokens(new).make(3, 0)
+    assert tokens.make(1, 0) == FeedTokens(new).make(1, 0) != given  # not the one cached
+    assert tokens.read(given) == (1, 0)  # read again under the old key, still held
     forged = FeedTokens(secrets.token_bytes(32)).make(4, 0)
     for _ in range(100):  # a flood of bad tokens reads the keys at most every recheck_s
         assert tokens.read(forged) is None
