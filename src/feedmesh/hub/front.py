@@ -465,7 +465,7 @@ class HubFront:
     # -- private feeds ----------------------------------------------------------------------
 
     def feed_token(self, sub: Subscription) -> str:
-        return self.tokens.make(sub.id, sub.generation)
+        return self.feed_token_of(sub.id, sub.generation)
 
     def feed_token_of(self, sub_id: int, generation: int) -> str:
         return self.tokens.make(sub_id, generation)
