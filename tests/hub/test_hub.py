@@ -307,6 +307,48 @@ def _held_item(n: int) -> ReflectedItem:
                          entry=Entry(key=str(n), title=f"t{n}", link=f"http://x/{n}"))
 
 
+@pytest.mark.parametrize("outage", [True, False], ids=["store-out", "store-fails"])
+async def test_a_store_outage_is_waited_out_and_a_failing_store_parks(tmp_path, caplog,
+                                                                      monkeypatch, outage):
+    """A store that cannot be reached is not the message's fault: the reflector retries its
+    matches for as long as the outage lasts (here 12 attempts, past the 5 a poison message
+    gets) and stores them when it ends, parking nothing. The same failure as a plain
+    StoreError (a constraint, a bug in the store) parks the match after 5 attempts."""
+    from feedmesh.hub import deliveries
+    from feedmesh.store import StoreUnavailableError
+
+    monkeypatch.setattr(deliveries, "RETRY_BASE_S", 0.001)
+    monkeypatch.setattr(deliveries, "OUTAGE_RETRY_CAP_S", 0.01)
+    reflector, bus = await _lone_reflector(tmp_path, lambda: 0)
+    store, attempts = reflector.log.store, []
+
+    def store_while_down(rows, watermarks):
+        attempts.append(len(rows))
+        if len(attempts) <= 12:
+            kind = StoreUnavailableError if outage else StoreError
+            raise kind("storing 1 matches failed in postgresql://feedmesh@127.0.0.1:5432/hub: "
+                       "connection failed: Connection refused")
+        return store(rows, watermarks)
+
+    reflector.log.store = store_while_down
+    caplog.set_level(logging.WARNING, logger="feedmesh.hub")
+    task = await _running(reflector)
+    seq = await _send_match(bus, 1)
+    if outage:
+        await _stored(bus, seq)
+        assert len(attempts) == 13 and reflector.held(7) == 1
+        assert not await bus.parked() and "message_parked" not in caplog.text
+        assert "message_waiting group=reflector-0" in caplog.text
+        assert reflector.metrics.parked.labels("reflector-0")._value.get() == 0
+    else:
+        await eventually(lambda: "message_parked" in caplog.text)
+        assert len(attempts) == deliveries.MAX_DELIVERIES and reflector.held(7) == 0
+        [parked] = await bus.parked()
+        assert parked.seq == seq and "failed 5 times: StoreError" in parked.reason
+    task.cancel()
+    reflector.close()
+
+
 async def test_log_truncation_is_spread_out_between_the_streams_writes(tmp_path):
     """After a checkpoint, the covered log rows are deleted in small transactions spaced out in
     time, so the stream's writes go on between them instead of waiting behind all of them."""

@@ -19,7 +19,13 @@ import psycopg
 import pytest
 
 from feedmesh.model import Entry
-from feedmesh.store import FeedUpdate, StorageFullError, StorageReadOnlyError, StoreError
+from feedmesh.store import (
+    FeedUpdate,
+    StorageFullError,
+    StorageReadOnlyError,
+    StoreError,
+    StoreUnavailableError,
+)
 from feedmesh.store.pg_server import LocalPostgres
 from feedmesh.store.postgres import PostgresStore
 from feedmesh.store.postgres_hub import PostgresHubState
@@ -128,7 +134,7 @@ def test_a_read_only_database_opens_and_refuses_writes_precisely(postgres_url):
 
 
 def test_an_unreachable_server_is_a_store_error_that_keeps_the_password_secret():
-    with pytest.raises(StoreError) as caught:
+    with pytest.raises(StoreUnavailableError) as caught:
         PostgresStore("postgresql://feedmesh:sekrit@127.0.0.1:1/nowhere")
     message = str(caught.value)
     assert message.startswith("cannot open PostgreSQL store "
@@ -160,9 +166,10 @@ def test_a_store_outlives_a_restart_of_its_server(own_server):
     store = PostgresStore(own_server.url())
     (feed,) = store.add_feeds(["http://a/1"], now=1.0)
     own_server.stop()
-    with pytest.raises(StoreError, match="reading PostgreSQL store postgresql://"):
+    # Unavailable, not a plain failure: the tiers wait it out instead of parking their work.
+    with pytest.raises(StoreUnavailableError, match="reading PostgreSQL store postgresql://"):
         store.feeds()
-    with pytest.raises(StoreError, match="adding feeds failed in postgresql://"):
+    with pytest.raises(StoreUnavailableError, match="adding feeds failed in postgresql://"):
         store.add_feeds(["http://b/2"], now=2.0)
     own_server.start()  # the same folder and port: the same databases
     assert [f.id for f in store.feeds()] == [feed.id]  # connections opened again by themselves

@@ -3,10 +3,16 @@
 * bytes that are not a message (a bug, a foreign publisher) can never succeed: parked at once
   (kept aside on the bus for an operator, :meth:`feedmesh.bus.Bus.park`) with an error line, so
   they do not stall the tier behind them;
-* work that failed (a full disk, a store that is down, a handler that raised) is handed back to
+* work that failed because of the message (a handler raised: a bug it meets) is handed back to
   the bus (nak) to be tried again after a growing delay; after ``MAX_DELIVERIES`` attempts it is
   parked with an error line naming the message (JetStream's ``MaxDeliver``), and the hub's replay
-  from the ingest store brings its entries back at the next start.
+  from the ingest store brings its entries back at the next start;
+* work that failed for reasons outside the message (its store cannot be reached, is full or
+  refuses writes: :data:`OUTAGES`) is handed back too, and waits out the outage however long it
+  lasts (retried every ``OUTAGE_RETRY_CAP_S`` at most): an outage says nothing about the
+  message, and parking every message in flight during a ten-second PostgreSQL restart would
+  lose them until the next start. Such attempts do not count toward parking, except that a
+  message which failed that way and then fails for a reason of its own has used its attempts.
 
 Every parked message counts in ``feedmesh_messages_parked_total{group=...}``.
 """
@@ -19,8 +25,9 @@ from feedmesh.bus import Bus, Delivery
 from feedmesh.hub.messages import HubMessage, decode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.logs import Throttled
+from feedmesh.store import StorageFullError, StorageReadOnlyError, StoreUnavailableError
 
-__all__ = ["MAX_DELIVERIES", "Settle"]
+__all__ = ["MAX_DELIVERIES", "OUTAGES", "Settle"]
 
 log = logging.getLogger("feedmesh.hub")
 _retry_log = Throttled(log)
@@ -28,6 +35,11 @@ _retry_log = Throttled(log)
 MAX_DELIVERIES = 5
 RETRY_BASE_S = 0.5
 RETRY_CAP_S = 30.0
+OUTAGE_RETRY_CAP_S = 5.0
+"""While the store is out, a message is retried at least this often: it resumes within seconds
+of the store's return."""
+OUTAGES = (StoreUnavailableError, StorageFullError, StorageReadOnlyError)
+"""Failures that are not the message's fault: waited out, never parked for."""
 
 
 class Settle:
@@ -56,8 +68,16 @@ class Settle:
 
     async def retry_later(self, delivery: Delivery, error: BaseException) -> None:
         """Hand a delivery whose work failed back to the bus, or park it after the last
-        attempt."""
+        attempt; a failure of the store (:data:`OUTAGES`) is waited out, never parked for."""
         attempt = delivery.redeliveries + 1
+        if isinstance(error, OUTAGES):
+            delay = min(OUTAGE_RETRY_CAP_S, RETRY_BASE_S * 2.0 ** delivery.redeliveries)
+            _retry_log.log(logging.WARNING, f"{self.group}:{type(error).__name__}",
+                           "message_waiting group=%s subject=%s seq=%d attempt=%d "
+                           "retry_in_s=%.1f reason=the store is out, not the message: %s",
+                           self.group, delivery.subject, delivery.seq, attempt, delay, error)
+            await delivery.nak(delay_s=delay)
+            return
         if attempt >= MAX_DELIVERIES:
             log.error("message_parked group=%s subject=%s seq=%d attempts=%d error=%s",
                       self.group, delivery.subject, delivery.seq, attempt, error)

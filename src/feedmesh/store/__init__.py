@@ -11,7 +11,8 @@ Exceptions drawn from this package::
     Exception
      └── StoreError                a storage operation failed (the store, the operation, the cause)
           ├── StorageFullError     the disk or the database's size limit is full
-          └── StorageReadOnlyError the storage refuses writes
+          ├── StorageReadOnlyError the storage refuses writes
+          └── StoreUnavailableError the store's server cannot be reached now
 """
 
 from feedmesh.store.dedup import classify_entries, document_hash
@@ -33,6 +34,7 @@ from feedmesh.store.ports import (
     StorageFullError,
     StorageReadOnlyError,
     StoreError,
+    StoreUnavailableError,
     Subscription,
     storage_error,
 )
@@ -57,6 +59,7 @@ __all__ = [
     "StorageReadOnlyError",
     "StoreError",
     "StoreThread",
+    "StoreUnavailableError",
     "Subscription",
     "classify_entries",
     "document_hash",

@@ -42,8 +42,10 @@ same contract suite (``tests/store/``).
 
 Exceptions: every port raises :class:`StoreError` (a message naming the store, the operation and
 the cause; the cause chained), never the driver's own exceptions; a full disk is a
-:class:`StorageFullError`, a storage that refuses writes a :class:`StorageReadOnlyError`, so that
-callers can answer each for what it is (the web layer: 503 ``storage_full``).
+:class:`StorageFullError`, a storage that refuses writes a :class:`StorageReadOnlyError`, a
+store server that cannot be reached a :class:`StoreUnavailableError`, so that callers can answer
+each for what it is (the web layer: 503 ``storage_full``; the tiers wait out the last, never
+counting it against a message, :mod:`feedmesh.hub.deliveries`).
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ __all__ = [
     "StorageFullError",
     "StorageReadOnlyError",
     "StoreError",
+    "StoreUnavailableError",
     "Subscription",
     "storage_error",
 ]
@@ -93,14 +96,21 @@ class StorageReadOnlyError(StoreError):
     """The storage refuses to be written (a read-only folder, file or file system)."""
 
 
+class StoreUnavailableError(StoreError):
+    """The store cannot be reached now: its server is down or restarting, or the connection
+    broke. The same operation may succeed later, unchanged; a write that broke during its
+    commit may have been committed (the caller must not assume it was not)."""
+
+
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 _READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def storage_error(message: str, cause: BaseException | None = None, *, full: bool = False,
-                  read_only: bool = False) -> StoreError:
-    """The :class:`StoreError` for a failure: full or read-only when the caller says so or the
-    cause is an OSError that says so (its errno), else a plain one."""
+                  read_only: bool = False, unavailable: bool = False) -> StoreError:
+    """The :class:`StoreError` for a failure: full, read-only or unavailable when the caller
+    says so (or the cause is an OSError whose errno says full or read-only), else a plain
+    one."""
     if isinstance(cause, OSError):
         full = full or cause.errno in _FULL_ERRNOS
         read_only = read_only or cause.errno in _READ_ONLY_ERRNOS
@@ -108,6 +118,8 @@ def storage_error(message: str, cause: BaseException | None = None, *, full: boo
         return StorageFullError(message)
     if read_only:
         return StorageReadOnlyError(message)
+    if unavailable:
+        return StoreUnavailableError(message)
     return StoreError(message)
 
 

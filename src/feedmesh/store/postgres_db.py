@@ -5,8 +5,10 @@ versioned migrations.
 
 **Errors.** ``disk_full`` (53100) is a :class:`~.ports.StorageFullError`;
 ``read_only_sql_transaction`` (25006: a hot standby, ``default_transaction_read_only``) and
-``insufficient_privilege`` (42501) are a :class:`~.ports.StorageReadOnlyError`; anything else,
-including a server that cannot be reached, a plain :class:`~.ports.StoreError`. A connection that
+``insufficient_privilege`` (42501) are a :class:`~.ports.StorageReadOnlyError`; a server that
+cannot be reached, a connection that broke, a server shutting down or starting (SQLSTATE class
+08, 57P01-57P03) or out of connections (53300) a :class:`~.ports.StoreUnavailableError`;
+anything else a plain :class:`~.ports.StoreError`. A connection that
 broke (the server restarted) is opened again by the next operation: the failed one is reported,
 never retried behind the caller's back (the caller knows whether it is safe to repeat).
 
@@ -38,6 +40,8 @@ __all__ = ["LOCKS", "LOCK_CLASS", "PostgresDatabase", "describe_url", "pg_error"
 _cursor_names = itertools.count(1)
 _FULL = frozenset({"53100"})  # disk_full
 _READ_ONLY = frozenset({"25006", "42501"})  # read_only_sql_transaction, insufficient_privilege
+# admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections (and class 08)
+_UNAVAILABLE = frozenset({"57P01", "57P02", "57P03", "53300"})
 
 LOCK_CLASS = 0x66656564  # "feed": the first key of every advisory lock feedmesh takes
 LOCKS = {"migrations": 1, "entries": 2, "subscription_log": 3, "reflector": 4}
@@ -58,10 +62,13 @@ def describe_url(url: str) -> str:
 
 def pg_error(message: str, exc: psycopg.Error) -> StoreError:
     """The StoreError for a PostgreSQL failure, ``message`` followed by the server's reason and
-    the SQLSTATE: full, read-only (see the module docstring) or plain."""
+    the SQLSTATE: full, read-only, unavailable (see the module docstring) or plain."""
     sqlstate = exc.sqlstate or ""
+    # No SQLSTATE on an OperationalError: the client's own failure to connect or to talk.
+    unavailable = isinstance(exc, psycopg.OperationalError) and (
+        not sqlstate or sqlstate.startswith("08") or sqlstate in _UNAVAILABLE)
     return storage_error(f"{message}: {_reason(exc)}", full=sqlstate in _FULL,
-                         read_only=sqlstate in _READ_ONLY)
+                         read_only=sqlstate in _READ_ONLY, unavailable=unavailable)
 
 
 def _reason(exc: psycopg.Error) -> str:

@@ -25,13 +25,16 @@ __all__ = ["SQLiteFile"]
 
 _FULL = {sqlite3.SQLITE_FULL}
 _READ_ONLY = {sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CANTOPEN}
+_BUSY = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}  # another writer held it past the timeout
 
 
 def _sqlite_error(message: str, exc: sqlite3.Error) -> StoreError:
     """The StoreError for a SQLite failure: full (SQLITE_FULL: the disk, or the database's page
-    limit), read-only, or plain; extended result codes keep their primary code in the low byte."""
+    limit), read-only, unavailable (busy: another process held the file past the timeout) or
+    plain; extended result codes keep their primary code in the low byte."""
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-    return storage_error(message, full=code in _FULL, read_only=code in _READ_ONLY)
+    return storage_error(message, full=code in _FULL, read_only=code in _READ_ONLY,
+                         unavailable=code in _BUSY)
 
 
 class SQLiteFile:
