@@ -11,7 +11,8 @@ from aiohttp import web
 from feedmesh.clock import ManualClock
 from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.fetch import Fetcher, FetchSettings
-from feedmesh.store import IngestedEntry
+from feedmesh.model import Entry
+from feedmesh.store import FeedUpdate, IngestedEntry, StoreUnavailableError
 from feedmesh.store.sqlite import SQLiteStore
 
 
@@ -241,4 +242,63 @@ async def test_fetches_that_found_nothing_share_a_transaction_news_does_not_wait
         stats = await c.crawl()
         assert stats.new_entries == 1 and arrived["news"] - started < 1.5
         await c.aclose()
+    store.close()
+
+
+class AnswerLostStore(SQLiteStore):
+    """Commits, then reports the commit as failed once (``lose_next``): a connection that
+    broke during COMMIT, whose outcome the client cannot know."""
+
+    def __init__(self, path) -> None:
+        super().__init__(path)
+        self.lose_next = False
+
+    def apply(self, updates, fenced=None):
+        ingested = super().apply(updates, fenced)
+        if self.lose_next:
+            self.lose_next = False
+            raise StoreUnavailableError("applying 1 feed updates failed in postgresql://x/hub: "
+                                        "consuming input failed: server closed the connection")
+        return ingested
+
+
+async def test_a_commit_reported_failed_but_stored_is_still_handed_on_once(site, tmp_path):
+    """The refetch after the failed commit finds its entries known to the store; the next
+    commit hands them on, once, and not another crawler's entries stored meanwhile."""
+    base, s = site
+    s.set("mine", rss([("1", "one")]))
+    s.set("theirs", rss([("9", "nine")]))
+    clock = ManualClock(0.0)
+    store = AnswerLostStore(tmp_path / "lost.db")
+    received: list[str] = []
+
+    async def sink(items: list[IngestedEntry]) -> None:
+        received.extend(i.entry.title for i in items)
+
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
+        crawler = Crawler(store, fetcher, clock, on_ingested=sink, share=(0, 2),
+                          settings=CrawlSettings(batch_interval_s=0.01))
+        theirs, mine = await crawler.add_feeds([f"{base}/theirs", f"{base}/mine"])
+        assert crawler.owns(mine) and not crawler.owns(theirs)
+        await crawler.crawl()
+        assert received == ["one"]
+        s.set("mine", rss([("2", "two"), ("1", "one")]))
+        store.lose_next = True
+        clock.advance(60)
+        stats = await crawler.crawl()
+        assert stats.errors == {"store": 1} and received == ["one"]
+        assert [i.entry.title for i in store.entries(mine)] == ["two", "one"]  # stored anyway
+        # Another crawler stores an entry of its own feed meanwhile.
+        other = store.feeds()[0]
+        assert other.id == theirs
+        store.apply([FeedUpdate(feed_id=theirs, state=other.state, seen_at=61.0,
+                                entries=(Entry(key="9", title="nine"),))])
+        clock.advance(60)
+        stats = await crawler.crawl()  # "two" is known now: the refetch stores nothing new
+        assert stats.errors == {} and stats.new_entries == 0
+        assert received == ["one", "two"]
+        clock.advance(60)
+        await crawler.crawl()
+        assert received == ["one", "two"]  # once
+        await crawler.aclose()
     store.close()

@@ -10,6 +10,13 @@ Steps 2-4 of the data flow (docs/architecture.md). For each feed that is due:
 5. after each commit, the ingested entries are handed to ``on_ingested`` (the hub's filter tier).
    A slow consumer makes the batch queue fill up and the fetch workers wait: backpressure.
 
+A commit reported as failed may have been stored all the same: a connection to PostgreSQL that
+breaks during ``COMMIT`` leaves the outcome unknown. Its fetches are made again, but their entries
+are then known to the store and would never be handed on. So after a failed commit, the next one
+that succeeds first hands on this crawler's entries stored since the last it handed on
+(:meth:`Crawler._stored_unseen`). An *edit* to a known entry in such a commit keeps its id and is
+not found that way: the reflectors show the earlier text until the entry changes again.
+
 A cycle never fetches one URL twice, however many feed rows point at it. Failures of one feed
 (network, HTTP, parse) become typed outcomes in the stats and never stop the others.
 
@@ -41,7 +48,14 @@ from feedmesh.model import (
     FetchResult,
     ParsedFeed,
 )
-from feedmesh.store import FeedUpdate, IngestedEntry, IngestStore, StoreThread, document_hash
+from feedmesh.store import (
+    FeedUpdate,
+    IngestedEntry,
+    IngestStore,
+    StoreError,
+    StoreThread,
+    document_hash,
+)
 
 __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "FeedOutcome"]
 
@@ -197,6 +211,10 @@ class Crawler:
         self._committer: asyncio.Task[None] | None = None
         self._fetching: dict[int, int] = {}  # feed id -> fetches of it not yet committed
         self._fetch_ended = asyncio.Event()
+        self._handed_upto: int | None = None
+        """Every entry this crawler stored with an id up to this one has been handed on (None:
+        not read yet; the entries before this crawler's start are the start-up replay's)."""
+        self._unsure = False  # a commit failed since: it may have been stored all the same
 
     async def load(self) -> int:
         """Read every feed's fetch state from the store (on start-up and after feeds change)."""
@@ -503,6 +521,8 @@ class Crawler:
                 current = self.states.get(update.feed_id, update.state)
                 pending.update = msgspec.structs.replace(update, state=current)
         try:
+            if self._handed_upto is None and self.on_ingested is not None:
+                self._handed_upto = await self._db.call(self.store.max_entry_id)
             fenced: list[int] = []
             ingested = await self._db.call(self.store.apply, [p.update for p in batch], fenced)
         except Exception as exc:
@@ -511,6 +531,7 @@ class Crawler:
             _commit_log.log(logging.ERROR, type(exc).__name__,
                             "commit_failed feeds=%d error=%s; their fetches are forgotten and "
                             "made again", len(batch), exc)
+            self._unsure = True
             for pending in batch:
                 if not pending.pushed:  # a push changed no fetch state
                     self.states[pending.update.feed_id] = pending.previous
@@ -540,13 +561,45 @@ class Crawler:
                 else:
                     stats.new_entries += 1
                 stats.out_bytes += len(_encoder.encode(item))
+        found: list[IngestedEntry] = []
+        if self._unsure and self.on_ingested is not None:
+            try:
+                found = await self._db.call(self._stored_unseen, ingested)
+            except StoreError as exc:
+                # This batch is stored: hand it on. The next commit looks again from the same
+                # place (it may hand this batch on again: downstream drops it as a copy).
+                _commit_log.log(logging.ERROR, "unseen", "commit_check_failed error=%s; the "
+                                "next commit looks again", exc)
+        handed = found + ingested  # oldest first
+        if handed and self._handed_upto is not None and not self._unsure:
+            self._handed_upto = max(self._handed_upto, max(item.id for item in handed))
         try:
-            if ingested and self.on_ingested is not None:
-                await self.on_ingested(ingested)
+            if handed and self.on_ingested is not None:
+                await self.on_ingested(handed)
         finally:
             for pending in batch:
                 if not pending.future.done():
                     pending.future.set_result(by_feed.get(pending.update.feed_id, []))
+
+    def _stored_unseen(self, ingested: list[IngestedEntry]) -> list[IngestedEntry]:
+        """(In the store thread, after a commit that followed a failed one.) This crawler's
+        entries stored since the last it handed on, other than ``ingested`` (this commit's):
+        those of a commit reported as failed that was stored all the same. Oldest first."""
+        assert self._handed_upto is not None
+        mine = {item.id for item in ingested}
+        found: list[IngestedEntry] = []
+        after = self._handed_upto
+        while chunk := self.store.entries_after(after, 500):
+            found.extend(item for item in chunk
+                         if item.id not in mine and self.owns(item.feed_id))
+            after = chunk[-1].id
+        self._unsure = False
+        if found:
+            _commit_log.log(logging.WARNING, "unseen",
+                            "commit_found_stored entries=%d first=%d: a commit reported as "
+                            "failed had been stored; its entries are handed on now",
+                            len(found), found[0].id)
+        return found
 
     async def aclose(self) -> None:
         """Commit what is queued, then release the store thread."""
