@@ -92,6 +92,30 @@ def test_pruning_keeps_what_the_document_still_holds(ingest_opener):
     s.close()
 
 
+def test_the_entry_count_follows_inserts_pruning_and_removed_feeds(ingest_opener):
+    s = ingest_opener(max_entries_per_feed=5)
+    one, two = s.add_feeds(["http://a/1", "http://a/2"], now=0.0)
+
+    def stored() -> int:
+        return len(s.entries_after(0, 10**6))
+
+    s.apply([FeedUpdate(feed_id=one.id, state=one.state, seen_at=1.0,
+                        entries=tuple(entry(n) for n in range(3))),
+             FeedUpdate(feed_id=two.id, state=two.state, seen_at=1.0,
+                        entries=tuple(entry(n) for n in range(100, 104)))])
+    assert s.entry_count() == stored() == 7
+    for n in range(3, 9):  # one's oldest are pruned past 5
+        s.apply([FeedUpdate(feed_id=one.id, state=one.state, seen_at=2.0 + n,
+                            entries=(entry(n),))])
+    assert s.entry_count() == stored() < 13
+    s.remove_feed(two.id)  # its entries go with it
+    assert s.entry_count() == stored() == len(s.entries(one.id))
+    s.close()
+    s = ingest_opener(max_entries_per_feed=5)  # and as the next start reads it
+    assert s.entry_count() == stored()
+    s.close()
+
+
 def test_removed_feed_update_is_ignored(ingest):
     (feed,) = ingest.add_feeds(["http://a/1"], now=0.0)
     ingest.remove_feed(feed.id)

@@ -62,8 +62,8 @@ def test_stores_opening_a_new_database_at_once_migrate_it_once(postgres_url):
         store.close()
     assert errors == [] and len(opened) == len(openers)
     assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4),
-                                      ("hub", 5), ("ingest", 1), ("ingest", 2), ("ownership", 1),
-                                      ("reflector", 1)]
+                                      ("hub", 5), ("ingest", 1), ("ingest", 2), ("ingest", 3),
+                                      ("ownership", 1), ("reflector", 1)]
 
 
 def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
@@ -94,6 +94,26 @@ def test_a_hub_database_of_before_push_gains_its_tables(postgres_url):
     state.close()
     assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4),
                                       ("hub", 5)]
+
+
+def test_an_ingest_database_of_before_the_entry_count_gains_it_counted(postgres_url):
+    from feedmesh.store.postgres import COMPONENT, MIGRATIONS
+    from feedmesh.store.postgres_db import PostgresDatabase
+
+    PostgresDatabase(postgres_url, what="PostgreSQL store", component=COMPONENT,
+                     migrations=MIGRATIONS[:2]).close()  # as the store was before the count
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute("INSERT INTO feeds (source_url, url, state, added_at, changed_at) "
+                     "VALUES ('http://a/1', 'http://a/1', '', 0, 0)")
+        conn.execute("INSERT INTO entries (feed_id, key, content_hash, first_seen_at, "
+                     "changed_at, data) SELECT 1, 'k' || n, 'h' || n, 0, 0, '' "
+                     "FROM generate_series(1, 25) AS n")
+    store = PostgresStore(postgres_url)
+    assert store.entry_count() == 25
+    store.remove_feed(1)
+    assert store.entry_count() == 0
+    store.close()
+    assert ("ingest", 3) in versions(postgres_url)
 
 
 def test_push_targets_of_before_the_marks_count_as_delivered_up_to_the_upgrade(postgres_url):
