@@ -15,7 +15,9 @@ breaks during ``COMMIT`` leaves the outcome unknown. Its fetches are made again,
 are then known to the store and would never be handed on. So after a failed commit, the next one
 that succeeds first hands on this crawler's entries stored since the last it handed on
 (:meth:`Crawler._stored_unseen`). An *edit* to a known entry in such a commit keeps its id and is
-not found that way: the reflectors show the earlier text until the entry changes again.
+not found that way: the reflectors show the earlier text until the entry changes again. Entries
+found that way go on as not *backlog* (the store keeps no such mark per entry), as the hub's
+start-up replay sends them.
 
 A cycle never fetches one URL twice, however many feed rows point at it. Failures of one feed
 (network, HTTP, parse) become typed outcomes in the stats and never stop the others.

@@ -213,8 +213,8 @@ class CrawlerTier:
         NATS one write and one wait for the server's answers, not a round trip each. The
         commit loop waits for this before its next transaction, so a round trip per article
         held every later fetch's articles back: at case (b) with two filter shards the
-        crawler-to-filter leg was 263-318 ms at p50, 54 ms with one publish in one run and
-        190 ms in another on a busier machine (docs/measurements.md)."""
+        crawler-to-filter leg was 263-318 ms at p50, 54-214 ms with one publish in four runs
+        (how busy the two cores were decided where; docs/measurements.md)."""
         outgoing = []
         for item in ingested:
             if item.backlog and not self.forward_backlog:
