@@ -31,20 +31,22 @@ async def probe(url: str, namespace: str, seconds: float, reflectors: int) -> No
         consumer = await bus.consumer(subject, "probe")
         rows = found.setdefault(subject, [])
         end = time.time() + seconds
-        while time.time() < end:
-            delivery = await consumer.get(1.0)
-            if delivery is None:
-                continue
-            now = time.time()
-            message = decode(delivery.data)
-            if isinstance(message, Article):
-                rows.append((now - message.first_seen_at, 0.0))
-            elif isinstance(message, Matched):
-                rows.append((now - message.matched_at,
-                             message.matched_at - message.article.first_seen_at))
-            await delivery.ack()
-        await consumer.close()
-        await bus.drop_group(subject, "probe")
+        try:
+            while time.time() < end:
+                delivery = await consumer.get(1.0)
+                if delivery is None:
+                    continue
+                now = time.time()
+                message = decode(delivery.data)
+                if isinstance(message, Article):
+                    rows.append((now - message.first_seen_at, 0.0))
+                elif isinstance(message, Matched):
+                    rows.append((now - message.matched_at,
+                                 message.matched_at - message.article.first_seen_at))
+                await delivery.ack()
+        finally:  # also when stopped early (Ctrl-C) or a message fails to decode
+            await consumer.close()
+            await bus.drop_group(subject, "probe")
 
     try:
         await asyncio.gather(watch("articles"),
