@@ -302,3 +302,60 @@ async def test_a_commit_reported_failed_but_stored_is_still_handed_on_once(site,
         assert received == ["one", "two"]  # once
         await crawler.aclose()
     store.close()
+
+
+class RecordingStore(SQLiteStore):
+    """Tells the test each commit's entries as they are stored (from the store thread)."""
+
+    def __init__(self, path, stored) -> None:
+        super().__init__(path)
+        self.stored = stored  # called with the titles a commit stored
+
+    def apply(self, updates, fenced=None):
+        ingested = super().apply(updates, fenced)
+        self.stored([i.entry.title for i in ingested])
+        return ingested
+
+
+async def test_a_batch_commits_while_the_one_before_is_handed_on_and_order_is_kept(site,
+                                                                                  tmp_path):
+    """The store and the bus work at the same time: the second commit happens while the
+    first batch's hand-on is still waiting, and the batches are still handed on in the order
+    they were stored, each once."""
+    base, s = site
+    for name in "abc":
+        s.set(name, rss([(name, f"post {name}")]))
+    loop = asyncio.get_running_loop()
+    stored: list[list[str]] = []
+    two_stored = asyncio.Event()
+
+    def on_stored(titles: list[str]) -> None:
+        def note() -> None:
+            stored.append(titles)
+            if len([t for t in stored if t]) >= 2:
+                two_stored.set()
+        loop.call_soon_threadsafe(note)
+
+    handed: list[list[str]] = []
+    waited_in_vain: list[bool] = []
+
+    async def sink(items: list[IngestedEntry]) -> None:
+        if not handed:  # the first hand-on waits until a second batch is stored
+            try:
+                await asyncio.wait_for(two_stored.wait(), 10)
+            except TimeoutError:  # commits waited for this hand-on: no overlap
+                waited_in_vain.append(True)
+        handed.append([i.entry.title for i in items])
+
+    clock = ManualClock(0.0)
+    store = RecordingStore(tmp_path / "overlap.db", on_stored)
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
+        c = Crawler(store, fetcher, clock, on_ingested=sink,
+                    settings=CrawlSettings(batch_size=1, concurrency=3))
+        await c.add_feeds([f"{base}/{name}" for name in "abc"])
+        stats = await c.crawl()
+        await c.aclose()
+    store.close()
+    assert stats.new_entries == 3 and not waited_in_vain
+    assert handed == [titles for titles in stored if titles]
+    assert sorted(t for titles in handed for t in titles) == ["post a", "post b", "post c"]
