@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from feedmesh import runloop
 from feedmesh.clock import SystemClock
 from feedmesh.compose import open_ingest_store
 from feedmesh.crawl.pipeline import Crawler, CrawlSettings, CrawlStats
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     console = Console(stderr=True)
     try:
-        return asyncio.run(_main(args, console))
+        return runloop.run(_main(args, console))
     except (OpmlError, StoreError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 2

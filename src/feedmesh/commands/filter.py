@@ -25,6 +25,7 @@ from pathlib import Path
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from feedmesh import runloop
 from feedmesh.bus import BusError
 from feedmesh.clock import SystemClock
 from feedmesh.compose import existing_hub_state, open_bus
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     os.umask(0o077)
     try:
         shard = parse_shard(args.shard)
-        return asyncio.run(_run(args, *shard))
+        return runloop.run(_run(args, *shard))
     except (OSError, ValueError, StoreError, BusError) as exc:
         print(f"feedmesh filter: {exc}", file=sys.stderr)
         return 2

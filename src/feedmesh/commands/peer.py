@@ -25,6 +25,7 @@ from urllib.request import urlopen
 
 import msgspec
 
+from feedmesh import runloop
 from feedmesh.clock import SystemClock
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
 from feedmesh.compose import open_archive
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        return asyncio.run(_main(args, settings))
+        return runloop.run(_main(args, settings))
     except (OpmlError, StoreError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from feedmesh import runloop
 from feedmesh.bus import BusError
 from feedmesh.clock import SystemClock
 from feedmesh.commands.filter import add_role_arguments, parse_shard
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if args.bus in ("", "memory"):
             raise ValueError("--bus: a reflector in its own process needs a NATS server, "
                              "nats://HOST:PORT")
-        return asyncio.run(_run(args, number, count, host, port))
+        return runloop.run(_run(args, number, count, host, port))
     except (OSError, ValueError, StoreError, BusError) as exc:
         print(f"feedmesh reflector: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ import sys
 
 from aiohttp import web
 
+from feedmesh import runloop
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
 from feedmesh.feeds.opml import OpmlError, OpmlOutline, render_opml
 from feedmesh.fetch import Fetcher
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     os.umask(0o077)
     try:
-        return asyncio.run(_main(args))
+        return runloop.run(_main(args))
     except (OpmlError, KeyFileError) as error:
         print(f"feedmesh republish: {error}", file=sys.stderr)
         return 2

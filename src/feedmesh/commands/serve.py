@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from feedmesh import runloop
 from feedmesh.bus import BusError
 from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
 from feedmesh.commands.filter import parse_shard
@@ -195,7 +196,7 @@ def run(args: argparse.Namespace, *, web_layer: bool = True) -> int:
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     name = "serve" if web_layer else "crawler"
     try:
-        return asyncio.run(_serve(args, web_layer))
+        return runloop.run(_serve(args, web_layer))
     except (OSError, OpmlError, ValueError, StoreError, BusError) as exc:
         print(f"feedmesh {name}: {exc}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ import asyncio
 import signal
 import sys
 
+from feedmesh import runloop
 from feedmesh.clock import SystemClock
 from feedmesh.commands.peer import parse_address
 from feedmesh.logs import setup_logging
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         host, port = parse_address(args.listen, "--listen")
         if args.ttl <= 0:
             raise ValueError(f"--ttl must be > 0, got {args.ttl}")
-        return asyncio.run(_main(host, port, args.ttl))
+        return runloop.run(_main(host, port, args.ttl))
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ import sys
 
 from aiohttp import web
 
+from feedmesh import runloop
 from feedmesh.bus import BusError
 from feedmesh.commands.filter import add_role_arguments
 from feedmesh.commands.push_flags import add_push_arguments, push_guard, worker_settings
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
     try:
         host, port = parse_listen(args.listen)
-        return asyncio.run(_run(args, host, port))
+        return runloop.run(_run(args, host, port))
     except (OSError, ValueError, StoreError, BusError) as exc:
         print(f"feedmesh web: {exc}", file=sys.stderr)
         return 2

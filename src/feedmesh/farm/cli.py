@@ -17,6 +17,8 @@ import signal
 import sys
 import time
 
+from feedmesh import runloop
+
 __all__ = ["configure", "run"]
 
 
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"feedmesh farm: {error}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(config, args.ready_json))
+        runloop.run(_serve(config, args.ready_json))
     except OSError as error:
         print(f"feedmesh farm: cannot serve: {error}", file=sys.stderr)
         return 1
