@@ -359,3 +359,32 @@ async def test_a_batch_commits_while_the_one_before_is_handed_on_and_order_is_ke
     assert stats.new_entries == 3 and not waited_in_vain
     assert handed == [titles for titles in stored if titles]
     assert sorted(t for titles in handed for t in titles) == ["post a", "post b", "post c"]
+
+
+async def test_a_hand_on_that_fails_loses_no_entry_and_stalls_no_fetch(site, tmp_path):
+    """A bug downstream (``on_ingested`` raises once): the cycle still ends (no fetch waits
+    forever), and the next commit hands on every entry that was stored but not handed on."""
+    base, s = site
+    for name in "abcd":
+        s.set(name, rss([(name, f"post {name}")]))
+    received: list[str] = []
+    failures = [RuntimeError("a bug downstream")]
+
+    async def sink(items: list[IngestedEntry]) -> None:
+        if failures:
+            raise failures.pop()
+        received.extend(i.entry.title for i in items)
+
+    clock = ManualClock(0.0)
+    store = SQLiteStore(tmp_path / "handon.db")
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
+        c = Crawler(store, fetcher, clock, on_ingested=sink,
+                    settings=CrawlSettings(batch_size=1, concurrency=4))
+        await c.add_feeds([f"{base}/{name}" for name in "abcd"])
+        await asyncio.wait_for(c.crawl(), 30)
+        s.set("d", rss([("d2", "post d2"), ("d", "post d")]))
+        clock.advance(60)
+        await asyncio.wait_for(c.crawl(), 30)
+        await c.aclose()
+    store.close()
+    assert sorted(received) == ["post a", "post b", "post c", "post d", "post d2"]

@@ -7,8 +7,9 @@ Steps 2-4 of the data flow (docs/architecture.md). For each feed that is due:
 3. the parser turns a changed body into entries (never raising);
 4. a :class:`~feedmesh.store.FeedUpdate` intent carries the new fetch state and the entries to
    the store, which keeps only new and updated entries, in batches committed atomically;
-5. after each commit, the ingested entries are handed to ``on_ingested`` (the hub's filter tier).
-   A slow consumer makes the batch queue fill up and the fetch workers wait: backpressure.
+5. after each commit, the ingested entries are handed to ``on_ingested`` (the hub's filter tier)
+   while the next batch commits, in the order they were stored, one batch at a time. A slow
+   consumer makes the batch queue fill up and the fetch workers wait: backpressure.
 
 A commit reported as failed may have been stored all the same: a connection to PostgreSQL that
 breaks during ``COMMIT`` leaves the outcome unknown. Its fetches are made again, but their entries
@@ -17,7 +18,9 @@ that succeeds first hands on this crawler's entries stored since the last it han
 (:meth:`Crawler._stored_unseen`). An *edit* to a known entry in such a commit keeps its id and is
 not found that way: the reflectors show the earlier text until the entry changes again. Entries
 found that way go on as not *backlog* (the store keeps no such mark per entry), as the hub's
-start-up replay sends them.
+start-up replay sends them. Entries stored but not handed on because ``on_ingested`` raised (a bug
+downstream) are found the same way by the next commit, and the fetches queued behind such a
+failure are forgotten and made again rather than left waiting.
 
 A cycle never fetches one URL twice, however many feed rows point at it. Failures of one feed
 (network, HTTP, parse) become typed outcomes in the stats and never stop the others.
@@ -529,11 +532,26 @@ class Crawler:
                     try:
                         await previous  # the batch before leaves first
                     except BaseException:
-                        if committed is not None:  # its fetches must hear back all the same
+                        if committed is not None:  # stored, not handed on: found again later
+                            self._not_handed(committed[0])
                             self._tell(batch, committed[1])
                         raise
                 if committed is not None:
                     handing = asyncio.create_task(self._hand_on(batch, *committed))
+        except BaseException as exc:
+            # A bug downstream (or a cancellation): the fetches queued behind must not wait
+            # forever. Like a failed commit's, they are forgotten and made again; the next
+            # update starts a new committer.
+            waiting = 0
+            while not queue.empty():
+                pending = queue.get_nowait()
+                if pending is not None:
+                    self._forget(pending, "internal")
+                    waiting += 1
+            if not isinstance(exc, asyncio.CancelledError):
+                log.error("commit_loop_failed error=%r queued=%d; the queued fetches are "
+                          "forgotten and made again", exc, waiting)
+            raise
         finally:
             if handing is not None:
                 await handing
@@ -561,11 +579,7 @@ class Crawler:
                             "made again", len(batch), exc)
             self._unsure = True
             for pending in batch:
-                if not pending.pushed:  # a push changed no fetch state
-                    self.states[pending.update.feed_id] = pending.previous
-                pending.stats.add_error("store")
-                if not pending.future.done():
-                    pending.future.set_result([])
+                self._forget(pending, "store")
             return None
         if fenced:
             gone = set(fenced)
@@ -591,11 +605,13 @@ class Crawler:
                 stats.out_bytes += len(_encoder.encode(item))
         found: list[IngestedEntry] = []
         if self._unsure and self.on_ingested is not None:
+            self._unsure = False  # first: a hand-on failing meanwhile sets it again
             try:
-                found = await self._db.call(self._stored_unseen, ingested)
+                found = await self._db.call(self._stored_unseen, ingested, self._handed_upto)
             except StoreError as exc:
                 # This batch is stored: hand it on. The next commit looks again from the same
                 # place (it may hand this batch on again: downstream drops it as a copy).
+                self._unsure = True
                 _commit_log.log(logging.ERROR, "unseen", "commit_check_failed error=%s; the "
                                 "next commit looks again", exc)
         handed = found + ingested  # oldest first
@@ -609,8 +625,28 @@ class Crawler:
         try:
             if handed and self.on_ingested is not None:
                 await self.on_ingested(handed)
+        except BaseException:
+            self._not_handed(handed)
+            raise
         finally:
             self._tell(batch, by_feed)
+
+    def _not_handed(self, items: list[IngestedEntry]) -> None:
+        """Stored entries that were not handed on (``on_ingested`` failed, or the committer
+        ended before their turn): the next commit looks for them, as after a failed commit
+        (those handed on meanwhile may go again: downstream drops them as copies)."""
+        if items and self._handed_upto is not None:
+            self._handed_upto = min(self._handed_upto, min(item.id for item in items) - 1)
+            self._unsure = True
+
+    def _forget(self, pending: _Pending, error: str) -> None:
+        """An update that was not stored: its fetch's state goes back to what it was before,
+        and the fetch hears back with nothing ingested."""
+        if not pending.pushed:  # a push changed no fetch state
+            self.states[pending.update.feed_id] = pending.previous
+        pending.stats.add_error(error)
+        if not pending.future.done():
+            pending.future.set_result([])
 
     @staticmethod
     def _tell(batch: list[_Pending], by_feed: dict[int, list[IngestedEntry]]) -> None:
@@ -618,19 +654,20 @@ class Crawler:
             if not pending.future.done():
                 pending.future.set_result(by_feed.get(pending.update.feed_id, []))
 
-    def _stored_unseen(self, ingested: list[IngestedEntry]) -> list[IngestedEntry]:
+    def _stored_unseen(self, ingested: list[IngestedEntry],
+                       handed_upto: int | None) -> list[IngestedEntry]:
         """(In the store thread, after a commit that followed a failed one.) This crawler's
-        entries stored since the last it handed on, other than ``ingested`` (this commit's):
-        those of a commit reported as failed that was stored all the same. Oldest first."""
-        assert self._handed_upto is not None
+        entries stored after ``handed_upto`` (the last it handed on), other than ``ingested``
+        (this commit's): those of a commit reported as failed that was stored all the same, or
+        of a hand-on that failed. Oldest first."""
+        assert handed_upto is not None
         mine = {item.id for item in ingested}
         found: list[IngestedEntry] = []
-        after = self._handed_upto
+        after = handed_upto
         while chunk := self.store.entries_after(after, 500):
             found.extend(item for item in chunk
                          if item.id not in mine and self.owns(item.feed_id))
             after = chunk[-1].id
-        self._unsure = False
         if found:
             _commit_log.log(logging.WARNING, "unseen",
                             "commit_found_stored entries=%d first=%d: a commit reported as "
