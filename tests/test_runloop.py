@@ -38,11 +38,16 @@ def test_an_unknown_loop_is_refused_with_the_choices(monkeypatch):
     assert coro.cr_frame is None  # closed, not left to warn "never awaited"
 
 
-def test_a_command_says_what_is_wrong_with_the_loop_asked_for(tmp_path):
-    """A role process refuses a bad FEEDMESH_LOOP with one line, no traceback."""
+@pytest.mark.parametrize("argv", [["serve", "--data", "{tmp}", "--port", "0"],
+                                  ["farm", "--feeds", "1", "--port", "0"]],
+                         ids=["serve", "farm"])
+def test_a_command_says_what_is_wrong_with_the_loop_asked_for(tmp_path, argv):
+    """A long-running command refuses a bad FEEDMESH_LOOP with one line, no traceback
+    (``serve`` says it itself, ``farm`` through the command line's own catch)."""
     env = {"FEEDMESH_LOOP": "trio", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "feedmesh", "serve", "--data", str(tmp_path),
-                           "--port", "0"], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "feedmesh",
+                           *(a.format(tmp=tmp_path) for a in argv)],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
     assert done.returncode == 2
-    assert "FEEDMESH_LOOP='trio'" in done.stderr
+    assert f"feedmesh {argv[0]}: FEEDMESH_LOOP='trio'" in done.stderr
     assert "Traceback" not in done.stderr

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from feedmesh import __version__
+from feedmesh import __version__, runloop
 
 __all__ = ["COMMANDS", "HelpWithDefaults", "build_parser", "main"]
 
@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except runloop.LoopChoiceError as exc:  # commands that do not say it themselves
+        print(f"feedmesh {command}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -670,8 +670,9 @@ class Crawler:
             after = chunk[-1].id
         if found:
             _commit_log.log(logging.WARNING, "unseen",
-                            "commit_found_stored entries=%d first=%d: a commit reported as "
-                            "failed had been stored; its entries are handed on now",
+                            "commit_found_stored entries=%d first=%d: stored but not handed "
+                            "on (a commit reported as failed, or a hand-on that failed); "
+                            "handed on now",
                             len(found), found[0].id)
         return found
 
