@@ -42,7 +42,7 @@ def loop_name() -> str:
     except ImportError:
         if asked == "uvloop":
             raise LoopChoiceError(f"{ENV}=uvloop, but uvloop is not installed (pip install "
-                             "'feedmesh[fast]')") from None
+                                  "'feedmesh[fast]')") from None
         return "asyncio"
     return "uvloop"
 

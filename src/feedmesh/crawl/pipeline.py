@@ -498,34 +498,13 @@ class Crawler:
         (backpressure reaches the fetches as before). Taking turns instead, at case (b) with
         two filter shards the committer was busy 92% of the time and a fetch's entries waited
         82 ms at the median for it to be free (docs/measurements.md)."""
-        settings = self.settings
-        loop = asyncio.get_running_loop()
         handing: asyncio.Task[None] | None = None
         finished = False
         try:
             while not finished:
-                item = await queue.get()
-                if item is None:
+                batch, finished = await self._take_batch(queue)
+                if not batch:
                     break
-                batch = [item]
-                started = loop.time()
-                news = bool(item.update.entries)
-                while len(batch) < settings.batch_size:
-                    deadline = started + (settings.batch_interval_s if news
-                                          else max(settings.batch_interval_s,
-                                                   settings.quiet_batch_interval_s))
-                    try:
-                        if queue.empty() and loop.time() < deadline:
-                            item = await asyncio.wait_for(queue.get(), deadline - loop.time())
-                        else:
-                            item = queue.get_nowait()
-                    except (TimeoutError, asyncio.QueueEmpty):
-                        break
-                    if item is None:
-                        finished = True
-                        break
-                    batch.append(item)
-                    news = news or bool(item.update.entries)
                 committed = await self._commit(batch)
                 if handing is not None:
                     previous, handing = handing, None
@@ -555,6 +534,34 @@ class Crawler:
         finally:
             if handing is not None:
                 await handing
+
+    async def _take_batch(self, queue: asyncio.Queue[_Pending | None]
+                          ) -> tuple[list[_Pending], bool]:
+        """The next batch (waiting for its first update), and whether the end was met."""
+        settings = self.settings
+        loop = asyncio.get_running_loop()
+        item = await queue.get()
+        if item is None:
+            return [], True
+        batch = [item]
+        started = loop.time()
+        news = bool(item.update.entries)
+        while len(batch) < settings.batch_size:
+            deadline = started + (settings.batch_interval_s if news
+                                  else max(settings.batch_interval_s,
+                                           settings.quiet_batch_interval_s))
+            try:
+                if queue.empty() and loop.time() < deadline:
+                    item = await asyncio.wait_for(queue.get(), deadline - loop.time())
+                else:
+                    item = queue.get_nowait()
+            except (TimeoutError, asyncio.QueueEmpty):
+                break
+            if item is None:
+                return batch, True
+            batch.append(item)
+            news = news or bool(item.update.entries)
+        return batch, False
 
     async def _commit(self, batch: list[_Pending]
                       ) -> tuple[list[IngestedEntry], dict[int, list[IngestedEntry]]] | None:
