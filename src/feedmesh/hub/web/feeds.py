@@ -89,6 +89,9 @@ class FeedServer:
         current = self.hub.feed_token_of(sub_id, generation)
         # The same from every web process and across a reflector's restarts (versions are
         # checkpointed with the held entries): a reader's copy stays valid wherever it asks.
+        # A process reuses a version for VERSION_TTL_S, so for that long after a change two
+        # processes may differ; the body is read after the version, never older than it, so
+        # the worst a reader sees is one 200 again, never a 304 for entries it lacks.
         etag = f'W/"{sub_id}-{generation}-{version}-{fmt}"'
         last_modified = datetime.fromtimestamp(modified or self.hub.clock.now(), UTC)
         headers = {"ETag": etag, "Last-Modified": format_datetime(last_modified, usegmt=True),
