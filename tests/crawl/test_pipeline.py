@@ -14,6 +14,7 @@ from feedmesh.fetch import Fetcher, FetchSettings
 from feedmesh.model import Entry
 from feedmesh.store import FeedUpdate, IngestedEntry, StoreUnavailableError
 from feedmesh.store.sqlite import SQLiteStore
+from tests.eventually import eventually
 
 
 def rss(items: list[tuple[str, str]]) -> bytes:
@@ -388,3 +389,50 @@ async def test_a_hand_on_that_fails_loses_no_entry_and_stalls_no_fetch(site, tmp
         await c.aclose()
     store.close()
     assert sorted(received) == ["post a", "post b", "post c", "post d", "post d2"]
+
+
+async def test_a_committer_cancelled_mid_commit_loses_no_entry_and_stalls_no_fetch(site,
+                                                                                   tmp_path):
+    """The committer is cancelled while the store thread commits a batch (which it finishes):
+    the batch's fetches hear back (forgotten, made again) instead of waiting forever, and the
+    next commit hands on the entries that cancelled commit stored."""
+    import threading
+
+    base, s = site
+    for name in "ab":
+        s.set(name, rss([(name, f"post {name}")]))
+    received: list[str] = []
+
+    async def sink(items: list[IngestedEntry]) -> None:
+        received.extend(i.entry.title for i in items)
+
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowOnce(SQLiteStore):
+        def apply(self, updates, fenced=None):  # type: ignore[no-untyped-def]
+            if any(u.entries for u in updates) and not entered.is_set():
+                entered.set()
+                release.wait(30)
+            return super().apply(updates, fenced)
+
+    clock = ManualClock(0.0)
+    store = SlowOnce(tmp_path / "cancelled.db")
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
+        c = Crawler(store, fetcher, clock, on_ingested=sink,
+                    settings=CrawlSettings(batch_size=8, batch_interval_s=0.5, concurrency=4))
+        await c.add_feeds([f"{base}/{name}" for name in "ab"])
+        cycle = asyncio.create_task(c.crawl())
+        await eventually(entered.is_set, timeout=30)
+        committer = c._committer
+        assert committer is not None
+        committer.cancel()
+        release.set()
+        stats = await asyncio.wait_for(cycle, 30)  # every fetch heard back
+        assert committer.cancelled()
+        assert stats.errors.get("internal", 0) >= 1
+        assert received == []
+        clock.advance(60)
+        await asyncio.wait_for(c.crawl(), 30)
+        await c.aclose()
+    store.close()
+    assert sorted(received) == ["post a", "post b"]

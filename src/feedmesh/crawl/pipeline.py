@@ -500,6 +500,7 @@ class Crawler:
         82 ms at the median for it to be free (docs/measurements.md)."""
         handing: asyncio.Task[None] | None = None
         finished = False
+        batch: list[_Pending] = []  # taken off the queue, its fetches not yet told
         try:
             while not finished:
                 batch, finished = await self._take_batch(queue)
@@ -517,10 +518,17 @@ class Crawler:
                         raise
                 if committed is not None:
                     handing = asyncio.create_task(self._hand_on(batch, *committed))
+                batch = []  # told by the hand-on, or by the failed commit
         except BaseException as exc:
             # A bug downstream (or a cancellation): the fetches queued behind must not wait
             # forever. Like a failed commit's, they are forgotten and made again; the next
-            # update starts a new committer.
+            # update starts a new committer. A batch cancelled in the middle of its commit
+            # may be stored all the same (the store thread finishes it): the next commit
+            # looks for what was stored and not handed on.
+            for pending in batch:
+                if not pending.future.done():
+                    self._forget(pending, "internal")
+                    self._unsure = True
             waiting = 0
             while not queue.empty():
                 pending = queue.get_nowait()
