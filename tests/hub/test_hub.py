@@ -474,6 +474,34 @@ async def test_a_subscription_made_after_the_entries_holds_them_across_a_restart
     assert held_newest(tmp_path, sub.id, 5) == expected_newest(tmp_path, QUERY, 5)
 
 
+async def test_a_match_after_a_quiet_spell_is_stored_without_waiting_out_the_batch_window(
+        tmp_path):
+    """Group commit: a batch gathers until ``batch_interval_s`` after the one before began, so
+    a match that finds the reflector idle goes at once (a window of an hour here: counted from
+    the match, as it once was, this would wait that hour)."""
+    clock = ManualClock(100.0)
+    reflector = Reflector(0, SQLiteReflectorLog(tmp_path / "r.db"), MemoryBus(), clock,
+                          HubMetrics(), ReflectorSettings(batch_interval_s=3600.0,
+                                                          checkpoint_interval_s=3600.0,
+                                                          gc_interval_s=3600.0))
+    reflector.load({"id": np.array([7]), "keep": np.array([10]), "reflector": np.array([0]),
+                    "generation": np.array([0]), "created_at": np.array([1.0]),
+                    "changed_at": np.array([1.0])})
+
+    def matched(entry_id: int) -> bytes:
+        article = Article(entry_id=entry_id, feed_id=1, feed_url="http://x/f", feed_title="X",
+                          entry=Entry(key=str(entry_id), title=f"t{entry_id}"),
+                          first_seen_at=99.0)
+        return encode(Matched(article=article, sub_ids=encode_ids(np.array([7])), shard=0))
+
+    task = await _running(reflector)
+    seq = await reflector.bus.publish("matches.0", matched(1))
+    assert await reflector.bus.wait_acked("matches.0", seq, timeout=30.0)
+    assert reflector.held(7) == 1
+    task.cancel()
+    reflector.close()
+
+
 async def test_feeds_answer_the_same_validators_after_a_restart(tmp_path):
     """A feed's version and last change (what its ETag and Last-Modified carry) come back as
     they were: from the checkpoint, taken at its log position, and the log rows after it replayed

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -55,10 +56,10 @@ COPY_SLICE = 65_536
 TRUNCATE_CHUNK = 100
 """Match log rows deleted per transaction after a checkpoint (~5 ms)."""
 DELETE_CHUNK = 2000
+"""Items deleted per transaction by garbage collection, so the stream's writes interleave."""
 EDITED_OFFSET = 1 << 40
 """Added to the version of a feed edited after the last checkpoint when it is restored: above
 every version it had (entry ids stay far below), so no reader's old copy is taken as current."""
-"""Items deleted per transaction by garbage collection, so the stream's writes interleave."""
 
 
 class ReflectorSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -252,17 +253,23 @@ class Reflector:
         next_checkpoint = loop.time() + self.settings.checkpoint_interval_s
         next_gc = loop.time() + self.settings.gc_interval_s
         maintenance: asyncio.Task[None] | None = None
+        began = -math.inf
         while True:
             first = await consumer.get()
             if first is None:
                 break  # the bus closed
             pending = [first]
-            deadline = loop.time() + self.settings.batch_interval_s
+            # Group commit: a batch gathers until batch_interval_s after the one before began.
+            # Under load the one before took longer than that, and what waited meanwhile goes
+            # at once; after a quiet spell a match goes at once too. (Counted from the first
+            # match instead, every match waited out the window behind a busy batch as well.)
+            deadline = began + self.settings.batch_interval_s
             while len(pending) < self.settings.batch_max:
                 delivery = await consumer.get(max(0.0, deadline - loop.time()))
                 if delivery is None:
                     break
                 pending.append(delivery)
+            began = loop.time()
             try:
                 await self._store_batch(pending)
             except Exception as exc:  # a bug: hand the batch back before the loop restarts
