@@ -43,7 +43,7 @@ from hub import (
     _get,
     _metrics,
     answer_fit,
-    feed_load,
+    feed_rates,
     feed_wire_samples,
     fetch_rate,
     steady_polls,
@@ -284,8 +284,7 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 samples = asyncio.run(feed_wire_samples(urls))
                 figures["feed_200_wire_bytes"] = round(statistics.median(b for _, b in samples))
                 figures["feed_answer_fit"] = answer_fit(samples)
-                figures["feed_200_per_s"] = round(asyncio.run(feed_load(urls, 8.0, False)))
-                figures["feed_304_per_s"] = round(asyncio.run(feed_load(urls, 8.0, True)))
+                figures.update(feed_rates(urls))
             order = ["web", "crawler", *(f"filter-{f}" for f in range(filters)),
                      *(f"reflector-{r}" for r in range(reflectors))]
             by_name = {p.name: p for p in processes}
