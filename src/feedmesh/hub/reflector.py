@@ -64,6 +64,8 @@ every version it had (entry ids stay far below), so no reader's old copy is take
 
 class ReflectorSettings(msgspec.Struct, frozen=True, kw_only=True):
     batch_interval_s: float = 0.02
+    """Group commit: a batch of matches gathers until this long after the one before began (one
+    log write each); behind a batch that took longer, what waited goes at once."""
     batch_max: int = 256
     summary_limit: int = 1024
     """Characters of summary kept per entry (Cobra kept the first 1 KB of the body)."""
