@@ -41,7 +41,6 @@ import tempfile
 import time
 import urllib.request
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -174,57 +173,6 @@ def latencies(data: Path, start: float, end: float) -> np.ndarray:
               for item in (decoder.decode(r[0]) for r in rows)]
     db.close()
     return np.array(values).reshape(-1, 2) * 1000.0
-
-
-def _threads(pids: list[int]) -> list[int]:
-    """Every thread of these processes and of their descendants (a PostgreSQL server's
-    backends, a Go server's threads)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                with open(f"/proc/{entry.name}/stat") as stat:
-                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue  # ended meanwhile
-            children.setdefault(ppid, []).append(int(entry.name))
-    todo, found = list(pids), []
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, ()))
-    threads = []
-    for pid in found:
-        with contextlib.suppress(OSError):
-            threads.extend(int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
-    return threads
-
-
-@contextlib.contextmanager
-def feeds_placed(serving: list[int], others: list[int]) -> Iterator[None]:
-    """The feed phase's placement, the same in every mode: the process that serves the private
-    feeds alone on CPU 1 (where :func:`start_hub` keeps the embedded hub all along), the load
-    (this process) and every other process of the hub on CPU 0. Without it the embedded hub had
-    a core to itself while a web process shared both with the load, the crawler (which goes on
-    failing to fetch the stopped farm), the reflectors and the servers. Restored after."""
-    if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
-        yield
-        return
-    placed = {tid: {0} for tid in _threads([*others, os.getpid()])}
-    placed.update({tid: {1} for tid in _threads(serving)})
-    before = {}
-    for tid, cpus in placed.items():
-        try:
-            before[tid] = os.sched_getaffinity(tid)
-            os.sched_setaffinity(tid, cpus)
-        except OSError:
-            continue  # a thread that ended meanwhile
-    try:
-        yield
-    finally:
-        for tid, cpus in before.items():
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, cpus)
 
 
 FEED_ROUNDS = 3
@@ -427,9 +375,8 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 step = max(1, subs // 500)
                 urls = [f"{base}/f/{tokens.make(sub_id, 0)}.rss"
                         for sub_id in range(1, subs, step)]
-                with feeds_placed([hub.pid], []):
-                    figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
-                    figures.update(feed_rates(urls))
+                figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
+                figures.update(feed_rates(urls))
         finally:
             hub.send_signal(signal.SIGTERM)
             try:

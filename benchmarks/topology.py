@@ -45,7 +45,6 @@ from hub import (
     answer_fit,
     feed_rates,
     feed_wire_samples,
-    feeds_placed,
     fetch_rate,
     steady_polls,
 )
@@ -282,16 +281,10 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 step = max(1, subs // 500)
                 urls = [f"{web}/f/{tokens.make(sub_id, 0)}.rss"
                         for sub_id in range(1, subs, step)]
-                hub_pids = [p.popen.pid for p in processes if p.name != "web"]
-                hub_pids += [pid for pid in (nats.process.pid if nats.process else None,
-                                             pg.pid) if pid is not None]
-                web_pid = next(p.popen.pid for p in processes if p.name == "web")
-                with feeds_placed([web_pid], hub_pids):
-                    samples = asyncio.run(feed_wire_samples(urls))
-                    figures["feed_200_wire_bytes"] = round(statistics.median(
-                        b for _, b in samples))
-                    figures["feed_answer_fit"] = answer_fit(samples)
-                    figures.update(feed_rates(urls))
+                samples = asyncio.run(feed_wire_samples(urls))
+                figures["feed_200_wire_bytes"] = round(statistics.median(b for _, b in samples))
+                figures["feed_answer_fit"] = answer_fit(samples)
+                figures.update(feed_rates(urls))
             order = ["web", "crawler", *(f"filter-{f}" for f in range(filters)),
                      *(f"reflector-{r}" for r in range(reflectors))]
             by_name = {p.name: p for p in processes}
