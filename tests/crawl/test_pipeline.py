@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 from aiohttp import web
 
@@ -391,11 +392,12 @@ async def test_a_hand_on_that_fails_loses_no_entry_and_stalls_no_fetch(site, tmp
     assert sorted(received) == ["post a", "post b", "post c", "post d", "post d2"]
 
 
-async def test_a_committer_cancelled_mid_commit_loses_no_entry_and_stalls_no_fetch(site,
-                                                                                   tmp_path):
-    """The committer is cancelled while the store thread commits a batch (which it finishes):
-    the batch's fetches hear back (forgotten, made again) instead of waiting forever, and the
-    next commit hands on the entries that cancelled commit stored."""
+@pytest.mark.parametrize("where", ["commit", "take"])
+async def test_a_cancelled_committer_loses_no_entry_and_stalls_no_fetch(site, tmp_path, where):
+    """The committer is cancelled while the store thread commits a batch (which it finishes),
+    or while it takes a batch off the queue (waiting for more): the batch's fetches hear back
+    (forgotten, made again) instead of waiting forever, and the next commit hands on the
+    entries a cancelled commit stored."""
     import threading
 
     base, s = site
@@ -410,29 +412,43 @@ async def test_a_committer_cancelled_mid_commit_loses_no_entry_and_stalls_no_fet
 
     class SlowOnce(SQLiteStore):
         def apply(self, updates, fenced=None):  # type: ignore[no-untyped-def]
-            if any(u.entries for u in updates) and not entered.is_set():
+            if where == "commit" and any(u.entries for u in updates) and not entered.is_set():
                 entered.set()
                 release.wait(30)
             return super().apply(updates, fenced)
 
     clock = ManualClock(0.0)
     store = SlowOnce(tmp_path / "cancelled.db")
+    # "take": an hour's batch window, so the committer holds what it took and waits for more.
+    window = 0.5 if where == "commit" else 3600.0
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
         c = Crawler(store, fetcher, clock, on_ingested=sink,
-                    settings=CrawlSettings(batch_size=8, batch_interval_s=0.5, concurrency=4))
+                    settings=CrawlSettings(batch_size=8, batch_interval_s=window, concurrency=4))
+        taking: list[list] = []
+        take = c._take_batch
+
+        async def recorded(queue, batch):  # type: ignore[no-untyped-def]
+            taking.append(batch)
+            return await take(queue, batch)
+
+        c._take_batch = recorded  # type: ignore[method-assign]
         await c.add_feeds([f"{base}/{name}" for name in "ab"])
         cycle = asyncio.create_task(c.crawl())
-        await eventually(entered.is_set, timeout=30)
+        if where == "commit":
+            await eventually(entered.is_set, timeout=30)
+        else:
+            await eventually(lambda: taking and len(taking[-1]) == 2, timeout=30)
         committer = c._committer
         assert committer is not None
         committer.cancel()
         release.set()
         stats = await asyncio.wait_for(cycle, 30)  # every fetch heard back
         assert committer.cancelled()
-        assert stats.errors.get("internal", 0) >= 1
+        assert stats.errors.get("internal", 0) == 2
         assert received == []
+        c.settings = msgspec.structs.replace(c.settings, batch_interval_s=0.01)
         clock.advance(60)
         await asyncio.wait_for(c.crawl(), 30)
         await c.aclose()
     store.close()
-    assert sorted(received) == ["post a", "post b"]
+    assert sorted(received) == ["post a", "post b"]  # each once

@@ -503,7 +503,8 @@ class Crawler:
         batch: list[_Pending] = []  # taken off the queue, its fetches not yet told
         try:
             while not finished:
-                batch, finished = await self._take_batch(queue)
+                batch = []
+                finished = await self._take_batch(queue, batch)
                 if not batch:
                     break
                 committed = await self._commit(batch)
@@ -522,9 +523,9 @@ class Crawler:
         except BaseException as exc:
             # A bug downstream (or a cancellation): the fetches queued behind must not wait
             # forever. Like a failed commit's, they are forgotten and made again; the next
-            # update starts a new committer. A batch cancelled in the middle of its commit
-            # may be stored all the same (the store thread finishes it): the next commit
-            # looks for what was stored and not handed on.
+            # update starts a new committer. A batch cancelled while it was taken or in the
+            # middle of its commit (which the store thread finishes: it may be stored all the
+            # same) likewise; the next commit looks for what was stored and not handed on.
             for pending in batch:
                 if not pending.future.done():
                     self._forget(pending, "internal")
@@ -543,15 +544,17 @@ class Crawler:
             if handing is not None:
                 await handing
 
-    async def _take_batch(self, queue: asyncio.Queue[_Pending | None]
-                          ) -> tuple[list[_Pending], bool]:
-        """The next batch (waiting for its first update), and whether the end was met."""
+    async def _take_batch(self, queue: asyncio.Queue[_Pending | None],
+                          batch: list[_Pending]) -> bool:
+        """Take the next batch into ``batch`` (waiting for its first update; filled in place,
+        so that a cancellation meanwhile leaves what was taken where the caller sees it), and
+        whether the end was met."""
         settings = self.settings
         loop = asyncio.get_running_loop()
         item = await queue.get()
         if item is None:
-            return [], True
-        batch = [item]
+            return True
+        batch.append(item)
         started = loop.time()
         news = bool(item.update.entries)
         while len(batch) < settings.batch_size:
@@ -566,10 +569,10 @@ class Crawler:
             except (TimeoutError, asyncio.QueueEmpty):
                 break
             if item is None:
-                return batch, True
+                return True
             batch.append(item)
             news = news or bool(item.update.entries)
-        return batch, False
+        return False
 
     async def _commit(self, batch: list[_Pending]
                       ) -> tuple[list[IngestedEntry], dict[int, list[IngestedEntry]]] | None:
