@@ -503,7 +503,7 @@ class Crawler:
         batch: list[_Pending] = []  # taken off the queue, its fetches not yet told
         try:
             while not finished:
-                batch = []
+                batch = []  # a new list: the one before is the hand-on's
                 finished = await self._take_batch(queue, batch)
                 if not batch:
                     break
@@ -519,7 +519,6 @@ class Crawler:
                         raise
                 if committed is not None:
                     handing = asyncio.create_task(self._hand_on(batch, *committed))
-                batch = []  # told by the hand-on, or by the failed commit
         except BaseException as exc:
             # A bug downstream (or a cancellation): the fetches queued behind must not wait
             # forever. Like a failed commit's, they are forgotten and made again; the next
