@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import msgspec
@@ -12,6 +13,7 @@ from aiohttp import web
 from feedmesh.clock import ManualClock
 from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.fetch import Fetcher, FetchSettings
+from feedmesh.fetch.host_state import HostPolicy
 from feedmesh.model import Entry
 from feedmesh.store import FeedUpdate, IngestedEntry, StoreUnavailableError
 from feedmesh.store.sqlite import SQLiteStore
@@ -158,6 +160,63 @@ async def test_a_url_is_fetched_once_per_cycle(site, crawler):
     crawler.states[ids[1]] = crawler.states[ids[0]]
     stats = await crawler.crawl()
     assert s.hits["a"] == 1 and stats.skipped == 1
+
+
+async def test_a_host_that_cannot_be_reached_is_paused_probed_and_fetched_again(site, tmp_path,
+                                                                                   caplog):
+    caplog.set_level(logging.INFO, logger="feedmesh.crawl")
+    base, s = site
+    port = int(base.rsplit(":", 1)[1])
+    dead = f"http://127.0.3.7:{port}"  # nothing listens there until the host "comes back"
+    for n in range(30):
+        s.set(f"d{n}", rss([(f"d{n}", f"dead {n}")]))
+    for n in range(10):
+        s.set(f"l{n}", rss([(f"l{n}", f"live {n}")]))
+    clock = ManualClock(1_800_000_000.0)
+    store = SQLiteStore(tmp_path / "crawl.db")
+    settings = CrawlSettings(concurrency=2, hosts=HostPolicy(failures_to_pause=5, pause_s=60.0))
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",), total_timeout_s=2),
+                       clock=clock) as fetcher:
+        crawler = Crawler(store, fetcher, clock, settings=settings)
+        urls = [u for n in range(10) for u in (f"{dead}/d{3 * n}", f"{dead}/d{3 * n + 1}",
+                                                f"{dead}/d{3 * n + 2}", f"{base}/l{n}")]
+        await crawler.add_feeds(urls)
+        dead_ids = [fid for fid, st in crawler.states.items() if st.url.startswith(dead)]
+
+        stats = await crawler.crawl()
+        refused = stats.errors.get("connection_error", 0)
+        # Five in a row pause the host; the one other fetch in flight then may fail as well.
+        assert 5 <= refused <= 6 and refused + stats.host_paused == 30
+        assert stats.ok == 10 and all(s.hits[f"l{n}"] == 1 for n in range(10))
+        assert "host_paused host=127.0.3.7" in caplog.text
+        untouched = [fid for fid in dead_ids if crawler.states[fid].last_fetched_at == 0.0]
+        assert len(untouched) == 30 - refused  # a feed skipped keeps its state: no error counted
+        assert all(crawler.states[fid].errors == 0 for fid in untouched)
+
+        clock.advance(61.0)  # the pause is over: one probe, which fails and pauses it again
+        stats = await crawler.crawl()
+        assert stats.errors.get("connection_error", 0) == 1
+        assert stats.host_paused == len(untouched) - 1
+        assert crawler.hosts.paused_until("127.0.3.7", clock.now()) == clock.now() + 120.0
+
+        app = web.Application()  # the host comes back
+        app.router.add_get("/{name}", s.handle)
+        runner = web.AppRunner(app, handle_signals=False)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.3.7", port).start()
+        try:
+            clock.advance(121.0)
+            stats = await crawler.crawl()  # the probe finds it answering
+            assert stats.ok >= 1 and not stats.errors
+            assert "host_answering host=127.0.3.7" in caplog.text
+            clock.advance(1.0)
+            stats = await crawler.crawl()  # and the feeds skipped meanwhile are fetched
+            assert stats.host_paused == 0 and not stats.errors
+            assert sum(1 for n in range(30) if s.hits.get(f"d{n}")) == len(untouched) - 1
+        finally:
+            await runner.cleanup()
+        await crawler.aclose()
+    store.close()
 
 
 async def test_slow_consumer_applies_backpressure_without_loss(site, tmp_path):

@@ -14,8 +14,10 @@ from feedmesh.crawl import Crawler, CrawlSettings
 from feedmesh.crawl.scheduled import ScheduledCrawler, host_of
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import BackoffPolicy, Fetcher, FetchSettings
+from feedmesh.fetch.host_state import HostPause
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store.sqlite import SQLiteStore
+from tests.eventually import eventually
 
 ORIGIN = 1_760_000_000.0
 SPEED = 1800.0  # half an hour of farm time per real second
@@ -161,3 +163,42 @@ async def test_a_page_that_is_not_a_feed_waits_for_the_fetch_states_backoff(tmp_
     for k, (a, b) in enumerate(zip(fetched, fetched[1:])):
         assert b - a >= 0.98 * base * 2**k, f"fetch {k + 2} came {b - a:.0f} s after the last"
     assert live.scheduler.status(str(feed_id)).next_due_at >= page.not_before
+
+
+async def test_a_host_that_cannot_be_reached_is_paused_in_the_schedulers_host_table(
+        farm_and_clock, tmp_path):
+    # 20 feeds on an address where nothing listens, beside the farm's 60. Each dead feed would
+    # back off on its own (5, 10, 20... farm minutes), trying the host ~90 times in the run's two
+    # farm hours; paused after 5 failures in a row, for 1, 2, 4... minutes, it is tried a dozen.
+    farm, clock = farm_and_clock
+    port = int(farm.feed_url(0).split(":")[2].split("/")[0])
+    dead = [f"http://127.0.3.9:{port}/feeds/{i}" for i in range(20)]
+    store = SQLiteStore(tmp_path / "dead.db")
+    fetch = FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=4)
+    async with Fetcher(fetch, clock=clock) as fetcher:
+        crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(batch_interval_s=0.01))
+        await crawler.add_feeds([farm.feed_url(i) for i in range(60)] + dead)
+        live = ScheduledCrawler(crawler, store, clock, settings(host_min_spacing_s=1.0,
+                                                                host_max_per_minute=60))
+        live.start()
+        told = crawler.on_host_paused
+        assert told is not None
+        pauses: list[HostPause] = []
+        crawler.on_host_paused = lambda pause: (pauses.append(pause), told(pause))
+        stop = asyncio.Event()
+        task = asyncio.create_task(live.run(stop))
+        await eventually(lambda: len(pauses) >= 3, timeout=30.0)
+        stop.set()
+        await task
+        refused = live.stats.errors.get("connection_error", 0)
+        hosts = live.scheduler.state.hosts
+        blocked_until = hosts.state(hosts.row("127.0.3.9"))[2]
+        await crawler.aclose()
+    store.close()
+    assert [p.host for p in pauses] == ["127.0.3.9"] * len(pauses)
+    assert [p.pauses for p in pauses] == list(range(1, len(pauses) + 1))
+    # Five, then one probe per pause after the first, and at most two in flight at a pause (12
+    # when the scheduler is not told and the host's feeds come due meanwhile).
+    assert refused <= 5 + len(pauses) - 1 + 2, f"{refused} failed fetches, {len(pauses)} pauses"
+    assert blocked_until >= pauses[-1].until  # the scheduler holds the pause
+    assert live.stats.ok > 0  # the farm's feeds went on being fetched

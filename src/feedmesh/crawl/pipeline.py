@@ -23,7 +23,9 @@ downstream) are found the same way by the next commit, and the fetches queued be
 failure are forgotten and made again rather than left waiting.
 
 A cycle never fetches one URL twice, however many feed rows point at it. Failures of one feed
-(network, HTTP, parse) become typed outcomes in the stats and never stop the others.
+(network, HTTP, parse) become typed outcomes in the stats and never stop the others. A host that
+cannot be reached several times in a row is paused (:mod:`feedmesh.fetch.host_state`): a cycle
+skips its feeds, leaving their fetch state as it was, until a probe finds it answering again.
 
 A document a publisher's WebSub hub *pushed* (:meth:`Crawler.ingest_push`) takes steps 3-5 like a
 fetched one, stamped with its arrival time; it changes nothing of the feed's fetch state (its
@@ -42,6 +44,7 @@ import msgspec
 from feedmesh.clock import Clock
 from feedmesh.feeds import parse_feed
 from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest, next_fetch_state
+from feedmesh.fetch.host_state import HostHealth, HostPause, HostPolicy, host_of
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.state import not_a_feed
 from feedmesh.logs import Throttled
@@ -90,6 +93,8 @@ class CrawlSettings(msgspec.Struct, frozen=True, kw_only=True):
     document_hash: bool = True
     """Skip parsing a body identical to the last parsed one."""
     backoff: BackoffPolicy = BackoffPolicy()
+    hosts: HostPolicy = HostPolicy()
+    """When a host that cannot be reached is paused (``failures_to_pause=0``: never)."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -119,6 +124,8 @@ class CrawlStats(msgspec.Struct, kw_only=True):
     decoded_bytes: int = 0
     skipped: int = 0
     """Due feeds not fetched: deactivated, backing off, or a URL already fetched this cycle."""
+    host_paused: int = 0
+    """Due feeds not fetched because their host is paused (it could not be reached lately)."""
     fenced: int = 0
     """Fetches whose results were dropped at commit: their feed changed hands meanwhile."""
     errors: dict[str, int] = msgspec.field(default_factory=dict)
@@ -209,6 +216,10 @@ class Crawler:
         """Called with each fetched document that parsed as a feed (WebSub discovery)."""
         self.on_deactivated = on_deactivated
         """Called when a fetch deactivates a feed (410 Gone and the like)."""
+        self.hosts = HostHealth(self.settings.hosts)
+        """The hosts that could not be reached lately (:mod:`feedmesh.fetch.host_state`)."""
+        self.on_host_paused: Callable[[HostPause], None] | None = None
+        """Called when a host is paused (the scheduled crawl tells its scheduler)."""
         self.states: dict[int, FeedFetchState] = {}
         self._rng = random.Random(self.settings.seed)
         self._db = StoreThread()
@@ -306,8 +317,12 @@ class Crawler:
                         await _pause(self.clock, wait, stop)
                 if stop is not None and stop.is_set():
                     break
-                if fid not in self.states or not self.owns(fid):
+                state = self.states.get(fid)
+                if state is None or not self.owns(fid):
                     continue  # handed to another crawler since the cycle began
+                if not self.hosts.may_fetch(host_of(state.url), self.clock.now()):
+                    stats.host_paused += 1
+                    continue
                 await self.fetch_feed(fid, stats)
                 if progress is not None:
                     progress(stats)
@@ -438,6 +453,7 @@ class Crawler:
         )
         result = await self.fetcher.fetch(request)
         now = self.clock.now()
+        self._host_health(result, now)
         stats.fetched += 1
         stats.wire_bytes += result.wire_bytes
         stats.decoded_bytes += result.decoded_bytes
@@ -451,6 +467,25 @@ class Crawler:
                                                       seen_at=now)), result
         return self._remember(feed_id, self._process_body(feed_id, state, new_state, result,
                                                           now, stats)), result
+
+    def _host_health(self, result: FetchResult, now: float) -> None:
+        """Learn from a fetch what it says of its host; log a host paused or answering again."""
+        host = host_of(result.url)
+        if not host:
+            return
+        was_paused = self.hosts.pauses(host)
+        pause = self.hosts.record(host, result.outcome, now,
+                                  result.error.message if result.error else "")
+        if pause is not None:
+            log.warning("host_paused host=%s failures_in_a_row=%d pause=%d pause_s=%.0f "
+                        "last_error=%r: its feeds are not fetched until a probe reaches it",
+                        host, pause.failures, pause.pauses, pause.until - now,
+                        redact_credentials(pause.last_error))
+            if self.on_host_paused is not None:
+                self.on_host_paused(pause)
+        elif was_paused and not self.hosts.pauses(host):
+            log.info("host_answering host=%s outcome=%s: its feeds are fetched again",
+                     host, result.outcome)
 
     def _process_body(self, feed_id: int, old: FeedFetchState, state: FeedFetchState,
                       result: FetchResult, now: float, stats: CrawlStats) -> FeedUpdate:

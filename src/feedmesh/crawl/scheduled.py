@@ -24,12 +24,12 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import msgspec
 
 from feedmesh.clock import Clock
 from feedmesh.crawl.pipeline import Crawler, CrawlStats, FeedOutcome
+from feedmesh.fetch.host_state import HostPause, host_of
 from feedmesh.schedule import FeedHints, FetchReport, Scheduler, SchedulerSettings
 from feedmesh.schedule.errors import ScheduleError, UnknownFeedError
 from feedmesh.store import IngestStore, StoreError
@@ -43,13 +43,6 @@ HISTORY_DAYS = 28
 PRUNE_INTERVAL_S = 3600.0
 """How often postings older than HISTORY_DAYS are pruned (a posting per new entry: at 200 new
 entries a second, 17 million rows a day that nothing reads after four weeks)."""
-
-
-def host_of(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 class ScheduledCrawler:
@@ -75,6 +68,12 @@ class ScheduledCrawler:
         self._in_flight: set[asyncio.Task[None]] = set()
         self.live: set[int] = set()
         """Feeds whose WebSub subscription is live (polled only as a safety net)."""
+        crawler.on_host_paused = self._host_paused
+
+    def _host_paused(self, pause: HostPause) -> None:
+        """A host that could not be reached is paused in the scheduler's host table, where the
+        other per-host decisions live: none of its feeds is due before the pause ends."""
+        self.scheduler.pause_host(pause.host, pause.until)
 
     # -- feeds -------------------------------------------------------------------------------
 

@@ -275,8 +275,9 @@ class CrawlerTier:
         self.last_cycle = stats
         self.cycles += 1
         log.info("crawl_cycle fetched=%d not_modified=%d new=%d updated=%d errors=%d "
-                 "elapsed_s=%.2f", stats.fetched, stats.not_modified, stats.new_entries,
-                 stats.updated_entries, sum(stats.errors.values()), stats.elapsed_s)
+                 "host_paused=%d elapsed_s=%.2f", stats.fetched, stats.not_modified,
+                 stats.new_entries, stats.updated_entries, sum(stats.errors.values()),
+                 stats.host_paused, stats.elapsed_s)
 
     def _meter(self, stats: CrawlStats) -> None:
         """Add what was fetched since the last reading to the fetch metrics."""
@@ -290,6 +291,8 @@ class CrawlerTier:
             m.fetches.labels(kind).inc(count)
         if stats.fenced:
             m.fenced.inc(stats.fenced)
+        if stats.host_paused:
+            m.host_paused.inc(stats.host_paused)
 
     async def aclose(self) -> None:
         if self.scheduled is not None:

@@ -285,6 +285,11 @@ class Scheduler:
             I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
             self.state.push(slot, self.upkeep.tick(now) + self.settings.min_interval_s)
 
+    def pause_host(self, host: str, until: float) -> None:
+        """Start no fetch from ``host`` before ``until`` (it could not be reached lately:
+        :mod:`feedmesh.fetch.host_state`); a longer pause already set stands."""
+        self.state.hosts.block(host, until)
+
     # ------------------------------------------------------------------ fetch reports
     def record(self, report: FetchReport) -> float:
         """Learn from one fetch and schedule the feed's next one; returns its due time."""

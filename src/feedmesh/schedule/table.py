@@ -191,7 +191,8 @@ class HostTable:
         self.HI[row, HI_COUNT] = len(times)
 
     def block(self, host: str, until: float) -> None:
-        """The server asked us to stay away until ``until`` (429 / 503 Retry-After)."""
+        """Start nothing from ``host`` before ``until``: the server asked (429 / 503
+        Retry-After), or it could not be reached lately (:mod:`feedmesh.fetch.host_state`)."""
         row = self.row(host)
         self.HF[row, H_BLOCKED] = max(self.HF[row, H_BLOCKED], until)
 
