@@ -36,6 +36,7 @@ class Site:
         self.etag_support: dict[str, bool] = {}
         self.hits: dict[str, int] = {}
         self.version: dict[str, int] = {}
+        self.redirects: dict[str, str] = {}
 
     def set(self, name: str, doc: bytes, *, etag: bool = True) -> None:
         self.docs[name] = doc
@@ -45,6 +46,8 @@ class Site:
     async def handle(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         self.hits[name] = self.hits.get(name, 0) + 1
+        if name in self.redirects:
+            return web.Response(status=302, headers={"Location": self.redirects[name]})
         if name in self.status:
             return web.Response(status=self.status[name], text="error page")
         if name not in self.docs:
@@ -217,6 +220,58 @@ async def test_a_host_that_cannot_be_reached_is_paused_probed_and_fetched_again(
             await runner.cleanup()
         await crawler.aclose()
     store.close()
+
+
+async def test_the_feeds_of_a_paused_host_take_no_slot_of_a_paced_cycle(site, tmp_path,
+                                                                        monkeypatch):
+    # A cycle spread over an interval waits for each fetch's slot; a feed skipped because its
+    # host is paused must not wait for one (100k skipped feeds were 100k timers a cycle).
+    base, s = site
+    port = int(base.rsplit(":", 1)[1])
+    for n in range(10):
+        s.set(f"l{n}", rss([(f"l{n}", f"live {n}")]))
+    clock = ManualClock(1_800_000_000.0)
+    waits: list[float] = []
+
+    async def wait_for_slot(clock_, seconds, stop) -> None:
+        waits.append(seconds)
+        clock.advance(seconds)
+
+    monkeypatch.setattr("feedmesh.crawl.pipeline._pause", wait_for_slot)
+    store = SQLiteStore(tmp_path / "crawl.db")
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",), total_timeout_s=2),
+                       clock=clock) as fetcher:
+        crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(concurrency=1))
+        await crawler.add_feeds([f"http://127.0.3.10:{port}/d{n}" for n in range(5)])
+        await crawler.crawl()  # five refused: the host is paused for a minute
+        await crawler.add_feeds([f"http://127.0.3.10:{port}/d{n}" for n in range(5, 35)]
+                                + [f"{base}/l{n}" for n in range(10)])
+        stats = await crawler.crawl(spread_s=10.0)
+        await crawler.aclose()
+    store.close()
+    assert stats.ok == 10 and stats.host_paused == 30 and not stats.errors
+    assert len(waits) <= 10 and sum(waits) <= 10.0
+
+
+async def test_a_redirect_to_a_host_that_cannot_be_reached_pauses_that_host_not_the_first(
+        site, tmp_path):
+    base, s = site
+    port = int(base.rsplit(":", 1)[1])
+    for n in range(8):
+        s.redirects[f"r{n}"] = f"http://127.0.3.8:{port}/moved{n}"
+    clock = ManualClock(1_800_000_000.0)
+    store = SQLiteStore(tmp_path / "crawl.db")
+    async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",), total_timeout_s=2),
+                       clock=clock) as fetcher:
+        crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(concurrency=1))
+        await crawler.add_feeds([f"{base}/r{n}" for n in range(8)])
+        stats = await crawler.crawl()
+        await crawler.aclose()
+    store.close()
+    assert stats.errors == {"connection_error": 8} and stats.host_paused == 0
+    assert all(s.hits[f"r{n}"] == 1 for n in range(8))  # the first host answers every one
+    assert crawler.hosts.paused_until("127.0.3.8", clock.now()) == clock.now() + 60.0
+    assert crawler.hosts.paused(clock.now()) == {"127.0.3.8": clock.now() + 60.0}
 
 
 async def test_slow_consumer_applies_backpressure_without_loss(site, tmp_path):

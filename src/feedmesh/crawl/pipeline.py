@@ -288,6 +288,7 @@ class Crawler:
         stats = CrawlStats()
         candidates = list(feed_ids) if feed_ids is not None else list(self.states)
         due = set(self.due(now))
+        paused = self.hosts.paused(now)
         todo: list[int] = []
         urls_this_cycle: set[str] = set()
         for fid in candidates:
@@ -297,6 +298,9 @@ class Crawler:
             stats.feeds_due += 1
             if fid not in due or state.url in urls_this_cycle:
                 stats.skipped += 1
+                continue
+            if paused and host_of(state.url) in paused:
+                stats.host_paused += 1  # takes no slot of the cycle's pace
                 continue
             urls_this_cycle.add(state.url)
             todo.append(fid)
@@ -309,6 +313,10 @@ class Crawler:
         async def worker() -> None:
             nonlocal started
             for fid in work:
+                if self.hosts.troubled() and fid in self.states and self.hosts.paused_until(
+                        host_of(self.states[fid].url), self.clock.now()):
+                    stats.host_paused += 1  # paused since the cycle began: takes no slot
+                    continue
                 if pace:
                     slot = began + started * pace
                     started += 1
@@ -320,8 +328,9 @@ class Crawler:
                 state = self.states.get(fid)
                 if state is None or not self.owns(fid):
                     continue  # handed to another crawler since the cycle began
-                if not self.hosts.may_fetch(host_of(state.url), self.clock.now()):
-                    stats.host_paused += 1
+                if self.hosts.troubled() and \
+                        not self.hosts.may_fetch(host_of(state.url), self.clock.now()):
+                    stats.host_paused += 1  # paused while this waited, or its probe is out
                     continue
                 await self.fetch_feed(fid, stats)
                 if progress is not None:
@@ -469,13 +478,21 @@ class Crawler:
                                                           now, stats)), result
 
     def _host_health(self, result: FetchResult, now: float) -> None:
-        """Learn from a fetch what it says of its host; log a host paused or answering again."""
-        host = host_of(result.url)
-        if not host:
-            return
+        """Learn from a fetch what it says of its host (of the last hop's, after redirects: the
+        host that redirected answered); log a host paused or answering again."""
+        host = host_of(result.final_url or result.url)
+        if result.final_url:
+            first = host_of(result.url)
+            if first and first != host:
+                self._host_learns(first, FetchOutcome.OK, "", now)
+        if host:
+            self._host_learns(host, result.outcome,
+                              result.error.message if result.error else "", now)
+
+    def _host_learns(self, host: str, outcome: FetchOutcome, error: str, now: float) -> None:
+        """One outcome for one host, in the host rule; the scheduler is told of a pause."""
         was_paused = self.hosts.pauses(host)
-        pause = self.hosts.record(host, result.outcome, now,
-                                  result.error.message if result.error else "")
+        pause = self.hosts.record(host, outcome, now, error)
         if pause is not None:
             log.warning("host_paused host=%s failures_in_a_row=%d pause=%d pause_s=%.0f "
                         "last_error=%r: its feeds are not fetched until a probe reaches it",
@@ -485,7 +502,7 @@ class Crawler:
                 self.on_host_paused(pause)
         elif was_paused and not self.hosts.pauses(host):
             log.info("host_answering host=%s outcome=%s: its feeds are fetched again",
-                     host, result.outcome)
+                     host, outcome)
 
     def _process_body(self, feed_id: int, old: FeedFetchState, state: FeedFetchState,
                       result: FetchResult, now: float, stats: CrawlStats) -> FeedUpdate:

@@ -94,6 +94,10 @@ class HostHealth:
         state.probe_until = now + self.policy.probe_s
         return True
 
+    def troubled(self) -> bool:
+        """Whether any host failed lately (when none did, no feed needs asking about)."""
+        return bool(self._hosts)
+
     def paused_until(self, host: str, now: float) -> float:
         """When ``host``'s pause ends (0.0: not paused now)."""
         state = self._hosts.get(host)
