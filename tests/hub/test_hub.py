@@ -550,3 +550,38 @@ async def test_feeds_answer_the_same_validators_after_a_restart(tmp_path):
     assert edited.version(7) == before[7]
     assert edited.version(8)[0] > max(v for v, _ in before.values())
     edited.close()
+
+
+async def test_a_host_that_cannot_be_reached_shows_in_the_stats_and_metrics(tmp_path):
+    """An operator sees which hosts are paused (`/api/stats`, `feedmesh stats`) and how many
+    (`/metrics`), and the crawl goes on for the others."""
+    config = FarmConfig(feeds=10, seed=5, faults="none", speed=60.0, origin=ORIGIN)
+    async with FarmServer(config) as farm:
+        port = int(farm.feed_url(0).split(":")[2].split("/")[0])
+        hub = embedded_hub(hub_settings(str(tmp_path), crawl_interval_s=2.0))
+        await hub.start()
+        try:
+            await hub.add_feeds([farm.feed_url(i) for i in range(10)]
+                                + [f"http://127.0.3.11:{port}/feeds/{i}" for i in range(8)])
+
+            def gauge() -> float:
+                return next(s.value for m in hub.metrics.registry.collect()
+                            if m.name == "feedmesh_crawl_hosts_paused" for s in m.samples)
+
+            await eventually(lambda: hub.crawler.last_cycle is not None
+                             and hub.crawler.last_cycle.fetched == 18)
+            stats = await hub.stats()
+            assert set(stats["hosts_paused"]) == {"127.0.3.11"}
+            assert stats["hosts_paused"]["127.0.3.11"] > hub.clock.now()
+            assert stats["last_crawl"]["ok"] == 10
+            assert stats["last_crawl"]["errors"] == {"connection_error": 8}
+            assert gauge() == 1.0
+            # Feeds of that host added now are not tried: the host is paused.
+            cycles = hub.crawler.cycles
+            await hub.add_feeds([f"http://127.0.3.11:{port}/feeds/{i}" for i in range(8, 13)])
+            await eventually(lambda: hub.crawler.cycles > cycles
+                             and hub.crawler.last_cycle.feeds_due == 5)
+            stats = await hub.stats()
+            assert stats["last_crawl"]["host_paused"] == 5 and not stats["last_crawl"]["errors"]
+        finally:
+            await hub.stop()

@@ -50,6 +50,11 @@ def stats_table(stats: dict) -> Table:
     if cycle:
         table.add_row("last crawl", f"{cycle['fetched']} fetched, {cycle['not_modified']} 304, "
                       f"{cycle['new_entries']} new in {cycle['elapsed_s']:.1f} s")
+    paused = stats.get("hosts_paused")
+    if paused:
+        shown = ", ".join(sorted(paused)[:5]) + (f" and {len(paused) - 5} more"
+                                                 if len(paused) > 5 else "")
+        table.add_row("hosts paused", f"{len(paused)} (cannot be reached): {shown}")
     metrics = stats["metrics"]
     for tier in ("crawler", "filter", "reflector"):
         table.add_row(f"{tier} articles in/out",

@@ -227,7 +227,8 @@ class LocalSources:
         cycle = self.crawler.last_cycle
         return {"feeds": self.crawler.feed_count(),
                 "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
-                "crawl_cycles": self.crawler.cycles}
+                "crawl_cycles": self.crawler.cycles,
+                "hosts_paused": self.crawler.crawler.hosts.paused(self.crawler.crawler.clock.now())}
 
 
 class Hub(HubFront):

@@ -293,6 +293,7 @@ class CrawlerTier:
             m.fenced.inc(stats.fenced)
         if stats.host_paused:
             m.host_paused.inc(stats.host_paused)
+        m.hosts_paused.set(len(self.crawler.hosts.paused(self.crawler.clock.now())))
 
     async def aclose(self) -> None:
         if self.scheduled is not None:

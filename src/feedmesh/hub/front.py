@@ -139,7 +139,8 @@ class SourceDesk(Protocol):
     async def views(self, followed: Sequence[FollowedSource]) -> list[SourceView]: ...
     async def metas(self, feed_ids: set[int]) -> dict[int, FeedMeta]: ...
     async def figures(self) -> dict[str, object]:
-        """``feeds``, ``last_crawl``, ``crawl_cycles`` as far as this process knows them."""
+        """``feeds``, ``last_crawl``, ``crawl_cycles``, ``hosts_paused`` (host -> end of its
+        pause) as far as this process knows them."""
         ...
 
 
@@ -321,7 +322,7 @@ class RemoteSources:
         return {fid: self._meta[fid] for fid in feed_ids if fid in self._meta}
 
     async def figures(self) -> dict[str, object]:
-        return {"feeds": None, "last_crawl": None, "crawl_cycles": None}
+        return {"feeds": None, "last_crawl": None, "crawl_cycles": None, "hosts_paused": None}
 
 
 class HubFront:
@@ -578,6 +579,7 @@ class HubFront:
                 "entries_stored": await self._io.call(self.store.entry_count),
                 "last_crawl": crawl["last_crawl"],
                 "crawl_cycles": crawl["crawl_cycles"],
+                "hosts_paused": crawl["hosts_paused"],
                 "queues": {k: {"messages": m, "bytes": b}
                            for k, (m, b) in self.bus.depths().items()},
                 "metrics": figures}

@@ -53,6 +53,9 @@ class HubMetrics:
         self.host_paused = Counter("feedmesh_crawl_host_paused",
                                    "Due feeds not fetched because their host could not be "
                                    "reached lately and is paused", registry=r)
+        self.hosts_paused = Gauge("feedmesh_crawl_hosts_paused",
+                                  "Hosts paused now because they could not be reached",
+                                  registry=r)
         self.match_seconds = Histogram(
             "feedmesh_match_seconds", "Time to match one article against a filter shard",
             buckets=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0), registry=r)
