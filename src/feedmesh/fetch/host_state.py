@@ -136,10 +136,6 @@ class HostHealth:
         state = self._hosts.get(host)
         return state.pauses if state is not None else 0
 
-    def forget(self, host: str) -> None:
-        """Drop what is known of ``host`` (its feeds are gone, or an operator says it is back)."""
-        self._hosts.pop(host, None)
-
 
 def host_of(url: str) -> str:
     """The host a feed URL names, lowercased ("" when it names none): the key of per-host
