@@ -313,8 +313,9 @@ class Crawler:
         async def worker() -> None:
             nonlocal started
             for fid in work:
-                if self.hosts.troubled() and fid in self.states and self.hosts.paused_until(
-                        host_of(self.states[fid].url), self.clock.now()):
+                state = self.states.get(fid)
+                if state is not None and self.hosts.troubled() and self.hosts.paused_until(
+                        host_of(state.url), self.clock.now()):
                     stats.host_paused += 1  # paused since the cycle began: takes no slot
                     continue
                 if pace:

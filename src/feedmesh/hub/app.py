@@ -228,7 +228,7 @@ class LocalSources:
         return {"feeds": self.crawler.feed_count(),
                 "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
                 "crawl_cycles": self.crawler.cycles,
-                "hosts_paused": self.crawler.crawler.hosts.paused(self.crawler.crawler.clock.now())}
+                "hosts_paused": self.crawler.hosts_paused()}
 
 
 class Hub(HubFront):

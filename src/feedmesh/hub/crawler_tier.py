@@ -293,7 +293,11 @@ class CrawlerTier:
             m.fenced.inc(stats.fenced)
         if stats.host_paused:
             m.host_paused.inc(stats.host_paused)
-        m.hosts_paused.set(len(self.crawler.hosts.paused(self.crawler.clock.now())))
+        m.hosts_paused.set(len(self.hosts_paused()))
+
+    def hosts_paused(self) -> dict[str, float]:
+        """The hosts paused now because they could not be reached, with the end of each pause."""
+        return self.crawler.hosts.paused(self.crawler.clock.now())
 
     async def aclose(self) -> None:
         if self.scheduled is not None:
