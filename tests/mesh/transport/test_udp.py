@@ -101,19 +101,25 @@ async def test_bad_datagrams_are_refused_logged_and_counted(rogue, caplog) -> No
 async def test_a_killed_parent_is_repaired_around() -> None:
     async with udp_ring(12) as nodes:
         writer = FeedWriter(SigningKey.generate(), URL)
-        publisher, subscribers = nodes[0], nodes[1:]
         gid = group_id(URL)
-        for node in subscribers:
+        # everyone subscribes, so the root (whichever node's id is closest) always has children and
+        # is one of the victims to choose from; the publisher is any other node, chosen once the
+        # tree is built (a non-subscribing publisher that is the root would leave no subscriber a
+        # parent in a ring this small: every one attaches to it directly)
+        for node in nodes:
             node.subscribe(URL, writer.feed)
-        await subscribed(subscribers, gid)
+        await subscribed(nodes, gid)
+        publisher = next(n for n in nodes if not n.node.groups[gid].root)
+        subscribers = nodes
         publisher.publish(URL, 1, writer.append({"id": "1"}))
         await eventually(lambda: all(seqs(n) == [1] for n in subscribers), timeout=10)
 
-        # kill the subscriber that is the parent of the most nodes (the root, or a forwarder)
+        # kill the node, not the publisher, that is the parent of the most (the root, or a forwarder)
         def orphans_of(candidate) -> list:
             return [n for n in nodes if n is not candidate and (g := n.node.groups.get(gid))
                     and g.parent is not None and g.parent.id == candidate.handle.id]
-        victim = max(subscribers, key=lambda n: len(orphans_of(n)))
+        victim = max((n for n in subscribers if n is not publisher),
+                     key=lambda n: len(orphans_of(n)))
         orphans = orphans_of(victim)
         assert orphans, tree(nodes, gid)
         victim.close()
