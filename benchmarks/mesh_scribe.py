@@ -44,7 +44,7 @@ from feedmesh.mesh.overlay.sim import message_kind
 from feedmesh.mesh.overlay.wire import encode_datagram
 from feedmesh.mesh.records import FeedWriter
 from feedmesh.mesh.transport import UdpNode
-from feedmesh.mesh.transport.fleet import Fleet, digest, fleet_address
+from feedmesh.mesh.transport.fleet import Fleet, digest, fleet_address, open_publisher
 
 URL = "https://news.example.org/feed.xml"
 GOALS = {"publisher_msgs_per_update": 2, "delivery_p99_ms": 400, "duplicates_per_node_item": 0.05,
@@ -66,8 +66,8 @@ async def experiment(count: int, workers: int, seed: int, items: int, join_gap: 
                      net: str) -> dict:
     rng = random.Random(seed)
     loop = asyncio.get_running_loop()
+    publisher = await open_publisher(URL, net)   # never the root: the churn kills the root
     fleet = Fleet(workers)
-    publisher = UdpNode(fleet_address(0, net))
     try:
         return await _run(fleet, publisher, count, rng, items, join_gap, net, seed, loop)
     finally:
@@ -83,7 +83,6 @@ async def _run(fleet: Fleet, publisher: UdpNode, count: int, rng: random.Random,
     shares = [[fleet_address(n, net) for n in range(1, count) if place[n][0] == w]
               for w in range(workers)]
     handles = await fleet.call_all("open", [(share,) for share in shares])
-    await publisher.open()
     everyone: list[Handle] = [publisher.handle] + [handles[place[n][0]][place[n][1]]
                                                    for n in range(1, count)]
     sent_before_build = publisher.counters["sent"]

@@ -10,35 +10,17 @@ import random
 from nacl.signing import SigningKey
 
 from feedmesh.mesh.overlay import group_id
-from feedmesh.mesh.overlay.ids import RING, ring_distance
 from feedmesh.mesh.records import FeedWriter
-from feedmesh.mesh.transport import UdpNode
-from feedmesh.mesh.transport.fleet import Fleet, FleetError, digest, fleet_address
+from feedmesh.mesh.transport.fleet import Fleet, FleetError, digest, fleet_address, open_publisher
 from tests.eventually import eventually
 
 URL = "http://127.5.0.250:8000/feed.xml"
 NET = "127.5"
 
 
-async def a_publisher_that_is_not_the_root() -> UdpNode:
-    """The publisher, on a port whose id is at least a quarter of the ring from the group's id.
-
-    A node's id is drawn from its address, and the port is any free one, so the publisher (which
-    does not subscribe and cannot be killed) would be the group's root in about one run in 30,
-    and the churn below needs the root among the victims. At a quarter of the ring away, one of
-    the 29 endpoints is nearer unless all 29 drew ids as far: odds of 2^-29."""
-    gid = group_id(URL)
-    while True:
-        node = UdpNode(fleet_address(0, NET))
-        await node.open()
-        if ring_distance(node.handle.id, gid) >= RING // 4:
-            return node
-        node.close()
-
-
 async def test_records_reach_every_endpoint_in_every_worker_and_survive_churn() -> None:
     rng = random.Random(7)
-    publisher = await a_publisher_that_is_not_the_root()
+    publisher = await open_publisher(URL, NET)  # never the root: the churn kills the root
     fleet = Fleet(2)
     try:
         hosts = [fleet_address(i, NET) for i in range(1, 30)]

@@ -13,7 +13,8 @@ given bootstrap handles, ``subscribe`` at given times, ``status`` (joined, attac
 ``counters``, ``progress`` (how many endpoints hold every seq up to n), ``kill`` (close at once,
 like a crash), ``report`` (every delivery: seq, time, recovered, digest of the record's bytes).
 A worker that fails answers with the error's text, which :meth:`Fleet.call` raises as
-:class:`FleetError` in the coordinator.
+:class:`FleetError` in the coordinator. :func:`open_publisher` opens the coordinator's own
+publisher endpoint where it cannot be the group's root.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from feedmesh.mesh.overlay import Delivery, Handle
+from feedmesh.mesh.overlay import Delivery, Handle, group_id
+from feedmesh.mesh.overlay.ids import RING, ring_distance
 from feedmesh.mesh.transport.udp import UdpNode
 
-__all__ = ["Fleet", "FleetError", "Worker", "digest", "fleet_address"]
+__all__ = ["Fleet", "FleetError", "Worker", "digest", "fleet_address", "open_publisher"]
 
 
 class FleetError(RuntimeError):
@@ -47,6 +49,23 @@ def digest(wire: bytes) -> bytes:
 def fleet_address(index: int, net: str = "127.4") -> str:
     """Endpoint ``index``'s own loopback address: ``127.4.0.1`` .. ``127.4.0.250``, ``127.4.1.1``..."""
     return f"{net}.{index // 250}.{1 + index % 250}"
+
+
+async def open_publisher(url: str, net: str = "127.4") -> UdpNode:
+    """The coordinator's publisher of ``url``, open at endpoint 0's address, never the group's root.
+
+    A node's id is drawn from its address and the port is any free one, so a publisher of a group
+    of n endpoints would be its root in one run in n + 1; it does not subscribe, and a run that
+    kills the root to test the tree's repair would find no root among the endpoints to kill. The
+    port is drawn again (two tries on average) until the id is at least a quarter of the ring from
+    the group's: an endpoint is nearer unless all n drew ids as far, odds of 2^-n."""
+    gid = group_id(url)
+    while True:
+        node = UdpNode(fleet_address(0, net))
+        await node.open()
+        if ring_distance(node.handle.id, gid) >= RING // 4:
+            return node
+        node.close()
 
 
 @dataclass
