@@ -179,10 +179,14 @@ async def test_up_by_locality_gives_each_crawler_the_feeds_nearest_it():
             assert set(last) == feeds, sorted(set(feeds) - set(last))
             for feed, requests in last.items():
                 assert len(requests) >= 2, (feed, requests)
-                assert all(near.get(r.client) == r.host for r in requests[-2:]), requests[-2:]
+                assert all(near.get(r.client) == r.host for r in requests[-2:]), \
+                    (feed, [(r.seq, r.client, r.host, r.body_bytes) for r in requests[-2:]])
             return True
 
-        await eventually(settled, timeout=120)
+        try:
+            await eventually(settled, timeout=120)
+        except AssertionError as error:   # what map decided and what the processes logged
+            raise AssertionError(f"{error}\nfeedmesh up said:\n{up.text()}") from None
         await _republished_by_both_crawlers(data, keys, farm)
         code, _, err = await feedmesh("down", "--data", str(data))
         assert code == 0, err
