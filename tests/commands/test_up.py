@@ -137,8 +137,8 @@ async def test_a_plan_with_filter_replicas_and_a_bad_plan(tmp_path):
 
 async def test_up_by_locality_gives_each_crawler_the_feeds_nearest_it():
     """`up --by-locality`: two crawlers by name on addresses of their own, one in Europe, one
-    in Asia by the farm's emulated geography; once they have loaded the feeds, `map --apply`
-    probes the servers from each and moves every feed of the European server to the European
+    in Asia by the farm's emulated geography; once they have loaded the feeds, `map --apply
+    --fresh` probes the servers from each and moves every feed of the European server to the European
     crawler and every one of the Asian server to the Asian one, while they run (without the
     mapping, this test fails: checked by hand once)."""
     from feedmesh.farm.geography import Geography
@@ -160,6 +160,10 @@ async def test_up_by_locality_gives_each_crawler_the_feeds_nearest_it():
             "--by-locality", "--crawl-interval", "2", "--port", "0", "--opml", farm.opml_url,
             "--allow-network", "127.0.0.0/8", "--republish", str(keys.folder)) as up:
         assert any(x.startswith("feedmesh up: map: ") for x in up.lines), up.text()
+        # no feed had an owner before: mapped from scratch, not reassigned from where the
+        # crawlers' provisional rule put them (docs/locality.md)
+        assert any(x.startswith("feedmesh up: map: ") and "(ours)" in x for x in up.lines), \
+            up.text()
         mapped = farm.requests()[-1].seq + 1 if farm.requests() else 0
         feeds = {i for i in range(config.feeds)
                  if urlsplit(farm.feed_url(i)).hostname in near.values()}
@@ -233,3 +237,22 @@ async def _republished_by_both_crawlers(data: Path, keys: KeyStore, farm: FarmSe
             assert multicast()[0].url in asian
         finally:
             endpoint.close()
+
+
+def test_up_maps_from_scratch_only_when_no_feed_had_an_owner(tmp_path):
+    """`up --by-locality`'s first mapping is fresh when the feeds were only just placed by the
+    crawlers' provisional rule; once the table holds owners (an earlier `up` or `map --apply`),
+    it reassigns from them (few feeds move)."""
+    from feedmesh.commands.up import _owned_before
+    from feedmesh.compose import open_feed_ownership
+
+    hub = tmp_path / "hub"
+    assert not _owned_before("", hub)                     # no database yet
+    hub.mkdir()
+    table = open_feed_ownership(hub / "feedmesh.db")
+    try:
+        assert not _owned_before("", hub)                 # a table, nobody in it
+        table.claim({7: "crawler-0"})
+    finally:
+        table.close()
+    assert _owned_before("", hub)
