@@ -138,9 +138,9 @@ async def test_a_plan_with_filter_replicas_and_a_bad_plan(tmp_path):
 async def test_up_by_locality_gives_each_crawler_the_feeds_nearest_it():
     """`up --by-locality`: two crawlers by name on addresses of their own, one in Europe, one
     in Asia by the farm's emulated geography; once they have loaded the feeds, `map --apply
-    --fresh` probes the servers from each and moves every feed of the European server to the European
-    crawler and every one of the Asian server to the Asian one, while they run (without the
-    mapping, this test fails: checked by hand once)."""
+    --fresh` probes the servers from each and moves every feed of the European server to the
+    European crawler and every one of the Asian server to the Asian one, while they run
+    (without the mapping, this test fails: checked by hand once)."""
     from feedmesh.farm.geography import Geography
 
     data = Path(tempfile.mkdtemp(prefix="feedmesh-test-up-"))

@@ -216,8 +216,8 @@ def _map_by_locality(python: list[str], where: list[str], url: str, crawlers: di
     keeping: on the 12-feed test farm it left a European feed with the Asian crawler when the
     feeds' sizes happened to make a feed of America look heavier (a fresh mapping put every
     feed near in 98% of 3,000 random sizings, reassigning from one crawler in 71%:
-    benchmarks/locality_first_mapping.py). Otherwise
-    (an earlier mapping in the table) reassign: few feeds move."""
+    benchmarks/locality_first_mapping.py). Otherwise (an earlier mapping in the table)
+    reassign: few feeds move."""
     argv = [*python, "map", "--apply", *where, "--bus", url, "--probes", "3",
             *(["--fresh"] if fresh else []),
             *(f"--crawler={name}={address}" for name, address in crawlers.items()),
