@@ -51,7 +51,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from feedmesh.bus.nats_server import LocalNats
 from feedmesh.compose import FEED_SECRET_FILE
 from feedmesh.farm import FarmConfig, FarmProcess
-from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.match.workload import Workload
 from feedmesh.store import ReflectedItem
 from feedmesh.store.sqlite_hub import SQLiteHubState

@@ -71,7 +71,7 @@ from topology import provision, wait_for
 
 from feedmesh.compose import private_feed_key
 from feedmesh.farm import FarmConfig, FarmProcess
-from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.procstat import cpu_seconds, rss_bytes
 from feedmesh.provision import NodeLimits, Targets, Topology, decode_model, predict
 from feedmesh.provision import plan as make_plan

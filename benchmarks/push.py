@@ -51,12 +51,12 @@ import numpy as np
 from aiohttp import web
 
 from feedmesh.clock import AcceleratedClock
-from feedmesh.compose import embedded_hub
+from feedmesh.compose.embedded import embedded_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.farm.websub import FarmHub
 from feedmesh.fetch import FetchSettings, StaticResolver
-from feedmesh.hub.app import HubSettings
+from feedmesh.compose.settings import HubSettings
 from feedmesh.hub.web import build_app
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.websub.lease import SubscriberSettings
@@ -101,7 +101,7 @@ async def run_arm(push: bool, args: argparse.Namespace) -> dict[str, float]:
             urls = [farm.feed_url(i) for i in range(args.feeds)]
             hub.store.add_feeds(urls, clock.now())  # before start: the first refit counts them
             await hub.start()
-            runner = web.AppRunner(build_app(hub, base_url=public), access_log=None)
+            runner = web.AppRunner(build_app(hub.front, base_url=public), access_log=None)
             await runner.setup()
             await web.TCPSite(runner, HUB_HOST, port).start()
             try:

@@ -22,7 +22,7 @@ import statistics
 import time
 
 from feedmesh.fetch.settings import FetchSettings
-from feedmesh.hub.push_http import CallbackClient
+from feedmesh.hub.push.http import CallbackClient
 
 HOST = "127.0.1.1"
 

@@ -24,7 +24,7 @@ import statistics
 import time
 from datetime import UTC, datetime
 
-from feedmesh.hub.feed_document import EXTENSIONS, RenderedItems, render_private_feed
+from feedmesh.hub.front.feed_document import EXTENSIONS, RenderedItems, render_private_feed
 from feedmesh.model import Entry
 from feedmesh.store import ReflectedItem, Subscription
 

@@ -32,7 +32,7 @@ import psycopg
 from feedmesh.bus.nats_server import LocalNats
 from feedmesh.compose import private_feed_key
 from feedmesh.farm import FarmConfig, FarmProcess
-from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.match.workload import Workload
 from feedmesh.procstat import cpu_seconds, rss_bytes
 from feedmesh.store.pg_server import LocalPostgres

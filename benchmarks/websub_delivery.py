@@ -49,7 +49,7 @@ from aiohttp import web
 import hub as hub_bench  # benchmarks/hub.py: case (a) is built by its functions
 from feedmesh.compose import FEED_SECRET_FILE
 from feedmesh.farm import FarmConfig, FarmProcess
-from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.front.tokens import FeedTokens
 
 ENTRY_ID = re.compile(rb"tag:feedmesh,2026:entry-(\d+)")
 

@@ -21,9 +21,11 @@ event loop too, when it is called there: nothing else moves, which is the point)
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import Final
+
+from feedmesh import environment
+from feedmesh.errors import FeedmeshError
 
 __all__ = ["ENVIRONMENT", "FailpointError", "armed", "reached"]
 
@@ -32,7 +34,7 @@ log = logging.getLogger("feedmesh.failpoints")
 ENVIRONMENT: Final = "FEEDMESH_FAILPOINTS"
 
 
-class FailpointError(ValueError):
+class FailpointError(FeedmeshError, ValueError):
     """``FEEDMESH_FAILPOINTS`` cannot be read."""
 
 
@@ -58,7 +60,7 @@ def _points() -> dict[str, float]:
     global _armed
     if _armed is None:
         try:
-            _armed = armed(os.environ.get(ENVIRONMENT, ""))
+            _armed = armed(environment.get(ENVIRONMENT))
         except FailpointError as exc:
             log.error("failpoints_ignored error=%s", exc)
             _armed = {}

@@ -13,9 +13,11 @@ compare the two, or to rule uvloop out when chasing a problem.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
+
+from feedmesh import environment
+from feedmesh.errors import FeedmeshError
 
 __all__ = ["LoopChoiceError", "loop_factory", "loop_name", "run"]
 
@@ -25,14 +27,14 @@ ENV = "FEEDMESH_LOOP"
 CHOICES = ("uvloop", "asyncio")
 
 
-class LoopChoiceError(ValueError):
+class LoopChoiceError(FeedmeshError, ValueError):
     """``FEEDMESH_LOOP`` names no loop this machine can run."""
 
 
 def loop_name() -> str:
     """``uvloop`` or ``asyncio``: what :func:`run` will use here (:class:`LoopChoiceError`: a
     ``FEEDMESH_LOOP`` that names neither, or uvloop asked for by name but not installed)."""
-    asked = os.environ.get(ENV, "").strip().lower()
+    asked = environment.get(ENV).strip().lower()
     if asked and asked not in CHOICES:
         raise LoopChoiceError(f"{ENV}={asked!r}: the event loop is one of {', '.join(CHOICES)}")
     if asked == "asyncio":

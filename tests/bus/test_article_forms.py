@@ -14,7 +14,7 @@ import msgspec
 import pytest
 
 from feedmesh.clock import ManualClock
-from feedmesh.hub.filter import FilterTier
+from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.messages import Article, Matched, article_of, decode, encode
 from feedmesh.hub.metrics import HubMetrics

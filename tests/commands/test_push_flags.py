@@ -1,5 +1,5 @@
 """The push settings an operator sets on ``feedmesh serve``: each flag reaches
-:class:`~feedmesh.hub.push.PushSettings`, flags that do not fit together are refused naming
+:class:`~feedmesh.hub.push.service.PushSettings`, flags that do not fit together are refused naming
 them, and a real ``feedmesh serve`` on loopback grants the leases its flags bound."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import aiohttp
 import pytest
 
 from feedmesh.commands import serve
-from feedmesh.commands.push_flags import push_settings
-from feedmesh.hub.push import PushSettings
+from feedmesh.commands.flags import push_settings
+from feedmesh.hub.push.service import PushSettings
 from tests.eventually import eventually
 from tests.websub.subscriber import loopback_subscriber
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import pytest
 
-from feedmesh.commands.up import read_topology
+from feedmesh.compose.processes import read_topology
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.feeds import parse_feed
 from feedmesh.feeds.opml import parse_opml
@@ -243,7 +243,7 @@ def test_up_maps_from_scratch_only_when_no_feed_had_an_owner(tmp_path):
     """`up --by-locality`'s first mapping is fresh when the feeds were only just placed by the
     crawlers' provisional rule; once the table holds owners (an earlier `up` or `map --apply`),
     it reassigns from them (few feeds move)."""
-    from feedmesh.commands.up import _owned_before
+    from feedmesh.compose.processes import _owned_before
     from feedmesh.compose import open_feed_ownership
 
     hub = tmp_path / "hub"

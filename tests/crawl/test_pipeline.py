@@ -20,6 +20,26 @@ from feedmesh.store.sqlite import SQLiteStore
 from tests.eventually import eventually
 
 
+class Handed:
+    """The crawl's consumer in these tests: each committed batch to ``sink``, the other events
+    ignored (:class:`feedmesh.crawl.pipeline.CrawlEvents`)."""
+
+    def __init__(self, sink) -> None:  # type: ignore[no-untyped-def]
+        self.sink = sink
+
+    async def ingested(self, entries: list[IngestedEntry]) -> None:
+        await self.sink(entries)
+
+    def feed_info(self, feed_id: int, info: object) -> None:
+        pass
+
+    def document(self, feed_id: int, result: object, parsed: object) -> None:
+        pass
+
+    def deactivated(self, feed_id: int) -> None:
+        pass
+
+
 def rss(items: list[tuple[str, str]]) -> bytes:
     body = "".join(f"<item><guid>{g}</guid><title>{t}</title><link>http://example.com/{t}</link>"
                    f"<description>text of {t}</description></item>" for g, t in items)
@@ -87,7 +107,7 @@ async def crawler(tmp_path):
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",), total_timeout_s=2),
                        clock=clock) as fetcher:
         c = Crawler(store, fetcher, clock, settings=CrawlSettings(batch_interval_s=0.01),
-                    on_ingested=sink)
+                    events=Handed(sink))
         c.received = received  # type: ignore[attr-defined]
         c.clock_ = clock  # type: ignore[attr-defined]
         yield c
@@ -287,7 +307,7 @@ async def test_slow_consumer_applies_backpressure_without_loss(site, tmp_path):
         received.extend(i.id for i in items)
 
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
-        c = Crawler(store, fetcher, clock, on_ingested=slow,
+        c = Crawler(store, fetcher, clock, events=Handed(slow),
                     settings=CrawlSettings(batch_size=2, concurrency=10, batch_interval_s=0.01))
         await c.add_feeds([f"{base}/f{n}" for n in range(30)])
         stats = await c.crawl()
@@ -340,7 +360,7 @@ async def test_fetches_that_found_nothing_share_a_transaction_news_does_not_wait
             arrived[item.entry.title] = loop.time()
 
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
-        c = Crawler(store, fetcher, clock, on_ingested=sink, settings=CrawlSettings(
+        c = Crawler(store, fetcher, clock, events=Handed(sink), settings=CrawlSettings(
             concurrency=20, quiet_batch_interval_s=3.0))
         await c.add_feeds([f"{base}/q{n}" for n in range(20)])
         await c.crawl()  # every document new: nothing waits (group commit)
@@ -392,7 +412,7 @@ async def test_a_commit_reported_failed_but_stored_is_still_handed_on_once(site,
         received.extend(i.entry.title for i in items)
 
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
-        crawler = Crawler(store, fetcher, clock, on_ingested=sink, share=(0, 2),
+        crawler = Crawler(store, fetcher, clock, events=Handed(sink), share=(0, 2),
                           settings=CrawlSettings(batch_interval_s=0.01))
         theirs, mine = await crawler.add_feeds([f"{base}/theirs", f"{base}/mine"])
         assert crawler.owns(mine) and not crawler.owns(theirs)
@@ -466,7 +486,7 @@ async def test_a_batch_commits_while_the_one_before_is_handed_on_and_order_is_ke
     clock = ManualClock(0.0)
     store = RecordingStore(tmp_path / "overlap.db", on_stored)
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
-        c = Crawler(store, fetcher, clock, on_ingested=sink,
+        c = Crawler(store, fetcher, clock, events=Handed(sink),
                     settings=CrawlSettings(batch_size=1, concurrency=3))
         await c.add_feeds([f"{base}/{name}" for name in "abc"])
         stats = await c.crawl()
@@ -478,7 +498,7 @@ async def test_a_batch_commits_while_the_one_before_is_handed_on_and_order_is_ke
 
 
 async def test_a_hand_on_that_fails_loses_no_entry_and_stalls_no_fetch(site, tmp_path):
-    """A bug downstream (``on_ingested`` raises once): the cycle still ends (no fetch waits
+    """A bug downstream (the consumer's ``ingested`` raises once): the cycle still ends (no fetch waits
     forever), and the next commit hands on every entry that was stored but not handed on."""
     base, s = site
     for name in "abcd":
@@ -494,7 +514,7 @@ async def test_a_hand_on_that_fails_loses_no_entry_and_stalls_no_fetch(site, tmp
     clock = ManualClock(0.0)
     store = SQLiteStore(tmp_path / "handon.db")
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
-        c = Crawler(store, fetcher, clock, on_ingested=sink,
+        c = Crawler(store, fetcher, clock, events=Handed(sink),
                     settings=CrawlSettings(batch_size=1, concurrency=4))
         await c.add_feeds([f"{base}/{name}" for name in "abcd"])
         await asyncio.wait_for(c.crawl(), 30)
@@ -536,7 +556,7 @@ async def test_a_cancelled_committer_loses_no_entry_and_stalls_no_fetch(site, tm
     # "take": an hour's batch window, so the committer holds what it took and waits for more.
     window = 0.5 if where == "commit" else 3600.0
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",)), clock=clock) as fetcher:
-        c = Crawler(store, fetcher, clock, on_ingested=sink,
+        c = Crawler(store, fetcher, clock, events=Handed(sink),
                     settings=CrawlSettings(batch_size=8, batch_interval_s=window, concurrency=4))
         taking: list[list] = []
         take = c._take_batch

@@ -183,10 +183,16 @@ async def test_a_host_that_cannot_be_reached_is_paused_in_the_schedulers_host_ta
         live.start()
         grants: list[tuple[str, float]] = []
         record_grants(live, crawler, grants)
-        told = crawler.on_host_paused
-        assert told is not None
         pauses: list[HostPause] = []
-        crawler.on_host_paused = lambda pause: (pauses.append(pause), told(pause))
+        record = crawler.hosts.record
+
+        def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+            pause = record(*args, **kwargs)  # the crawler's own rule, observed
+            if pause is not None:
+                pauses.append(pause)
+            return pause
+
+        crawler.hosts.record = recording  # type: ignore[method-assign]
         stop = asyncio.Event()
         task = asyncio.create_task(live.run(stop))
         await eventually(lambda: len(pauses) >= 3, timeout=30.0)

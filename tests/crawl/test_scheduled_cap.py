@@ -18,6 +18,7 @@ import asyncio
 from feedmesh.clock import AcceleratedClock
 from feedmesh.crawl.pipeline import FeedOutcome
 from feedmesh.crawl.scheduled import ScheduledCrawler
+from feedmesh.fetch.host_state import HostHealth
 from feedmesh.fetch.state import FeedFetchState
 from feedmesh.model import FetchOutcome, FetchResult
 from feedmesh.schedule import SchedulerSettings
@@ -35,6 +36,7 @@ class HeldCrawler:
         self.clock = clock
         self.release = asyncio.Event()
         self.started = 0
+        self.hosts = HostHealth()
 
     async def fetch_feed(self, feed_id: int, stats: object = None) -> FeedOutcome:
         self.started += 1

@@ -9,11 +9,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from feedmesh.commands.serve import running_hub
+from feedmesh.compose.embedded import running_hub
 from feedmesh.crawl import CrawlSettings
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import FetchSettings, StaticResolver
-from feedmesh.hub.app import Hub, HubSettings
+from feedmesh.compose.embedded import EmbeddedHub as Hub
+from feedmesh.compose.settings import HubSettings
 from feedmesh.hub.web import WebLimits
 from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 

@@ -36,7 +36,7 @@ from feedmesh.bus.nats_server import LocalNats
 from feedmesh.compose import open_hub_state, open_ingest_store, open_reflector_log
 from feedmesh.failpoints import ENVIRONMENT as FAILPOINTS
 from feedmesh.farm import FarmConfig, FarmServer
-from feedmesh.hub.held import restore_held
+from feedmesh.hub.tiers.held import restore_held
 from feedmesh.match import article_from_entry, parse_query
 from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 from tests.eventually import eventually

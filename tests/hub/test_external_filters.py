@@ -9,7 +9,7 @@ import signal
 import subprocess
 import uuid
 
-from feedmesh.commands.serve import running_hub
+from feedmesh.compose.embedded import running_hub
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import StaticResolver
 from tests.commands.test_filter_role import start_filter
@@ -35,17 +35,16 @@ async def test_filter_shards_in_their_own_processes_miss_nothing(tmp_path, nats_
             try:
                 filters = [start_filter(tmp_path, nats_url, namespace, shard)
                            for shard in ("0/2", "1/2")]
-                account, _ = await hub.create_account("ann")
+                account, _ = await hub.front.create_account("ann")
                 # A keep larger than all matches, so that "nothing lost" is checked exactly. It
                 # returns once both filter processes applied it.
-                sub = (await hub.add_subscription(account.id, name="", query=QUERY,
+                sub = (await hub.front.add_subscription(account.id, name="", query=QUERY,
                                                   keep=5000)).id
                 reflector = hub.reflectors[0]
                 await eventually(lambda: reflector.held(sub) >= 5, timeout=60)
                 cycles = hub.crawler.cycles
                 await eventually(lambda: hub.crawler.cycles >= cycles + 2)
-                hub._stop.set()  # no more crawling; what was published is drained below
-                await hub._crawl_task
+                await hub.stop_crawling()  # no more crawling; what was published is drained below
                 await hub.crawler.aclose()
                 assert await hub.drain(timeout=60)
             finally:
@@ -62,7 +61,7 @@ async def test_filter_shards_in_their_own_processes_miss_nothing(tmp_path, nats_
 async def test_external_filters_need_a_nats_bus(tmp_path):
     import pytest
 
-    from feedmesh.compose import embedded_hub
+    from feedmesh.compose.embedded import embedded_hub
 
     with pytest.raises(ValueError, match="need a NATS bus"):
         embedded_hub(hub_settings(str(tmp_path), external_filters=True))

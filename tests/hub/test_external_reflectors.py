@@ -15,7 +15,7 @@ import uuid
 
 import aiohttp
 
-from feedmesh.commands.serve import running_hub
+from feedmesh.compose.embedded import running_hub
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import StaticResolver
 from feedmesh.store.sqlite_hub import SQLiteHubState
@@ -66,20 +66,19 @@ async def test_reflectors_in_their_own_processes_serve_and_survive_a_kill(tmp_pa
                                    bus=nats_url, bus_namespace=namespace) as (hub, base):
                 subs = []
                 for name in ("ann", "bob"):  # accounts 1 and 2: reflectors 1 and 0
-                    account, _ = await hub.create_account(name)
-                    sub = await hub.add_subscription(account.id, name="", query=QUERY,
+                    account, _ = await hub.front.create_account(name)
+                    sub = await hub.front.add_subscription(account.id, name="", query=QUERY,
                                                      keep=5000)
                     subs.append(sub)
                 assert sorted(s.reflector for s in subs) == [0, 1]
                 await hub.add_feeds([farm.feed_url(i) for i in range(30)])
-                urls = [f"{base}/f/{hub.feed_token(s)}.rss" for s in subs]
+                urls = [f"{base}/f/{hub.front.feed_token(s)}.rss" for s in subs]
 
                 async def both_filled() -> bool:
-                    return all([len(await hub.feed_items(s.id)) >= 5 for s in subs])
+                    return all([len(await hub.front.feed_items(s.id)) >= 5 for s in subs])
 
                 await eventually(both_filled, timeout=60)
-                hub._stop.set()  # no more crawling; what was published is drained below
-                await hub._crawl_task
+                await hub.stop_crawling()  # no more crawling; what was published is drained below
                 await hub.crawler.aclose()
                 assert await hub.drain(timeout=60)
                 before = [await fetch(session, url) for url in urls]
@@ -121,7 +120,7 @@ async def test_reflectors_in_their_own_processes_serve_and_survive_a_kill(tmp_pa
 async def test_external_reflectors_need_a_nats_bus_and_one_url_each(tmp_path):
     import pytest
 
-    from feedmesh.compose import embedded_hub
+    from feedmesh.compose.embedded import embedded_hub
 
     with pytest.raises(ValueError, match="need a NATS bus"):
         embedded_hub(hub_settings(str(tmp_path), external_reflectors=("http://127.0.0.1:1",)))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedmesh.hub.feed_document import EXTENSIONS, RenderedItems, render_private_feed
+from feedmesh.hub.front.feed_document import EXTENSIONS, RenderedItems, render_private_feed
 from feedmesh.model import Entry, Person
 from feedmesh.store import ReflectedItem, Subscription
 

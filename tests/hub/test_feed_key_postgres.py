@@ -9,7 +9,10 @@ import threading
 import psycopg
 import pytest
 
-from feedmesh.compose import FEED_SECRET_FILE, embedded_hub, web_front
+from feedmesh.compose import FEED_SECRET_FILE
+from feedmesh.compose.embedded import embedded_hub
+from feedmesh.compose.settings import BusSettings, WebSettings
+from feedmesh.compose.web import web_process
 from feedmesh.store import StoreError
 from feedmesh.store.postgres_hub import PostgresHubState
 
@@ -58,9 +61,9 @@ async def test_hubs_and_web_processes_on_one_database_agree_on_feed_urls(tmp_pat
     hub = embedded_hub(hub_settings(str(legacy)), store_url=postgres_url)
     await hub.start()
     try:
-        account, _ = await hub.create_account("ann")
-        sub = await hub.add_subscription(account.id, name="", query="law", keep=5)
-        token = hub.feed_token(sub)
+        account, _ = await hub.front.create_account("ann")
+        sub = await hub.front.add_subscription(account.id, name="", query="law", keep=5)
+        token = hub.front.feed_token(sub)
     finally:
         await hub.stop()
     state = PostgresHubState(postgres_url)
@@ -71,15 +74,22 @@ async def test_hubs_and_web_processes_on_one_database_agree_on_feed_urls(tmp_pat
     # a replacement crawling hub and a web process on other machines: empty data folders
     again = embedded_hub(hub_settings(str(tmp_path / "new-machine")), store_url=postgres_url)
     await again.start()
-    web = web_front(tmp_path / "web-machine", reflectors=["http://127.0.0.1:9"],
-                    bus="nats://127.0.0.1:9", store_url=postgres_url)
+    (_, web_role), closers = web_process(
+        WebSettings(bus=BusSettings(url="nats://127.0.0.1:9"), reflectors=("http://127.0.0.1:9",),
+                    data_dir=str(tmp_path / "web-machine"), store=postgres_url),
+        base_url="http://127.0.0.1")
+    web = web_role.front
     try:
-        assert again.feed_token(sub) == web.feed_token(sub) == token
-        assert web.read_feed_token(token) == again.read_feed_token(token) == (sub.id, 0)
+        assert again.front.feed_token(sub) == web.feed_token(sub) == token
+        assert web.read_feed_token(token) == again.front.read_feed_token(token) == (sub.id, 0)
         assert not (tmp_path / "new-machine" / FEED_SECRET_FILE).exists()  # not spread in files
         assert not (tmp_path / "web-machine").exists()
     finally:
         await web.aclose()
+        for close in closers:
+            done = close()
+            if done is not None:
+                await done
         await again.stop()
 
 

@@ -7,7 +7,7 @@ import logging
 
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import ManualClock
-from feedmesh.hub.filter import FilterTier
+from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.model import Entry
 from feedmesh.store.sqlite_hub import SQLiteHubState

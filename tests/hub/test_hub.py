@@ -10,13 +10,13 @@ import pytest
 
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import ManualClock
-from feedmesh.compose import embedded_hub
+from feedmesh.compose.embedded import embedded_hub
 from feedmesh.farm import FarmConfig, FarmServer
-from feedmesh.hub.held import restore_held
+from feedmesh.hub.tiers.held import restore_held
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import Article, Matched, encode
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.reflector import Reflector, ReflectorSettings
+from feedmesh.hub.tiers.reflector import Reflector, ReflectorSettings
 from feedmesh.match import article_from_entry, parse_query
 from feedmesh.model import Entry
 from feedmesh.store import ReflectedItem, StoreError
@@ -109,8 +109,7 @@ async def test_keep_k_and_one_copy_per_entry(hub_env):
 
     await eventually(enough)
     hub = hub_env.hub  # quiet: no new matches while the feeds and counts below are read
-    hub._stop.set()
-    await hub._crawl_task
+    await hub.stop_crawling()
     assert await hub.drain()
     small = [await ann.call("GET", f"/api/subscriptions/{s['id']}/entries") for s in subs[:2]]
     assert [len(body["entries"]) for _, body in small] == [3, 3]
@@ -133,9 +132,9 @@ async def test_restart_keeps_every_feed_without_duplicates(tmp_path, hub_bus):
     async with FarmServer(config) as farm:
         hub = embedded_hub(hub_settings(str(tmp_path)), bus=bus, bus_namespace=namespace)
         await hub.start()
-        account, _ = await hub.create_account("ann")
+        account, _ = await hub.front.create_account("ann")
         # A keep larger than all matches, so that "nothing lost" is checked exactly.
-        sub = await hub.add_subscription(account.id, name="", query=QUERY, keep=5000)
+        sub = await hub.front.add_subscription(account.id, name="", query=QUERY, keep=5000)
         await hub.add_feeds([farm.feed_url(i) for i in range(30)])
         reflector = hub.reflectors[0]
         await eventually(lambda: reflector.held(sub.id) >= 5)
@@ -177,8 +176,8 @@ async def test_backpressure_stalls_the_crawler_instead_of_growing_queues(tmp_pat
 
         hub.store.apply = recorded
         await hub.start()
-        account, _ = await hub.create_account("ann")
-        sub = await hub.add_subscription(account.id, name="", query=QUERY, keep=10)
+        account, _ = await hub.front.create_account("ann")
+        sub = await hub.front.add_subscription(account.id, name="", query=QUERY, keep=10)
         await hub.add_feeds([farm.feed_url(i) for i in range(60)])
         # The stalled reflector fills its 64 KB: the filter waits to send it more, and the
         # crawler, whose articles the filter no longer takes, waits to publish the next one.
@@ -353,7 +352,7 @@ async def test_a_store_outage_is_waited_out_and_a_failing_store_parks(tmp_path, 
 async def test_log_truncation_is_spread_out_between_the_streams_writes(tmp_path):
     """After a checkpoint, the covered log rows are deleted in small transactions spaced out in
     time, so the stream's writes go on between them instead of waiting behind all of them."""
-    from feedmesh.hub.reflector import TRUNCATE_CHUNK
+    from feedmesh.hub.tiers.reflector import TRUNCATE_CHUNK
 
     reflector, bus = await _lone_reflector(tmp_path, lambda: 0, checkpoint_interval_s=3600.0,
                                            gc_interval_s=3600.0)
@@ -405,17 +404,17 @@ async def test_a_flooding_source_neither_floods_feeds_nor_blocks_readers(tmp_pat
     async with FarmServer(flood_config) as farm, aiohttp.ClientSession() as session:
         hub = embedded_hub(hub_settings(str(tmp_path)))
         await hub.start()
-        account, _ = await hub.create_account("ann")
-        sub = await hub.add_subscription(account.id, name="", query=QUERY, keep=10)
+        account, _ = await hub.front.create_account("ann")
+        sub = await hub.front.add_subscription(account.id, name="", query=QUERY, keep=10)
         from aiohttp import web
 
         from feedmesh.hub.web import build_app
-        runner = web.AppRunner(build_app(hub, base_url="http://127.0.0.1"))
+        runner = web.AppRunner(build_app(hub.front, base_url="http://127.0.0.1"))
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]
-        url = f"http://127.0.0.1:{port}/f/{hub.feed_token(sub)}.rss"
+        url = f"http://127.0.0.1:{port}/f/{hub.front.feed_token(sub)}.rss"
         await hub.add_feeds([farm.feed_url(i) for i in range(5)])
         # The parser keeps the newest 1,000 entries of a document (ParseLimits.max_entries): a
         # 10,000-entry burst is cut there, reported, and ingested without harm.
@@ -465,8 +464,8 @@ async def test_a_subscription_made_after_the_entries_holds_them_across_a_restart
         await hub.start()
         await hub.add_feeds([farm.feed_url(i) for i in range(20)])
         await eventually(lambda: hub.store.entry_count() >= 100)
-        account, _ = await hub.create_account("ann")
-        sub = await hub.add_subscription(account.id, name="", query=QUERY, keep=5)
+        account, _ = await hub.front.create_account("ann")
+        sub = await hub.front.add_subscription(account.id, name="", query=QUERY, keep=5)
         assert hub.reflectors[0].held(sub.id) == 5  # full when the call returns
         await hub.stop()
     # What its reflector's files hold (checkpoint + log): the newest five matches of all that
@@ -570,7 +569,7 @@ async def test_a_host_that_cannot_be_reached_shows_in_the_stats_and_metrics(tmp_
 
             await eventually(lambda: hub.crawler.last_cycle is not None
                              and hub.crawler.last_cycle.fetched == 18)
-            stats = await hub.stats()
+            stats = await hub.front.stats()
             assert set(stats["hosts_paused"]) == {"127.0.3.11"}
             assert stats["hosts_paused"]["127.0.3.11"] > hub.clock.now()
             assert stats["last_crawl"]["ok"] == 10
@@ -581,7 +580,7 @@ async def test_a_host_that_cannot_be_reached_shows_in_the_stats_and_metrics(tmp_
             await hub.add_feeds([f"http://127.0.3.11:{port}/feeds/{i}" for i in range(8, 13)])
             await eventually(lambda: hub.crawler.cycles > cycles
                              and hub.crawler.last_cycle.feeds_due == 5)
-            stats = await hub.stats()
+            stats = await hub.front.stats()
             assert stats["last_crawl"]["host_paused"] == 5 and not stats["last_crawl"]["errors"]
         finally:
             await hub.stop()

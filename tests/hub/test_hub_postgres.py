@@ -3,7 +3,8 @@ PostgreSQL database, and nothing of a reflector's state on the local disk."""
 
 from __future__ import annotations
 
-from feedmesh.compose import embedded_hub, open_ingest_store
+from feedmesh.compose import open_ingest_store
+from feedmesh.compose.embedded import embedded_hub
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.match import article_from_entry, parse_query
 from tests.eventually import eventually
@@ -32,8 +33,8 @@ async def test_a_replacement_hub_with_an_empty_data_folder_serves_the_same_feeds
     async with FarmServer(config) as farm:
         hub = embedded_hub(hub_settings(str(tmp_path / "first")), store_url=postgres_url)
         await hub.start()
-        account, token = await hub.create_account("ann")
-        sub = await hub.add_subscription(account.id, name="", query=QUERY, keep=5)
+        account, token = await hub.front.create_account("ann")
+        sub = await hub.front.add_subscription(account.id, name="", query=QUERY, keep=5)
         await hub.add_feeds([farm.feed_url(i) for i in range(20)])
         await eventually(lambda: hub.store.entry_count() >= 100)
         await eventually(lambda: hub.reflectors[0].held(sub.id) == 5)
@@ -45,7 +46,7 @@ async def test_a_replacement_hub_with_an_empty_data_folder_serves_the_same_feeds
     hub = embedded_hub(hub_settings(str(tmp_path / "second")), store_url=postgres_url)
     await hub.start()
     try:
-        assert (await hub.authenticate(token)).id == account.id
+        assert (await hub.front.authenticate(token)).id == account.id
         after = [i.entry_id for i in await hub.reflectors[0].items(sub.id)]
     finally:
         await hub.stop()

@@ -50,7 +50,7 @@ async def test_a_named_crawler_hands_feeds_over_and_takes_them_back(hub_env, tmp
         await eventually(lambda: fetched_since(0) >= set(range(10)), timeout=30)
         away = {by_farm_id[n] for n in range(5)}
         assert table.stage(dict.fromkeys(away, "beta")) == 5
-        assert await hub.feed_owners.reconcile() is True  # it handed them over
+        assert await hub.desk.owners.reconcile() is True  # it handed them over
         assert {f for f, row in table.owners().items() if row.owner == "beta"} == away
         assert all(table.owners()[f].epoch == 2 for f in away)
         assert set(hub.crawler.crawler.states) == set(ids) - away
@@ -60,7 +60,7 @@ async def test_a_named_crawler_hands_feeds_over_and_takes_them_back(hub_env, tmp
 
         # beta leaves; its feeds come back at once, with what beta stored.
         assert table.transfer(dict.fromkeys(away, "alpha")) == 5
-        assert await hub.feed_owners.reconcile() is False  # nothing to hand over
+        assert await hub.desk.owners.reconcile() is False  # nothing to hand over
         assert set(hub.crawler.crawler.states) == set(ids)
         back_at = farm.log.next_seq
         await eventually(lambda: fetched_since(back_at) >= set(range(5)), timeout=30)

@@ -13,19 +13,22 @@ from aiohttp.test_utils import TestServer
 
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import ManualClock
-from feedmesh.hub.facade import FeedVersion
-from feedmesh.hub.front import VersionBatches
+from feedmesh.hub.front.facade import FeedVersion
+from feedmesh.hub.front.holders import VersionBatches
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.reflector import Reflector
-from feedmesh.hub.reflector_service import (
-    MAX_BATCH,
-    PREFIX,
-    ReflectorClient,
-    ReflectorUnavailable,
-    reflector_app,
-)
+from feedmesh.hub.tiers.reflector import Reflector
+from feedmesh.hub.reflector_api import MAX_BATCH, PREFIX
+from feedmesh.hub.reflector_client import ReflectorClient, ReflectorUnavailable
+from feedmesh.hub.tiers.reflector_service import MAX_BODY_REQUEST, reflector_routes
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 from tests.eventually import eventually
+
+
+def reflector_app(reflector: Reflector, metrics: HubMetrics) -> web.Application:
+    """The reflector's API as a process serves it (its routes, its body limit)."""
+    app = web.Application(client_max_size=MAX_BODY_REQUEST)
+    app.add_routes(reflector_routes(reflector, metrics))
+    return app
 
 
 @pytest.fixture

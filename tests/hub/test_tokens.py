@@ -8,7 +8,7 @@ import secrets
 
 import pytest
 
-from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.store import StoreError
 
 

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import feedmesh.hub.topk as topk_module
-from feedmesh.hub.held import checkpoint, restore_held
+import feedmesh.hub.tiers.topk as topk_module
+from feedmesh.hub.tiers.held import checkpoint, restore_held
 from feedmesh.hub.idcodec import encode_ids
-from feedmesh.hub.topk import WIDTH, TopK
+from feedmesh.hub.tiers.topk import WIDTH, TopK
 from feedmesh.model import Entry
 from feedmesh.store import ReflectedItem
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog

@@ -10,8 +10,9 @@ import stat
 import pytest
 
 from feedmesh import cli
-from feedmesh.compose import FEED_SECRET_FILE, FEED_SECRET_PREVIOUS_FILE, embedded_hub
-from feedmesh.hub.tokens import FeedTokens, key_fingerprint
+from feedmesh.compose import FEED_SECRET_FILE, FEED_SECRET_PREVIOUS_FILE
+from feedmesh.compose.embedded import embedded_hub
+from feedmesh.hub.front.tokens import FeedTokens, key_fingerprint
 
 from .conftest import hub_settings
 
@@ -36,24 +37,24 @@ async def test_rotate_then_retire_with_the_hub_running(tmp_path, where, capsys):
     await hub.start()
     try:
         hub.tokens.refresh_s = 0.0  # read the keys at every use (60 s in production)
-        account, _ = await hub.create_account("ann")
-        sub = await hub.add_subscription(account.id, name="", query="law", keep=5)
-        given = hub.feed_token(sub)
+        account, _ = await hub.front.create_account("ann")
+        sub = await hub.front.add_subscription(account.id, name="", query="law", keep=5)
+        given = hub.front.feed_token(sub)
         status, shown = url_key(capsys, "show", *where)
         assert status == 0 and shown["previous"] is None
         first = shown["current"]
 
         status, shown = url_key(capsys, "rotate", *where)
         assert status == 0 and shown["previous"] == first and shown["current"] != first
-        assert hub.read_feed_token(given) == (sub.id, 0)  # the URL given before still works
-        fresh = hub.feed_token(sub)
-        assert fresh != given and hub.read_feed_token(fresh) == (sub.id, 0)
+        assert hub.front.read_feed_token(given) == (sub.id, 0)  # the URL given before still works
+        fresh = hub.front.feed_token(sub)
+        assert fresh != given and hub.front.read_feed_token(fresh) == (sub.id, 0)
         assert hub.tokens.fingerprints == [shown["current"], first]
 
         status, shown = url_key(capsys, "retire", *where)
         assert status == 0 and shown["dropped"] == first and shown["previous"] is None
-        assert hub.read_feed_token(given) is None  # ended
-        assert hub.read_feed_token(fresh) == (sub.id, 0)
+        assert hub.front.read_feed_token(given) is None  # ended
+        assert hub.front.read_feed_token(fresh) == (sub.id, 0)
         status, shown = url_key(capsys, "retire", *where)
         assert status == 0 and shown["dropped"] is None  # nothing left to retire
     finally:
@@ -79,7 +80,7 @@ async def test_a_process_that_has_not_read_the_new_key_reads_its_urls(tmp_path, 
         # this one reads the keys again when none it holds reads it.
         new_key = _current_key(tmp_path, store)
         assert key_fingerprint(new_key) == shown["current"]
-        assert hub.read_feed_token(FeedTokens(new_key).make(41, 2)) == (41, 2)
+        assert hub.front.read_feed_token(FeedTokens(new_key).make(41, 2)) == (41, 2)
         assert hub.tokens.fingerprints[0] == shown["current"]
     finally:
         await hub.stop()

@@ -12,7 +12,7 @@ import uuid
 import aiohttp
 
 from feedmesh.farm import FarmConfig, FarmServer
-from feedmesh.hub.front import VERSION_TTL_S
+from feedmesh.hub.front.holders import VERSION_TTL_S
 from tests.eventually import eventually
 
 from .conftest import ORIGIN

@@ -25,7 +25,7 @@ def test_every_exported_name_exists(module: str) -> None:
 def test_front_door() -> None:
     assert set(feedmesh.match.__all__) >= {
         "Article", "article_from_entry", "parse_query", "Query", "QueryError", "QueryLimits",
-        "SubscriptionIndex", "IndexSettings", "SnapshotError", "SubscriptionIdError",
+        "SubscriptionIndex", "IndexSettings", "IndexSnapshotError", "SubscriptionIdError",
     }
     assert issubclass(feedmesh.match.QueryError, ValueError)
     assert issubclass(feedmesh.match.QueryError, feedmesh.match.MatchError)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from feedmesh.match import Article, SnapshotError
+from feedmesh.match import Article, IndexSnapshotError
 from feedmesh.match.index import IndexSettings, SubscriptionIndex
 from feedmesh.match.index.snapshot import MAGIC
 from feedmesh.match.workload import Workload
@@ -87,7 +87,7 @@ def test_loading_does_not_copy_the_arrays() -> None:
     ],
 )
 def test_corrupt_snapshots_raise_snapshot_error(mangle, message: str) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(SnapshotError, match=message):
+    with pytest.raises(IndexSnapshotError, match=message):
         SubscriptionIndex.from_bytes(mangle(_index().to_bytes()))
 
 
@@ -103,7 +103,7 @@ def test_random_damage_never_crashes(data: st.DataObject) -> None:
     damaged = damaged[:cut]
     try:
         restored = SubscriptionIndex.from_bytes(bytes(damaged))
-    except SnapshotError:
+    except IndexSnapshotError:
         return
     assert damaged == original  # any real damage is detected
     for article in ARTICLES:
@@ -118,7 +118,7 @@ def test_header_damage_with_a_recomputed_checksum_is_still_refused() -> None:
     header_length = struct.unpack_from("<I", data, 12)[0]
     data[20 : 20 + header_length] = b"{" + b" " * (header_length - 1)
     struct.pack_into("<I", data, 16, zlib.crc32(memoryview(data)[20:]))
-    with pytest.raises(SnapshotError, match="header is corrupt"):
+    with pytest.raises(IndexSnapshotError, match="header is corrupt"):
         SubscriptionIndex.from_bytes(bytes(data))
 
 
@@ -135,7 +135,7 @@ def test_validation_catches_structural_damage_even_with_a_valid_checksum() -> No
     broken = CompiledIndex(buffer, main.header.copy())
     prior, observed = index.statistics.arrays()
     data = snapshot.dump(broken, index.vocabulary, prior, observed, 0.0)
-    with pytest.raises(SnapshotError, match="owner id is out of range"):
+    with pytest.raises(IndexSnapshotError, match="owner id is out of range"):
         SubscriptionIndex.from_bytes(data)
     assert data.startswith(MAGIC)
 

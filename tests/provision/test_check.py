@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from feedmesh.commands.serve import running_hub
+from feedmesh.compose.embedded import running_hub
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import StaticResolver
 from tests.eventually import eventually

@@ -151,8 +151,8 @@ def test_a_separate_processes_model_needs_both_outputs():
 
 
 def test_the_reflectors_bytes_per_subscription_are_the_hubs_arrays():
-    from feedmesh.hub.subtable import SubTable
-    from feedmesh.hub.topk import TopK
+    from feedmesh.hub.tiers.subtable import SubTable
+    from feedmesh.hub.tiers.topk import TopK
     from feedmesh.provision.calibrate import ROW_BYTES
 
     assert ROW_BYTES == TopK(1).nbytes() + SubTable(1).nbytes()

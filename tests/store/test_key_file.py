@@ -7,9 +7,10 @@ import stat
 
 import pytest
 
-from feedmesh.compose import FEED_SECRET_FILE, embedded_hub
-from feedmesh.hub.app import HubSettings
-from feedmesh.hub.tokens import FeedTokens
+from feedmesh.compose import FEED_SECRET_FILE
+from feedmesh.compose.embedded import embedded_hub
+from feedmesh.compose.settings import HubSettings
+from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.store import StoreError
 from feedmesh.store.key_file import read_or_create_key
 from feedmesh.store.sqlite_hub import SQLiteHubState
@@ -42,7 +43,7 @@ def test_a_key_kept_in_an_older_hub_db_moves_to_its_file_and_urls_keep_working(t
     hub = embedded_hub(HubSettings(data_dir=str(tmp_path)))
     try:
         issued = FeedTokens(old).make(7, 0)
-        assert hub.read_feed_token(issued) == (7, 0)  # a URL issued before still works
+        assert hub.front.read_feed_token(issued) == (7, 0)  # a URL issued before still works
         assert (tmp_path / FEED_SECRET_FILE).read_bytes() == old
         assert hub.state.legacy_feed_secret() is None  # and hub.db holds it no more
     finally:

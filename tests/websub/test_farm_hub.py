@@ -62,7 +62,7 @@ async def test_feedmesh_receives_the_farms_posts_by_push(tmp_path):
 
         await eventually(pushed_posts_stored, timeout=60.0, what="three pushed posts stored")
         assert farm_hub.pushes >= 3 and farm_hub.push_failures == 0
-        assert hub.websub.deliveries.labels("accepted")._value.get() >= 3
+        assert hub.crawler.websub.deliveries.labels("accepted")._value.get() >= 3
         # the posts came by push, not by polling: the feeds were not fetched again
         assert len([r for r in farm.requests() if r.feed is not None]) == gets
         assert ids == sorted({lease.feed_id for lease in leases(hub)})

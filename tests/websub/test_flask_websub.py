@@ -97,5 +97,5 @@ async def test_flask_websub_hub_verifies_and_pushes_to_feedmesh(tmp_path, monkey
                 assert reply.status == 202, await reply.text()
             await eventually(lambda: "urn:flask:2" in stored_ids(hub),
                              what="the entry Flask-WebSub pushed")
-            assert hub.websub.deliveries.labels("accepted")._value.get() >= 1
-            assert hub.websub.deliveries.labels("bad_signature")._value.get() == 0
+            assert hub.crawler.websub.deliveries.labels("accepted")._value.get() >= 1
+            assert hub.crawler.websub.deliveries.labels("bad_signature")._value.get() == 0

@@ -14,9 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from feedmesh.commands.serve import running_hub
+from feedmesh.compose.embedded import running_hub
 from feedmesh.fetch import StaticResolver
-from feedmesh.hub.app import Hub
+from feedmesh.compose.embedded import EmbeddedHub as Hub
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.websub.lease import SubscriberSettings
 from tests.eventually import eventually
@@ -48,7 +48,7 @@ async def feedmesh_hub(data_dir: str, *, public: bool = True,
 
 
 def leases(hub: Hub, feed_id: int | None = None) -> list:
-    return [lease for lease in hub.websub.core.leases.values()
+    return [lease for lease in hub.crawler.websub.core.leases.values()
             if feed_id is None or lease.feed_id == feed_id]
 
 
@@ -113,7 +113,7 @@ async def test_301_302_and_unknown_methods_are_dropped_but_answered_2xx(tmp_path
         await eventually(lambda: {"urn:entry:ok-sha1", "urn:entry:ok-sha384",
                                   "urn:entry:ok-sha512"} <= stored_ids(hub))
         assert not any(guid.startswith("urn:entry:bad") for guid in stored_ids(hub))
-        dropped = hub.websub.deliveries.labels("bad_signature")._value.get()
+        dropped = hub.crawler.websub.deliveries.labels("bad_signature")._value.get()
         assert dropped == 3
 
 
@@ -193,7 +193,7 @@ async def test_removing_a_feed_unsubscribes_from_its_hub(tmp_path):
         url = pub.add_topic(Topic("news"))
         feed_id = await subscribed(hub, pub, url)
         callback = pub.requests[0]["hub.callback"]
-        assert await hub.remove_feeds([feed_id]) == 1
+        assert await hub.desk.remove_feeds([feed_id]) == 1
         await eventually(lambda: not pub.verified, what="the hub dropped the subscription")
         assert pub.requests[-1]["hub.mode"] == "unsubscribe"
         assert pub.requests[-1]["hub.callback"] == callback
@@ -239,7 +239,7 @@ async def test_a_hub_behind_the_address_guard_is_never_contacted(tmp_path):
         await eventually(lambda: leases(hub, feed_id) and "refused" in leases(
             hub, feed_id)[0].last_error, what="the guard's refusal")
         assert pub.requests == []
-        assert hub.websub.requests.labels("subscribe", "failed")._value.get() >= 1
+        assert hub.crawler.websub.requests.labels("subscribe", "failed")._value.get() >= 1
 
 
 async def test_callbacks_cap_the_body_and_the_hub_rate(tmp_path):

@@ -17,10 +17,12 @@ import time
 from pathlib import Path
 from typing import Self
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["LocalNats", "NatsServerError", "find_nats_server"]
 
 
-class NatsServerError(RuntimeError):
+class NatsServerError(FeedmeshError, RuntimeError):
     """The NATS server could not be found or started (the message says why)."""
 
 

@@ -38,10 +38,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["Bus", "BusClosedError", "BusError", "Consumer", "Delivery", "Outgoing", "Parked"]
 
 
-class BusError(Exception):
+class BusError(FeedmeshError):
     """A bus operation failed (the message says which and why)."""
 
 

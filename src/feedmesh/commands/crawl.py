@@ -7,50 +7,29 @@ import argparse
 import asyncio
 import json
 import os
-import signal
-from pathlib import Path
 
 import msgspec
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from feedmesh import runloop
-from feedmesh.clock import SystemClock
-from feedmesh.compose import open_ingest_store
-from feedmesh.crawl.pipeline import Crawler, CrawlSettings, CrawlStats
-from feedmesh.feeds.opml import OpmlError, OpmlResult, parse_opml
-from feedmesh.fetch import Fetcher, FetchSettings
-from feedmesh.fetch.redact import redact_credentials
+from feedmesh import environment, runloop
+from feedmesh.commands.flags import add_fetch_arguments, fetch_settings
+from feedmesh.compose.crawl_list import CrawlList, CrawlStats
+from feedmesh.compose.lifecycle import stopping
+from feedmesh.errors import FeedmeshError
 from feedmesh.logs import setup_logging
-from feedmesh.model import FetchOutcome
-from feedmesh.store import StoreError
 
 __all__ = ["configure", "run"]
 
 DEFAULT_DB = "var/feedmesh.db"
 
 
-def add_fetch_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--allow-network", action="append", default=[], metavar="CIDR",
-                        help="allow fetching from this private block (e.g. 127.0.0.0/8 for a "
-                             "local farm); repeatable")
-    parser.add_argument("--timeout", type=float, default=5.0, help="per-fetch deadline, seconds")
-    parser.add_argument("--per-host", type=int, default=2,
-                        help="requests in flight per host (default 2)")
-
-
-def fetch_settings(args: argparse.Namespace) -> FetchSettings:
-    return FetchSettings(allow_networks=tuple(args.allow_network), total_timeout_s=args.timeout,
-                         connect_timeout_s=min(5.0, args.timeout),
-                         per_host_connections=args.per_host)
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opml", required=True, metavar="FILE_OR_URL",
                         help="the list of feeds to crawl (OPML file or http(s) URL)")
     parser.add_argument("--once", action="store_true", help="crawl one cycle, then exit")
-    parser.add_argument("--db", default=os.environ.get("FEEDMESH_DB", DEFAULT_DB),
+    parser.add_argument("--db", default=environment.get("FEEDMESH_DB", DEFAULT_DB),
                         help=f"SQLite file or postgresql:// URL (default $FEEDMESH_DB or {DEFAULT_DB})")
     parser.add_argument("--interval", type=float, default=900.0,
                         help="seconds between cycles without --once (Cobra: 15 minutes)")
@@ -63,67 +42,36 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_fetch_arguments(parser)
 
 
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C (or SIGTERM) before the cycles were done: what was fetched is kept."""
+
+
 def run(args: argparse.Namespace) -> int:
     setup_logging("warning")
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     console = Console(stderr=True)
     try:
         return runloop.run(_main(args, console))
-    except (OpmlError, StoreError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
+    except FeedmeshError as exc:
+        console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         return 2
 
 
-OPERATOR_OPML_BYTES = 256 * 1024 * 1024
-OPERATOR_OPML_FEEDS = 10_000_000
-
-
-async def load_opml(source: str, settings: FetchSettings) -> OpmlResult:
-    """The feed list an operator gave on the command line (a file or an http(s) URL).
-
-    The operator is trusted with larger lists than web users (100,000 feeds make 21 MB of OPML),
-    so this fetch and parse use their own, larger caps.
-    """
-    if source.startswith(("http://", "https://")):
-        roomy = msgspec.structs.replace(settings, max_body_bytes=OPERATOR_OPML_BYTES,
-                                        max_decoded_bytes=OPERATOR_OPML_BYTES,
-                                        total_timeout_s=max(settings.total_timeout_s, 60.0))
-        async with Fetcher(roomy) as fetcher:
-            result = await fetcher.fetch(source)
-        if not result.ok:
-            hint = BLOCKED_HINT if result.outcome == FetchOutcome.BLOCKED else ""
-            raise OpmlError(f"cannot fetch the OPML list: {result.error.message}{hint}")
-        data = result.body
-    else:
-        try:
-            data = Path(source).read_bytes()
-        except OSError as exc:
-            raise OpmlError(f"cannot read the OPML list {source}: {exc.strerror}") from exc
-    return parse_opml(data, max_bytes=OPERATOR_OPML_BYTES, max_outlines=OPERATOR_OPML_FEEDS)
-
-
 async def _main(args: argparse.Namespace, console: Console) -> int:
-    clock = SystemClock()
-    store = open_ingest_store(args.db)
-    async with Fetcher(fetch_settings(args), clock=clock) as fetcher:
-        opml = await load_opml(args.opml, fetch_settings(args))
-        for reason in opml.skipped:
-            console.print(f"[yellow]skipped[/yellow] {reason}")
-        crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(
-            concurrency=args.concurrency))
-        try:
-            ids = await crawler.add_feeds(o.url for o in opml.outlines)
-            console.print(f"{len(ids)} feeds from {args.opml} -> {args.db}")
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
+    stop = asyncio.Event()
+    with stopping(stop):
+        async with CrawlList(args.db, fetch_settings(args),
+                             concurrency=args.concurrency) as crawl:
+            ids = await crawl.add(args.opml)
+            for reason in crawl.skipped:
+                console.print(f"[yellow]skipped[/yellow] {reason}", soft_wrap=True)
+            console.print(f"{len(ids)} feeds from {args.opml} -> {args.db}", soft_wrap=True)
             cycle = 0
             while True:
                 cycle += 1
-                stats = await _cycle(crawler, ids, console, args.quiet, cycle)
+                stats = await _cycle(crawl, len(ids), console, args.quiet, cycle, stop)
                 console.print(summary_table(stats, f"cycle {cycle}"))
-                failed = failures(crawler)
+                failed = crawl.failures()
                 if failed:
                     console.print(failure_table(failed, f"cycle {cycle}: {len(failed)} feeds "
                                                         "failed"))
@@ -136,27 +84,11 @@ async def _main(args: argparse.Namespace, console: Console) -> int:
                     pass
             if args.json:
                 print(json.dumps({"cycles": cycle, "last_cycle": msgspec.to_builtins(stats),
-                                  "failed": failed}))
-        finally:
-            await crawler.aclose()
-            store.close()
+                                  "failed": failed, "interrupted": stop.is_set()}))
+    if stop.is_set():
+        console.print("stopped: what was fetched is stored", soft_wrap=True)
+        return EXIT_INTERRUPTED
     return 0
-
-
-BLOCKED_HINT = "; allow it with --allow-network CIDR (e.g. 127.0.0.0/8) if this is intended"
-
-
-def failures(crawler: Crawler) -> list[dict[str, object]]:
-    """Every feed whose last fetch failed: its id, URL (without credentials), outcome and why."""
-    failed = []
-    for feed_id, state in sorted(crawler.states.items()):
-        if not state.last_error:
-            continue
-        why = state.last_error + (BLOCKED_HINT if state.last_outcome == "blocked" else "")
-        failed.append({"id": feed_id, "url": redact_credentials(state.url),
-                       "outcome": state.last_outcome, "error": why,
-                       "active": state.active})
-    return failed
 
 
 def failure_table(failed: list[dict[str, object]], title: str) -> Table:
@@ -168,14 +100,14 @@ def failure_table(failed: list[dict[str, object]], title: str) -> Table:
     return table
 
 
-async def _cycle(crawler: Crawler, ids: list[int], console: Console, quiet: bool,
-                 cycle: int) -> CrawlStats:
+async def _cycle(crawl: CrawlList, feeds: int, console: Console, quiet: bool,
+                 cycle: int, stop: asyncio.Event) -> CrawlStats:
     if quiet:
-        return await crawler.crawl(ids)
+        return await crawl.cycle(stop=stop)
     columns = (TextColumn(f"cycle {cycle}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[detail]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("crawl", total=len(ids), detail="")
+        task = bar.add_task("crawl", total=feeds, detail="")
 
         def show(stats: CrawlStats) -> None:
             errors = sum(stats.errors.values())
@@ -183,7 +115,7 @@ async def _cycle(crawler: Crawler, ids: list[int], console: Console, quiet: bool
                        detail=f"304s {stats.not_modified}  new {stats.new_entries}  "
                               f"errors {errors}  in {stats.wire_bytes / 1e6:.1f} MB")
 
-        return await crawler.crawl(ids, progress=show)
+        return await crawl.cycle(show, stop)
 
 
 def summary_table(stats: CrawlStats, title: str) -> Table:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,9 +17,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from feedmesh.compose import existing_hub_state
-from feedmesh.fetch.redact import redact_credentials
-from feedmesh.store import PushAttempt, PushTarget, StoreError
+from feedmesh.commands import flags
+from feedmesh.compose.tools import delivery_logs
+from feedmesh.errors import FeedmeshError
 
 __all__ = ["configure", "run"]
 
@@ -29,42 +28,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--state", default="", metavar="FILE_OR_URL",
                         help="the hub's state: its data folder's hub.db or its postgresql:// "
                              "URL (default: hub.db in --data)")
-    parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var"),
-                        help="the hub's data folder")
+    flags.add_data(parser, help="the hub's data folder")
     parser.add_argument("--last", type=int, default=5, help="attempts shown per target")
     parser.add_argument("--failing", action="store_true",
                         help="only targets whose last attempt failed")
     parser.add_argument("--json", action="store_true", help="print the raw JSON")
 
 
-def delivery_logs(targets: list[PushTarget], attempts: dict[int, list[PushAttempt]],
-                  failing: bool) -> list[dict]:
-    rows = []
-    for target in targets:
-        log = attempts.get(target.id, [])
-        if failing and not (log and not 200 <= log[0].status < 300):
-            continue
-        rows.append({"id": target.id, "kind": target.kind, "subscription": target.sub_id,
-                     "url": redact_credentials(target.url), "expires_at": target.expires_at,
-                     "deliveries": [{"at": a.at, "attempt": a.attempt, "status": a.status,
-                                     "error": a.error, "entries": a.entries,
-                                     "elapsed_ms": a.elapsed_ms} for a in log]})
-    return rows
-
-
 def run(args: argparse.Namespace) -> int:
     location = args.state or str(Path(args.data) / "hub.db")
     try:
-        state, _ = existing_hub_state(location)
-        try:
-            targets = state.push_targets()
-            attempts = {t.id: state.push_attempts(t.id, args.last) for t in targets}
-        finally:
-            state.close()
-    except StoreError as exc:
+        rows = delivery_logs(location, last=args.last, failing=args.failing)
+    except FeedmeshError as exc:
         print(f"feedmesh deliveries: {exc}", file=sys.stderr)
         return 2
-    rows = delivery_logs(targets, attempts, args.failing)
     if args.json:
         print(json.dumps({"targets": rows}, indent=2))
         return 0

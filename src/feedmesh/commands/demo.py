@@ -15,10 +15,8 @@ import contextlib
 import fcntl
 import os
 import shutil
-import signal
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,20 +24,12 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from feedmesh.commands.serve import running_hub
-from feedmesh.crawl import CrawlSettings
-from feedmesh.farm import FarmConfig, FarmProcess
-from feedmesh.feeds.opml import parse_opml
-from feedmesh.fetch import FetchSettings
-from feedmesh.hub.app import HubSettings
-from feedmesh.hub.facade import HubFacade
+from feedmesh import runloop
+from feedmesh.compose.demo import Demo, run_demo
+from feedmesh.errors import FeedmeshError
 from feedmesh.logs import setup_logging
-from feedmesh.store import StoreError, Subscription
 
 __all__ = ["configure", "run"]
-
-EXAMPLE_QUERIES = ("(people AND time) OR government", "market OR economy", '"new york" OR london')
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feeds", type=int, default=2000, help="synthetic feeds in the farm")
@@ -59,7 +49,7 @@ MARK = ".feedmesh-demo"
 """The file that marks a folder as the demo's own (and, locked, as in use by a running demo)."""
 
 
-class DemoFolderError(Exception):
+class DemoFolderError(FeedmeshError):
     """The demo's folder cannot be used (someone else's files, or a demo running on it)."""
 
 
@@ -103,66 +93,45 @@ def run(args: argparse.Namespace) -> int:
     setup_logging("warning")
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
     console = Console()
+
+    def starting(feeds: int) -> None:
+        console.print(f"starting a farm of {feeds} synthetic feeds on loopback "
+                      f"(clock x{args.speed:g})...")
+
+    async def show(demo: Demo, stop: asyncio.Event) -> None:
+        await _live(demo, stop, console, args.seconds)
+
     try:
         with demo_folder(Path(args.data)):
-            console.print(f"starting a farm of {args.feeds} synthetic feeds on loopback "
-                          f"(clock x{args.speed:g})...")
-            with FarmProcess(FarmConfig(feeds=args.feeds, seed=1, speed=args.speed)) as farm:
-                return asyncio.run(_demo(args, farm, console))
-    except (DemoFolderError, OSError, StoreError) as exc:  # a busy port is an OSError too
+            return runloop.run(run_demo(data_dir=args.data, feeds=args.feeds, speed=args.speed,
+                                        interval_s=args.interval, port=args.port, show=show,
+                                        started=starting))
+    except (OSError, FeedmeshError) as exc:  # a busy port is an OSError too
         print(f"feedmesh demo: {exc}", file=sys.stderr)
         return 2
 
 
-async def _demo(args: argparse.Namespace, farm: FarmProcess, console: Console) -> int:
-    settings = HubSettings(
-        # Every feed every interval: the farm's clock runs 120x, the hub's is real, and a
-        # learned schedule on real time would wait hours for feeds that post every minute.
-        data_dir=args.data, crawl_interval_s=args.interval, schedule=None,
-        fetch=FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=8),
-        crawl=CrawlSettings())
-    async with running_hub(settings, "127.0.0.1", args.port) as (hub, base):
-        token, subs = await _demo_account(hub, farm)
-        feeds = [(sub.query, f"{base}/f/{hub.feed_token(sub)}.rss") for sub in subs]
-        console.print(f"\n[bold]feedmesh is running:[/bold] open {base}/ to sign up and "
-                      "subscribe (Ctrl-C stops)")
-        console.print(f"demo account token: {token}")
-        for query, url in feeds:
-            console.print(f"  {query!r:42} {url}")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        started = time.monotonic()
-        with Live(await _view(hub, subs), console=console, refresh_per_second=2) as live:
-            while not stop.is_set():
-                if args.seconds and time.monotonic() - started > args.seconds:
-                    break
-                live.update(await _view(hub, subs))
-                try:
-                    await asyncio.wait_for(stop.wait(), 1.0)
-                except TimeoutError:
-                    pass
-        console.print("\nstopping: finishing in-flight work...")
-    return 0
+async def _live(demo: Demo, stop: asyncio.Event, console: Console, seconds: float) -> None:
+    console.print(f"\n[bold]feedmesh is running:[/bold] open {demo.base}/ to sign up and "
+                  "subscribe (Ctrl-C stops)")
+    console.print(f"demo account token: {demo.token}")
+    for query, url in demo.feeds:
+        console.print(f"  {query!r:42} {url}")
+    started = time.monotonic()
+    with Live(await _view(demo), console=console, refresh_per_second=2) as live:
+        while not stop.is_set():
+            if seconds and time.monotonic() - started > seconds:
+                break
+            live.update(await _view(demo))
+            try:
+                await asyncio.wait_for(stop.wait(), 1.0)
+            except TimeoutError:
+                pass
+    console.print("\nstopping: finishing in-flight work...")
 
 
-async def _demo_account(hub: HubFacade, farm: FarmProcess) -> tuple[str, list[Subscription]]:
-    """A demo account following every farm feed, with example subscriptions."""
-    account, token = await hub.create_account("demo")
-    opml = parse_opml(await asyncio.to_thread(_read, farm.opml_url))
-    await hub.follow_sources(account.id, opml.outlines)
-    subs = [await hub.add_subscription(account.id, name="", query=query, keep=10)
-            for query in EXAMPLE_QUERIES]
-    return token, subs
-
-
-def _read(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=30) as answer:
-        return answer.read()
-
-
-async def _view(hub: HubFacade, demo_subs: list[Subscription]) -> Group:
+async def _view(demo: Demo) -> Group:
+    hub = demo.hub
     stats = await hub.stats()
     metrics = stats["metrics"]
     table = Table(title="feedmesh demo (live)", show_header=False, min_width=70)
@@ -187,6 +156,6 @@ async def _view(hub: HubFacade, demo_subs: list[Subscription]) -> Group:
     subs = Table(title="demo subscriptions", show_header=True)
     subs.add_column("query")
     subs.add_column("entries in its feed", justify="right")
-    for sub in demo_subs:
+    for sub in demo.subs:
         subs.add_row(sub.query, str(len(await hub.feed_items(sub.id))))
     return Group(table, subs)

@@ -31,37 +31,14 @@ import argparse
 import asyncio
 import json
 import sys
-import time
-from pathlib import Path
 
-import msgspec
-
-from feedmesh.bus import BusError
-from feedmesh.compose import (
-    existing_file,
-    open_bus,
-    open_feed_ownership,
-    open_ingest_store,
-)
-from feedmesh.hub.app import crawler_group
-from feedmesh.hub.messages import OwnersChanged, encode
-from feedmesh.locality import (
-    FeedLoad,
-    LocalityError,
-    balanced,
-    fetches_per_cycle,
-    first_fit,
-    group_by_host,
-    random_assignment,
-    reassign,
-    work,
-)
+from feedmesh.compose.mapping import apply_mapping, hub_location
+from feedmesh.errors import FeedmeshError
+from feedmesh.locality import LocalityError
 from feedmesh.locality import cli as plain
-from feedmesh.store import FeedOwnership, IngestStore, StoreError
 
 __all__ = ["configure", "run"]
 
-HISTORY_DAYS = 28
 EXIT_NOT_HANDED_OVER = 1
 EXIT_INVALID = 2
 
@@ -97,154 +74,54 @@ def run(args: argparse.Namespace) -> int:
         return plain.run(args)
     try:
         return asyncio.run(_apply(args))
-    except (LocalityError, StoreError, BusError, ValueError) as error:
+    except (FeedmeshError, ValueError) as error:
         print(f"feedmesh map: {error}", file=sys.stderr)
         return EXIT_INVALID
 
 
-def _location(args: argparse.Namespace) -> str:
-    if bool(args.store) == bool(args.data):
-        raise LocalityError("--apply needs the hub's store: --store postgresql://... or "
-                            "--data DIR (one of them)")
+async def _apply(args: argparse.Namespace) -> int:
     if args.feeds or args.previous or args.loads:
         raise LocalityError("--apply maps the feeds of the hub's store with the loads it "
                             "knows, from its ownership table: leave out --feeds, --loads and "
                             "--previous")
-    if args.store:
-        if not args.store.startswith(("postgresql://", "postgres://")):
-            raise LocalityError(f"--store {args.store!r}: give a postgresql:// URL")
-        return args.store
-    return str(existing_file(Path(args.data) / "feedmesh.db"))
+    location = hub_location(args.store, args.data)
+    names = [site.name for site in args.crawler]
 
+    async def latency(sites: list, groups: list) -> tuple:
+        return await plain.estimate_latency(args, sites, groups)
 
-def feed_loads(store: IngestStore, groups: dict[str, str], now: float, cycle_s: float,
-               max_polls: float) -> list[FeedLoad]:
-    """Each feed's polls per cycle (its posting rate) and bytes per fetch (what the store holds
-    of it), as the store knows them."""
-    since = now - HISTORY_DAYS * 86400.0
-    postings = store.all_postings(since=since)
-    added = {row.id: row.added_at for row in store.feeds()}
-    loads = []
-    for key, group in groups.items():
-        feed_id = int(key)
-        posted = [p for p in postings.get(feed_id, ()) if not p.backlog]
-        days = max(1.0, (now - max(since, added.get(feed_id, since))) / 86400.0)
-        held = store.entries(feed_id, limit=50)
-        size = sum(len(msgspec.msgpack.encode(item.entry)) for item in held)
-        loads.append(FeedLoad(key, group, fetches_per_cycle(len(posted) / days, cycle_s,
-                                                            max_polls), size))
-    return loads
-
-
-def _moves(table: FeedOwnership, mapping: dict[str, str], names: list[str]
-           ) -> tuple[dict[int, str], dict[int, str]]:
-    """(staged, transferred): a listed owner hands its feed over; an absent one cannot."""
-    current = table.owners()
-    staged: dict[int, str] = {}
-    transferred: dict[int, str] = {}
-    for key, target in mapping.items():
-        feed_id = int(key)
-        row = current.get(feed_id)
-        if row is None or row.owner not in names:
-            if row is None or row.owner != target:
-                transferred[feed_id] = target
-        elif row.owner != target or row.next_owner not in ("", target):
-            staged[feed_id] = target
-    return staged, transferred
-
-
-async def _apply(args: argparse.Namespace) -> int:
-    location = _location(args)
-    sites = args.crawler
-    names = [site.name for site in sites]
-    if len(set(names)) != len(names):
-        raise LocalityError(f"crawler names must be distinct, got {names}")
-    store = await asyncio.to_thread(open_ingest_store, location)
-    table: FeedOwnership | None = None
-    try:
-        table = await asyncio.to_thread(open_feed_ownership, location)
-        rows = await asyncio.to_thread(store.feeds)
-        if not rows:
-            raise LocalityError(f"no feeds in the store at {location}: nothing to map")
-        urls = {str(row.id): row.state.url for row in rows}
-        groups = group_by_host(urls)
-        group_of = {feed: group.key for group in groups for feed in group.feeds}
-        latency, failures = await plain.estimate_latency(args, sites, groups)
-        loads = await asyncio.to_thread(feed_loads, store, group_of, time.time(), args.cycle,
-                                        args.max_polls)
-        current = await asyncio.to_thread(table.owners)
-        previous = {str(f): row.next_owner or row.owner for f, row in current.items()
-                    if str(f) in urls}
-        if previous and not args.fresh:
-            mapping = reassign(previous, loads, names, latency)
-            how = "reassigned"
-        elif args.algorithm == "cobra":
-            mapping, how = first_fit(loads, names, latency), "cobra"
-        elif args.algorithm == "random":
-            mapping, how = random_assignment(list(urls), names, args.seed), "random"
-        else:
-            mapping, how = balanced(loads, names, latency), "ours"
-        staged, transferred = await asyncio.to_thread(_moves, table, mapping, names)
-        await asyncio.to_thread(table.transfer, transferred)
-        await asyncio.to_thread(table.stage, staged)
-        # Crawlers that held feeds and are not listed left: nothing is theirs any more.
-        departed = sorted({name for row in current.values()
-                           for name in (row.owner, row.next_owner)
-                           if name and name not in names})
-        told = False
-        dropped: list[str] = []
-        if args.bus:
-            bus = open_bus(args.bus, namespace=args.bus_namespace)
-            try:
-                await bus.publish("feeds", encode(OwnersChanged(by="map")))
-                told = True
-                # Their durable group on `feeds` would keep every later message for them,
-                # filling the stream's bounds: dropped.
-                for name in departed:
-                    if await bus.drop_group("feeds", crawler_group(name)):
-                        dropped.append(name)
-            finally:
-                await bus.close()
-        pending = await _wait_handed_over(table, args.wait if told else 0.0)
-    finally:
-        store.close()
-        if table is not None:
-            table.close()
-    busy = work(mapping, loads, names, latency)
-    counts = {name: sum(1 for c in mapping.values() if c == name) for name in names}
-    holders = sorted({row.owner for row in pending.values()})
+    done = await apply_mapping(location, args.crawler, latency=latency, fresh=args.fresh,
+                               algorithm=args.algorithm, seed=args.seed, cycle_s=args.cycle,
+                               max_polls=args.max_polls, bus_url=args.bus,
+                               bus_namespace=args.bus_namespace, wait_s=args.wait)
+    holders = sorted({row.owner for row in done.pending.values()})
     if args.json:
-        print(json.dumps({"algorithm": how, "feeds": len(mapping), "groups": len(groups),
-                          "probe_failures": len(failures), "staged": len(staged),
-                          "transferred": len(transferred), "not_handed_over": len(pending),
-                          "departed": departed, "groups_dropped": dropped,
-                          "crawlers": {n: {"feeds": counts[n], "work_s": round(busy[n], 3)}
-                                       for n in names},
-                          "mapping": {int(k): v for k, v in mapping.items()}}))
+        print(json.dumps({"algorithm": done.how, "feeds": len(done.mapping),
+                          "groups": done.groups, "probe_failures": len(done.failures),
+                          "staged": done.staged, "transferred": done.transferred,
+                          "not_handed_over": len(done.pending), "departed": done.departed,
+                          "groups_dropped": done.dropped,
+                          "crawlers": {n: {"feeds": done.counts[n],
+                                           "work_s": round(done.work[n], 3)} for n in names},
+                          "mapping": {int(k): v for k, v in done.mapping.items()}}))
     else:
-        print(f"{len(mapping)} feeds on {len(groups)} hosts, {len(names)} crawlers ({how}): "
-              f"{len(staged)} staged for handover, {len(transferred)} transferred at once")
-        for crawler, key, why in failures:
+        print(f"{len(done.mapping)} feeds on {done.groups} hosts, {len(names)} crawlers "
+              f"({done.how}): {done.staged} staged for handover, {done.transferred} "
+              "transferred at once")
+        for crawler, key, why in done.failures:
             print(f"  not measured: {crawler} -> {key}: {why}")
         for name in names:
-            print(f"  {name:16} {counts[name]:6} feeds  {busy[name]:8.2f} s of fetching a cycle")
-        if not told and staged:
+            print(f"  {name:16} {done.counts[name]:6} feeds  {done.work[name]:8.2f} s of "
+                  "fetching a cycle")
+        if not done.told and done.staged:
             print("  the crawlers were not told (no --bus): they hand over at their next start")
-        if dropped:
-            print(f"  departed: {', '.join(dropped)} (their feeds group on the bus dropped)")
-    if pending and told:
-        print(f"feedmesh map: {len(pending)} feeds not handed over within {args.wait:.0f} s by "
-              f"{', '.join(holders)}: is it running? If it left, run map --apply again "
-              "without it (its feeds are then transferred at once)", file=sys.stderr)
+        if done.dropped:
+            print(f"  departed: {', '.join(done.dropped)} (their feeds group on the bus "
+                  "dropped)")
+    if done.pending and done.told:
+        print(f"feedmesh map: {len(done.pending)} feeds not handed over within "
+              f"{args.wait:.0f} s by {', '.join(holders)}: is it running? If it left, run map "
+              "--apply again without it (its feeds are then transferred at once)",
+              file=sys.stderr)
         return EXIT_NOT_HANDED_OVER
     return 0
-
-
-async def _wait_handed_over(table: FeedOwnership, wait_s: float) -> dict:
-    """Until no staged move is left (the crawlers handed every feed over), or ``wait_s``."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        pending = await asyncio.to_thread(table.staged)
-        if not pending or time.monotonic() >= deadline:
-            return pending
-        await asyncio.sleep(0.2)

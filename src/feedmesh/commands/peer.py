@@ -13,48 +13,25 @@ neighbours, the entries each one brought, deficits and the fetches saved.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import signal
 import sys
-import zlib
 from pathlib import Path
 from urllib.error import URLError
 from urllib.request import urlopen
 
-import msgspec
-
 from feedmesh import runloop
-from feedmesh.clock import SystemClock
-from feedmesh.commands.crawl import add_fetch_arguments, fetch_settings, load_opml
-from feedmesh.compose import open_archive
-from feedmesh.feeds.opml import OpmlError
-from feedmesh.fetch import Fetcher
+from feedmesh.commands.flags import add_fetch_arguments, fetch_settings, parse_address
+from feedmesh.compose.lifecycle import run_roles
+from feedmesh.compose.opml import load_opml
+from feedmesh.compose.peer import PEER_FILE, TRUST_POLICIES, PeerRole, peer_settings
+from feedmesh.compose.settings import POLICY_NAMES
+from feedmesh.errors import FeedmeshError
 from feedmesh.logs import setup_logging
-from feedmesh.mesh.feedex import FeedExSettings
-from feedmesh.mesh.peer import Peer, PeerSettings, check_loopback
-from feedmesh.mesh.peer.daemon import PEER_FILE, fetch_headers
-from feedmesh.mesh.peer.multicast import MulticastSettings
-from feedmesh.mesh.peer.trust import TRUST_POLICIES, TrustSettings
-from feedmesh.schedule import SchedulerSettings
-from feedmesh.schedule.policy_names import POLICY_NAMES
-from feedmesh.store import StoreError
 
-__all__ = ["configure", "parse_address", "run"]
+__all__ = ["configure", "run"]
 
 DEFAULT_DATA = "var/peer"
-
-
-def parse_address(value: str, what: str) -> tuple[str, int]:
-    """``HOST:PORT`` or ``http://HOST:PORT`` -> (host, port); ValueError says what is wrong."""
-    text = value.strip()
-    if text.startswith("http://"):
-        text = text[len("http://"):].rstrip("/")
-    host, colon, port = text.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"{what} must be HOST:PORT (e.g. 127.0.3.1:8400), got {value!r}")
-    return host.strip("[]"), int(port)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -101,82 +78,42 @@ def run(args: argparse.Namespace) -> int:
             return status(Path(args.data))
         setup_logging("warning")
         os.umask(0o077)
-        settings = _settings(args)
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
-        return runloop.run(_main(args, settings))
-    except (OpmlError, StoreError, OSError) as error:
+        return runloop.run(_main(args))
+    except (ValueError, OSError, FeedmeshError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
 
-def _settings(args: argparse.Namespace) -> PeerSettings:
+async def _main(args: argparse.Namespace) -> int:
     listen = parse_address(args.listen, "--listen")
-    if listen[1] == 0 or listen[0] in ("0.0.0.0", "::"):
-        raise ValueError("--listen needs the address and port neighbours reach this node at "
-                         "(it is the node's identity), not a wildcard or port 0")
-    local = parse_address(args.local, "--local")
-    check_loopback(local[0])
-    tracker = parse_address(args.tracker, "--tracker") if args.tracker else None
-    # the scheduler's seed sets the phases of the first fetches: one per node, or every peer
-    # started with the same list would fetch each feed at the same moments
-    seed = zlib.crc32(f"{listen[0]}:{listen[1]}".encode())
-    schedule = SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget,
-                                 seed=seed)
-    return PeerSettings(listen=listen, local=local, tracker=tracker, data=Path(args.data),
-                        feedex=FeedExSettings(), schedule=schedule,
-                        multicast=_multicast(args, listen))
-
-
-def _multicast(args: argparse.Namespace, listen: tuple[str, int]) -> MulticastSettings | None:
-    if args.scribe == "off":
-        return None
-    address = parse_address(args.scribe, "--scribe") if args.scribe else listen
-    bootstrap = tuple(parse_address(b, "--scribe-bootstrap") for b in args.scribe_bootstrap)
-    if args.trust_key and args.trust != "listed":
-        raise ValueError("--trust-key is for --trust listed (first-use pins keys by itself)")
-    return MulticastSettings(address=address, bootstrap=bootstrap,
-                             trust=TrustSettings(args.trust, frozenset(args.trust_key)))
-
-
-async def _main(args: argparse.Namespace, settings: PeerSettings) -> int:
+    scribe = (None if args.scribe == "off" else
+              parse_address(args.scribe, "--scribe") if args.scribe else listen)
+    settings = peer_settings(
+        listen=listen, local=parse_address(args.local, "--local"),
+        tracker=parse_address(args.tracker, "--tracker") if args.tracker else None,
+        data=args.data, policy=args.policy, budget=args.budget, scribe=scribe,
+        scribe_bootstrap=[parse_address(b, "--scribe-bootstrap") for b in args.scribe_bootstrap],
+        trust=args.trust, trust_keys=args.trust_key)
     urls: list[str] = []
     if args.opml:
         opml = await load_opml(args.opml, fetch_settings(args))
         for reason in opml.skipped:
             print(f"skipped {reason}", file=sys.stderr)
         urls = [o.url for o in opml.outlines]
-    settings.data.mkdir(parents=True, exist_ok=True)
-    store = open_archive(settings.data / "archive.db")
-    clock = SystemClock()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    fetching = fetch_settings(args)
-    if args.tell_publishers:
-        fetching = msgspec.structs.replace(
-            fetching, headers=fetching.headers + fetch_headers(settings.listen))
-    async with Fetcher(fetching, clock=clock) as fetcher:
-        peer = Peer(settings, store, fetcher, clock)
-        try:
-            await peer.start(urls)
-            feeds = len(peer.archive.urls())
-            if feeds == 0:
-                print("warning: no feeds followed yet (give --opml FILE, or POST "
-                      f"{{\"url\": ...}} to {peer.proxy.url}/api/feeds)", file=sys.stderr)
-            print(f"feedmesh peer {settings.listen[0]}:{settings.listen[1]}: {feeds} feeds, "
-                  f"policy {settings.schedule.policy}, data in {settings.data}")
-            print(f"point your reader at {peer.proxy.url}/all.rss (every feed), or import "
-                  f"{peer.proxy.url}/feeds.opml (one feed each); Atom: .atom, JSON Feed: .json")
-            print(f"status: feedmesh peer status --data {settings.data}", flush=True)
-            await stop.wait()
-        finally:
-            await peer.stop()
-            store.close()
-    return 0
+    role = PeerRole(settings, fetch_settings(args), urls, tell_publishers=args.tell_publishers)
+
+    def announce() -> None:
+        proxy = role.peer.proxy.url  # type: ignore[union-attr]
+        if role.feeds == 0:
+            print("warning: no feeds followed yet (give --opml FILE, or POST "
+                  f"{{\"url\": ...}} to {proxy}/api/feeds)", file=sys.stderr)
+        print(f"feedmesh peer {settings.listen[0]}:{settings.listen[1]}: {role.feeds} feeds, "
+              f"policy {settings.schedule.policy}, data in {settings.data}")
+        print(f"point your reader at {proxy}/all.rss (every feed), or import "
+              f"{proxy}/feeds.opml (one feed each); Atom: .atom, JSON Feed: .json")
+        print(f"status: feedmesh peer status --data {settings.data}", flush=True)
+
+    return await run_roles([role], announce=announce)
 
 
 def status(data: Path) -> int:

@@ -1,20 +1,17 @@
 """``feedmesh tracker --listen HOST:PORT``: the list server FeedEx peers find each other through
 (3.1, like Gnutella's host cache or a BitTorrent tracker). It learns the address of every node
-that calls it, and nothing else."""
+that calls it, and nothing else (:mod:`feedmesh.compose.peer`)."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 
 from feedmesh import runloop
-from feedmesh.clock import SystemClock
-from feedmesh.commands.peer import parse_address
+from feedmesh.commands.flags import parse_address
+from feedmesh.compose.lifecycle import run_roles
+from feedmesh.compose.peer import TrackerRole
 from feedmesh.logs import setup_logging
-from feedmesh.mesh.feedex import Tracker
-from feedmesh.mesh.peer import TrackerServer
 
 __all__ = ["configure", "run"]
 
@@ -30,25 +27,14 @@ def run(args: argparse.Namespace) -> int:
     setup_logging("warning")
     try:
         host, port = parse_address(args.listen, "--listen")
-        if args.ttl <= 0:
-            raise ValueError(f"--ttl must be > 0, got {args.ttl}")
-        return runloop.run(_main(host, port, args.ttl))
+        role = TrackerRole(host, port, args.ttl)
+        return runloop.run(run_roles([role], announce=lambda: _ready(role)))
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 
 
-async def _main(host: str, port: int, ttl: float) -> int:
-    server = TrackerServer(host, port, SystemClock(), tracker=Tracker(ttl_s=ttl))
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+def _ready(role: TrackerRole) -> None:
+    server = role.server
     print(f"feedmesh tracker on http://{server.host}:{server.port} "
           f"(peers: --tracker http://{server.host}:{server.port})", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        await server.stop()
-    return 0

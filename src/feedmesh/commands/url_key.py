@@ -1,6 +1,6 @@
 """``feedmesh url-key``: show, rotate or retire the key that signs private feed URLs.
 
-A private feed URL is an HMAC of its subscription under this key (:mod:`feedmesh.hub.tokens`),
+A private feed URL is an HMAC of its subscription under this key (:mod:`feedmesh.hub.front.tokens`),
 so whoever holds the key can make a working URL for any subscription. An operator rotates it on a
 schedule, or at once when it may have leaked:
 
@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-from feedmesh.compose import change_feed_url_keys, feed_url_keys
-from feedmesh.fetch.redact import redact_credentials
-from feedmesh.hub.tokens import key_fingerprint
-from feedmesh.store import StoreError
+from feedmesh.commands import flags
+from feedmesh.compose.engines import change_feed_url_keys, feed_url_keys
+from feedmesh.compose.tools import key_fingerprint, redact_credentials
+from feedmesh.errors import FeedmeshError
 
 __all__ = ["configure", "run"]
 
@@ -37,11 +36,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("show", "rotate", "retire"),
                         help="show the keys' fingerprints; rotate: a new key makes URLs, the "
                              "old one still checks them; retire: drop the old one")
-    parser.add_argument("--data", default=os.environ.get("FEEDMESH_DATA", "var"),
-                        help="the hub's data folder (where feed-secret.key is)")
-    parser.add_argument("--store", default=os.environ.get("FEEDMESH_STORE", ""),
-                        metavar="URL", help="the distributed hub's postgresql:// URL (its keys "
-                                            "are in the database, not in a folder)")
+    flags.add_data(parser, help="the hub's data folder (where feed-secret.key is)")
+    flags.add_store(parser, help="the distributed hub's postgresql:// URL (its keys are in the "
+                    "database, not in a folder)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -52,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             change_feed_url_keys(args.data, args.store, rotate=args.action == "rotate",
                                  now=time.time())
         after = _keys(args)
-    except StoreError as exc:
+    except FeedmeshError as exc:
         print(f"feedmesh url-key {args.action}: {exc}", file=sys.stderr)
         return 2
     where = _where(args)

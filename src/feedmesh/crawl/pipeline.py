@@ -7,7 +7,8 @@ Steps 2-4 of the data flow (docs/architecture.md). For each feed that is due:
 3. the parser turns a changed body into entries (never raising);
 4. a :class:`~feedmesh.store.FeedUpdate` intent carries the new fetch state and the entries to
    the store, which keeps only new and updated entries, in batches committed atomically;
-5. after each commit, the ingested entries are handed to ``on_ingested`` (the hub's filter tier)
+5. after each commit, the ingested entries are handed to :meth:`CrawlEvents.ingested` (the hub's
+   crawler tier publishes them to the filters)
    while the next batch commits, in the order they were stored, one batch at a time. A slow
    consumer makes the batch queue fill up and the fetch workers wait: backpressure.
 
@@ -18,7 +19,7 @@ that succeeds first hands on this crawler's entries stored since the last it han
 (:meth:`Crawler._stored_unseen`). An *edit* to a known entry in such a commit keeps its id and is
 not found that way: the reflectors show the earlier text until the entry changes again. Entries
 found that way go on as not *backlog* (the store keeps no such mark per entry), as the hub's
-start-up replay sends them. Entries stored but not handed on because ``on_ingested`` raised (a bug
+start-up replay sends them. Entries stored but not handed on because ``ingested`` raised (a bug
 downstream) are found the same way by the next commit, and the fetches queued behind such a
 failure are forgotten and made again rather than left waiting.
 
@@ -37,14 +38,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 import msgspec
 
 from feedmesh.clock import Clock
 from feedmesh.feeds import parse_feed
 from feedmesh.fetch import BackoffPolicy, FeedFetchState, Fetcher, FetchRequest, next_fetch_state
-from feedmesh.fetch.host_state import HostHealth, HostPause, HostPolicy, host_of
+from feedmesh.fetch.host_state import HostHealth, HostPolicy, host_of
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.state import not_a_feed
 from feedmesh.logs import Throttled
@@ -69,8 +71,26 @@ __all__ = ["CrawlSettings", "CrawlStats", "Crawler", "FeedOutcome"]
 
 log = logging.getLogger("feedmesh.crawl")
 _commit_log = Throttled(log)
-OnIngested = Callable[[list[IngestedEntry]], Awaitable[None]]
-OnDocument = Callable[[int, FetchResult, ParsedFeed], None]
+class CrawlEvents(Protocol):
+    """What a :class:`Crawler` tells the part that consumes its crawl (the hub's crawler tier),
+    given to it at construction. Each method is called on the event loop and must not block."""
+
+    async def ingested(self, entries: list[IngestedEntry]) -> None:
+        """A committed batch's new and updated entries, in the order they were stored; the next
+        batch waits until this returns (backpressure)."""
+        ...
+
+    def feed_info(self, feed_id: int, info: FeedInfo) -> None:
+        """A feed's title, language and hints as its last parsed document has them."""
+        ...
+
+    def document(self, feed_id: int, result: FetchResult, parsed: ParsedFeed) -> None:
+        """Each fetched document that parsed as a feed (WebSub discovery reads it)."""
+        ...
+
+    def deactivated(self, feed_id: int) -> None:
+        """A fetch deactivated the feed (410 Gone and the like)."""
+        ...
 _encoder = msgspec.msgpack.Encoder()
 
 
@@ -189,11 +209,8 @@ class Crawler:
     """
 
     def __init__(self, store: IngestStore, fetcher: Fetcher, clock: Clock, *,
-                 settings: CrawlSettings | None = None, on_ingested: OnIngested | None = None,
+                 settings: CrawlSettings | None = None, events: CrawlEvents | None = None,
                  subscribers: Callable[[int], int | None] | None = None,
-                 on_feed_info: Callable[[int, FeedInfo], None] | None = None,
-                 on_document: OnDocument | None = None,
-                 on_deactivated: Callable[[int], None] | None = None,
                  share: tuple[int, int] = (0, 1)) -> None:
         self.store = store
         self.share = share
@@ -209,17 +226,12 @@ class Crawler:
         self.fetcher = fetcher
         self.clock = clock
         self.settings = settings or CrawlSettings()
-        self.on_ingested = on_ingested
+        self.events = events
+        """Who consumes the crawl (None: nobody; what is stored is only stored)."""
         self.subscribers = subscribers
-        self.on_feed_info = on_feed_info
-        self.on_document = on_document
-        """Called with each fetched document that parsed as a feed (WebSub discovery)."""
-        self.on_deactivated = on_deactivated
-        """Called when a fetch deactivates a feed (410 Gone and the like)."""
         self.hosts = HostHealth(self.settings.hosts)
-        """The hosts that could not be reached lately (:mod:`feedmesh.fetch.host_state`)."""
-        self.on_host_paused: Callable[[HostPause], None] | None = None
-        """Called when a host is paused (the scheduled crawl tells its scheduler)."""
+        """The hosts that could not be reached lately (:mod:`feedmesh.fetch.host_state`); a
+        scheduled crawl reads the pauses from it (:mod:`.scheduled`)."""
         self.states: dict[int, FeedFetchState] = {}
         self._rng = random.Random(self.settings.seed)
         self._db = StoreThread()
@@ -403,8 +415,8 @@ class Crawler:
             update = msgspec.structs.replace(update, **fence)
         ingested = await self._submit(update, previous, stats)
         if previous.active and not self.states.get(feed_id, previous).active \
-                and self.on_deactivated is not None:
-            self.on_deactivated(feed_id)
+                and self.events is not None:
+            self.events.deactivated(feed_id)
         whole = result.outcome == FetchOutcome.OK and update.info is not None
         return FeedOutcome(feed_id=feed_id, result=msgspec.structs.replace(result, body=b""),
                            state=self.states.get(feed_id, update.state),
@@ -499,8 +511,6 @@ class Crawler:
                         "last_error=%r: its feeds are not fetched until a probe reaches it",
                         host, pause.failures, pause.pauses, pause.until - now,
                         redact_credentials(pause.last_error))
-            if self.on_host_paused is not None:
-                self.on_host_paused(pause)
         elif was_paused and not self.hosts.pauses(host):
             log.info("host_answering host=%s outcome=%s: its feeds are fetched again",
                      host, outcome)
@@ -529,10 +539,10 @@ class Crawler:
             return FeedUpdate(feed_id=feed_id, state=state, seen_at=now)
         if parsed.error is not None:
             stats.add_error(f"parse:{parsed.error.kind}")  # recovered: entries still count
-        if self.on_feed_info is not None:
-            self.on_feed_info(feed_id, parsed.feed)
-        if self.on_document is not None and not is_delta:
-            self.on_document(feed_id, result, parsed)
+        if self.events is not None:
+            self.events.feed_info(feed_id, parsed.feed)
+            if not is_delta:
+                self.events.document(feed_id, result, parsed)
         stats.entries_parsed += len(parsed.entries)
         stats.entries_parsed_bytes += sum(len(_encoder.encode(e)) for e in parsed.entries)
         return FeedUpdate(feed_id=feed_id, state=state, seen_at=now, info=parsed.feed,
@@ -545,7 +555,7 @@ class Crawler:
 
     async def _commit_loop(self, queue: asyncio.Queue[_Pending | None]) -> None:
         """Takes the waiting updates a batch at a time and commits them. A batch's entries are
-        handed on (``on_ingested``) while the next batch commits, so the store and the bus work
+        handed on (:meth:`CrawlEvents.ingested`) while the next batch commits, so the store and the bus work
         at the same time; they still leave in the order they were stored (a batch's hand-on
         begins once the one before it has ended), and at most one batch waits to be handed on
         (backpressure reaches the fetches as before). Taking turns instead, at case (b) with
@@ -637,7 +647,7 @@ class Crawler:
                 current = self.states.get(update.feed_id, update.state)
                 pending.update = msgspec.structs.replace(update, state=current)
         try:
-            if self._handed_upto is None and self.on_ingested is not None:
+            if self._handed_upto is None and self.events is not None:
                 self._handed_upto = await self._db.call(self.store.max_entry_id)
             fenced: list[int] = []
             ingested = await self._db.call(self.store.apply, [p.update for p in batch], fenced)
@@ -674,7 +684,7 @@ class Crawler:
                     stats.new_entries += 1
                 stats.out_bytes += len(_encoder.encode(item))
         found: list[IngestedEntry] = []
-        if self._unsure and self.on_ingested is not None:
+        if self._unsure and self.events is not None:
             self._unsure = False  # first: a hand-on failing meanwhile sets it again
             try:
                 found = await self._db.call(self._stored_unseen, ingested, self._handed_upto)
@@ -691,10 +701,10 @@ class Crawler:
 
     async def _hand_on(self, batch: list[_Pending], handed: list[IngestedEntry],
                        by_feed: dict[int, list[IngestedEntry]]) -> None:
-        """Give a committed batch's entries to ``on_ingested``, then tell its fetches."""
+        """Give a committed batch's entries to the crawl's consumer, then tell its fetches."""
         try:
-            if handed and self.on_ingested is not None:
-                await self.on_ingested(handed)
+            if handed and self.events is not None:
+                await self.events.ingested(handed)
         except BaseException:
             self._not_handed(handed)
             raise
@@ -702,7 +712,7 @@ class Crawler:
             self._tell(batch, by_feed)
 
     def _not_handed(self, items: list[IngestedEntry]) -> None:
-        """Stored entries that were not handed on (``on_ingested`` failed, or the committer
+        """Stored entries that were not handed on (its consumer failed, or the committer
         ended before their turn): the next commit looks for them, as after a failed commit
         (those handed on meanwhile may go again: downstream drops them as copies)."""
         if items and self._handed_upto is not None:

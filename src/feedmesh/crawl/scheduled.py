@@ -29,7 +29,7 @@ import msgspec
 
 from feedmesh.clock import Clock
 from feedmesh.crawl.pipeline import Crawler, CrawlStats, FeedOutcome
-from feedmesh.fetch.host_state import HostPause, host_of
+from feedmesh.fetch.host_state import host_of
 from feedmesh.schedule import FeedHints, FetchReport, Scheduler, SchedulerSettings
 from feedmesh.schedule.errors import ScheduleError, UnknownFeedError
 from feedmesh.store import IngestStore, StoreError
@@ -68,12 +68,19 @@ class ScheduledCrawler:
         self._in_flight: set[asyncio.Task[None]] = set()
         self.live: set[int] = set()
         """Feeds whose WebSub subscription is live (polled only as a safety net)."""
-        crawler.on_host_paused = self._host_paused
+        self._pauses_seen = 0
 
-    def _host_paused(self, pause: HostPause) -> None:
-        """A host that could not be reached is paused in the scheduler's host table, where the
-        other per-host decisions live: none of its feeds is due before the pause ends."""
-        self.scheduler.pause_host(pause.host, pause.until)
+    def _follow_host_pauses(self, now: float) -> None:
+        """A host the crawler paused (it could not be reached) is paused in the scheduler's
+        host table too, where the other per-host decisions live: none of its feeds is due
+        before the pause ends. Read before every grant, so no feed of a host paused by a fetch
+        that is still committing is granted meanwhile."""
+        hosts = self.crawler.hosts
+        if hosts.pauses_begun == self._pauses_seen:
+            return
+        self._pauses_seen = hosts.pauses_begun
+        for host, until in hosts.paused(now).items():
+            self.scheduler.pause_host(host, until)
 
     # -- feeds -------------------------------------------------------------------------------
 
@@ -204,6 +211,7 @@ class ScheduledCrawler:
                     next_prune = loop.time() + PRUNE_INTERVAL_S
                     pruning = asyncio.create_task(self._prune())
                 now = self.clock.now()
+                self._follow_host_pauses(now)
                 room = self.concurrency - len(self._in_flight)
                 if room > 0:
                     for feed_id in self.scheduler.pop_due(now, room):

@@ -38,9 +38,9 @@ def _placement(text: str) -> tuple[str, str]:
 
 def _geography(spec: str | None, clients: list[tuple[str, str]]):
     """The Geography that --geography and --client describe (None without --geography)."""
-    from feedmesh.farm.geography import Geography
-
     import msgspec
+
+    from feedmesh.farm.geography import Geography
 
     if spec is None:
         if clients:
@@ -96,9 +96,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from feedmesh.farm.config import FarmConfig
-
     import msgspec
+
+    from feedmesh.farm.config import FarmConfig
 
     try:
         if args.config_json:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import msgspec
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.farm.faults import Fault, FaultSpecError, parse_fault, parse_fault_mix
 from feedmesh.farm.geography import Geography, GeographyError
 
@@ -24,7 +25,7 @@ VALIDATOR_MIX = {"both": 0.45, "etag": 0.15, "last_modified": 0.15, "none": 0.25
 COMPRESSION_MIX = {"none": 0.45, "gzip": 0.40, "br": 0.05, "gzip+br": 0.10}
 
 
-class FarmConfigError(ValueError):
+class FarmConfigError(FeedmeshError, ValueError):
     """A farm setting is out of range; the message names it."""
 
 

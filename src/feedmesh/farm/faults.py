@@ -18,6 +18,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["DEFAULT_FAULT_MIX", "Fault", "FaultSpecError", "parse_fault", "parse_fault_mix"]
 
 
@@ -75,7 +77,7 @@ DEFAULT_FAULT_MIX: Mapping[Fault, float] = {
 }
 
 
-class FaultSpecError(ValueError):
+class FaultSpecError(FeedmeshError, ValueError):
     """A fault name or mix spec could not be read; the message says which part and why."""
 
 

@@ -28,6 +28,8 @@ import random
 
 import msgspec
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["REGIONS", "WAN3_RTT_MS", "Geography", "GeographyError"]
 
 REGIONS = ["na", "eu", "asia"]
@@ -37,7 +39,7 @@ WAN3_RTT_MS = [[30.0, 90.0, 160.0],
 SEGMENT_BYTES = 1460
 
 
-class GeographyError(ValueError):
+class GeographyError(FeedmeshError, ValueError):
     """A geography setting is inconsistent; the message names it."""
 
 

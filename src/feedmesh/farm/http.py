@@ -14,6 +14,8 @@ from __future__ import annotations
 from email.utils import parsedate_to_datetime
 from urllib.parse import parse_qs
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["REASONS", "Request", "RequestError", "accepted_codings", "etag_list", "http_time",
            "parse_request", "response_head"]
 
@@ -27,7 +29,7 @@ REASONS = {200: "OK", 206: "Partial Content", 226: "IM Used", 301: "Moved Perman
            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
 
 
-class RequestError(Exception):
+class RequestError(FeedmeshError):
     """The bytes received are not an acceptable request; ``status`` is what to answer."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -21,6 +21,7 @@ import urllib.request
 
 import msgspec
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.farm.config import FarmConfig
 from feedmesh.farm.requestlog import FarmRequest
 from feedmesh.procstat import rss_bytes
@@ -28,7 +29,7 @@ from feedmesh.procstat import rss_bytes
 __all__ = ["FarmProcess", "FarmProcessError"]
 
 
-class FarmProcessError(RuntimeError):
+class FarmProcessError(FeedmeshError, RuntimeError):
     """The farm process did not start (the message carries its stderr)."""
 
 

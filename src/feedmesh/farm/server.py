@@ -27,11 +27,18 @@ from feedmesh.farm.control import control_reply, opml_document
 from feedmesh.farm.documents import FarmModel, FeedDocument
 from feedmesh.farm.faults import Fault
 from feedmesh.farm.http import RequestError, parse_request, response_head
-from feedmesh.farm.posting import Post
-from feedmesh.farm.requestlog import (BODY_BYTES, BYTES_SENT, DURATION, FAULT, STATUS,
-                                      FarmRequest, RequestLog)
-from feedmesh.farm.reply import Reply, text_reply
 from feedmesh.farm.peerlist import RecentPeers
+from feedmesh.farm.posting import Post
+from feedmesh.farm.reply import Reply, text_reply
+from feedmesh.farm.requestlog import (
+    BODY_BYTES,
+    BYTES_SENT,
+    DURATION,
+    FAULT,
+    STATUS,
+    FarmRequest,
+    RequestLog,
+)
 from feedmesh.farm.routes import feed_reply
 
 __all__ = ["FarmServer"]

@@ -13,6 +13,7 @@ from xml.sax.saxutils import quoteattr
 import msgspec
 from lxml import etree
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.feeds.xmlsafe import declares_entities
 
 __all__ = ["OpmlError", "OpmlOutline", "OpmlResult", "parse_opml", "render_opml"]
@@ -21,7 +22,7 @@ _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=Fals
                           huge_tree=False, remove_comments=True, remove_pis=True)
 
 
-class OpmlError(ValueError):
+class OpmlError(FeedmeshError, ValueError):
     """The document is not a usable OPML list (message says why and, if known, where)."""
 
 

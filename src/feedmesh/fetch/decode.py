@@ -12,12 +12,14 @@ from typing import Protocol
 
 import brotli
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["ContentDecoder", "DecodeError", "DecodedTooLarge", "make_decoder"]
 
 _CHUNK_LIMIT = 256 * 1024
 
 
-class DecodeError(ValueError):
+class DecodeError(FeedmeshError, ValueError):
     """The body is not valid for its declared Content-Encoding."""
 
 

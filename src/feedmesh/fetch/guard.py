@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["AddressGuard", "BlockedAddressError", "GuardedResolver", "StaticResolver"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -26,7 +28,7 @@ _METADATA = {ipaddress.ip_address("169.254.169.254"), ipaddress.ip_address("fd00
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 
 
-class BlockedAddressError(OSError):
+class BlockedAddressError(FeedmeshError, OSError):
     """The destination resolved to an address the guard refuses."""
 
     def __init__(self, host: str, address: str, reason: str) -> None:

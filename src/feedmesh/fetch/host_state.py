@@ -82,6 +82,9 @@ class HostHealth:
     def __init__(self, policy: HostPolicy | None = None) -> None:
         self.policy = policy or HostPolicy()
         self._hosts: dict[str, _Host] = {}
+        self.pauses_begun = 0
+        """How many pauses have begun: who keeps its own table of pauses (a scheduler) reads
+        :meth:`paused` again when this moved."""
 
     def may_fetch(self, host: str, now: float) -> bool:
         """Whether a fetch from ``host`` may start now. True at most once per ``probe_s`` for a
@@ -128,6 +131,7 @@ class HostHealth:
         state.pauses += 1
         state.until = now + min(policy.pause_cap_s, policy.pause_s * 2.0 ** (state.pauses - 1))
         state.probe_until = 0.0
+        self.pauses_begun += 1
         return HostPause(host, state.until, state.failures, state.pauses, error)
 
     def pauses(self, host: str) -> int:

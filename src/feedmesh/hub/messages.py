@@ -50,6 +50,8 @@ class Article(msgspec.Struct, frozen=True, tag="article", kw_only=True):
     entry: Entry
     first_seen_at: float
     updated: bool = False
+    backlog: bool = False
+    """Found in the feed's first document: published before the hub followed the feed."""
     tokens: PackedTokens | None = None
     """The entry tokenized once by the crawler (:mod:`feedmesh.match.packed`, versioned), so
     that no filter shard tokenizes it again; absent from older crawlers' articles, and dropped
@@ -64,7 +66,8 @@ def article_of(item: IngestedEntry, feed_url: str, feed_title: str,
               if tokenized else None)
     return Article(entry_id=item.id, feed_id=item.feed_id, feed_url=feed_url,
                    feed_title=feed_title, feed_language=feed_language, entry=item.entry,
-                   first_seen_at=item.first_seen_at, updated=item.updated, tokens=tokens)
+                   first_seen_at=item.first_seen_at, updated=item.updated,
+                   backlog=item.backlog, tokens=tokens)
 
 
 class Matched(msgspec.Struct, frozen=True, tag="matched", kw_only=True):

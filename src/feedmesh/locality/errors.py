@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["LocalityError"]
 
 
-class LocalityError(ValueError):
+class LocalityError(FeedmeshError, ValueError):
     """Input the mapping cannot use; the message says what, where and why."""

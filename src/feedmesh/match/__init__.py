@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from feedmesh.match.article import Article, TokenizedArticle, article_from_entry, tokenize_article
-from feedmesh.match.errors import MatchError, QueryError, SnapshotError, SubscriptionIdError
+from feedmesh.match.errors import IndexSnapshotError, MatchError, QueryError, SubscriptionIdError
 from feedmesh.match.query import Query, QueryLimits, parse_query
 from feedmesh.match.text import STOP_WORDS, html_to_text, tokenize
 
@@ -44,7 +44,7 @@ __all__ = [
     "Query",
     "QueryError",
     "QueryLimits",
-    "SnapshotError",
+    "IndexSnapshotError",
     "SubscriptionIdError",
     "SubscriptionIndex",
     "TermStatistics",

@@ -4,7 +4,7 @@
 
     MatchError                      anything this package raises on purpose
     ├── QueryError (ValueError)     a subscription query that cannot be accepted, with position
-    ├── SnapshotError (ValueError)  serialized index bytes that are truncated, corrupt or foreign
+    ├── IndexSnapshotError (ValueError)  serialized index bytes that are truncated, corrupt or foreign
     └── SubscriptionIdError (ValueError)  a subscription id outside 0 <= id < 2**31
 
 A :class:`QueryError` always says *what* is wrong, *where* (0-based character offset into the text
@@ -14,10 +14,12 @@ at the offending character.
 
 from __future__ import annotations
 
-__all__ = ["MatchError", "QueryError", "SnapshotError", "SubscriptionIdError"]
+from feedmesh.errors import FeedmeshError
+
+__all__ = ["MatchError", "QueryError", "IndexSnapshotError", "SubscriptionIdError"]
 
 
-class MatchError(Exception):
+class MatchError(FeedmeshError):
     """Base class of every error the matching engine raises deliberately."""
 
 
@@ -45,7 +47,7 @@ class QueryError(MatchError, ValueError):
         return "\n".join(lines)
 
 
-class SnapshotError(MatchError, ValueError):
+class IndexSnapshotError(MatchError, ValueError):
     """Serialized index bytes could not be loaded (wrong magic, version, sizes or invariants)."""
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from feedmesh.errors import FeedmeshError
+
 from .calibrate import BENCHMARKS, PROCESS_BENCHMARKS, model_from_benchmarks
 from .check import ROLES, Scrape, check, live_loads, role_load
 from .errors import ProvisionError
@@ -46,7 +48,7 @@ separate processes (docs/provisioning.md, "A model of separate processes")."""
 BENCHMARK_DIR = Path(__file__).resolve().parents[3] / "benchmarks"
 
 
-class CommandError(Exception):
+class CommandError(FeedmeshError):
     """A one-line failure of this command (the cause is in the message)."""
 
 

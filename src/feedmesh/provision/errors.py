@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["ModelError", "ModelVersionError", "ProvisionError", "TargetsError",
            "UnresolvableError"]
 
 
-class ProvisionError(Exception):
+class ProvisionError(FeedmeshError):
     """Base of every error the provision package raises on purpose."""
 
 

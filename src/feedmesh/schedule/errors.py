@@ -18,6 +18,8 @@ fetch state's cap, which the scheduler follows), the decision is recorded in
 
 from __future__ import annotations
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = [
     "DuplicateFeedError",
     "ScheduleError",
@@ -29,7 +31,7 @@ __all__ = [
 ]
 
 
-class ScheduleError(Exception):
+class ScheduleError(FeedmeshError):
     """Base of every error the schedule package raises on purpose."""
 
 

@@ -31,6 +31,9 @@ import time
 from pathlib import Path
 from typing import Self
 
+from feedmesh import environment
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["LocalPostgres", "LocalPostgresError", "find_bindir"]
 
 SUPERUSER = "feedmesh"
@@ -38,14 +41,14 @@ SERVER_USER = "postgres"
 """The system user the server runs as when this process is root."""
 
 
-class LocalPostgresError(Exception):
+class LocalPostgresError(FeedmeshError):
     """The server could not be set up, started or stopped (the message says which and why)."""
 
 
 def find_bindir() -> Path:
     """The folder holding ``initdb`` and ``postgres``: ``$FEEDMESH_PG_BINDIR``, else the newest
     ``/usr/lib/postgresql/<version>/bin`` (Debian), else the one of ``initdb`` on ``PATH``."""
-    given = os.environ.get("FEEDMESH_PG_BINDIR")
+    given = environment.get("FEEDMESH_PG_BINDIR") or None
     candidates = [Path(given)] if given else []
     versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"),
                       key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit()

@@ -57,6 +57,7 @@ from typing import Protocol
 import msgspec
 import numpy as np
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.fetch.state import FeedFetchState
 from feedmesh.model import Entry, FeedInfo, WebSubLease
 
@@ -84,7 +85,7 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(FeedmeshError):
     """A storage operation failed (the message names the operation and the cause)."""
 
 

@@ -151,7 +151,7 @@ MIGRATIONS = (
     );
     REVOKE ALL ON hub_keys FROM PUBLIC;
     """,
-    # 5: the delivery workers' durable marks (feedmesh.hub.push: resumed after a restart);
+    # 5: the delivery workers' durable marks (feedmesh.hub.push.service: resumed after a restart);
     # targets of before count as delivered up to now (their feeds are not sent again)
     """
     ALTER TABLE push_targets ADD COLUMN delivered_before double precision NOT NULL DEFAULT 0;

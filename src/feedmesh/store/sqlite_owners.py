@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from feedmesh.store.ports import FeedOwner
 from feedmesh.store.owner_tables import SQLITE_OWNERS
+from feedmesh.store.ports import FeedOwner
 from feedmesh.store.sqlite_file import SQLiteFile
 
 __all__ = ["SQLiteFeedOwnership"]

@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.websub.signature import MAX_SECRET_BYTES
 
 __all__ = [
@@ -38,7 +39,7 @@ MAX_FORM_FIELDS = 50
 MODES = ("subscribe", "unsubscribe")
 
 
-class HubRequestError(ValueError):
+class HubRequestError(FeedmeshError, ValueError):
     """A subscription request the hub refuses: which field, and why."""
 
     def __init__(self, field: str, message: str) -> None:

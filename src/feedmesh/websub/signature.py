@@ -16,6 +16,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["METHODS", "SignatureError", "sign", "verify"]
 
 METHODS = ("sha1", "sha256", "sha384", "sha512")
@@ -23,7 +25,7 @@ METHODS = ("sha1", "sha256", "sha384", "sha512")
 MAX_SECRET_BYTES = 199
 
 
-class SignatureError(ValueError):
+class SignatureError(FeedmeshError, ValueError):
     """A delivered body's signature is missing, malformed, of an unknown method, or wrong."""
 
 

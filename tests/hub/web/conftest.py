@@ -44,7 +44,7 @@ async def subscribe(client: Client, query: str, **fields: Any) -> dict:
 
 
 async def feed_entry_count(env: HubEnv, sub_id: int) -> int:
-    return len(await env.hub.feed_items(sub_id))
+    return len(await env.hub.front.feed_items(sub_id))
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ three formats of one version)."""
 async def filled_subscription(env: HubEnv, client: Client, entries: int = 3,
                               query: str = FARM_QUERY, **fields: Any) -> dict:
     """A subscription over the farm's feeds whose private feed holds at least ``entries``."""
-    if not await env.hub.sources(int(client.token.split("_")[1])):
+    if not await env.hub.front.sources(int(client.token.split("_")[1])):
         await env.add_farm_sources(client)
     sub = await subscribe(client, query, **fields)
     await settle(env)
@@ -92,7 +92,7 @@ async def settle(env: HubEnv) -> None:
 
 async def feed_version(env: HubEnv, sub_id: int) -> tuple:
     """What entries the feed holds (not its validators: a rename changes those on purpose)."""
-    sub = await env.hub.subscription(sub_id)
+    sub = await env.hub.front.subscription(sub_id)
     assert sub is not None
     return tuple(env.hub.reflectors[sub.reflector].topk.newest_ids(sub_id, 1000))
 

@@ -47,7 +47,7 @@ async def test_add_a_webhook_send_a_test_and_read_its_delivery_log(hub_env, ann,
             await panel.get_by_role("button", name="Add webhook").click()
             secret = await panel.get_by_test_id("webhook-secret").locator("code").inner_text()
             assert len(secret) >= 32
-            (hook,) = hub_env.hub.push_targets(sub["id"])
+            (hook,) = hub_env.hub.front.push_targets(sub["id"])
             await page.get_by_test_id(f"webhook-test-{hook.id}").click()
             log = page.get_by_test_id(f"deliveries-{hook.id}")
             await expect(log.get_by_test_id("delivery").first).to_contain_text("HTTP 200")

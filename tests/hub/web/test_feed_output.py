@@ -28,7 +28,7 @@ async def _get(env, url: str, headers: dict[str, str] | None = None
 
 
 async def _hub_items(env, sub_id: int) -> list:
-    return await env.hub.feed_items(sub_id)
+    return await env.hub.front.feed_items(sub_id)
 
 
 def _entries(kind: str, body: bytes, headers: CIMultiDict) -> list[tuple[str, str, str]]:

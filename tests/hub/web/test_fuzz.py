@@ -30,11 +30,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from feedmesh.compose import embedded_hub
+from feedmesh.compose.embedded import embedded_hub
 from feedmesh.fetch import FetchSettings
 from feedmesh.fetch.guard import StaticResolver
-from feedmesh.hub.app import HubSettings
-from feedmesh.hub.push import PushSettings
+from feedmesh.compose.settings import HubSettings
+from feedmesh.hub.push.service import PushSettings
 from feedmesh.hub.web import build_app
 from tests.hub.web.conftest import ROOMY_LIMITS
 
@@ -61,7 +61,7 @@ async def isolated_hub(data_dir: Path) -> AsyncIterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
-    runner = web.AppRunner(build_app(hub, base_url=base, limits=ROOMY_LIMITS),
+    runner = web.AppRunner(build_app(hub.front, base_url=base, limits=ROOMY_LIMITS),
                            handle_signals=False, access_log=None)
     await runner.setup()
     try:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from feedmesh import cli
-from feedmesh.hub.push import PushSettings
+from feedmesh.hub.push.service import PushSettings
 from feedmesh.websub.delivery import RetryPolicy
 from feedmesh.websub.hub_requests import LeaseBounds
 from tests.eventually import eventually
@@ -54,7 +54,7 @@ async def test_retiring_the_key_ends_the_websub_subscriptions_it_signed(hub_env,
         denial = await eventually(lambda: _denial(subscriber), timeout=10.0)
         assert denial.params["hub.topic"] == old_topic
         assert "key that signed the topic URL was retired" in denial.params["hub.reason"]
-        assert [t.topic for t in hub.push_targets(sub["id"])] == [fresh["feed_urls"]["rss"]]
+        assert [t.topic for t in hub.front.push_targets(sub["id"])] == [fresh["feed_urls"]["rss"]]
         assert _denial(later) is None
         gone = await hub_env.session.get(old_topic)
         assert gone.status == 404  # the old URL ended with its key

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from feedmesh.hub.push import PushSettings
+from feedmesh.hub.push.service import PushSettings
 from feedmesh.websub.delivery import RetryPolicy
 from feedmesh.websub.signature import verify
 from tests.eventually import eventually
@@ -146,7 +146,7 @@ async def test_the_owner_sees_the_websub_subscribers_of_a_feed(hub_env, ann):
 async def test_entries_that_waited_at_a_restart_are_delivered_after_it(tmp_path, farm_config):
     """The embedded hub stops while its webhook's receiver fails: the entries that waited are
     nowhere but in the feed. The restarted hub sends them again, from the durable mark."""
-    from feedmesh.commands.serve import running_hub
+    from feedmesh.compose.embedded import running_hub
     from feedmesh.farm import FarmServer
     from feedmesh.fetch import StaticResolver
     from tests.hub.conftest import hub_settings
@@ -161,10 +161,10 @@ async def test_entries_that_waited_at_a_restart_are_delivered_after_it(tmp_path,
     async with FarmServer(farm_config) as farm, loopback_subscriber() as receiver:
         async with running_hub(settings, "127.0.0.1", 0, resolver=StaticResolver({})) as (
                 hub, _):
-            account, _ = await hub.create_account("ann")
-            sub = await hub.add_subscription(account.id, name="", query="government OR music "
+            account, _ = await hub.front.create_account("ann")
+            sub = await hub.front.add_subscription(account.id, name="", query="government OR music "
                                              "OR water", keep=100)
-            await hub.add_webhook(sub.id, receiver.callback("/hook"))
+            await hub.front.add_webhook(sub.id, receiver.callback("/hook"))
             receiver.status = 503
             await hub.add_feeds([farm.feed_url(i) for i in range(farm_config.feeds)])
             await eventually(lambda: len(receiver.to("/hook")) >= 3, timeout=90.0)

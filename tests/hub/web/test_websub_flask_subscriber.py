@@ -57,7 +57,7 @@ async def test_flask_websubs_subscriber_receives_a_matching_entry(hub_env, ann, 
         callback_id = await asyncio.to_thread(subscribe)
         await eventually(lambda: confirmed or failed, timeout=30.0)
         assert confirmed == [(topic, "subscribe")] and not failed
-        (target,) = await eventually(lambda: hub_env.hub.push_targets(sub["id"]))
+        (target,) = await eventually(lambda: hub_env.hub.front.push_targets(sub["id"]))
         assert target.url == f"http://{HOST}:{server.server_port}/callbacks/{callback_id}"
         await eventually(lambda: bodies, timeout=90.0)  # the farm posts; the hub pushes
         pushed_topic, body = bodies[0]
@@ -65,7 +65,7 @@ async def test_flask_websubs_subscriber_receives_a_matching_entry(hub_env, ann, 
         parsed = parse_feed(body, url=topic)
         assert parsed.error is None and parsed.feed.self_link == topic
         held = {f"tag:feedmesh,2026:entry-{i.entry_id}"
-                for i in await hub_env.hub.feed_items(sub["id"])}
+                for i in await hub_env.hub.front.feed_items(sub["id"])}
         assert {e.guid for e in parsed.entries} & held
     finally:
         server.shutdown()

@@ -13,7 +13,7 @@ import pytest
 
 from feedmesh import cli
 from feedmesh.feeds.parser import parse_feed
-from feedmesh.hub.push import PushSettings
+from feedmesh.hub.push.service import PushSettings
 from feedmesh.websub.delivery import RetryPolicy
 from feedmesh.websub.hub_requests import LeaseBounds
 from feedmesh.websub.signature import verify
@@ -68,7 +68,7 @@ async def test_100_typical_subscriber_request_then_the_updated_feed_is_pushed(hu
         assert parsed.feed.hub_links == (f"{hub_env.base}/hub",)
         pushed = {e.guid for e in parsed.entries}
         held = {f"tag:feedmesh,2026:entry-{i.entry_id}"
-                for i in await hub_env.hub.feed_items(sub["id"])}
+                for i in await hub_env.hub.front.feed_items(sub["id"])}
         assert pushed & held  # the feed as it is now, newest entries included
 
 
@@ -97,14 +97,14 @@ async def test_103_subscribing_again_updates_the_same_subscription(hub_env, ann)
     topic = sub["feed_urls"]["atom"]
     async with loopback_subscriber() as subscriber:
         await subscribed(hub_env, subscriber, topic, hub_lease_seconds="100")
-        (first,) = hub_env.hub.push_targets(sub["id"])
+        (first,) = hub_env.hub.front.push_targets(sub["id"])
         await subscribed(hub_env, subscriber, topic, hub_lease_seconds="999999",
                          hub_secret="now signed")
-        await eventually(lambda: hub_env.hub.push_targets(sub["id"])[0].secret == "now signed")
-        (again,) = hub_env.hub.push_targets(sub["id"])
+        await eventually(lambda: hub_env.hub.front.push_targets(sub["id"])[0].secret == "now signed")
+        (again,) = hub_env.hub.front.push_targets(sub["id"])
         assert again.id == first.id and again.lease_seconds == LEASE.max_s
         assert subscriber.verifications[-1].params["hub.lease_seconds"] == str(LEASE.max_s)
-        saved = await hub_env.hub._io.call(hub_env.hub.state.push_targets, sub["id"])
+        saved = await hub_env.hub.io.call(hub_env.hub.state.push_targets, sub["id"])
         assert saved == [again]
 
 
@@ -120,12 +120,12 @@ async def test_104_unsubscribe_stops_deliveries(hub_env, ann):
         assert status == 202
         await eventually(lambda: subscriber.verifications[-1].params["hub.mode"] ==
                          "unsubscribe")
-        assert hub_env.hub.push_targets(sub["id"])
+        assert hub_env.hub.front.push_targets(sub["id"])
         subscriber.want("unsubscribe", topic)
         status, _ = await hub_request(hub_env, hub_mode="unsubscribe", hub_topic=topic,
                                       hub_callback=subscriber.callback())
         assert status == 202
-        await eventually(lambda: not hub_env.hub.push_targets(sub["id"]))
+        await eventually(lambda: not hub_env.hub.front.push_targets(sub["id"]))
         await eventually(lambda: _saved_targets_gone(hub_env, sub["id"]))
 
 
@@ -201,7 +201,7 @@ async def test_callbacks_pass_the_address_guard(hub_env, ann):
                                          hub_callback=callback)
         error = assert_error(status, body, 400, "callback_refused")
         assert "address" in error["message"]
-    assert not hub_env.hub.push_targets(sub["id"])
+    assert not hub_env.hub.front.push_targets(sub["id"])
 
 
 async def test_a_callback_that_keeps_failing_is_retried_then_dropped(hub_env, ann):
@@ -209,7 +209,7 @@ async def test_a_callback_that_keeps_failing_is_retried_then_dropped(hub_env, an
     async with loopback_subscriber() as subscriber:
         await subscribed(hub_env, subscriber, sub["feed_urls"]["rss"])
         subscriber.status = 500
-        await eventually(lambda: not hub_env.hub.push_targets(sub["id"]), timeout=60.0)
+        await eventually(lambda: not hub_env.hub.front.push_targets(sub["id"]), timeout=60.0)
         assert len(subscriber.to("/cb")) >= 3  # the first try and its retries
         await eventually(lambda: _saved_targets_gone(hub_env, sub["id"]))
         # The hub cancelled a subscription it had granted: it says so (WebSub 5.2).
@@ -223,7 +223,7 @@ async def _saved_targets_gone(hub_env, sub_id: int) -> bool:
     """The store no longer holds the subscription's targets. A dropped target leaves memory
     first (so no second failure drops it twice) and the store a moment later: a test that
     saw it leave memory waits for the store too."""
-    return await hub_env.hub._io.call(hub_env.hub.state.push_targets, sub_id) == []
+    return await hub_env.hub.io.call(hub_env.hub.state.push_targets, sub_id) == []
 
 
 def _denial(subscriber):
@@ -244,7 +244,7 @@ async def test_deleting_the_feed_or_replacing_its_url_denies_its_subscribers(hub
         assert denial.params["hub.topic"] == sub["feed_urls"]["atom"]
         assert "URL was replaced" in denial.params["hub.reason"]
         await eventually(lambda: _denial(other), timeout=10.0)
-        assert not hub_env.hub.push_targets(sub["id"])
+        assert not hub_env.hub.front.push_targets(sub["id"])
 
     fresh = await filled_subscription(hub_env, ann, entries=1)
     async with loopback_subscriber() as subscriber:
@@ -260,11 +260,11 @@ async def test_a_lease_runs_out(hub_env, ann):
     sub = await filled_subscription(hub_env, ann, entries=1)
     async with loopback_subscriber() as subscriber:
         await subscribed(hub_env, subscriber, sub["feed_urls"]["rss"], hub_lease_seconds="2")
-        (target,) = hub_env.hub.push_targets(sub["id"])
+        (target,) = hub_env.hub.front.push_targets(sub["id"])
         assert target.lease_seconds == 2
         await eventually(lambda: hub_env.hub.clock.now() > target.expires_at, timeout=10.0)
         # The next delivery finds it expired and drops it instead of sending.
-        await eventually(lambda: not hub_env.hub.push_targets(sub["id"]), timeout=60.0)
+        await eventually(lambda: not hub_env.hub.front.push_targets(sub["id"]), timeout=60.0)
         assert all(d.at <= target.expires_at + 0.5 for d in subscriber.to("/cb"))
 
 

@@ -61,7 +61,7 @@ async def test_the_npm_pubsubhubbub_subscriber_receives_a_matching_entry(hub_env
         await _next_event(process, "listening", 30.0)
         verified = await _next_event(process, "subscribe", 30.0)  # our GET, its echo
         assert verified["topic"] == topic
-        (target,) = await eventually(lambda: hub_env.hub.push_targets(sub["id"]))
+        (target,) = await eventually(lambda: hub_env.hub.front.push_targets(sub["id"]))
         assert target.url.startswith(f"http://{HOST}:{port}/callback?topic=")
         delivered = await _next_event(process, "feed", 90.0)
         assert delivered["topic"] == topic and delivered["hub"] == f"{hub_env.base}/hub"
@@ -70,7 +70,7 @@ async def test_the_npm_pubsubhubbub_subscriber_receives_a_matching_entry(hub_env
         assert parsed.error is None and parsed.feed.self_link == topic
         pushed = {e.guid for e in parsed.entries}
         held = {f"tag:feedmesh,2026:entry-{i.entry_id}"
-                for i in await hub_env.hub.feed_items(sub["id"])}
+                for i in await hub_env.hub.front.feed_items(sub["id"])}
         assert pushed & held  # the feed as it is now: what the subscription holds
         assert any(word in f"{e.title} {e.summary}".lower()
                    for e in parsed.entries for word in ("government", "music", "water"))

@@ -10,7 +10,7 @@ import pytest
 from feedmesh.mesh.feedex import FeedExSettings
 from feedmesh.mesh.feedex.audit import EntryAudit
 from feedmesh.mesh.feedex.messages import Connect, Disconnect, Entry, Error
-from feedmesh.mesh.feedex.settings import SettingsError
+from feedmesh.mesh.feedex.settings import FeedExSettingsError
 
 from .net import Net, address, entry
 
@@ -99,9 +99,9 @@ def test_entries_of_feeds_we_do_not_fetch_are_not_sampled_and_a_sample_is_a_samp
 
 
 def test_audit_settings_are_checked():
-    with pytest.raises(SettingsError, match="audit_sample"):
+    with pytest.raises(FeedExSettingsError, match="audit_sample"):
         FeedExSettings(audit_sample=1.5)
-    with pytest.raises(SettingsError, match="audit_per_feed"):
+    with pytest.raises(FeedExSettingsError, match="audit_per_feed"):
         FeedExSettings(audit_per_feed=0)
 
 

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from feedmesh.feeds.opml import OpmlError, OpmlOutline, parse_opml, render_opml
 from feedmesh.fetch.redact import redact_credentials
-from feedmesh.hub.facade import FollowLimitError, HubFacade, PushRefusedError, SourceView
+from feedmesh.hub.front.facade import FollowLimitError, HubFacade, PushRefusedError, SourceView
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits

@@ -12,11 +12,12 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from feedmesh.hub.facade import FeedUnavailable, PushRefusedError
+from feedmesh.errors import FeedmeshError
+from feedmesh.hub.front.facade import FeedUnavailable, PushRefusedError
 from feedmesh.logs import Throttled
 from feedmesh.store import StorageFullError, StoreError
 
-__all__ = ["MAX_REQUEST_BYTES", "ApiError", "error_middleware", "error_response"]
+__all__ = ["ApiError", "error_middleware", "error_response"]
 
 log = logging.getLogger("feedmesh.hub.web")
 _storage_log = Throttled(log)
@@ -24,11 +25,7 @@ STORAGE_RETRY_S = 60
 FEED_RETRY_S = 5
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-MAX_REQUEST_BYTES = web.AppKey("max_request_bytes", int)
-"""The application's transport cap on request bodies, named in 413 answers."""
-
-
-class ApiError(Exception):
+class ApiError(FeedmeshError):
     def __init__(self, status: int, code: str, message: str, **detail: object) -> None:
         super().__init__(message)
         self.status = status
@@ -51,8 +48,19 @@ _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "
 _KEPT_HEADERS = {"allow", "retry-after"}
 
 
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+def error_middleware(max_request_bytes: int) -> Callable:
+    """Every failure as the API's JSON error shape (never a traceback); ``max_request_bytes``:
+    the transport cap on request bodies, named in 413 answers."""
+
+    @web.middleware
+    async def answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+        return await _answered(request, handler, max_request_bytes)
+
+    return answer_errors
+
+
+async def _answered(request: web.Request, handler: Handler,
+                    limit: int) -> web.StreamResponse:
     try:
         return await handler(request)
     except ApiError as exc:
@@ -82,7 +90,6 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
                               retry_after_s=STORAGE_RETRY_S)
     except web.HTTPRequestEntityTooLarge:
         # aiohttp refused the body at its transport cap (the app's client_max_size).
-        limit = request.app.get(MAX_REQUEST_BYTES)
         return error_response(413, "body_too_large",
                               f"request body is larger than the {limit}-byte limit", limit=limit)
     except web.HTTPException as exc:

@@ -9,7 +9,7 @@ Readers are polled cheaply and politely: a weak ETag (subscription, URL generati
 version, format) and Last-Modified answer 304 without touching the disk; a 200 is served
 from the feed's bytes as rendered once for its version, gzip-compressed once (:mod:`.rendered`),
 each entry written once per format for all the feeds that hold it
-(:class:`~feedmesh.hub.feed_document.RenderedItems`); ``Cache-Control: private, max-age=60``; a
+(:class:`~feedmesh.hub.front.feed_document.RenderedItems`); ``Cache-Control: private, max-age=60``; a
 reader polling faster than the feed limit gets 429 with Retry-After.
 """
 
@@ -21,8 +21,8 @@ from email.utils import format_datetime, parsedate_to_datetime
 from aiohttp import web
 
 from feedmesh.feeds.render import CONTENT_TYPES
-from feedmesh.hub.facade import HubFacade
-from feedmesh.hub.feed_document import (
+from feedmesh.hub.front.facade import HubFacade
+from feedmesh.hub.front.feed_document import (
     EXTENSIONS,
     RenderedItems,
     feed_urls,

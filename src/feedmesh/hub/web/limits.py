@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 
 from feedmesh.clock import Clock
+from feedmesh.tokenbucket import TokenBucket, seconds_to_say
 
 __all__ = ["RateLimiter", "WebLimits"]
 
@@ -39,7 +38,8 @@ class WebLimits(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RateLimiter:
-    """Token buckets keyed by any string; ``allow`` returns 0 or the seconds to wait."""
+    """Token buckets (:class:`~feedmesh.tokenbucket.TokenBucket`) keyed by any string, on the
+    injected clock; ``allow`` returns 0 or the seconds to wait."""
 
     def __init__(self, clock: Clock, rate_per_s: float, burst: int,
                  max_keys: int = 100_000) -> None:
@@ -47,27 +47,24 @@ class RateLimiter:
         self.rate = rate_per_s
         self.burst = float(burst)
         self.max_keys = max_keys
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self._buckets: dict[str, TokenBucket] = {}
 
     def allow(self, key: str) -> float:
         now = self.clock.now()
-        tokens, stamp = self._buckets.get(key, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - stamp) * self.rate)
-        if tokens >= 1.0:
-            self._buckets[key] = (tokens - 1.0, now)
-            self._trim()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = TokenBucket(self.rate, self.burst, now)
+        if bucket.take(now):
+            self._trim(now)
             return 0.0
-        self._buckets[key] = (tokens, now)
-        return (1.0 - tokens) / self.rate
+        return bucket.wait_s(now)
 
     def retry_after(self, wait: float) -> str:
-        return str(max(1, math.ceil(wait)))
+        return seconds_to_say(wait)
 
-    def _trim(self) -> None:
+    def _trim(self, now: float) -> None:
         if len(self._buckets) > self.max_keys:
             # Full buckets carry no information: forget them first.
-            now = self.clock.now()
-            full = [k for k, (t, s) in self._buckets.items()
-                    if t + (now - s) * self.rate >= self.burst]
+            full = [k for k, bucket in self._buckets.items() if bucket.full_at(now)]
             for key in full[: len(self._buckets) - self.max_keys // 2]:
                 del self._buckets[key]

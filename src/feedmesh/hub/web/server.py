@@ -1,5 +1,6 @@
-"""The hub's web server: the JSON API, private feeds, the HTML interface and /metrics, in one
-aiohttp application served by the same process as the tiers."""
+"""The hub's web layer as routes: the JSON API, private feeds, the HTML interface and its OpenAPI
+description, served by whichever process runs the web role (beside the process's one
+``/metrics``, :mod:`feedmesh.compose.lifecycle`)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,17 @@ import json
 from importlib.resources import files
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from feedmesh.hub.facade import HubFacade
+from feedmesh.hub.front.facade import HubFacade
 from feedmesh.hub.web.api import Api
-from feedmesh.hub.web.errors import MAX_REQUEST_BYTES, error_middleware
+from feedmesh.hub.web.errors import error_middleware
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import WebLimits
 from feedmesh.hub.web.openapi import openapi
 from feedmesh.hub.web.websub import HubEndpoint
 from feedmesh.hub.web.websub_callback import WebSubCallback
 
-__all__ = ["build_app"]
+__all__ = ["build_app", "web_routes"]
 
 _STATIC = files("feedmesh.hub.web") / "static"
 _STATIC_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"}
@@ -36,26 +36,20 @@ async def security_headers(request: web.Request, handler):  # type: ignore[no-un
     return response
 
 
-def build_app(hub: HubFacade, *, base_url: str, limits: WebLimits | None = None) -> web.Application:
+def web_routes(hub: HubFacade, *, base_url: str,
+               limits: WebLimits | None = None) -> tuple[list[web.RouteDef], list, int]:
+    """The web layer's routes over ``hub``, the middlewares they need (outermost first) and the
+    largest request body they read: what a process's one HTTP server serves of it."""
     limits = limits or WebLimits()
     max_request_bytes = max(limits.max_body_bytes, limits.max_opml_bytes)
-    # security_headers outermost, so the error answers error_middleware makes get them too.
-    app = web.Application(middlewares=[security_headers, error_middleware],
-                          client_max_size=max_request_bytes)
-    app[MAX_REQUEST_BYTES] = max_request_bytes
     feeds = FeedServer(hub, limits, base_url)
     api = Api(hub, feeds, limits)
-    app.add_routes(api.routes())
-    app.add_routes(HubEndpoint(hub, limits, base_url).routes())
-    app.add_routes(WebSubCallback(hub, limits.max_push_bytes).routes())
+    routes = [*api.routes(), *HubEndpoint(hub, limits, base_url).routes(),
+              *WebSubCallback(hub, limits.max_push_bytes).routes()]
     spec = json.dumps(openapi(base_url))
 
     async def openapi_json(request: web.Request) -> web.Response:
         return web.Response(text=spec, content_type="application/json")
-
-    async def metrics(request: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(hub.metrics.registry),
-                            headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def index(request: web.Request) -> web.Response:
         return web.Response(text=(_STATIC / "index.html").read_text("utf-8"),
@@ -74,11 +68,20 @@ def build_app(hub: HubFacade, *, base_url: str, limits: WebLimits | None = None)
             raise web.HTTPNotFound()
         return web.Response(body=found[0], content_type=found[1], charset="utf-8")
 
-    app.add_routes([
+    routes += [
         web.get("/api/openapi.json", openapi_json),
-        web.get("/metrics", metrics),
         web.get("/f/{token}", feeds.handle),
         web.get("/", index),
         web.get("/static/{name}", static_file),
-    ])
+    ]
+    # security_headers outermost, so the error answers error_middleware makes get them too.
+    return routes, [security_headers, error_middleware(max_request_bytes)], max_request_bytes
+
+
+def build_app(hub: HubFacade, *, base_url: str, limits: WebLimits | None = None) -> web.Application:
+    """The web layer as an application of its own (tests; a process serves :func:`web_routes`
+    beside its other roles' routes and one ``/metrics``)."""
+    routes, middlewares, max_body = web_routes(hub, base_url=base_url, limits=limits)
+    app = web.Application(middlewares=middlewares, client_max_size=max_body)
+    app.add_routes(routes)
     return app

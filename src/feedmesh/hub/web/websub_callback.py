@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from feedmesh.hub.facade import HubFacade
+from feedmesh.hub.front.facade import HubFacade
 from feedmesh.hub.web.errors import error_response
 
 __all__ = ["WebSubCallback"]

@@ -14,8 +14,8 @@ remaining terms, cheapest test first, NOT terms last, phrases by positions.
 from __future__ import annotations
 
 from feedmesh.match.index.kernels import BACKENDS, default_backend, warm_up
-from feedmesh.match.index.statistics import PriorFunction, TermStatistics, english_prior
 from feedmesh.match.index.settings import IndexSettings, IndexStats
+from feedmesh.match.index.statistics import PriorFunction, TermStatistics, english_prior
 from feedmesh.match.index.subscriptions import SubscriptionIndex
 
 __all__ = [

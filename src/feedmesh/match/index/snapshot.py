@@ -12,7 +12,7 @@ The header lists every section's offset, dtype and length. :func:`load` maps the
 its pages. Only the term dictionary is rebuilt per process (one dict entry per term).
 
 Loading validates everything the kernels rely on (offsets, lengths, monotone ranges, ids in range):
-a truncated or corrupt buffer raises :class:`~feedmesh.match.errors.SnapshotError` instead of
+a truncated or corrupt buffer raises :class:`~feedmesh.match.errors.IndexSnapshotError` instead of
 letting compiled code read out of bounds.
 """
 
@@ -25,7 +25,7 @@ from typing import Final, NamedTuple
 import msgspec
 import numpy as np
 
-from feedmesh.match.errors import SnapshotError
+from feedmesh.match.errors import IndexSnapshotError
 from feedmesh.match.index.compiled import PHRASE_FLAG, SECTIONS, TERM_MASK, CompiledIndex
 from feedmesh.match.index.vocabulary import Vocabulary
 
@@ -96,23 +96,23 @@ def dump(
 
 
 def load(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Snapshot:
-    """Map a serialized index without copying its arrays; raises :class:`SnapshotError`."""
+    """Map a serialized index without copying its arrays; raises :class:`IndexSnapshotError`."""
     view = memoryview(data).cast("B")
     if len(view) < _PREAMBLE.size:
-        raise SnapshotError(f"snapshot too short: {len(view)} bytes")
+        raise IndexSnapshotError(f"snapshot too short: {len(view)} bytes")
     magic, version, header_length, checksum = _PREAMBLE.unpack_from(view, 0)
     if magic != MAGIC:
-        raise SnapshotError(f"not a feedmesh index snapshot (magic {bytes(magic)!r})")
+        raise IndexSnapshotError(f"not a feedmesh index snapshot (magic {bytes(magic)!r})")
     if version != FORMAT_VERSION:
-        raise SnapshotError(f"snapshot format {version} is not supported (need {FORMAT_VERSION})")
+        raise IndexSnapshotError(f"snapshot format {version} is not supported (need {FORMAT_VERSION})")
     if zlib.crc32(view[_PREAMBLE.size :]) != checksum:
-        raise SnapshotError("snapshot checksum mismatch (truncated or corrupted)")
+        raise IndexSnapshotError("snapshot checksum mismatch (truncated or corrupted)")
     try:
         header = msgspec.json.decode(
             view[_PREAMBLE.size : _PREAMBLE.size + header_length], type=_Header
         )
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as error:
-        raise SnapshotError(f"snapshot header is corrupt: {error}") from error
+        raise IndexSnapshotError(f"snapshot header is corrupt: {error}") from error
     start = -(-(_PREAMBLE.size + header_length) // _ALIGN) * _ALIGN
     arrays = {name: _section(view, start, header, name) for name in
               ("index", "index_header", "term_texts", "term_fields", "term_kinds", "prior",
@@ -122,51 +122,51 @@ def load(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Snap
             arrays["term_texts"].tobytes(), arrays["term_fields"], arrays["term_kinds"]
         )
     except (ValueError, IndexError, UnicodeDecodeError) as error:
-        raise SnapshotError(f"snapshot term dictionary is corrupt: {error}") from error
+        raise IndexSnapshotError(f"snapshot term dictionary is corrupt: {error}") from error
     if len(vocabulary) != header.term_count:
-        raise SnapshotError(f"snapshot lists {len(vocabulary)} terms, header says {header.term_count}")
+        raise IndexSnapshotError(f"snapshot lists {len(vocabulary)} terms, header says {header.term_count}")
     index_header = arrays["index_header"]
     if len(index_header) != len(SECTIONS) + 1:
-        raise SnapshotError("snapshot index header has the wrong number of sections")
+        raise IndexSnapshotError("snapshot index header has the wrong number of sections")
     main = _checked_index(arrays["index"], index_header)
     if validate:
         validate_index(main, vocabulary)
     for name in ("prior", "observed"):
         if len(arrays[name]) != len(vocabulary):
-            raise SnapshotError(f"snapshot {name} statistics do not cover every term")
+            raise IndexSnapshotError(f"snapshot {name} statistics do not cover every term")
     return Snapshot(main, vocabulary, arrays["prior"], arrays["observed"], header.articles_observed)
 
 
 def _section(view: memoryview, start: int, header: _Header, name: str) -> np.ndarray:
     section = header.sections.get(name)
     if section is None:
-        raise SnapshotError(f"snapshot has no {name!r} section")
+        raise IndexSnapshotError(f"snapshot has no {name!r} section")
     try:
         dtype = np.dtype(section.dtype)
     except TypeError as error:
-        raise SnapshotError(f"snapshot section {name!r} has bad dtype {section.dtype!r}") from error
+        raise IndexSnapshotError(f"snapshot section {name!r} has bad dtype {section.dtype!r}") from error
     begin = start + section.offset
     end = begin + section.length * dtype.itemsize
     if section.offset < 0 or section.length < 0 or end > len(view):
-        raise SnapshotError(f"snapshot section {name!r} runs past the end (truncated?)")
+        raise IndexSnapshotError(f"snapshot section {name!r} runs past the end (truncated?)")
     return np.frombuffer(view[begin:end], dtype=dtype)
 
 
 def _checked_index(buffer: np.ndarray, header: np.ndarray) -> CompiledIndex:
     if buffer.dtype != np.int32 or header.dtype != np.int64:
-        raise SnapshotError("snapshot index arrays have the wrong dtype")
+        raise IndexSnapshotError("snapshot index arrays have the wrong dtype")
     if header[0] != 0 or header[-1] != len(buffer) or (np.diff(header) < 0).any():
-        raise SnapshotError("snapshot index sections overlap or run past the buffer")
+        raise IndexSnapshotError("snapshot index sections overlap or run past the buffer")
     return CompiledIndex(buffer, header)
 
 
 def validate_index(main: CompiledIndex, vocabulary: Vocabulary) -> None:
-    """Check every invariant the kernels rely on; raise :class:`SnapshotError` if one fails."""
+    """Check every invariant the kernels rely on; raise :class:`IndexSnapshotError` if one fails."""
     terms, conjunctions = main.term_count, main.conjunction_count
     subscriptions = main.subscription_count
 
     def fail(what: str) -> None:
-        raise SnapshotError(f"snapshot index is corrupt: {what}")
+        raise IndexSnapshotError(f"snapshot index is corrupt: {what}")
 
     if terms > len(vocabulary):
         fail(f"{terms} indexed terms but only {len(vocabulary)} in the dictionary")

@@ -39,8 +39,8 @@ from feedmesh.match.index.settings import IndexSettings, IndexStats, check_sub_i
 from feedmesh.match.index.statistics import TermStatistics
 from feedmesh.match.index.term_table import TermTable, new_term_table, prepare_packed
 from feedmesh.match.index.vocabulary import Vocabulary
-from feedmesh.match.query import Query, parse_query
 from feedmesh.match.packed import PACKED_VERSION, PackedTokens
+from feedmesh.match.query import Query, parse_query
 from feedmesh.model import Entry
 
 __all__ = ["SubscriptionIndex"]
@@ -296,7 +296,7 @@ class SubscriptionIndex:
 
         ``data`` may be bytes, an ``mmap`` or a shared-memory buffer: worker processes that load the
         same shared buffer share its pages (keep the buffer alive and unmodified meanwhile).
-        Raises :class:`~feedmesh.match.errors.SnapshotError` for anything but an intact snapshot.
+        Raises :class:`~feedmesh.match.errors.IndexSnapshotError` for anything but an intact snapshot.
         """
         loaded = snapshot.load(data, validate=validate)
         index = cls(settings, statistics)

@@ -12,16 +12,16 @@ messages it receives and carries out what the node returns. Layers, bottom-up::
     sim
 
 Errors: :class:`~.messages.MessageError` (bytes that are not a valid message),
-:class:`~.settings.SettingsError` (a setting out of range).
+:class:`~.settings.FeedExSettingsError` (a setting out of range).
 """
 
 from .didcache import BloomFilter, DidCache
 from .events import Deliver, Output, QueryResult, Send, bundle_did
 from .messages import MessageError, decode, encode
 from .node import FeedExNode
-from .settings import FeedExSettings, SettingsError
+from .settings import FeedExSettings, FeedExSettingsError
 from .tracker import Tracker
 
 __all__ = ["BloomFilter", "Deliver", "DidCache", "FeedExNode", "FeedExSettings", "MessageError",
-           "Output", "QueryResult", "Send", "SettingsError", "Tracker", "bundle_did", "decode",
+           "Output", "QueryResult", "Send", "FeedExSettingsError", "Tracker", "bundle_did", "decode",
            "encode"]

@@ -28,6 +28,8 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
+from feedmesh.errors import FeedmeshError
+
 __all__ = ["MAX_MESSAGE_BYTES", "VERSION", "Address", "Bundle", "CheckDid", "Connect",
            "ConnectReply", "DidStatus", "Disconnect", "Entry", "Envelope", "Error",
            "GetNeighbors", "Holder", "Message", "MessageError", "Neighbors", "PutEntries",
@@ -165,7 +167,7 @@ class Envelope(msgspec.Struct, frozen=True):
     body: Message
 
 
-class MessageError(ValueError):
+class MessageError(FeedmeshError, ValueError):
     """Bytes that are not a FeedEx message of this version within its size caps."""
 
 

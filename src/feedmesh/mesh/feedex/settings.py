@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FeedExSettings", "SettingsError"]
+from feedmesh.errors import FeedmeshError
+
+__all__ = ["FeedExSettings", "FeedExSettingsError"]
 
 
-class SettingsError(ValueError):
+class FeedExSettingsError(FeedmeshError, ValueError):
     """A FeedEx setting is out of range; the message names it."""
 
 
@@ -86,28 +88,28 @@ class FeedExSettings:
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_subset_hops <= 16:
-            raise SettingsError(f"max_subset_hops must be within 0..16, got {self.max_subset_hops}")
+            raise FeedExSettingsError(f"max_subset_hops must be within 0..16, got {self.max_subset_hops}")
         if not 1 <= self.min_neighbours <= self.max_neighbours <= 1000:
-            raise SettingsError("need 1 <= min_neighbours <= max_neighbours <= 1000, got "
+            raise FeedExSettingsError("need 1 <= min_neighbours <= max_neighbours <= 1000, got "
                                 f"{self.min_neighbours} and {self.max_neighbours}")
         for name in ("usefulness_base", "contribution_base", "deficit_ratio"):
             if getattr(self, name) < 1.0:
-                raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
+                raise FeedExSettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("advertise_interval_s", "maintain_interval_s", "dead_after_s",
                      "connect_timeout_s", "reply_timeout_s", "tracker_refresh_s",
                      "query_timeout_s", "max_deficit"):
             if getattr(self, name) <= 0:
-                raise SettingsError(f"{name} must be > 0, got {getattr(self, name)}")
+                raise FeedExSettingsError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.forward_batch_s < 0 or self.check_hold_s < 0 or self.ledger_memory_s < 0:
-            raise SettingsError("forward_batch_s, check_hold_s and ledger_memory_s must be >= 0")
+            raise FeedExSettingsError("forward_batch_s, check_hold_s and ledger_memory_s must be >= 0")
         if self.did_cache_exact < 1 or self.did_cache_bloom < 1 or self.known_entries_per_feed < 1:
-            raise SettingsError("did_cache_exact, did_cache_bloom and known_entries_per_feed "
+            raise FeedExSettingsError("did_cache_exact, did_cache_bloom and known_entries_per_feed "
                                 "must be >= 1")
         if not 0.0 <= self.audit_sample <= 1.0:
-            raise SettingsError(f"audit_sample must be within 0..1, got {self.audit_sample}")
+            raise FeedExSettingsError(f"audit_sample must be within 0..1, got {self.audit_sample}")
         if self.audit_per_feed < 1 or self.audit_grace_s < 0 or self.audit_max_age_s <= 0 \
                 or self.fake_entry_penalty < 0:
-            raise SettingsError("need audit_per_feed >= 1, audit_grace_s >= 0, "
+            raise FeedExSettingsError("need audit_per_feed >= 1, audit_grace_s >= 0, "
                                 "audit_max_age_s > 0 and fake_entry_penalty >= 0")
         if self.drop_standing >= 0:
-            raise SettingsError(f"drop_standing must be < 0, got {self.drop_standing}")
+            raise FeedExSettingsError(f"drop_standing must be < 0, got {self.drop_standing}")

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from feedmesh import environment
 from feedmesh.feeds.subscribe import xml_subscribe
 from feedmesh.mesh.keys.store import KeyFileError, KeyStore, fingerprint, verify_announcement
 from feedmesh.model import MeshSubscribe
@@ -17,7 +18,7 @@ __all__ = ["configure", "default_folder", "run"]
 
 
 def default_folder() -> str:
-    return os.path.join(os.environ.get("FEEDMESH_DATA", "var"), "keys")
+    return os.path.join(environment.get("FEEDMESH_DATA", "var"), "keys")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 
 from nacl.signing import SigningKey
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.mesh.records import FeedWriter
 from feedmesh.mesh.records.record import encode_key
 from feedmesh.mesh.records.rotation import Announcement, verify_announcement
@@ -51,7 +52,7 @@ REPUBLISHED = "republished.json"
 LOCK = ".lock"
 
 
-class KeyFileError(Exception):
+class KeyFileError(FeedmeshError):
     """A key folder or file is missing, unreadable, corrupt or too open (the message says which)."""
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.mesh.overlay import messages, scribe
 from feedmesh.mesh.overlay.ids import RING, Handle
 
@@ -54,7 +55,7 @@ _CLASS = {code: cls for cls, code in _CODE.items()}
 _FIELDS: dict[type, list[tuple[str, Any]]] = {}
 
 
-class WireError(ValueError):
+class WireError(FeedmeshError, ValueError):
     """A datagram that is not an overlay message (or a message too big to be one)."""
 
 

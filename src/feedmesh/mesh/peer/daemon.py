@@ -26,7 +26,6 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
 from urllib.parse import urlsplit
 
 from feedmesh.clock import Clock

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.mesh.overlay import Delivery, Handle, group_id
 from feedmesh.mesh.overlay.ids import RING, ring_distance
 from feedmesh.mesh.transport.udp import UdpNode
@@ -37,7 +38,7 @@ from feedmesh.mesh.transport.udp import UdpNode
 __all__ = ["Fleet", "FleetError", "Worker", "digest", "fleet_address", "open_publisher"]
 
 
-class FleetError(RuntimeError):
+class FleetError(FeedmeshError, RuntimeError):
     """A worker process failed a command, or died."""
 
 

@@ -1,48 +1,42 @@
 """What the hub offers people (:class:`~.facade.HubFacade`), whichever process serves them.
 
 :class:`HubFront` implements the facade over the hub's state (accounts, subscriptions), the ingest
-store (recent entries), the bus (subscription changes to the tiers) and two seams that differ by
-deployment:
+store (recent entries), the bus (subscription changes to the tiers) and the seams that differ by
+deployment, each handed to it at construction:
 
-* :class:`FeedHolders`: where private feeds are held. :class:`LocalHolders`, the reflectors of
-  this process; :class:`RemoteHolders`, ``feedmesh reflector`` processes asked over their API.
-* :class:`SourceDesk`: the crawler, as a person's source feeds need it. In the embedded hub the
-  crawler tier itself (:class:`LocalSources`, in :mod:`.app`); in a web process of its own
-  (``feedmesh web``) :class:`RemoteSources`: feeds are added to the shared ingest store and the
-  crawler is told on the ``feeds`` subject (:class:`FeedsAdded`, :class:`FollowsChanged`), the
-  answer waiting until it applied them.
+* ``holders`` (:mod:`.holders`): where private feeds are held: the reflectors of this process, or
+  ``feedmesh reflector`` processes asked over their API;
+* ``sources`` (:mod:`.sources`): the crawler, as a person's source feeds need it: the crawler
+  tier of this process, or the crawler of another told on the ``feeds`` subject;
+* ``push`` (:class:`PushDesk`): WebSub subscribers of private feeds and webhooks
+  (:mod:`feedmesh.hub.push`): delivering where the reflectors run, only taking requests in a web
+  process of its own; None: refused with 503;
+* ``callbacks`` (:class:`WebSubCallbacks`): publishers' WebSub hubs calling back, answered by
+  the crawling hub's subscriber; None (a web process of its own): refused with 503.
 
-The embedded :class:`~.app.Hub` is a ``HubFront`` with the tiers' lifecycle added; a web process
-(``feedmesh web``) runs a plain ``HubFront`` with the remote seams.
+:mod:`feedmesh.compose` builds it: the embedded hub with the local seams, ``feedmesh web`` with the
+remote ones.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from feedmesh.bus import Bus
 from feedmesh.clock import Clock
 from feedmesh.feeds.opml import OpmlOutline
-from feedmesh.fetch.redact import redact_credentials
-from feedmesh.hub.facade import (
-    FeedUnavailable,
-    FeedVersion,
-    FollowLimitError,
-    PushRefusedError,
-    RecentMatch,
-    SourceView,
-)
+from feedmesh.hub.errors import FollowLimitError, PushRefusedError
+from feedmesh.hub.front.facade import RecentMatch, SourceView
+from feedmesh.hub.front.holders import FeedHolders
+from feedmesh.hub.front.sources import APPLY_TIMEOUT_S, SourceDesk
+from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import (
     FeedMeta,
-    FeedsAdded,
-    FollowsChanged,
     Matched,
     SubscriptionAdded,
     SubscriptionRemoved,
@@ -50,8 +44,7 @@ from feedmesh.hub.messages import (
     encode,
 )
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.reflector_service import ReflectorClient
-from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.reflector_api import FeedVersion
 from feedmesh.match import (
     Query,
     TokenizedArticle,
@@ -61,7 +54,6 @@ from feedmesh.match import (
 )
 from feedmesh.store import (
     Account,
-    FollowedSource,
     HubState,
     IngestedEntry,
     IngestStore,
@@ -75,254 +67,35 @@ from feedmesh.websub.hub_requests import HubRequest, LeaseBounds
 from feedmesh.websub.lease import Verdict
 from feedmesh.websub.subscriber import Delivery
 
-if TYPE_CHECKING:
-    from feedmesh.hub.push import PushService
-
-__all__ = ["APPLY_TIMEOUT_S", "FeedHolders", "HubFront", "Owners", "RemoteHolders",
-           "RemoteSources", "SourceDesk", "VersionBatches"]
+__all__ = ["HubFront", "PushDesk", "WebSubCallbacks"]
 
 log = logging.getLogger("feedmesh.hub")
 
-APPLY_TIMEOUT_S = 5.0
-"""How long a person's change waits for every tier to apply it before the answer goes anyway."""
 RECENT_TTL_S = 5.0
 """How long the newest stored entries, tokenized, serve previews before they are read again."""
 _NO_SOURCE = FeedMeta("")
 
 
-class Owners:
-    """Which reflector serves each subscription (-1: none), two bytes per subscription id, so a
-    feed request finds its reflector without a lookup in storage."""
+class PushDesk(Protocol):
+    """What the front asks of push (:class:`feedmesh.hub.push.PushService`)."""
 
-    def __init__(self) -> None:
-        self._of = np.full(1024, -1, dtype=np.int16)
-
-    def set(self, sub_ids: np.ndarray | int, reflector: np.ndarray | int) -> None:
-        top = int(np.max(sub_ids)) if np.size(sub_ids) else -1
-        if top >= len(self._of):
-            grown = np.full(max(top + 1, 2 * len(self._of)), -1, dtype=np.int16)
-            grown[: len(self._of)] = self._of
-            self._of = grown
-        self._of[sub_ids] = reflector
-
-    def get(self, sub_id: int) -> int:
-        return int(self._of[sub_id]) if 0 <= sub_id < len(self._of) else -1
+    def request(self, request: HubRequest, sub_id: int, fmt: str) -> object: ...
+    def of_subscription(self, sub_id: int) -> list[PushTarget]: ...
+    async def add_webhook(self, sub_id: int, url: str) -> PushTarget: ...
+    async def remove(self, target: PushTarget) -> None: ...
+    async def attempts(self, target_id: int, limit: int = 20) -> list[PushAttempt]: ...
+    def test(self, target: PushTarget) -> None: ...
+    async def subscription_changed(self, sub_id: int, new_url: bool) -> None: ...
+    def subscription_removed(self, sub_id: int) -> None: ...
 
 
-class FeedHolders(Protocol):
-    owners: Owners
+class WebSubCallbacks(Protocol):
+    """Publishers' WebSub hubs calling back (the crawling hub's subscriber)."""
 
-    async def version(self, sub_id: int, generation: int) -> FeedVersion | None: ...
-    async def items(self, sub_id: int) -> list[ReflectedItem]: ...
-    async def held(self) -> int:
-        """Subscriptions the reflectors hold, as far as this process can tell."""
-        ...
+    async def verification(self, callback_id: str, params: Mapping[str, str]) -> Verdict: ...
 
-    def forget(self, sub_id: int) -> None:
-        """The subscription changed: what is known of its feed is not current."""
-        ...
-
-
-class SourceDesk(Protocol):
-    async def count_new(self, urls: Sequence[str], followed: set[int]) -> int:
-        """How many of ``urls`` are not among the ``followed`` feed ids."""
-        ...
-
-    async def add(self, urls: Sequence[str]) -> list[int]:
-        """Crawl these feeds (known ones keep their ids); their ids, in order."""
-        ...
-
-    async def follow(self, changes: dict[int, int]) -> None:
-        """Feeds gained (+n) or lost (-n) followers."""
-        ...
-
-    async def views(self, followed: Sequence[FollowedSource]) -> list[SourceView]: ...
-    async def metas(self, feed_ids: set[int]) -> dict[int, FeedMeta]: ...
-    async def figures(self) -> dict[str, object]:
-        """``feeds``, ``last_crawl``, ``crawl_cycles``, ``hosts_paused`` (host -> end of its
-        pause) as far as this process knows them."""
-        ...
-
-
-VERSION_TTL_S = 1.0
-"""How long a web process reuses a feed's version from its reflector. A reader may be told 304
-for up to this long after the feed changed (its Cache-Control allows 60 s); in return a poll
-that finds nothing new costs no round trip to the reflector."""
-VERSIONS_KEPT = 200_000
-
-
-class VersionBatches:
-    """The versions one reflector is asked for, sent together: a lookup that finds no request
-    in flight goes at once; those that arrive while one is in flight wait for it to end and
-    go as the next request, all of them (DataLoader's batching). Under load, the feeds polled
-    in the same few milliseconds cost one round trip instead of one each; alone, a lookup
-    waits for nothing. Lookups of the same feed share one answer."""
-
-    def __init__(self, client: ReflectorClient) -> None:
-        self.client = client
-        self._waiting: dict[tuple[int, int], asyncio.Future[FeedVersion | None]] = {}
-        self._sending = False
-        self._sender: asyncio.Task[None] | None = None  # held: the loop keeps weak references
-        self.requests = 0
-        """Round trips made, for the tests and the figures."""
-
-    async def get(self, sub_id: int, generation: int) -> FeedVersion | None:
-        key = (sub_id, generation)
-        future = self._waiting.get(key)
-        if future is None:
-            future = asyncio.get_running_loop().create_future()
-            # An answer nobody waits for any more (its reader left) is still retrieved.
-            future.add_done_callback(lambda f: f.cancelled() or f.exception())
-            self._waiting[key] = future
-            if not self._sending:
-                self._sending = True
-                self._sender = asyncio.get_running_loop().create_task(self._send())
-        # One reader leaving must not cancel the answer others wait for.
-        return await asyncio.shield(future)
-
-    async def _send(self) -> None:
-        try:
-            while self._waiting:
-                batch, self._waiting = self._waiting, {}
-                self.requests += 1
-                try:
-                    found = await self.client.feed_versions(list(batch))
-                except Exception as exc:  # noqa: BLE001 - every waiter gets it, as one lookup would
-                    for future in batch.values():
-                        if not future.done():
-                            future.set_exception(exc)
-                    continue
-                for future, version in zip(batch.values(), found, strict=True):
-                    if not future.done():
-                        future.set_result(version)
-        finally:
-            self._sending = False
-
-
-class RemoteHolders:
-    """Reflectors in processes of their own (``feedmesh reflector``), asked over their API. The
-    owner of a subscription this process has not heard of is read from the hub's state once;
-    a feed's version is reused for ``VERSION_TTL_S``, and the versions asked of a reflector at
-    the same time go in one request (:class:`VersionBatches`)."""
-
-    def __init__(self, clients: Sequence[ReflectorClient], state: HubState,
-                 io: StoreThread) -> None:
-        self.clients = list(clients)
-        self.owners = Owners()
-        self._state = state
-        self._io = io
-        self._versions: dict[tuple[int, int], tuple[float, FeedVersion | None]] = {}
-        self.batches = [VersionBatches(client) for client in self.clients]
-
-    async def _owner(self, sub_id: int) -> int:
-        owner = self.owners.get(sub_id)
-        if owner < 0:
-            sub = await self._io.call(self._state.subscription, sub_id)
-            if sub is None or not 0 <= sub.reflector < len(self.clients):
-                return -1
-            owner = sub.reflector
-            self.owners.set(sub_id, owner)
-        return owner
-
-    async def version(self, sub_id: int, generation: int) -> FeedVersion | None:
-        now = time.monotonic()
-        cached = self._versions.get((sub_id, generation))
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        owner = await self._owner(sub_id)
-        found = await self.batches[owner].get(sub_id, generation) if owner >= 0 else None
-        now = time.monotonic()  # the answer is as fresh as its arrival
-        if len(self._versions) >= VERSIONS_KEPT:
-            self._versions.clear()  # the next second fills it again with what is polled
-        self._versions[(sub_id, generation)] = (now + VERSION_TTL_S, found)
-        return found
-
-    def forget(self, sub_id: int) -> None:
-        """A subscription changed here: ask its reflector afresh."""
-        for key in [k for k in self._versions if k[0] == sub_id]:
-            del self._versions[key]
-
-    async def items(self, sub_id: int) -> list[ReflectedItem]:
-        owner = await self._owner(sub_id)
-        return await self.clients[owner].items(sub_id) if owner >= 0 else []
-
-    async def held(self) -> int:
-        count = 0
-        for client in self.clients:
-            try:
-                status = await client.status()
-            except FeedUnavailable:  # a reflector that is down holds nothing we can serve
-                status = None
-            count += status.subscriptions if status is not None else 0
-        return count
-
-    async def close(self) -> None:
-        for client in self.clients:
-            await client.close()
-
-
-class RemoteSources:
-    """The crawler in another process: feeds are added to the shared ingest store here (so their
-    ids are known at once) and the crawler is told on ``feeds``; what a web process knows of a
-    feed's fetching is what the crawler last stored."""
-
-    def __init__(self, store: IngestStore, bus: Bus, clock: Clock, io: StoreThread) -> None:
-        self.store = store
-        self.bus = bus
-        self.clock = clock
-        self._io = io
-        self._meta: dict[int, FeedMeta] = {}
-
-    async def _tell(self, message: FeedsAdded | FollowsChanged) -> None:
-        seq = await self.bus.publish("feeds", encode(message))
-        if not await self.bus.wait_acked("feeds", seq, timeout=APPLY_TIMEOUT_S):
-            log.warning("feeds_change_not_applied seq=%d timeout_s=%.0f reason=the crawler has "
-                        "not acknowledged it (not running?); it will when it starts", seq,
-                        APPLY_TIMEOUT_S)
-
-    async def count_new(self, urls: Sequence[str], followed: set[int]) -> int:
-        def followed_urls() -> set[str]:
-            rows = (self.store.feed(feed_id) for feed_id in followed)
-            return {row.source_url for row in rows if row is not None}
-
-        known = await self._io.call(followed_urls)
-        return len({u.strip() for u in urls if u.strip()} - known)
-
-    async def add(self, urls: Sequence[str]) -> list[int]:
-        rows = await self._io.call(self.store.add_feeds, list(urls), self.clock.now())
-        await self._tell(FeedsAdded(urls=tuple(urls)))
-        return [row.id for row in rows]
-
-    async def follow(self, changes: dict[int, int]) -> None:
-        if changes:
-            await self._tell(FollowsChanged(changes=changes))
-
-    async def views(self, followed: Sequence[FollowedSource]) -> list[SourceView]:
-        rows = await self._io.call(lambda: [self.store.feed(f.feed_id) for f in followed])
-        views = []
-        for f, row in zip(followed, rows, strict=True):
-            state = row.state if row is not None else None
-            views.append(SourceView(
-                id=f.feed_id, url=redact_credentials(state.url) if state else "",
-                title=(row.title if row else "") or f.title, added_at=f.added_at,
-                active=bool(state and state.active),
-                last_outcome=state.last_outcome if state else "",
-                last_error=state.last_error if state else "", category=f.category,
-                html_url=f.html_url, next_fetch_at=None))  # the crawler's plan is not shared
-        return views
-
-    async def metas(self, feed_ids: set[int]) -> dict[int, FeedMeta]:
-        missing = [fid for fid in feed_ids if fid not in self._meta]
-        if missing:
-            rows = await self._io.call(lambda: [self.store.feed(fid) for fid in missing])
-            for fid, row in zip(missing, rows, strict=True):
-                if row is not None:
-                    self._meta[fid] = FeedMeta(row.state.url, row.title,
-                                               row.info.language if row.info else "")
-        return {fid: self._meta[fid] for fid in feed_ids if fid in self._meta}
-
-    async def figures(self) -> dict[str, object]:
-        return {"feeds": None, "last_crawl": None, "crawl_cycles": None, "hosts_paused": None}
+    async def content(self, callback_id: str, signature: str | None, content_type: str,
+                      body: bytes) -> Delivery: ...
 
 
 class HubFront:
@@ -331,7 +104,9 @@ class HubFront:
     def __init__(self, *, state: HubState, store: IngestStore, bus: Bus, clock: Clock,
                  metrics: HubMetrics, tokens: FeedTokens, holders: FeedHolders,
                  sources: SourceDesk, reflectors: int, starting_entries: int,
-                 io: StoreThread) -> None:
+                 io: StoreThread, push: PushDesk | None = None,
+                 callbacks: WebSubCallbacks | None = None,
+                 lease_bounds: LeaseBounds | None = None) -> None:
         self.state = state
         self.store = store
         self.bus = bus
@@ -344,10 +119,9 @@ class HubFront:
         self.starting_entries = starting_entries
         self._io = io  # the web layer's reads and writes, off the event loop
         self._recent: tuple[float, int, list] = (-float("inf"), 0, [])
-        self.push: PushService | None = None
-        """WebSub subscribers and webhooks (:mod:`.push`): delivering where the reflectors run
-        (the embedded hub), taking requests and saving targets in a web process of its own."""
-        self.lease_bounds = LeaseBounds()
+        self.push = push
+        self.callbacks = callbacks
+        self.lease_bounds = lease_bounds or LeaseBounds()
 
     # -- accounts ---------------------------------------------------------------------------
 
@@ -428,17 +202,22 @@ class HubFront:
     # -- WebSub callbacks: publishers' hubs pushing to the crawler ---------------------------
 
     async def websub_verify(self, callback_id: str, params: dict[str, str]) -> Verdict:
-        raise PushRefusedError(503, "push_unavailable", "publishers' WebSub hubs are answered "
-                               "by the crawling hub: point its --public-url at that process")
+        return await self._callbacks().verification(callback_id, params)
 
     async def websub_deliver(self, callback_id: str, signature: str | None, content_type: str,
                              body: bytes) -> Delivery:
-        raise PushRefusedError(503, "push_unavailable", "publishers' WebSub hubs are answered "
-                               "by the crawling hub: point its --public-url at that process")
+        return await self._callbacks().content(callback_id, signature, content_type, body)
+
+    def _callbacks(self) -> WebSubCallbacks:
+        if self.callbacks is None:
+            raise PushRefusedError(503, "push_unavailable", "publishers' WebSub hubs are "
+                                   "answered by the crawling hub: point its --public-url at "
+                                   "that process")
+        return self.callbacks
 
     # -- push: WebSub subscribers of private feeds, webhooks ---------------------------------
 
-    def _pushing(self) -> PushService:
+    def _pushing(self) -> PushDesk:
         if self.push is None:
             raise PushRefusedError(503, "push_unavailable", "WebSub and webhooks are served "
                                    "by the process that runs the reflectors (feedmesh serve), "
@@ -585,14 +364,6 @@ class HubFront:
                 "metrics": figures}
 
     async def aclose(self) -> None:
-        """Close what a web process's facade holds (the hub's :meth:`~.app.Hub.stop` closes
-        its own)."""
-        if self.push is not None:
-            await self.push.close()
-        await self.bus.close()
-        close = getattr(self.holders, "close", None)
-        if close is not None:
-            await close()
+        """Close what the front holds of its own (its role closes the stores and the bus)."""
+        await self.holders.close()
         self._io.close()
-        self.store.close()
-        self.state.close()

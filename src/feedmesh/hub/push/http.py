@@ -17,6 +17,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
+from feedmesh.errors import FeedmeshError
 from feedmesh.fetch.guard import AddressGuard, BlockedAddressError, GuardedResolver
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.settings import FetchSettings
@@ -26,7 +27,7 @@ __all__ = ["CallbackClient", "CallbackError", "Exchange"]
 MAX_ANSWER_BYTES = 64 * 1024
 
 
-class CallbackError(Exception):
+class CallbackError(FeedmeshError):
     """No answer from a callback: refused by the guard, unreachable, or too slow."""
 
 

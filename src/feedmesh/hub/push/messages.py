@@ -10,18 +10,17 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 
 from feedmesh.feeds.render import CONTENT_TYPES
-from feedmesh.hub.feed_document import link_header
 from feedmesh.store import PushTarget, ReflectedItem, Subscription
 from feedmesh.websub.signature import sign
 
 __all__ = ["RenderedDocuments", "webhook_entry", "webhook_message", "websub_message"]
 
 
-def websub_message(target: PushTarget, document: bytes) -> tuple[bytes, dict[str, str]]:
-    """The body and headers of a delivery to a WebSub subscriber of ``target.topic``."""
-    base = target.topic.rsplit("/f/", 1)[0]
-    headers = {"Content-Type": CONTENT_TYPES[target.format],
-               "Link": link_header(base, target.topic)}
+def websub_message(target: PushTarget, document: bytes,
+                   link: str) -> tuple[bytes, dict[str, str]]:
+    """The body and headers of a delivery to a WebSub subscriber of ``target.topic``: its
+    document and the ``Link`` header the topic is served with."""
+    headers = {"Content-Type": CONTENT_TYPES[target.format], "Link": link}
     if target.secret:
         headers["X-Hub-Signature"] = sign(target.secret, document, "sha256")
     return document, headers

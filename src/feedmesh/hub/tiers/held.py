@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from feedmesh.hub.idcodec import decode_ids
-from feedmesh.hub.topk import WIDTH, TopK
+from feedmesh.hub.tiers.topk import WIDTH, TopK
 from feedmesh.store import ReflectorLog
 
 __all__ = ["Restored", "VersionColumns", "checkpoint", "checkpoint_arrays", "restore_held"]

@@ -25,11 +25,11 @@
    the kill (at least once; marks only move forward, so writing one twice does no harm).
 5. **Shared targets**: where web processes of their own take the requests (a distributed
    deployment), every process holds a :class:`PushService`: a web process's verifies and saves
-   targets and sends webhooks' test deliveries, but delivers no entry (``document`` None);
+   targets and sends webhooks' test deliveries, but delivers no entry (``feeds`` None);
    the delivery worker beside each reflector takes the targets from the shared store every
    ``sync_interval_s`` (:meth:`PushService.sync`) and delivers its reflector's matches.
 
-Every address is judged by the crawler's address guard (:mod:`.push_http`).
+Every address is judged by the crawler's address guard (:mod:`.http`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ import logging
 import math
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import msgspec
 import numpy as np
@@ -47,11 +48,10 @@ from aiohttp.abc import AbstractResolver
 
 from feedmesh.clock import Clock
 from feedmesh.fetch.settings import FetchSettings
-from feedmesh.hub.facade import PushRefusedError
+from feedmesh.hub.errors import PushRefusedError
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.push_http import CallbackClient, CallbackError
-from feedmesh.hub.push_messages import webhook_message, websub_message
-from feedmesh.hub.tokens import FeedTokens, token_of_feed_url
+from feedmesh.hub.push.http import CallbackClient, CallbackError
+from feedmesh.hub.push.messages import webhook_message, websub_message
 from feedmesh.logs import Throttled
 from feedmesh.store import (
     HubState,
@@ -62,6 +62,7 @@ from feedmesh.store import (
     StoreThread,
     Subscription,
 )
+from feedmesh.tokenbucket import TokenBucket
 from feedmesh.websub.delivery import DeliveryQueues, Outcome, RetryPolicy, Send
 from feedmesh.websub.hub_requests import (
     HubRequest,
@@ -109,17 +110,47 @@ class PushSettings(msgspec.Struct, frozen=True, kw_only=True):
     processes of their own) save them; 0: this process saves every target itself."""
 
 
-Document = Callable[[int, str, str], Awaitable[bytes]]
-"""(subscription id, format, topic URL) -> the feed as the topic serves it now."""
-Held = Callable[[int], Awaitable[list[ReflectedItem]]]
-"""subscription id -> the entries its feed holds in this process, newest first ([]: none)."""
+class PrivateFeeds(Protocol):
+    """The private feeds of the reflectors beside a delivering worker (the embedded hub's, a
+    reflector process's): what push renders and resends from."""
+
+    async def document(self, sub_id: int, sub: Subscription | None, fmt: str, topic: str,
+                       known: Mapping[int, ReflectedItem]) -> tuple[bytes, str]:
+        """The feed as the topic serves it now, and the ``Link`` header it is served with
+        (WebSub discovery: its hub and itself); ``known``: entries push already holds, not
+        read from the log again."""
+        ...
+
+    async def held(self, sub_id: int,
+                   known: Mapping[int, ReflectedItem]) -> list[ReflectedItem]:
+        """The entries the feed holds here, newest first ([]: not held here)."""
+        ...
+
+
+class TopicKeys(Protocol):
+    """The keys of private feed URLs, as a delivering process checks its topics with them
+    (:class:`feedmesh.hub.front.tokens.FeedTokens`)."""
+
+    changes: int
+    """Bumped whenever the keys held change."""
+
+    @property
+    def has_keys(self) -> bool: ...
+
+    def refresh(self) -> None:
+        """Read the keys again if they are due to be."""
+        ...
+
+    def reads_url(self, url: str) -> bool:
+        """Whether ``url`` is a private feed URL one of the keys signed."""
+        ...
 
 
 class PushService:
     def __init__(self, state: HubState, settings: PushSettings, fetch: FetchSettings,
-                 clock: Clock, metrics: HubMetrics, *, document: Document | None,
-                 held: Held | None = None, resolver: AbstractResolver | None = None,
-                 tokens: FeedTokens | None = None) -> None:
+                 clock: Clock, metrics: HubMetrics, *, feeds: PrivateFeeds | None,
+                 resolver: AbstractResolver | None = None,
+                 tokens: TopicKeys | None = None) -> None:
         self.state = state
         self.tokens = tokens
         """The keys of private feed URLs, in a process that delivers: when one is retired,
@@ -128,9 +159,8 @@ class PushService:
         self.settings = settings
         self.clock = clock
         self.metrics = metrics
-        self.document = document
+        self.feeds = feeds
         """None: this process takes requests and saves targets but delivers nothing."""
-        self.held = held
         self._subs: dict[int, Subscription | None] = {}
         self.client = CallbackClient(fetch, resolver=resolver, timeout_s=settings.timeout_s)
         self.queues = DeliveryQueues(settings.retry)
@@ -185,11 +215,11 @@ class PushService:
     async def resume(self, targets: Sequence[PushTarget]) -> int:
         """Queue for each of ``targets`` the entries its subscription's feed holds here that
         were stored at or after its mark, oldest first; how many."""
-        if self.held is None or self.document is None:
+        if self.feeds is None:
             return 0
         queued = 0
         for target in targets:
-            items = [i for i in await self.held(target.sub_id)
+            items = [i for i in await self.feeds.held(target.sub_id, self.recent_items)
                      if i.stored_at >= target.delivered_before]
             for item in reversed(items):
                 self.queues.add(target.id, item.entry_id, item)
@@ -301,7 +331,7 @@ class PushService:
             return 0  # (no key yet: the hub has made no URL, so no topic to look at)
         self._topics_checked = self.tokens.changes
         ended = [t for t in self.targets.values() if t.kind == WEBSUB
-                 and self.tokens.read(token_of_feed_url(t.topic)) is None]
+                 and not self.tokens.reads_url(t.topic)]
         for target in ended:
             await self._drop(target, "the key that signed the topic URL was retired by the "
                              "hub's operator: the owner has the feed's new URL", deny=True)
@@ -401,7 +431,7 @@ class PushService:
         """Queue a test delivery (no entries) behind what waits for the webhook. A process
         that delivers nothing (a web process of its own: the workers beside the reflectors
         deliver entries) sends it itself, once, and logs it in the same delivery log."""
-        if self.document is None:
+        if self.feeds is None:
             task = asyncio.create_task(self._send_test(target))
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
@@ -439,17 +469,17 @@ class PushService:
         next_sweep = loop.time() + self.settings.sweep_interval_s
         syncing = self.settings.sync_interval_s
         next_sync = loop.time() + syncing
-        rate = self.settings.max_deliveries_per_s
-        burst = max(1.0, rate / 10)
-        tokens, filled_at = burst, loop.time()
+        # The delivery budget, on the injected clock (an accelerated clock runs it faster too,
+        # as it does every other rate of the hub).
+        budget = TokenBucket(self.settings.max_deliveries_per_s,
+                             max(1.0, self.settings.max_deliveries_per_s / 10), self.clock.now())
         while not stop.is_set():
             self._woken = False
-            tokens = min(burst, tokens + (loop.time() - filled_at) * rate)
-            filled_at = loop.time()
-            free = min(self.settings.max_in_flight - len(self._sending), int(tokens))
+            now = self.clock.now()
+            free = min(self.settings.max_in_flight - len(self._sending), int(budget.level(now)))
             if free > 0:
-                for send in self.queues.due(self.clock.now(), free):
-                    tokens -= 1
+                for send in self.queues.due(now, free):
+                    budget.take(now)
                     task = asyncio.create_task(self._deliver(send))
                     self._sending.add(task)
                     task.add_done_callback(self._sent)
@@ -469,7 +499,8 @@ class PushService:
             due = self.queues.next_due()
             wait = min(self.settings.sweep_interval_s, syncing or math.inf)
             if due is not None and len(self._sending) < self.settings.max_in_flight:
-                wait = min(wait, max(0.0, due - self.clock.now(), (1.0 - tokens) / rate))
+                now = self.clock.now()
+                wait = min(wait, max(0.0, due - now, budget.wait_s(now)))
             # A bare future and a timer: this loop turns once per delivery at full load, and
             # asyncio.wait's tasks would cost more than the delivery's own bookkeeping.
             if not self._woken:
@@ -611,10 +642,13 @@ class PushService:
             await asyncio.shield(self._logging)
 
     async def _message(self, target: PushTarget, send: Send) -> tuple[bytes, dict[str, str]]:
-        assert self.document is not None  # only a delivering process has sends
+        assert self.feeds is not None  # only a delivering process has sends
         if target.kind == WEBSUB:
-            return websub_message(target, await self.document(target.sub_id, target.format,
-                                                              target.topic))
+            body, link = await self.feeds.document(target.sub_id,
+                                                   await self.subscription(target.sub_id),
+                                                   target.format, target.topic,
+                                                   self.recent_items)
+            return websub_message(target, body, link)
         return webhook_message(target, await self.subscription(target.sub_id),
                                [p for p in send.payloads if isinstance(p, ReflectedItem)])
 

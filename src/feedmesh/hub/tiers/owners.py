@@ -26,7 +26,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from feedmesh.hub.crawler_tier import CrawlerTier
+from feedmesh.hub.tiers.crawler import CrawlerTier
 from feedmesh.locality import place_new_feeds
 from feedmesh.store import FeedOwnership, IngestStore, StoreThread
 

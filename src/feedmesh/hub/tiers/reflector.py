@@ -24,6 +24,7 @@ import math
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 import msgspec
 import nh3
@@ -33,15 +34,15 @@ from feedmesh import failpoints
 from feedmesh.bus import Bus, Consumer, Delivery
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
-from feedmesh.hub.held import Restored, VersionColumns, checkpoint_arrays, restore_held
 from feedmesh.hub.idcodec import decode_ids, encode_ids
 from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
 from feedmesh.hub.metrics import HubMetrics, process_rss_bytes
-from feedmesh.hub.subtable import SubTable
-from feedmesh.hub.topk import WIDTH, TopK
+from feedmesh.hub.tiers.held import Restored, VersionColumns, checkpoint_arrays, restore_held
+from feedmesh.hub.tiers.subtable import SubTable
+from feedmesh.hub.tiers.topk import WIDTH, TopK
 
 try:  # numba is the optional ``fast`` extra
-    from feedmesh.hub.topk_kernel import bump_versions
+    from feedmesh.hub.tiers.topk_kernel import bump_versions
 except ImportError:
     bump_versions = None
 from feedmesh.match import SubscriptionIndex, parse_query
@@ -78,11 +79,24 @@ class ReflectorSettings(msgspec.Struct, frozen=True, kw_only=True):
     gc_interval_s: float = 600.0
 
 
+AppliedBatch = list[tuple[ReflectedItem, np.ndarray, int]]
+"""Each stored entry of a batch, the subscriptions it was stored for, and its filter shard."""
+
+
+class ReflectorEvents(Protocol):
+    """What a reflector tells of the matches it stores, given to it at construction."""
+
+    def matched(self, batch: AppliedBatch) -> None:
+        """A batch, once committed to the log and shown in the feeds."""
+        ...
+
+
 class Reflector:
     def __init__(self, number: int, log: ReflectorLog, bus: Bus, clock: Clock,
                  metrics: HubMetrics, settings: ReflectorSettings | None = None, *,
                  index: SubscriptionIndex | None = None,
-                 memory_probe: Callable[[], int] = process_rss_bytes) -> None:
+                 memory_probe: Callable[[], int] = process_rss_bytes,
+                 events: ReflectorEvents | None = None) -> None:
         self.number = number
         self.log = log
         self.bus = bus
@@ -96,9 +110,8 @@ class Reflector:
         """Only with the filters' ``article`` delivery: this reflector's own subscriptions, to
         re-match each article against (Cobra's final design)."""
         self.memory_probe = memory_probe
-        self.on_applied: Callable[[list[tuple[ReflectedItem, np.ndarray, int]]], None] | None \
-            = None
-        """Told of every batch once it is committed and shown (the push worker listens)."""
+        self.events = events
+        """Told of every batch once it is committed and shown (the push worker beside it)."""
         self._writer = StoreThread()
         self._reader = StoreThread()
         metrics.held_pairs[number] = lambda: self.topk.pairs()
@@ -451,8 +464,8 @@ class Reflector:
             if shard >= 0:  # stored entries given to a new subscription are not latency
                 self.metrics.hub_latency.observe(max(0.0, item.stored_at - item.first_seen_at))
             self.metrics.articles_out.labels("reflector").inc()
-        if self.on_applied is not None and batch:
-            self.on_applied(batch)
+        if self.events is not None and batch:
+            self.events.matched(batch)
 
     def _bump(self, ids: np.ndarray, entry_id: int, now: float) -> None:
         """Move the feeds ``ids`` on for a stored match of ``entry_id``: +1 so that an edited
@@ -473,6 +486,13 @@ class Reflector:
             log.warning(message)
 
     # -- serving ----------------------------------------------------------------------------
+
+    def holds(self, sub_id: int) -> bool:
+        """Whether this reflector holds ``sub_id``'s feed (at any URL generation)."""
+        return self.subs.is_active(sub_id)
+
+    def subscription_count(self) -> int:
+        return self.subs.count()
 
     def serves(self, sub_id: int, generation: int) -> bool:
         """Whether this reflector holds ``sub_id`` at URL generation ``generation``."""

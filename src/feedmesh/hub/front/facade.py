@@ -2,9 +2,10 @@
 
 The web layer (:mod:`feedmesh.hub.web`) holds a :class:`HubFacade` and nothing else of the hub:
 no tier, no store, no bus. Every call that reads or writes storage is a coroutine that keeps the
-disk off the event loop. The embedded hub (:class:`feedmesh.hub.app.Hub`) is one implementation; a
-web process of a distributed deployment is another (the same calls over the shared state and the
-bus), so the web layer runs unchanged on either.
+disk off the event loop. Its one implementation, :class:`~.hub_front.HubFront`, is built
+with the seams of its deployment (the embedded hub's reflectors and crawler in the same
+process, or a web process's reflector processes and bus), so the web layer runs unchanged on
+either. The errors it raises are :mod:`feedmesh.hub.errors`' (re-exported here).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import msgspec
 
 from feedmesh.clock import Clock
 from feedmesh.feeds.opml import OpmlOutline
+from feedmesh.hub.errors import FeedUnavailable, FollowLimitError, PushRefusedError
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.reflector_api import FeedVersion
 from feedmesh.match import Query
 from feedmesh.store import (
     Account,
@@ -34,34 +37,6 @@ __all__ = ["FeedUnavailable", "FeedVersion", "FollowLimitError", "HubFacade", "P
            "RecentMatch", "SourceView"]
 
 
-class FollowLimitError(Exception):
-    """Following these feeds would take an account past its limit (nothing was followed)."""
-
-    def __init__(self, following: int, adding: int, limit: int) -> None:
-        super().__init__(f"an account may follow at most {limit} source feeds (you follow "
-                         f"{following}, this adds {adding})")
-        self.following = following
-        self.adding = adding
-        self.limit = limit
-
-
-class PushRefusedError(Exception):
-    """A WebSub request or a webhook the hub refuses: the HTTP status and code to answer with,
-    and a message saying why."""
-
-    def __init__(self, status: int, code: str, message: str, **detail: object) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.detail = detail
-
-
-class FeedUnavailable(Exception):
-    """A private feed's owner (a reflector in another process) cannot answer now; the message
-    says which and why. The web layer answers 503 with Retry-After."""
-
-
 class SourceView(msgspec.Struct, frozen=True, kw_only=True):
     """A source feed as an account follows it, with how its fetching goes."""
 
@@ -77,13 +52,6 @@ class SourceView(msgspec.Struct, frozen=True, kw_only=True):
     html_url: str = ""
     next_fetch_at: float | None = None
     """When it will be fetched next (None: not scheduled: gone, or being fetched now)."""
-
-
-class FeedVersion(msgspec.Struct, frozen=True):
-    """What a private feed's validators are made of: its content version and when it changed."""
-
-    version: int
-    modified: float
 
 
 class RecentMatch(msgspec.Struct, frozen=True):
@@ -182,7 +150,7 @@ class HubFacade(Protocol):
         """The figures ``/api/stats`` and ``feedmesh stats`` show."""
         ...
 
-    # push: WebSub subscribers of private feeds, webhooks (see :mod:`feedmesh.hub.push`)
+    # push: WebSub subscribers of private feeds, webhooks (see :mod:`feedmesh.hub.push.service`)
     def websub_request(self, request: HubRequest, sub_id: int, fmt: str) -> None:
         """Verify intent with the callback in the background, then (un)subscribe it to the
         feed ``sub_id`` serves in ``fmt``. Raises :class:`PushRefusedError`."""

@@ -181,6 +181,10 @@ class FeedTokens:
         made[(sub_id, generation)] = token
         return token
 
+    def reads_url(self, url: str) -> bool:
+        """Whether ``url`` is a private feed URL (``.../f/<token>.<ext>``) a key signed."""
+        return self.read(token_of_feed_url(url)) is not None
+
     def read(self, token: str) -> tuple[int, int] | None:
         """``(sub_id, generation)`` when the token is authentic (under the current key or one
         rotated out but not retired) and spelled exactly as issued, else None."""

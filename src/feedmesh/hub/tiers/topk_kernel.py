@@ -1,4 +1,4 @@
-"""The compiled inner loop of :meth:`feedmesh.hub.topk.TopK.insert` (numba, the ``fast`` extra).
+"""The compiled inner loop of :meth:`feedmesh.hub.tiers.topk.TopK.insert` (numba, the ``fast`` extra).
 
 An article matching 1.4% of a million subscriptions touches 14,000 rows; the loop appends to
 each in place, reading only the small ``newest`` and ``head`` arrays in the common case.
@@ -15,7 +15,7 @@ __all__ = ["bump_versions", "insert_rows"]
 @numba.njit(cache=True, nogil=True)
 def insert_rows(rows: np.ndarray, head: np.ndarray, newest: np.ndarray, ids: np.ndarray,
                 entry_id: int, changed: np.ndarray) -> int:  # pragma: no cover - compiled
-    """Put ``entry_id`` into each row of ``ids`` (see :mod:`feedmesh.hub.topk` for the ring
+    """Put ``entry_id`` into each row of ``ids`` (see :mod:`feedmesh.hub.tiers.topk` for the ring
     invariant); write the ids of the rows that changed into ``changed``; return how many."""
     count = 0
     width = rows.shape[1]

@@ -1,16 +1,10 @@
-"""The composition root: the one module that chooses and constructs concrete stores and buses.
+"""The engines: the one module that chooses and constructs concrete stores and buses.
 
-Everything below takes ports (:mod:`feedmesh.store.ports`, :mod:`feedmesh.bus.ports`) and
-constructs no implementation of them; a test (tests/test_architecture.py) checks that no other
-module of ``src/`` imports one. A new engine (NATS JetStream, PostgreSQL) is added here, chosen by
-settings, and nowhere else.
+Everything outside :mod:`feedmesh.compose` takes ports (:mod:`feedmesh.store.ports`,
+:mod:`feedmesh.bus.ports`) and constructs no implementation of them; an import contract
+(``.importlinter``, checked by tests/test_architecture.py) keeps it so. A new engine (NATS
+JetStream, PostgreSQL) is added here, chosen by settings, and nowhere else.
 
-* :func:`embedded_hub`: the hub on one machine, on SQLite files in ``settings.data_dir`` (or, given
-  ``store_url``, on PostgreSQL) and the in-process bus (``feedmesh serve``, ``feedmesh demo``), or
-  NATS JetStream (``serve --bus``);
-* :func:`web_front`: what a web process of its own (``feedmesh web``) serves people from: the
-  hub's state and entries (a data folder's SQLite files, or PostgreSQL), the bus, and the
-  reflector processes' URLs;
 * :func:`open_bus`: a bus from its URL (``memory``, ``nats://HOST:PORT``);
 * :func:`open_ingest_store`, :func:`open_hub_state`, :func:`open_reflector_log`: one store alone,
   at a *location*: a SQLite file's path, or a ``postgresql://`` URL (docs/distributed.md);
@@ -24,27 +18,18 @@ import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from aiohttp.abc import AbstractResolver
+import msgspec
 
 from feedmesh.bus import Bus
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.memory import MemoryBus
-from feedmesh.clock import Clock, SystemClock
-from feedmesh.fetch import Fetcher
-from feedmesh.fetch.settings import FetchSettings
-from feedmesh.hub.app import Hub, HubSettings
-from feedmesh.hub.front import HubFront, RemoteHolders, RemoteSources
-from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.push import PushService, PushSettings
-from feedmesh.hub.reflector_service import ReflectorClient
-from feedmesh.hub.tokens import FeedTokens
+from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.store import (
     FeedOwnership,
     HubState,
     IngestStore,
     ReflectorLog,
     StoreError,
-    StoreThread,
     storage_error,
 )
 from feedmesh.store.key_file import read_key, read_or_create_key, retire_key, rotate_key
@@ -60,8 +45,9 @@ from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 __all__ = [
     "FEED_SECRET_FILE",
     "FEED_SECRET_PREVIOUS_FILE",
+    "HubStores",
+    "WebStores",
     "change_feed_url_keys",
-    "embedded_hub",
     "existing_hub_state",
     "feed_url_keys",
     "feed_url_tokens",
@@ -71,10 +57,11 @@ __all__ = [
     "open_bus",
     "open_feed_ownership",
     "open_hub_state",
+    "open_hub_stores",
     "open_ingest_store",
     "open_reflector_log",
+    "open_web_stores",
     "private_feed_key",
-    "web_front",
 ]
 
 FEED_SECRET_FILE = "feed-secret.key"
@@ -146,39 +133,41 @@ def existing_hub_state(location: str | Path) -> tuple[HubState, Callable[[], Hub
     return open_hub_state(location), functools.partial(open_hub_state, location)
 
 
-def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = None,
-                 fetcher: Fetcher | None = None,
-                 resolver: AbstractResolver | None = None, store_url: str = "",
-                 bus: str = "memory", bus_namespace: str = "feedmesh") -> Hub:
-    """Every tier in this process on SQLite (or, given ``store_url``, on that PostgreSQL
-    database) and the in-process bus (or, given ``bus``, a NATS server's).
+class HubStores(msgspec.Struct, kw_only=True):
+    """What a crawling hub opens (:func:`open_hub_stores`): its stores, the keys of private feed
+    URLs, and where its state is (for a process that reopens it)."""
 
-    Files in ``settings.data_dir`` (created 0700 when missing; the databases and the key are
-    created 0600): ``feedmesh.db`` (the ingest store), ``hub.db`` (accounts, subscriptions),
-    ``feed-secret.key`` (signs private feed URLs), ``reflector-<n>.db`` and their checkpoints,
-    the filters' index snapshots and the scheduler's snapshot. With ``store_url`` the three
-    stores (and the reflectors' checkpoints) are in PostgreSQL instead, and so is the key (a
-    ``feed-secret.key`` already in the folder is brought over when the database has none); the
-    snapshots stay in the folder. ``fetcher`` replaces the polite fetcher built from
-    ``settings.fetch`` (tests give one with a fixed resolver); ``resolver`` is the DNS resolver
-    of the one built here. ``bus`` is :func:`open_bus`'s URL: every tier still runs here, but
-    they meet on a NATS server's streams, which outlive this process.
-    """
-    settings = settings or HubSettings()
-    if settings.external_filters and bus in ("", "memory"):
-        raise ValueError("filters in processes of their own (--external-filters) need a NATS "
-                         "bus to meet them on: --bus nats://HOST:PORT")
-    if settings.external_reflectors and bus in ("", "memory"):
-        raise ValueError("reflectors in processes of their own (--external-reflectors) need a "
-                         "NATS bus to meet them on: --bus nats://HOST:PORT")
-    clock = clock or SystemClock()
-    data = Path(settings.data_dir)
+    ingest: IngestStore
+    state: HubState
+    tokens: FeedTokens
+    reflector_logs: list[ReflectorLog]
+    ownership: FeedOwnership | None
+    state_location: str | Path
+
+    def close(self) -> None:
+        for store in (*self.reflector_logs, self.ingest, self.state,
+                      *([self.ownership] if self.ownership is not None else [])):
+            store.close()
+
+
+def open_hub_stores(data_dir: str | Path, store_url: str = "", *, reflectors: int,
+                    named_crawler: bool, now: float) -> HubStores:
+    """The crawling hub's stores on SQLite files in ``data_dir`` (or, given ``store_url``, on
+    that PostgreSQL database), with the logs of the ``reflectors`` it runs itself.
+
+    Files in ``data_dir`` (created 0700 when missing; the databases and the key are created
+    0600): ``feedmesh.db`` (the ingest store), ``hub.db`` (accounts, subscriptions),
+    ``feed-secret.key`` (signs private feed URLs), ``reflector-<n>.db`` and their checkpoints.
+    With ``store_url`` the three stores (and the reflectors' checkpoints) are in PostgreSQL
+    instead, and so is the key (a ``feed-secret.key`` already in the folder is brought over
+    when the database has none); the filters' and the scheduler's snapshots stay in the
+    folder. ``named_crawler``: the feed ownership table is opened too."""
+    data = Path(data_dir)
     try:
         data.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise storage_error(f"cannot create the data folder {data}: {exc.strerror or exc}",
                             exc) from exc
-    state_location = store_url or data / "hub.db"
     opened: list = []
     try:
         ingest = open_ingest_store(store_url or data / "feedmesh.db")
@@ -189,8 +178,7 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
         if isinstance(state, PostgresHubState):
             # Kept in the database, where every process of the hub finds the same key; a hub
             # that kept it in its folder before brings it over (its URLs keep working).
-            state.feed_secret(lambda: folder_key(data) or secrets.token_bytes(32),
-                              now=clock.now())
+            state.feed_secret(lambda: folder_key(data) or secrets.token_bytes(32), now=now)
             tokens = FeedTokens(*_split(state.feed_secrets()), load=state.feed_secrets)
         else:
             read_or_create_key(data / FEED_SECRET_FILE,
@@ -199,52 +187,45 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
             tokens = FeedTokens(*_split(folder_keys(data)),
                                 load=functools.partial(folder_keys, data))
         ownership = (open_feed_ownership(store_url or data / "feedmesh.db")
-                     if settings.crawler_name else None)
+                     if named_crawler else None)
         if ownership is not None:
             opened.append(ownership)
         logs = []
-        for n in range(0 if settings.external_reflectors else settings.reflectors):
+        for n in range(reflectors):
             logs.append(open_reflector_log(store_url or data / f"reflector-{n}.db", n))
             opened.append(logs[-1])
     except BaseException:
         for store in opened:  # a later file failed to open: close the earlier ones
             store.close()
         raise
-    return Hub(settings, ingest=ingest, state=state, reflector_logs=logs,
-               bus=open_bus(bus, buffer_bytes=settings.bus_buffer_bytes,
-                            namespace=bus_namespace),
-               fetcher=fetcher or Fetcher(settings.fetch, clock=clock, resolver=resolver),
-               clock=clock, open_state=functools.partial(open_hub_state, state_location),
-               data_dir=data, tokens=tokens, resolver=resolver, ownership=ownership)
+    return HubStores(ingest=ingest, state=state, tokens=tokens, reflector_logs=logs,
+                     ownership=ownership, state_location=store_url or data / "hub.db")
 
 
-def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_url: str = "",
-              bus_namespace: str = "feedmesh", starting_entries: int = 500,
-              clock: Clock | None = None, push: PushSettings | None = None,
-              guard: FetchSettings | None = None) -> HubFront:
-    """The facade a web process of its own serves people from (``feedmesh web``): accounts and
-    subscriptions in the hub's state, entries in its ingest store (both at ``store_url``, or
-    the SQLite files of the hub's ``data_dir``), changes told to the tiers on ``bus``, feeds
-    read from the reflector processes at ``reflectors`` (one URL per reflector, in order). The
-    key that signs private feed URLs is read from the PostgreSQL database at ``store_url``, else
-    from ``data_dir`` (copy it to every machine that runs a web process); the crawling hub made
-    it, and this process never makes one, since a new key would break every reader's link.
-    WebSub requests and webhooks are taken here and saved in the hub's state (``push``;
-    ``guard``: the address guard's settings); the delivery workers beside the reflectors
-    deliver."""
-    if bus in ("", "memory"):
-        raise ValueError("a web process of its own meets the other processes on a NATS bus: "
-                         "--bus nats://HOST:PORT")
-    if not reflectors:
-        raise ValueError("--reflectors: give the URL of every reflector process, in order")
+class WebStores(msgspec.Struct, kw_only=True):
+    """What a web process of its own opens (:func:`open_web_stores`)."""
+
+    state: HubState
+    ingest: IngestStore
+    tokens: FeedTokens
+
+    def close(self) -> None:
+        self.ingest.close()
+        self.state.close()
+
+
+def open_web_stores(data_dir: str | Path, store_url: str = "") -> WebStores:
+    """A web process's view of the hub (``feedmesh web``): accounts and subscriptions in the
+    hub's state, entries in its ingest store (both at ``store_url``, or the SQLite files of the
+    hub's ``data_dir``), and the keys of private feed URLs: in the PostgreSQL database at
+    ``store_url``, else in ``data_dir`` (copy it to every machine that runs a web process). The
+    crawling hub made the key, and a web process never makes one, since a new key would break
+    every reader's link."""
     data = Path(data_dir)
     key = data / FEED_SECRET_FILE
     if not store_url and not key.is_file():
         raise StoreError(f"no {FEED_SECRET_FILE} in {data}: give the crawling hub's data "
                          "folder (or a copy of its key), which signs every private feed URL")
-
-    clients = [ReflectorClient(n, url) for n, url in enumerate(reflectors)]
-    clock = clock or SystemClock()
     opened: list = []
     try:
         state = open_hub_state(store_url or existing_file(data / "hub.db"))
@@ -259,18 +240,7 @@ def web_front(data_dir: str | Path, *, reflectors: list[str], bus: str, store_ur
         for store in opened:
             store.close()
         raise
-    io = StoreThread()
-    bus_port = open_bus(bus, namespace=bus_namespace)
-    front = HubFront(state=state, store=ingest, bus=bus_port, clock=clock,
-                     metrics=HubMetrics(), tokens=tokens,
-                     holders=RemoteHolders(clients, state, io),
-                     sources=RemoteSources(ingest, bus_port, clock, io),
-                     reflectors=len(clients), starting_entries=starting_entries, io=io)
-    settings = push or PushSettings(sync_interval_s=1.0)
-    front.lease_bounds = settings.lease
-    front.push = PushService(state, settings, guard or FetchSettings(), clock, front.metrics,
-                             document=None)
-    return front
+    return WebStores(state=state, ingest=ingest, tokens=tokens)
 
 
 def private_feed_key(data_dir: str | Path, store_url: str = "") -> bytes:

@@ -28,7 +28,7 @@ MAX_ENTRY_ID = 2**31 - 1
 """Entry ids are stored in 32 bits (the crawler's store counts from 1; two billion entries)."""
 
 try:  # numba is the optional ``fast`` extra; numpy does the same, slower
-    from feedmesh.hub.topk_kernel import insert_rows as _insert_rows
+    from feedmesh.hub.tiers.topk_kernel import insert_rows as _insert_rows
 except ImportError:
     _insert_rows = None
 

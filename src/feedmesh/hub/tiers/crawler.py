@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 
@@ -27,17 +28,31 @@ from feedmesh.model import FeedInfo, FetchResult, ParsedFeed
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import FeedRow, IngestedEntry, IngestStore
 
-__all__ = ["CrawlerTier", "FeedMeta"]
+__all__ = ["CrawlerTier", "FeedMeta", "PushedFeeds"]
 
 log = logging.getLogger("feedmesh.hub.crawler")
 
 
+class PushedFeeds(Protocol):
+    """The crawler tier's WebSub subscriber (:mod:`.websub_subscriber`), as the crawl tells it:
+    each fetched document (to discover the hubs it advertises) and each feed that leaves."""
+
+    def discovered(self, feed_id: int, result: FetchResult, parsed: ParsedFeed) -> None: ...
+    def feed_removed(self, feed_id: int) -> None: ...
+
+
 class CrawlerTier:
+    """The crawl (its :class:`~feedmesh.crawl.Crawler` and, with a policy, its scheduler), and
+    what it tells: every committed entry to the filters on ``articles``, every fetched document
+    to the WebSub subscriber. ``websub`` makes that subscriber, given this tier (where pushed
+    documents go, and which feeds are live)."""
+
     def __init__(self, store: IngestStore, fetcher: Fetcher, bus: Bus, clock: Clock,
                  metrics: HubMetrics, settings: CrawlSettings | None = None,
                  followers: dict[int, int] | None = None, forward_backlog: bool = True,
                  pace: bool = True, schedule: SchedulerSettings | None = None,
-                 schedule_path: Path | None = None, share: tuple[int, int] = (0, 1)) -> None:
+                 schedule_path: Path | None = None, share: tuple[int, int] = (0, 1),
+                 websub: Callable[[CrawlerTier], PushedFeeds] | None = None) -> None:
         self.store = store
         self.bus = bus
         self.metrics = metrics
@@ -46,13 +61,8 @@ class CrawlerTier:
         self.pace = pace
         self.feed_meta: dict[int, FeedMeta] = {}
         self._by_source: dict[str, int] = {}  # the URL a feed was added at -> its id
-        self.on_document: Callable[[int, FetchResult, ParsedFeed], None] | None = None
-        """Told of each fetched document (the WebSub subscriber discovers hubs in it)."""
-        self.on_deactivated: Callable[[int], None] | None = None
-        self.crawler = Crawler(store, fetcher, clock, settings=settings,
-                               on_ingested=self.publish, subscribers=self._followers.get,
-                               on_feed_info=self._feed_info, on_document=self._document,
-                               on_deactivated=self._deactivated, share=share)
+        self.crawler = Crawler(store, fetcher, clock, settings=settings, events=self,
+                               subscribers=self._followers.get, share=share)
         self.last_cycle: CrawlStats | None = None
         self.cycles = 0
         self.scheduled = (ScheduledCrawler(self.crawler, store, clock, schedule,
@@ -63,6 +73,7 @@ class CrawlerTier:
         self._new_feeds: list[int] = []
         self.next_cycle_at: float | None = None
         """With ``policy="interval"``: when the next cycle starts (None: one is running)."""
+        self.websub = websub(self) if websub is not None else None
 
     async def load(self) -> None:
         await self.crawler.load()
@@ -78,17 +89,22 @@ class CrawlerTier:
         self._by_source = {row.source_url: row.id for row in rows}
         self.metrics.feeds.set(len(self.feed_meta))
 
-    def _feed_info(self, feed_id: int, info: FeedInfo) -> None:
+    # -- what the crawl tells (CrawlEvents) --------------------------------------------------
+
+    async def ingested(self, entries: list[IngestedEntry]) -> None:
+        await self.publish(entries)
+
+    def feed_info(self, feed_id: int, info: FeedInfo) -> None:
         self.feed_meta[feed_id] = FeedMeta(self.crawler.states[feed_id].url, info.title,
                                            info.language)
 
-    def _document(self, feed_id: int, result: FetchResult, parsed: ParsedFeed) -> None:
-        if self.on_document is not None:
-            self.on_document(feed_id, result, parsed)
+    def document(self, feed_id: int, result: FetchResult, parsed: ParsedFeed) -> None:
+        if self.websub is not None:
+            self.websub.discovered(feed_id, result, parsed)
 
-    def _deactivated(self, feed_id: int) -> None:
-        if self.on_deactivated is not None:
-            self.on_deactivated(feed_id)
+    def deactivated(self, feed_id: int) -> None:
+        if self.websub is not None:
+            self.websub.feed_removed(feed_id)
 
     # -- push ------------------------------------------------------------------------------
 
@@ -107,7 +123,10 @@ class CrawlerTier:
             self.scheduled.set_live(feed_id, live)
 
     async def remove_feed(self, feed_id: int) -> bool:
-        """Stop crawling ``feed_id`` and forget it (its stored entries go with it)."""
+        """Stop crawling ``feed_id`` and forget it (its stored entries go with it), unsubscribed
+        from its publisher's WebSub hub."""
+        if self.websub is not None:
+            self.websub.feed_removed(feed_id)
         if self.scheduled is not None and feed_id in self.crawler.states:
             self.scheduled.remove_feed(feed_id)
         if not await self.crawler.remove_feed(feed_id):
@@ -294,6 +313,13 @@ class CrawlerTier:
         if stats.host_paused:
             m.host_paused.inc(stats.host_paused)
         m.hosts_paused.set(len(self.hosts_paused()))
+
+    def figures(self) -> dict[str, object]:
+        """The crawl as ``/api/stats`` shows it: feeds, the last cycle, cycles, paused hosts."""
+        cycle = self.last_cycle
+        return {"feeds": self.feed_count(),
+                "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
+                "crawl_cycles": self.cycles, "hosts_paused": self.hosts_paused()}
 
     def hosts_paused(self) -> dict[str, float]:
         """The hosts paused now because they could not be reached, with the end of each pause."""

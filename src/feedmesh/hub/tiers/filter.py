@@ -41,8 +41,8 @@ from feedmesh.hub.messages import (
     encode,
 )
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.subtable import SubTable
-from feedmesh.match import SnapshotError, SubscriptionIndex, parse_query
+from feedmesh.hub.tiers.subtable import SubTable
+from feedmesh.match import IndexSnapshotError, SubscriptionIndex, parse_query
 from feedmesh.store import HubState
 
 __all__ = ["FilterTier"]
@@ -117,7 +117,7 @@ class FilterTier:
             failpoints.reached("filter.snapshot_mapped")
         except FileNotFoundError:
             return False
-        except (OSError, ValueError, KeyError, SnapshotError) as exc:
+        except (OSError, ValueError, KeyError, IndexSnapshotError) as exc:
             log.warning("filter_snapshot_unusable shard=%d path=%s error=%r; rebuilding",
                         self.shard, path, exc)
             return False

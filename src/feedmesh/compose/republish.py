@@ -1,0 +1,141 @@
+"""The hub's republisher role (``feedmesh serve --republish DIR``; SCRIBE-RSS 4.3.2: "the hub
+already crawls every feed once for everybody"): where the hub and the mesh meet, composed here
+because neither package may import the other.
+
+1. the hub joins the overlay on its own UDP endpoint (``--republish-listen``; a new ring, or
+   ``--republish-bootstrap``);
+2. it reads the ``articles`` stream in a group of its own, as the filters do: every entry the
+   crawler committed as *new* (not an edit, not the backlog of a feed's first document) of a
+   feed this crawler fetches is signed with the key in DIR into the hub's log of that source
+   feed, marked as a republication, and multicast to the feed's republication group
+   (:meth:`~feedmesh.mesh.republish.Republisher.multicast`): no poll of its own;
+3. it serves each source feed it republishes as RSS 2.0 with the ``<subscribe>`` element (its
+   key, the group, its overlay address), ``/mesh/feeds/{id}``, and all of them as
+   ``/mesh/opml``: a peer started with ``--opml http://HUB/mesh/opml`` bootstraps from the hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+
+from feedmesh.bus import Bus
+from feedmesh.compose.lifecycle import HttpPart, Tasks, cancel
+from feedmesh.feeds.opml import OpmlOutline, render_opml
+from feedmesh.hub.deliveries import Settle
+from feedmesh.hub.messages import Article
+from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.tiers.crawler import CrawlerTier
+from feedmesh.mesh.keys import KeyFileError, KeyStore
+from feedmesh.mesh.republish import Republisher
+from feedmesh.mesh.transport import UdpNode, handle_at
+
+__all__ = ["RepublishRole", "open_republisher"]
+
+log = logging.getLogger("feedmesh.mesh.republish")
+
+
+async def open_republisher(keys_dir: str, listen: tuple[str, int],
+                           bootstrap: tuple[str, int] | None) -> tuple[UdpNode, KeyStore]:
+    """The overlay node and key of ``--republish``; a bad key folder or address fails here,
+    before the hub starts."""
+    keys = KeyStore(keys_dir)
+    try:
+        keys.signing_key()
+    except KeyFileError as error:
+        raise ValueError(f"--republish: {error}") from None
+    endpoint = UdpNode(*listen)
+    await endpoint.open()
+    await endpoint.start(handle_at(*bootstrap) if bootstrap is not None else None)
+    return endpoint, keys
+
+
+class RepublishRole:
+    """Multicasts what the crawler of this process finds new; serves its source feeds with their
+    ``<subscribe>`` element. It reads ``articles`` in the group ``republish-<crawler>``."""
+
+    def __init__(self, endpoint: UdpNode, keys: KeyStore, crawler: CrawlerTier, bus: Bus,
+                 metrics: HubMetrics, *, group: str) -> None:
+        self.endpoint = endpoint
+        self.republisher = Republisher(endpoint, keys, fetcher=None, urls=())  # type: ignore[arg-type]
+        self.crawler = crawler
+        self.bus = bus
+        self.group = group
+        self.name = "republisher"
+        self.ready = asyncio.Event()
+        self._settle = Settle(bus, group, metrics)
+        self._loops: list[asyncio.Task] = []
+        self._url_of: dict[int, str] = {}
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.endpoint.addr[0]}:{self.endpoint.addr[1]}"
+
+    @property
+    def registry(self):  # type: ignore[no-untyped-def]
+        return None
+
+    def http(self) -> HttpPart:
+        return HttpPart([web.get("/mesh/opml", self._opml),
+                         web.get("/mesh/feeds/{id}", self._feed)])
+
+    async def start(self, tasks: Tasks) -> None:
+        sent = self.republisher.send_outbox()
+        if sent:
+            log.info("outbox_sent records=%d", sent)
+        joined = asyncio.Event()
+        self._loops = [tasks.spawn(self.name, lambda: self._run(joined))]
+        await joined.wait()  # before the crawler publishes: the bus keeps nothing for no group
+        self.ready.set()
+
+    async def _run(self, joined: asyncio.Event) -> None:
+        consumer = await self.bus.consumer("articles", self.group)
+        joined.set()
+        async for delivery in consumer:
+            message = await self._settle.decoded(delivery)
+            if isinstance(message, Article):
+                self.committed(message)
+            await delivery.ack()
+
+    def committed(self, article: Article) -> bool:
+        """Multicast one committed entry if it is new and this crawler's; whether it was."""
+        if article.updated or article.backlog:
+            return False
+        if not self.crawler.crawler.owns(article.feed_id):
+            return False  # another crawler's feed: its republisher multicasts it
+        url = self._source(article.feed_id)
+        if url is None:
+            return False
+        self.republisher.multicast(url, article.entry)
+        return True
+
+    async def stop(self) -> None:
+        await cancel(self._loops)
+        self.endpoint.close()
+
+    def _source(self, feed_id: int) -> str | None:
+        url = self._url_of.get(feed_id)
+        if url is None:
+            self._url_of = {fid: source for source, fid in self.crawler.sources().items()}
+            url = self._url_of.get(feed_id)
+        return url
+
+    # -- HTTP ------------------------------------------------------------------------------------
+
+    async def _opml(self, request: web.Request) -> web.Response:
+        base = f"{request.scheme}://{request.host}"
+        sources = self.crawler.sources()
+        outlines = [OpmlOutline(url=f"{base}/mesh/feeds/{fid}", title=f"{url} (republished)")
+                    for url, fid in sorted(sources.items(), key=lambda item: item[1])]
+        return web.Response(body=render_opml("feeds this hub republishes", outlines),
+                            content_type="text/x-opml", charset="utf-8")
+
+    async def _feed(self, request: web.Request) -> web.Response:
+        text = request.match_info["id"]
+        url = self._source(int(text)) if text.isdigit() else None
+        if url is None:
+            raise web.HTTPNotFound(text=f"no source feed {text!r} here; see /mesh/opml\n")
+        body = self.republisher.document_of(url, self.bootstrap, str(request.url))
+        return web.Response(body=body, content_type="application/rss+xml", charset="utf-8")

@@ -1,0 +1,1 @@
+"""The hub's tiers (Cobra section 3): the crawler, the filter shards, the reflectors."""
