@@ -18,7 +18,7 @@ import numpy as np
 from feedmesh.bus import Bus
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.compose.engines import existing_hub_state, open_bus
-from feedmesh.compose.lifecycle import HttpPart, Tasks, cancel
+from feedmesh.compose.lifecycle import HttpPart, Tasks, cancel, ended
 from feedmesh.compose.settings import FilterSettings
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.tiers.filter import FilterTier
@@ -40,7 +40,7 @@ class FilterRole:
     def __init__(self, tier: FilterTier, *, state: HubState, data_dir: Path,
                  open_state: Callable[[], HubState], metrics: HubMetrics,
                  columns: Callable[[], dict[str, np.ndarray]] | None = None,
-                 save_on_stop: bool = False,
+                 save_on_stop: bool = False, own_bus: bool = False,
                  count_subscriptions: bool = False) -> None:
         self.tier = tier
         self.name = f"filter {tier.shard}/{tier.shards}"
@@ -52,6 +52,7 @@ class FilterRole:
         self._columns = columns
         self._save_on_stop = save_on_stop
         self._count = count_subscriptions
+        self._own_bus = own_bus
         self._loops: list[asyncio.Task] = []
         self.held = 0
 
@@ -82,8 +83,13 @@ class FilterRole:
 
     async def stop(self) -> None:
         """The loops end (what they held unacknowledged goes to another member of the group,
-        or to this shard's next start); the embedded hub's snapshot is written."""
-        await cancel(self._loops)
+        or to this shard's next start); the embedded hub's snapshot is written. ``own_bus``
+        (a process of its own): closing the bus ends the loops."""
+        if self._own_bus:
+            await self.tier.bus.close()
+            await ended(self._loops)
+        else:
+            await cancel(self._loops)
         if self._save_on_stop:
             seq = self._state.change_seq()  # every change up to here reached the filters
             self.tier.save(snapshot_path(self._data, self.tier.shard, self.tier.shards), seq)
@@ -106,6 +112,6 @@ def filter_process(settings: FilterSettings) -> tuple[FilterRole, list[Callable]
     metrics.watch_queues(bus.depths)
     tier = filter_tier(*settings.shard, bus, SystemClock(), metrics, settings.delivery)
     role = FilterRole(tier, state=state, data_dir=data, open_state=reopen, metrics=metrics,
-                      count_subscriptions=True)
+                      count_subscriptions=True, own_bus=True)
     return role, [bus.close, state.close]
 

@@ -44,7 +44,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from feedmesh.bus import BusError
 from feedmesh.memory import release_memory
 
-__all__ = ["HttpPart", "Role", "Tasks", "bind", "cancel", "run_roles", "started",
+__all__ = ["HttpPart", "Role", "Tasks", "bind", "cancel", "ended", "run_roles", "started",
            "stop_on_signals", "stopping"]
 
 log = logging.getLogger("feedmesh.hub")
@@ -127,6 +127,15 @@ async def cancel(tasks: Sequence[asyncio.Task]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def ended(tasks: Sequence[asyncio.Task], timeout_s: float = 10.0) -> None:
+    """Wait for ``tasks`` to end by themselves (their input closed: a role of its own process
+    closes its bus, and what its loops held unacknowledged goes back to the server at once),
+    cancelling those still running after ``timeout_s``."""
+    if tasks:
+        await asyncio.wait(tasks, timeout=timeout_s)
+    await cancel([task for task in tasks if not task.done()])
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -31,7 +31,7 @@ from feedmesh.compose.engines import (
     open_bus,
     open_reflector_log,
 )
-from feedmesh.compose.lifecycle import HttpPart, Tasks, cancel
+from feedmesh.compose.lifecycle import HttpPart, Tasks, cancel, ended
 from feedmesh.compose.settings import ReflectorRoleSettings
 from feedmesh.fetch import FetchSettings
 from feedmesh.hub.front.feed_document import RenderedItems, link_header, render_private_feed
@@ -126,7 +126,7 @@ class ReflectorRole:
 
     def __init__(self, reflector: Reflector, *, state: HubState, metrics: HubMetrics,
                  columns: Callable[[], dict] | None = None, api: bool = False,
-                 count_subscriptions: bool = False) -> None:
+                 own_bus: bool = False, count_subscriptions: bool = False) -> None:
         self.reflector = reflector
         self.name = f"reflector {reflector.number}"
         self.ready = asyncio.Event()
@@ -135,6 +135,7 @@ class ReflectorRole:
         self._columns = columns
         self._api = api
         self._count = count_subscriptions
+        self._own_bus = own_bus
         self._loops: list[asyncio.Task] = []
         self.held = 0
 
@@ -166,8 +167,13 @@ class ReflectorRole:
         self.ready.set()
 
     async def stop(self) -> None:
-        """Its loops end (what they held goes to its next start), then a checkpoint."""
-        await cancel(self._loops)
+        """Its loops end (what they held goes to its next start), then a checkpoint.
+        ``own_bus`` (a process of its own): closing the bus ends the loops."""
+        if self._own_bus:
+            await self.reflector.bus.close()
+            await ended(self._loops)
+        else:
+            await cancel(self._loops)
         await self.reflector.close_async()
 
 
@@ -224,6 +230,6 @@ def reflector_process(settings: ReflectorRoleSettings) -> tuple[list, list[Calla
         delivery=settings.delivery, state=push_state, push=worker_settings,
         guard=settings.guard, tokens=feed_url_tokens(push_state, settings.state),
         owner=lambda sub_id: 0, numbers=[number])
-    role = ReflectorRole(reflector, state=state, metrics=metrics, api=True,
+    role = ReflectorRole(reflector, state=state, metrics=metrics, api=True, own_bus=True,
                          count_subscriptions=True)
     return [role, PushRole(worker, on_stop=[push_state.close])], [bus.close, state.close]
