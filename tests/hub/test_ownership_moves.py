@@ -172,7 +172,7 @@ async def test_ownership_moves_while_crawlers_run_and_nothing_is_lost_or_doubled
             late_start = farm.log.next_seq
 
             # 2. A web process adds feeds (stored, then FeedsAdded on `feeds`, as
-            # hub/front.py's RemoteSources.add does): each gets one owner, which crawls it.
+            # hub/front/holders.py's RemoteSources.add does): each gets one owner, which crawls it.
             store = open_ingest_store(postgres_url)
             try:
                 late = [row.id for row in store.add_feeds(urls[-LATE_FEEDS:], now=ORIGIN)]

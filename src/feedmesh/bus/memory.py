@@ -8,7 +8,7 @@ group's queue (after a delay, if asked), counted as a redelivery.
 
 Not durable: groups and messages live as long as the process. The hub does not need more, because
 it replays from the ingest store what the reflectors had not stored before a crash (their
-watermarks, see :mod:`feedmesh.hub.app`).
+watermarks, see :mod:`feedmesh.compose.embedded`).
 """
 
 from __future__ import annotations

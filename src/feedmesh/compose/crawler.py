@@ -89,6 +89,7 @@ class CrawlerRole:
         self._watermarks = [*local_reflectors,
                             *(RemoteWatermarks(c, s.reflectors) for c in self.remote_reflectors)]
         self._loops: list[asyncio.Task] = []
+        self._feeds_loop: asyncio.Task | None = None
         self._crawl: asyncio.Task | None = None
         self._crawl_stop = asyncio.Event()
 
@@ -104,7 +105,7 @@ class CrawlerRole:
         await self.bus.last_seq("control")  # a bus that cannot be reached fails here, once
         handed_over = await desk.owners.start() if desk.owners is not None else False
         await self.tier.load()
-        self._loops.append(tasks.spawn("crawler.feeds", desk.run_feed_changes))
+        self._feeds_loop = tasks.spawn("crawler.feeds", desk.run_feed_changes)
         await desk.feeds_joined.wait()  # a bus keeps messages only for the groups that exist
         if handed_over:  # feeds staged away while this crawler was down: tell their owners
             await desk.owners_changed()
@@ -143,6 +144,8 @@ class CrawlerRole:
         if not await self.drain():
             log.warning("hub_stop_undrained reason=tiers did not process everything in time; "
                         "the next start replays it")
+        # Last: a handover in hand (feeds staged away, taken over) completes meanwhile.
+        await cancel([self._feeds_loop] if self._feeds_loop is not None else [])
         for remote in self.remote_reflectors:
             await remote.close()
         await self.fetcher.close()

@@ -111,7 +111,7 @@ class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     others are for the ``feedmesh crawler --shard`` processes of the other shares."""
     crawler_name: str = ""
     """This hub's crawler fetches the feeds the feed ownership table gives this name
-    (``feedmesh crawler --name``; hub/owners.py), which may move while it runs; instead of
+    (``feedmesh crawler --name``; hub/tiers/owners.py), which may move while it runs; instead of
     ``crawler_shard``'s modulo split."""
     external_reflectors: tuple[str, ...] = ()
     """The ``reflectors`` run as ``feedmesh reflector`` processes (on a NATS bus), reached at

@@ -272,6 +272,7 @@ class ScheduledCrawler:
             self.scheduler.record(report_of(feed_id, outcome, live=int(feed_id) in self.live))
         except UnknownFeedError:  # removed while it was being fetched
             pass
+        self._follow_host_pauses(self.clock.now())  # a pause this fetch began, held at once
         self._wake.set()
         if self.on_fetched is not None:
             self.on_fetched(feed_id, outcome)

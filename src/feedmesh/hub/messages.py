@@ -118,7 +118,7 @@ class FollowsChanged(msgspec.Struct, frozen=True, tag="follows_changed", kw_only
 
 class OwnersChanged(msgspec.Struct, frozen=True, tag="owners_changed", kw_only=True):
     """The feed ownership table changed (``feedmesh map --apply``, or a crawler handed feeds
-    over): every named crawler reads its rows again (hub/owners.py)."""
+    over): every named crawler reads its rows again (hub/tiers/owners.py)."""
 
     by: str = ""
     """Who changed it: ``map`` or the crawler's name (for the logs)."""

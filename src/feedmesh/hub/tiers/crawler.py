@@ -185,7 +185,7 @@ class CrawlerTier:
         self._wake.set()  # crawl new sources now rather than at the next interval
         return ids
 
-    # -- ownership moving while the crawler runs (named crawlers, hub/owners.py) -----------
+    # -- ownership moving while the crawler runs (named crawlers, hub/tiers/owners.py) -----------
 
     def gain(self, rows: list[FeedRow], epochs: dict[int, int]) -> None:
         """Start crawling feeds handed to this crawler, from the fetch state the store holds
