@@ -12,15 +12,23 @@ directly; across processes it asks this API, one loopback or LAN round trip per 
     GET /reflector/v1/status                        -> ReflectorStatus
     GET /metrics                                    -> Prometheus figures of the process
 
-The API is internal (no accounts, no tokens: whoever reaches it can read every held entry).
-Bind it to a loopback or private address that only the hub's processes reach
-(docs/distributed.md). A reflector that cannot be reached is a :class:`ReflectorUnavailable`
+Every request (``/metrics`` too) carries ``Authorization: Bearer TOKEN``, the token the
+reflector and its callers read from a file 0600 (:func:`feedmesh.secret_file.read_token`); any
+other request is answered 401 with a few bytes, before anything is looked up. The token is
+compared in constant time, as bytes (so a header of any characters is a wrong token, never an
+error). ``token=None`` (the default of :func:`reflector_app` and :class:`ReflectorClient`, for
+callers not yet given a token) serves and asks without one, and the app logs that once at
+start: then whoever reaches the address reads every held entry. Bind it to a loopback or
+private address that only the hub's processes reach (docs/distributed.md) either way.
+
+A reflector that cannot be reached, or refuses the token, is a :class:`ReflectorUnavailable`
 naming it, which the web layer answers with 503 and Retry-After, never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from collections.abc import Callable
 
@@ -68,9 +76,19 @@ _decode_status = msgspec.msgpack.Decoder(ReflectorStatus)
 _MSGPACK = "application/msgpack"
 
 
+def _bearer(token: bytes) -> bytes:
+    return b"Bearer " + token
+
+
 def reflector_app(reflector: Reflector, metrics: HubMetrics,
-                  ready: Callable[[], bool] = lambda: True) -> web.Application:
-    """The internal API of one reflector. ``ready``: False while it is still loading (503)."""
+                  ready: Callable[[], bool] = lambda: True, *,
+                  token: bytes | None = None) -> web.Application:
+    """The internal API of one reflector. ``ready``: False while it is still loading (503).
+    ``token``: the bearer token every request must carry (None: no authentication, logged)."""
+    expected = _bearer(token) if token is not None else None
+    if expected is None:
+        log.warning("reflector_api_open reflector=%d: no token given, so any process that "
+                    "reaches its address reads every held entry", reflector.number)
 
     def packed(value: object) -> web.Response:
         return web.Response(body=_feed_state.encode(value), content_type=_MSGPACK)
@@ -87,6 +105,16 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
             return [int(request.match_info[name]) for name in names]
         except ValueError:
             raise web.HTTPBadRequest(text=f"{', '.join(names)}: whole numbers expected") from None
+
+    @web.middleware
+    async def authenticated(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        if expected is not None:
+            # aiohttp decoded the header as UTF-8 with surrogate escapes: these are its bytes
+            given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+            if not hmac.compare_digest(given, expected):
+                raise web.HTTPUnauthorized(text="a bearer token is required",
+                                           headers={"WWW-Authenticate": "Bearer"})
+        return await handler(request)
 
     @web.middleware
     async def loaded(request: web.Request, handler):  # type: ignore[no-untyped-def]
@@ -135,7 +163,7 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     # A batch of versions is the one body the API reads: ~20 bytes a pair.
-    app = web.Application(middlewares=[loaded], client_max_size=32 * MAX_BATCH)
+    app = web.Application(middlewares=[authenticated, loaded], client_max_size=32 * MAX_BATCH)
     app.router.add_post(PREFIX + "/versions", versions)
     app.router.add_get(PREFIX + "/feeds/{sub_id}/items", items)
     app.router.add_get(PREFIX + "/feeds/{sub_id}/{generation}", version)
@@ -147,14 +175,18 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
 
 class ReflectorClient:
     """One reflector process, as the hub and the web processes ask it (a shared session,
-    created on first use)."""
+    created on first use). ``token``: the reflector's bearer token (None: sent without one)."""
 
-    def __init__(self, number: int, url: str) -> None:
+    def __init__(self, number: int, url: str, *, token: bytes | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"reflector {number} at {url!r}: give an http:// URL such as "
                              "http://127.0.0.1:8301")
         self.number = number
         self.url = url.rstrip("/")
+        if token is not None and not all(0x21 <= byte <= 0x7E for byte in token):
+            raise ValueError(f"reflector {number}: a token is printable ASCII without spaces")
+        self._headers = ({"Authorization": _bearer(token).decode("ascii")}
+                         if token is not None else {})
         self._session: aiohttp.ClientSession | None = None
 
     async def _get(self, path: str, body: bytes | None = None) -> bytes | None:
@@ -168,7 +200,8 @@ class ReflectorClient:
         try:
             async with self._session.request(
                     "GET" if body is None else "POST", self.url + PREFIX + path, data=body,
-                    headers=None if body is None else {"Content-Type": _MSGPACK}) as answer:
+                    headers=self._headers if body is None else
+                    {**self._headers, "Content-Type": _MSGPACK}) as answer:
                 if answer.status == 404:
                     return None
                 if answer.status != 200:
