@@ -16,10 +16,11 @@ Every request (``/metrics`` too) carries ``Authorization: Bearer TOKEN``, the to
 reflector and its callers read from a file 0600 (:func:`feedmesh.secret_file.read_token`); any
 other request is answered 401 with a few bytes, before anything is looked up. The token is
 compared in constant time, as bytes (so a header of any characters is a wrong token, never an
-error). ``token=None`` (the default of :func:`reflector_app` and :class:`ReflectorClient`, for
-callers not yet given a token) serves and asks without one, and the app logs that once at
-start: then whoever reaches the address reads every held entry. Bind it to a loopback or
-private address that only the hub's processes reach (docs/distributed.md) either way.
+error). ``token=None`` (the default of :func:`reflector_app` and :class:`ReflectorClient`, kept
+only for the callers not yet given a token: ``feedmesh reflector``, the hub, the web processes)
+serves and asks without one: then whoever reaches the address reads every held entry. Bind it
+to a loopback or private address that only the hub's processes reach (docs/distributed.md)
+either way.
 
 A reflector that cannot be reached, or refuses the token, is a :class:`ReflectorUnavailable`
 naming it, which the web layer answers with 503 and Retry-After, never a traceback.
@@ -86,9 +87,6 @@ def reflector_app(reflector: Reflector, metrics: HubMetrics,
     """The internal API of one reflector. ``ready``: False while it is still loading (503).
     ``token``: the bearer token every request must carry (None: no authentication, logged)."""
     expected = _bearer(token) if token is not None else None
-    if expected is None:
-        log.warning("reflector_api_open reflector=%d: no token given, so any process that "
-                    "reaches its address reads every held entry", reflector.number)
 
     def packed(value: object) -> web.Response:
         return web.Response(body=_feed_state.encode(value), content_type=_MSGPACK)
