@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -158,6 +159,10 @@ def test_a_stranger_cannot_join_as_a_route(cluster):
     nodes, _ = cluster
     node = nodes.nodes[0].cluster
     assert node is not None
+    for server in nodes.nodes:  # what every user reads: no password there
+        cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes()
+        assert node.route_password.encode() not in cmdline and b"route" not in cmdline
+        assert node.route_password in (server.folder / "nats.conf").read_text()  # 0600
     for connect in (b'{"verbose":false,"name":"stranger","cluster":"feedmesh"}',
                     b'{"verbose":false,"user":"route","pass":"guessed","cluster":"feedmesh"}'):
         assert b"Authorization Violation" in route_handshake(node.route_host, node.route_port,

@@ -170,7 +170,11 @@ def test_passfile_fields_are_escaped():
 
 
 def test_every_file_of_the_server_is_closed_to_others(server):
-    postgres, _ = server
+    postgres, login = server
+    app_password = login.passfile.read_text().rsplit(":", 1)[1].strip()
+    for secret in (postgres.password, app_password):  # what every user reads: no password
+        assert secret.encode() not in Path(f"/proc/{postgres.pid}/cmdline").read_bytes()
+        assert secret not in postgres.log_path.read_text(errors="replace")
     assert stat.S_IMODE(postgres.folder.stat().st_mode) == 0o700
     opened = []
     for root, folders, files in os.walk(postgres.folder):
