@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from feedmesh.bus.nats_auth import NatsCredentials, authorization_block, create_credentials
+from feedmesh.bus.nats_cluster import LocalNatsCluster
 from feedmesh.bus.nats_server import LocalNats
 
 
@@ -24,3 +26,19 @@ def nats_url(tmp_path_factory) -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_cluster(tmp_path_factory) -> Iterator[tuple[LocalNatsCluster, NatsCredentials]]:
+    """A three-node JetStream cluster on 127.0.0.1-3 (free ports), with the roles' keys
+    (bus/nats_auth.py, namespace ``fm``, two reflectors), one per test session (and xdist
+    worker). Tests that use it with the admin's key keep apart by bus namespace; tests that
+    kill nodes start a cluster of their own."""
+    folder = tmp_path_factory.mktemp("nats-cluster")
+    credentials = create_credentials(folder / "secrets")
+    cluster = LocalNatsCluster(folder / "nats",
+                               authorization=authorization_block(credentials, "fm", 2)).start()
+    try:
+        yield cluster, credentials
+    finally:
+        cluster.stop()

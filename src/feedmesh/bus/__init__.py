@@ -1,8 +1,9 @@
 """The bus that joins the hub's tiers: the port (:mod:`.ports`, JetStream's semantics), its
 in-process implementation (:mod:`.memory`, the embedded default) and the distributed
-deployment's, on NATS JetStream (:mod:`.jetstream`; :mod:`.nats_server` starts a server). Both are
-constructed by the composition root, :mod:`feedmesh.compose`, only, and pass one contract suite
-(tests/bus/test_contract.py).
+deployment's, on NATS JetStream (:mod:`.jetstream`, connecting through :mod:`.nats_link`;
+:mod:`.nats_server` starts a server, :mod:`.nats_cluster` three of them joined; :mod:`.nats_auth`
+gives each role a key and its permissions). Both are constructed by the composition root,
+:mod:`feedmesh.compose`, only, and pass one contract suite (tests/bus/test_contract.py).
 
 Exceptions drawn from this package::
 

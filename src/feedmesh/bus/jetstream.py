@@ -23,6 +23,12 @@ How the port maps onto JetStream:
 
 While the server is unreachable, publishing and consuming wait (one log line when it goes, one
 when it is back) rather than fail: nats-py reconnects by itself, and JetStream kept the streams.
+A server that *refuses* (credentials it does not know, a subject these credentials may not
+use: bus/nats_auth.py) is not waited for: that is a :class:`BusError` saying what was refused.
+
+Several servers (a cluster's, their URLs separated by commas) are one bus: the client is
+connected to one of them and moves to another when it goes; streams made with ``replicas=3``
+live on three servers, so one of them killed loses nothing and the stream's leader moves.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -44,6 +51,7 @@ import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import api
 
+from feedmesh.bus.nats_link import Denials, dial, server_urls
 from feedmesh.bus.ports import (
     BusClosedError,
     BusError,
@@ -166,11 +174,13 @@ class _JetStreamConsumer:
             left = 1.0 if deadline is None else deadline - time.monotonic()
             if left <= 0:
                 return None
+            asked = time.monotonic()
             try:
                 # Ask for up to `batch` messages; the server answers with what it has at once
                 # and otherwise holds the request until one arrives or it expires.
                 msgs = await self._sub.fetch(self._bus.batch, timeout=max(0.01, min(left, 1.0)))
             except TimeoutError:  # nothing came in time (nats' and asyncio's alike); an outage
+                self._bus.check_refused(asked, f"consuming {self._subject} as {self._group}")
                 continue          # is noticed by the connection's own callbacks
             except _UNREACHABLE as error:
                 if self._closed or self._bus.closed:
@@ -203,9 +213,13 @@ class JetStreamBus:
     runs); the first use connects, waiting up to ``connect_timeout`` seconds for the server.
     :meth:`connect` constructs and connects at once.
 
+    ``url`` names one server, or several (a cluster's) separated by commas.
     ``capacity_bytes`` bounds each subject's stream (the slowest group's unacknowledged
     messages); ``duplicate_window_s`` is how long a ``msg_id`` is remembered; ``ack_wait_s``
     how long a delivery may stay unsettled before it goes to another member.
+    ``credentials``: the path of this role's nkey seed file (0600; bus/nats_auth.py), for a
+    server that asks for one. ``replicas``: how many servers of a cluster hold each stream
+    this bus creates (3 on a three-node cluster; 1 on a lone server).
     """
 
     def __init__(self, url: str, *, namespace: str = "feedmesh",
@@ -213,10 +227,17 @@ class JetStreamBus:
                  ack_wait_s: float = 30.0, max_ack_pending: int = 1000, batch: int = 32,
                  name: str = "feedmesh", connect_timeout: float = 30.0,
                  parked_bytes: int = 64 * 1024 * 1024,
-                 parked_age_s: float = 14 * 86400.0) -> None:
+                 parked_age_s: float = 14 * 86400.0, credentials: str | Path | None = None,
+                 replicas: int = 1) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_-]+", namespace):
             raise BusError(f"bus namespace {namespace!r}: use letters, digits, '-' and '_'")
+        if not 1 <= replicas <= 5:
+            raise BusError(f"bus replicas {replicas}: JetStream keeps 1 to 5 copies of a stream")
         self.url = url
+        self.urls = server_urls(url)
+        self.credentials = credentials
+        self.replicas = replicas
+        self._denials = Denials()
         self.namespace = namespace
         self.capacity_bytes = capacity_bytes
         self.duplicate_window_s = duplicate_window_s
@@ -270,25 +291,20 @@ class JetStreamBus:
         async def reconnected() -> None:
             self.note_reachable()
 
-        async def error(e: Exception) -> None:
-            log.debug("bus: NATS client error: %s", e)
+        return await dial(self.urls, name=self.name, credentials=self.credentials,
+                          timeout=self.connect_timeout, denials=self._denials,
+                          disconnected=disconnected, reconnected=reconnected)
 
-        deadline = time.monotonic() + self.connect_timeout
-        while True:
-            try:
-                # nats-py retries a first connection as it reconnects (for ever): bound it.
-                return await asyncio.wait_for(nats.connect(
-                    self.url, name=self.name, connect_timeout=2, max_reconnect_attempts=-1,
-                    reconnect_time_wait=0.25, allow_reconnect=True,
-                    disconnected_cb=disconnected, reconnected_cb=reconnected, error_cb=error),
-                    max(0.1, deadline - time.monotonic()))
-            except (OSError, *_UNREACHABLE, nats.errors.NoServersError) as failure:
-                if time.monotonic() >= deadline:
-                    why = f"{type(failure).__name__}: {failure}" if str(failure) else \
-                        type(failure).__name__
-                    raise BusError(f"bus: cannot reach the NATS server at {self.url} within "
-                                   f"{self.connect_timeout:g} s ({why})") from failure
-                await asyncio.sleep(0.25)
+    def check_refused(self, since: float, doing: str, subject: str | None = None) -> None:
+        """Raise BusError when the server refused ``subject`` (ever), or any subject since
+        ``since`` (monotonic): an unanswered request that was refused, not an outage."""
+        refused = subject if subject is not None and self._denials.refused(subject) else \
+            self._denials.since(since)
+        if refused is not None:
+            whose = f"the credentials in {self.credentials}" if self.credentials else \
+                "a client without credentials"
+            raise BusError(f"bus: the NATS server refused {doing}: {whose} may not use "
+                           f"{refused}")
 
     # -- health ----------------------------------------------------------------------------
 
@@ -316,13 +332,15 @@ class JetStreamBus:
         return f"{self.namespace}.{subject}", f"{self.namespace}_{subject.replace('.', '_')}"
 
     async def _call(self, doing: str, call: Any) -> Any:
-        """Run a JetStream API call, waiting out an unreachable server."""
+        """Run a JetStream API call, waiting out an unreachable server (not a refusal)."""
         while True:
             if self.closed:
                 raise BusClosedError(f"bus closed while {doing}")
+            asked = time.monotonic()
             try:
                 result = await call()
             except _UNREACHABLE as error:
+                self.check_refused(asked, doing)
                 self.note_unreachable(doing, error)
                 await asyncio.sleep(0.25)
                 continue
@@ -352,7 +370,8 @@ class JetStreamBus:
         if not await self._ensure(api.StreamConfig(
                 name=stream, subjects=[nats_subject], retention=api.RetentionPolicy.INTEREST,
                 discard=api.DiscardPolicy.NEW, storage=api.StorageType.FILE,
-                max_bytes=self.capacity_bytes, duplicate_window=self.duplicate_window_s),
+                max_bytes=self.capacity_bytes, duplicate_window=self.duplicate_window_s,
+                num_replicas=self.replicas),
                 create=create):
             return None
         self._streams.add(stream)
@@ -394,6 +413,8 @@ class JetStreamBus:
             while True:
                 if self.closed:
                     raise BusClosedError(f"bus closed while publishing to {subject}")
+                asked = time.monotonic()
+                self.check_refused(asked, f"publishing to {subject}", nats_subject)
                 try:
                     ack = await self._js.publish(nats_subject, bytes(data), stream=stream,
                                                  headers=dict(headers), timeout=5.0)
@@ -414,6 +435,7 @@ class JetStreamBus:
                     pause = min(pause * 2, 0.1)
                     continue
                 except _UNREACHABLE as error:
+                    self.check_refused(asked, f"publishing to {subject}", nats_subject)
                     self.note_unreachable(f"publishing to {subject}", error)
                     await asyncio.sleep(0.25)
                     continue
@@ -515,10 +537,7 @@ class JetStreamBus:
             raise BusError(f"bus group {group!r}: use letters, digits, '-' and '_'")
         nats_subject, _ = self._names(subject)
         stream = await self._stream(subject)
-        config = api.ConsumerConfig(
-            durable_name=group, deliver_policy=api.DeliverPolicy.NEW,
-            ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait_s,
-            max_ack_pending=self.max_ack_pending, filter_subject=nats_subject)
+        config = self._group_config(nats_subject, group)
 
         async def subscribe() -> Any:
             return await self._js.pull_subscribe(nats_subject, durable=group, stream=stream,
@@ -530,6 +549,34 @@ class JetStreamBus:
         if self._depth_task is None:
             self._depth_task = asyncio.get_running_loop().create_task(self._watch_depths())
         return member
+
+    def _group_config(self, nats_subject: str, group: str) -> api.ConsumerConfig:
+        return api.ConsumerConfig(
+            durable_name=group, deliver_policy=api.DeliverPolicy.NEW,
+            ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait_s,
+            max_ack_pending=self.max_ack_pending, filter_subject=nats_subject)
+
+    async def prepare(self, subjects: Sequence[str],
+                      groups: Sequence[tuple[str, str]] = ()) -> None:
+        """Set-up, with the admin's credentials: make the streams of ``subjects`` and the
+        parked stream, and the durable ``groups`` ((subject, group) pairs) that are missing,
+        so that roles allowed only to find them (bus/nats_auth.py) find them."""
+        for subject in {*subjects, *(s for s, _ in groups)}:
+            await self._stream(subject)
+        await self._parked_stream()
+        for subject, group in groups:
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", group):
+                raise BusError(f"bus group {group!r}: use letters, digits, '-' and '_'")
+            nats_subject, stream = self._names(subject)
+
+            async def make(stream: str = stream, nats_subject: str = nats_subject,
+                           group: str = group) -> None:
+                try:
+                    await self._js.consumer_info(stream, group)
+                except nats.js.errors.NotFoundError:
+                    await self._js.add_consumer(stream, self._group_config(nats_subject, group))
+
+            await self._call(f"making group {group} of {subject}", make)
 
     async def drop_group(self, subject: str, group: str) -> bool:
         stream = await self._stream(subject, create=False)
@@ -581,7 +628,7 @@ class JetStreamBus:
                 name=stream, subjects=[f"{self.namespace}._parked"],
                 retention=api.RetentionPolicy.LIMITS, discard=api.DiscardPolicy.OLD,
                 storage=api.StorageType.FILE, max_bytes=self.parked_bytes,
-                max_age=self.parked_age_s))
+                max_age=self.parked_age_s, num_replicas=self.replicas))
             self._parked_ready = True
         return stream
 
@@ -629,19 +676,24 @@ class JetStreamBus:
         """Publishers in this process waiting for room in a stream (backpressure at work)."""
         return self._waiting
 
+    async def refresh_depths(self) -> None:
+        """Read every known stream's groups' depths now (what the background loop does)."""
+        with contextlib.suppress(*_UNREACHABLE, nats.js.errors.APIError):
+            await self.open()
+            depths: dict[str, tuple[int, int]] = {}
+            for stream in list(self._streams):
+                groups = await self._js.consumers_info(stream)
+                info = await self._js.stream_info(stream)
+                mean = info.state.bytes / info.state.messages if info.state.messages else 0
+                subject = info.config.subjects[0][len(self.namespace) + 1:]
+                for group in groups:
+                    held = int(group.num_pending or 0) + int(group.num_ack_pending or 0)
+                    depths[f"{subject}/{group.name}"] = (held, round(held * mean))
+            self._depths = depths
+
     async def _watch_depths(self) -> None:
         while not self.closed:
-            with contextlib.suppress(*_UNREACHABLE, nats.js.errors.APIError):
-                depths: dict[str, tuple[int, int]] = {}
-                for stream in list(self._streams):
-                    groups = await self._js.consumers_info(stream)
-                    info = await self._js.stream_info(stream)
-                    mean = info.state.bytes / info.state.messages if info.state.messages else 0
-                    subject = info.config.subjects[0][len(self.namespace) + 1:]
-                    for group in groups:
-                        held = int(group.num_pending or 0) + int(group.num_ack_pending or 0)
-                        depths[f"{subject}/{group.name}"] = (held, round(held * mean))
-                self._depths = depths
+            await self.refresh_depths()
             await asyncio.sleep(0.5)
 
     async def close(self) -> None:

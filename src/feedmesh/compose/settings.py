@@ -246,6 +246,8 @@ class ReflectorRoleSettings(msgspec.Struct, frozen=True, kw_only=True):
     push: PushSettings = PushSettings()
     guard: FetchSettings = FetchSettings()
     """The address guard of push's requests (``--allow-network``)."""
+    token_file: str = ""
+    """A file 0600 holding the bearer token its API asks of every caller (empty: none)."""
 
     def __post_init__(self) -> None:
         if self.bus.in_process:

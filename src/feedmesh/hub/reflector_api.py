@@ -10,7 +10,8 @@ and the client the hub's other processes ask it with (:mod:`feedmesh.hub.reflect
     GET /reflector/v1/watermarks                    -> {filter shard: newest entry id stored}
     GET /reflector/v1/status                        -> ReflectorStatus
 
-Bodies are MessagePack.
+Bodies are MessagePack; every request carries ``Authorization: Bearer TOKEN`` when the
+reflector has a token (:func:`bearer`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import msgspec
 from feedmesh.store import ReflectedItem
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "MSGPACK", "PREFIX", "TIMEOUT_S", "FeedVersion",
-           "ReflectorStatus", "decode_items", "decode_marks", "decode_pairs", "decode_status",
+           "ReflectorStatus", "bearer", "decode_items", "decode_marks", "decode_pairs", "decode_status",
            "decode_version", "decode_versions", "pack"]
 
 PREFIX = "/reflector/v1"
@@ -45,6 +46,11 @@ class ReflectorStatus(msgspec.Struct, frozen=True, kw_only=True):
     subscriptions: int
     memory_bytes: int
     applied_seq: int
+
+
+def bearer(token: bytes) -> bytes:
+    """The ``Authorization`` header's value that carries ``token``."""
+    return b"Bearer " + token
 
 
 pack = msgspec.msgpack.Encoder().encode

@@ -21,6 +21,7 @@ from feedmesh.hub.reflector_api import (
     TIMEOUT_S,
     FeedVersion,
     ReflectorStatus,
+    bearer,
     decode_items,
     decode_marks,
     decode_status,
@@ -39,14 +40,18 @@ class ReflectorUnavailable(FeedUnavailable):
 
 class ReflectorClient:
     """One reflector process, as the hub and the web processes ask it (a shared session,
-    created on first use)."""
+    created on first use). ``token``: the reflector's bearer token (None: sent without one)."""
 
-    def __init__(self, number: int, url: str) -> None:
+    def __init__(self, number: int, url: str, *, token: bytes | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"reflector {number} at {url!r}: give an http:// URL such as "
                              "http://127.0.0.1:8301")
         self.number = number
         self.url = url.rstrip("/")
+        if token is not None and not all(0x21 <= byte <= 0x7E for byte in token):
+            raise ValueError(f"reflector {number}: a token is printable ASCII without spaces")
+        self._headers = ({"Authorization": bearer(token).decode("ascii")}
+                         if token is not None else {})
         self._session: aiohttp.ClientSession | None = None
 
     async def _get(self, path: str, body: bytes | None = None) -> bytes | None:
@@ -60,7 +65,8 @@ class ReflectorClient:
         try:
             async with self._session.request(
                     "GET" if body is None else "POST", self.url + PREFIX + path, data=body,
-                    headers=None if body is None else {"Content-Type": MSGPACK}) as answer:
+                    headers=self._headers if body is None else
+                    {**self._headers, "Content-Type": MSGPACK}) as answer:
                 if answer.status == 404:
                     return None
                 if answer.status != 200:

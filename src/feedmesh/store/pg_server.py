@@ -9,10 +9,16 @@ shuts it down cleanly (a *fast* shutdown: open sessions are ended, committed wor
 The data folder stays: starting again on the same folder serves the same databases.
 
 PostgreSQL refuses to run as root. When this process is root, the server runs as the
-``postgres`` system user (Debian's package creates it) and the folder is handed to that user.
+``postgres`` system user with its own group and no other (Debian's package creates both; group
+root is never kept), and the folder is handed to that user.
 
-Access: a random password for the ``feedmesh`` role, kept in ``folder/password`` (0600),
-``scram-sha-256`` for every connection; nothing listens beyond the address given.
+Access: the ``feedmesh`` superuser's random password is kept in ``folder/password`` (0600); it is
+for set-up only (:meth:`LocalPostgres.url`, never a command line): :meth:`LocalPostgres.app_login`
+makes the role the processes connect as, owner of the feedmesh database and nothing else, its
+password in a passfile (:mod:`.pg_login`). ``pg_hba.conf`` is ours, rewritten at each start: the
+superuser only from this machine (the Unix socket, loopback), every other role anywhere the
+server listens, ``scram-sha-256`` always; the Unix socket is 0700 in a folder 0700, the log
+0600; nothing listens beyond the address given.
 ``durable=False`` turns off fsync and full-page writes: for throw-away test servers only, where
 a power cut is not a concern and speed is.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -31,14 +38,35 @@ import time
 from pathlib import Path
 from typing import Self
 
+import psycopg
+
 from feedmesh import environment
 from feedmesh.errors import FeedmeshError
+from feedmesh.secret_file import SecretFileError
+from feedmesh.store.pg_login import APP_DATABASE, APP_ROLE, PgLogin, provision_app_role
 
 __all__ = ["LocalPostgres", "LocalPostgresError", "find_bindir"]
 
 SUPERUSER = "feedmesh"
 SERVER_USER = "postgres"
 """The system user the server runs as when this process is root."""
+
+
+def hba(app_role: str, app_database: str) -> str:
+    """``pg_hba.conf``: the superuser from this machine only; the app role to its own database
+    only (a database made later gives PUBLIC ``CONNECT``: this keeps it out all the same); any
+    other role wherever the server listens; ``scram-sha-256`` for every connection."""
+    return f"""# Written by feedmesh at each start (store/pg_server.py): edits are replaced.
+local   all              {SUPERUSER}                     scram-sha-256
+host    all              {SUPERUSER}        samehost     scram-sha-256
+host    all              {SUPERUSER}        all          reject
+local   "{app_database}"  "{app_role}"                 scram-sha-256
+host    "{app_database}"  "{app_role}"       all          scram-sha-256
+local   all              "{app_role}"                 reject
+host    all              "{app_role}"       all          reject
+local   all              all                          scram-sha-256
+host    all              all                all          scram-sha-256
+"""
 
 
 class LocalPostgresError(FeedmeshError):
@@ -76,8 +104,15 @@ class LocalPostgres:
     """One PostgreSQL server whose files live in ``folder``."""
 
     def __init__(self, folder: str | Path, *, host: str = "127.0.0.1", port: int | None = None,
-                 durable: bool = True, bindir: str | Path | None = None) -> None:
+                 durable: bool = True, bindir: str | Path | None = None,
+                 app_role: str = APP_ROLE, app_database: str = APP_DATABASE) -> None:
+        if not all(re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name)
+                   for name in (app_role, app_database)):
+            raise LocalPostgresError(f"role {app_role!r}, database {app_database!r}: use "
+                                     "lower-case letters, digits and '_'")
         self.folder = Path(folder).resolve()
+        self.app_role = app_role
+        self.app_database = app_database
         self.host = host
         self.port = port
         self.durable = durable
@@ -98,7 +133,8 @@ class LocalPostgres:
         return (self.folder / "password").read_text().strip()
 
     def url(self, database: str = "postgres") -> str:
-        """The URL of ``database`` on this server (running)."""
+        """The superuser's URL of ``database`` on this server (running), password included:
+        for set-up within this process only, never a command line or a file."""
         if self.port is None:
             raise LocalPostgresError(f"the PostgreSQL server in {self.folder} is not started")
         return (f"postgresql://{SUPERUSER}:{self.password}@{self.host}:{self.port}/{database}")
@@ -118,15 +154,17 @@ class LocalPostgres:
         if self._process is not None:
             return self
         bindir = self.bindir or find_bindir()
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._hand_over(self.folder)
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb(bindir)
+        self._write_hba()
         port = self.port or _free_port(self.host)
         settings = {
             "listen_addresses": self.host,
             "port": str(port),
             "unix_socket_directories": str(self.folder),
+            "unix_socket_permissions": "0700",
             "max_connections": "200",
             "shared_buffers": "64MB",
         }
@@ -135,11 +173,11 @@ class LocalPostgres:
         command = [str(bindir / "postgres"), "-D", str(self.data_dir)]
         for name, value in settings.items():
             command += ["-c", f"{name}={value}"]
-        log = open(self.log_path, "ab")  # noqa: SIM115 - the server keeps writing to it
+        log = self._open_log()
         try:
             self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, user=self._as_user,
-                                             start_new_session=True)
+                                             stdin=subprocess.DEVNULL, start_new_session=True,
+                                             **self._identity())
         except OSError as exc:
             raise LocalPostgresError(f"cannot run {command[0]}: {exc}") from exc
         finally:
@@ -148,39 +186,84 @@ class LocalPostgres:
         self._wait_ready(timeout)
         return self
 
-    def _hand_over(self, path: Path, mode: int = 0o700) -> None:
-        """As root, the folder must belong to the server's user (and nobody else)."""
+    def _server_user(self) -> pwd.struct_passwd | None:
+        """The system user the server runs as (None: this process's own)."""
         if self._as_user is None:
-            path.chmod(mode)
-            return
+            return None
         try:
-            user = pwd.getpwnam(self._as_user)
+            return pwd.getpwnam(self._as_user)
         except KeyError as exc:
             raise LocalPostgresError(
                 f"running as root, PostgreSQL needs the system user {self._as_user!r} "
                 "(Debian's postgresql package creates it)") from exc
-        os.chown(path, user.pw_uid, user.pw_gid)
+
+    def _identity(self) -> dict[str, object]:
+        """What ``subprocess`` needs to run a server program as the server's user: its own
+        group and no supplementary one (never root's group 0)."""
+        user = self._server_user()
+        if user is None:
+            return {}
+        return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": [],
+                "env": {**os.environ, "HOME": user.pw_dir, "USER": user.pw_name,
+                        "LOGNAME": user.pw_name}}
+
+    def _hand_over(self, path: Path, mode: int = 0o700) -> None:
+        """As root, the folder must belong to the server's user (and nobody else)."""
+        user = self._server_user()
+        if user is not None:
+            os.chown(path, user.pw_uid, user.pw_gid)
         path.chmod(mode)
+
+    def _open_log(self):  # type: ignore[no-untyped-def]
+        """The server's log, for appending, 0600 (whatever the umask): it names roles,
+        databases and statements that failed. The server writes it through the descriptor
+        it inherits, so the file stays this process's."""
+        descriptor = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.fchmod(descriptor, 0o600)
+        return os.fdopen(descriptor, "ab")
+
+    def _write_hba(self) -> None:
+        path = self.data_dir / "pg_hba.conf"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(descriptor, "w") as f:
+            f.write(hba(self.app_role, self.app_database))
+        self._hand_over(path, 0o600)
 
     def _initdb(self, bindir: Path) -> None:
         password_file = self.folder / "password"
-        password_file.write_text(secrets.token_urlsafe(24) + "\n")
-        self._hand_over(password_file, 0o600)
+        descriptor = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as f:
+            f.write(secrets.token_urlsafe(24) + "\n")
+        self._hand_over(password_file, 0o600)  # initdb, as the server's user, reads it
         command = [str(bindir / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
                    "--auth=scram-sha-256", f"--pwfile={password_file}", "-E", "UTF8",
                    "--locale=C.UTF-8"]
         if not self.durable:
             command.append("--no-sync")
-        done = subprocess.run(command, capture_output=True, text=True, user=self._as_user,
-                              stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(command, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, check=False, **self._identity())
+        # the server never needs its superuser's password again: only its owner reads it
+        os.chown(password_file, os.geteuid(), os.getegid())
         if done.returncode != 0:
             raise LocalPostgresError(f"initdb into {self.data_dir} failed "
                                      f"(exit {done.returncode}): {done.stderr.strip()[-2000:]}")
 
+    def app_login(self, passfile: str | Path) -> PgLogin:
+        """Make the app role, owner of the app database and nothing else, with a fresh
+        password in ``passfile`` (0600): how the feedmesh processes connect (running
+        server)."""
+        role, database = self.app_role, self.app_database
+        if self.port is None:
+            raise LocalPostgresError(f"the PostgreSQL server in {self.folder} is not started")
+        try:
+            return provision_app_role(self.url(), passfile=passfile, host=self.host,
+                                      port=self.port, database=database, role=role)
+        except (psycopg.Error, SecretFileError) as exc:
+            raise LocalPostgresError(f"cannot set up the role {role!r} and database "
+                                     f"{database!r} in {self.folder}: {exc}") from exc
+
     def _wait_ready(self, timeout: float) -> None:
         """Until a connection succeeds; fails early when the server exits."""
-        import psycopg
-
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:

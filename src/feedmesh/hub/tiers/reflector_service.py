@@ -5,15 +5,22 @@ The web layer serves private feeds; the held entries and the feeds' versions liv
 reflector that owns each subscription. In one process the hub asks its :class:`Reflector`
 directly; across processes it asks this API, one loopback or LAN round trip per request.
 
-The API is internal (no accounts, no tokens: whoever reaches it can read every held entry).
-Bind it to a loopback or private address that only the hub's processes reach
-(docs/distributed.md).
+Every request (``/metrics`` too: the token is the process's, :func:`token_required`) carries
+``Authorization: Bearer TOKEN``, the token the reflector and its callers read from a file 0600
+(:func:`feedmesh.secret_file.read_token`); any other request is answered 401 with a few bytes,
+before anything is looked up. The token is compared in constant time, as bytes (so a header of
+any characters is a wrong token, never an error). Without a token (``feedmesh reflector`` given
+none, the embedded hub's reflectors, which have no API) whoever reaches the address reads every
+held entry: bind it to a loopback or private address that only the hub's processes reach
+(docs/distributed.md) either way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
+from collections.abc import Callable
 
 import msgspec
 from aiohttp import web
@@ -25,17 +32,35 @@ from feedmesh.hub.reflector_api import (
     PREFIX,
     FeedVersion,
     ReflectorStatus,
+    bearer,
     decode_pairs,
     pack,
 )
 from feedmesh.hub.tiers.reflector import Reflector
 
-__all__ = ["MAX_BODY_REQUEST", "reflector_routes"]
+__all__ = ["MAX_BODY_REQUEST", "reflector_routes", "token_required"]
 
 log = logging.getLogger("feedmesh.hub.reflector")
 
 MAX_BODY_REQUEST = 32 * MAX_BATCH
 """A batch of versions is the one body the API reads: ~20 bytes a pair."""
+
+
+def token_required(token: bytes) -> Callable:
+    """A middleware answering 401 (a few bytes, nothing looked up) to every request without
+    ``Authorization: Bearer TOKEN``."""
+    expected = bearer(token)
+
+    @web.middleware
+    async def authenticated(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        # aiohttp decoded the header as UTF-8 with surrogate escapes: these are its bytes
+        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+        if not hmac.compare_digest(given, expected):
+            raise web.HTTPUnauthorized(text="a bearer token is required",
+                                       headers={"WWW-Authenticate": "Bearer"})
+        return await handler(request)
+
+    return authenticated
 
 
 def reflector_routes(reflector: Reflector, metrics: HubMetrics) -> list[web.RouteDef]:
