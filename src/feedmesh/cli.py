@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from feedmesh import __version__, runloop
+from feedmesh.errors import FeedmeshError
 
 __all__ = ["COMMANDS", "HelpWithDefaults", "build_parser", "main"]
 
@@ -84,13 +86,21 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(COMMANDS[command][0])
         sub_action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         module.configure(sub_action.choices[command])
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser: its usage, not the program's
+        sub_action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub_action.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except runloop.LoopChoiceError as exc:  # commands that do not say it themselves
+    except BrokenPipeError:  # `feedmesh stats --json | head`: the reader left, nothing is wrong
+        # Python flushes stdout again at exit and would say so: point it at nothing instead.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except (runloop.LoopChoiceError, FeedmeshError) as exc:  # commands that do not say it
         print(f"feedmesh {command}: {exc}", file=sys.stderr)
         return 2
 

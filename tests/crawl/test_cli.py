@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -91,3 +93,63 @@ def test_serve_and_stats(farm, tmp_path):
         assert hub.wait(60) == 0, hub.stderr.read()
     down = feedmesh("stats", "--url", f"http://127.0.0.1:{port}")
     assert down.returncode == 2 and "cannot read" in down.stderr
+
+
+def test_every_error_of_a_crawl_names_its_feed(tmp_path):
+    """The failure list has every feed the cycle counted an error for: the fetches that failed,
+    the documents that parsed only in part, and the feeds whose document holds no entry."""
+    overrides = {0: "http_500", 1: "html", 2: "malformed", 3: "not_found", 4: "wrong_charset"}
+    with FarmProcess(FarmConfig(feeds=12, seed=4, faults="none", origin=ORIGIN,
+                                fault_overrides=overrides)) as farm:
+        done = feedmesh("crawl", "--opml", farm.opml_url, "--once", "--db",
+                        str(tmp_path / "c.db"), "--allow-network", "127.0.0.0/8", "--quiet",
+                        "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    errors = report["last_cycle"]["errors"]
+    assert errors.get("parse:malformed"), errors  # the farm's malformed feed is recovered
+    failed = report["failed"]
+    assert sum(errors.values()) == sum(1 for f in failed if f["outcome"] != "empty"), (
+        errors, failed)
+    by_outcome = {f["outcome"] for f in failed}
+    assert {"parse:malformed", "not_found"} <= by_outcome, failed
+    assert all(f["error"] for f in failed)
+    assert "entries recovered" in next(f["error"] for f in failed
+                                       if f["outcome"] == "parse:malformed")
+
+
+def test_ctrl_c_stops_a_crawl_within_two_seconds_keeping_what_was_fetched(tmp_path):
+    """Half the feeds answer only after 20 s: the cycle is long, and Ctrl-C must not wait for
+    it (nor for the fetches in flight), but what was fetched is stored."""
+    overrides = {i: "slow" for i in range(0, 40, 2)}
+    with FarmProcess(FarmConfig(feeds=40, seed=4, faults="none", origin=ORIGIN,
+                                fault_overrides=overrides, slow_delay_s=20.0)) as farm:
+        db = tmp_path / "c.db"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "feedmesh", "crawl", "--opml", farm.opml_url, "--once",
+             "--db", str(db), "--allow-network", "127.0.0.0/8", "--quiet", "--timeout", "30",
+             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            asyncio.run(eventually(lambda: _stored(db) > 0, timeout=60, interval=0.1))
+            began = time.monotonic()
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=30)
+            took = time.monotonic() - began
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 130, err
+    assert took < 2.0, took
+    assert "Traceback" not in err, err
+    report = json.loads(out)
+    assert report["interrupted"] is True and report["last_cycle"]["fetched"] > 0
+    assert _stored(db) > 0  # what was fetched before Ctrl-C is kept
+
+
+def _stored(db) -> int:
+    import sqlite3
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+            return connection.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    except sqlite3.Error:
+        return 0

@@ -12,13 +12,15 @@ from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import ManualClock
 from feedmesh.compose.embedded import embedded_hub
 from feedmesh.farm import FarmConfig, FarmServer
-from feedmesh.hub.tiers.held import restore_held
+from feedmesh.fetch import FetchSettings
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import Article, Matched, encode
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.tiers.held import restore_held
 from feedmesh.hub.tiers.reflector import Reflector, ReflectorSettings
 from feedmesh.match import article_from_entry, parse_query
 from feedmesh.model import Entry
+from feedmesh.schedule import SchedulerSettings
 from feedmesh.store import ReflectedItem, StoreError
 from feedmesh.store.sqlite import SQLiteStore
 from feedmesh.store.sqlite_hub import SQLiteHubState
@@ -584,3 +586,31 @@ async def test_a_host_that_cannot_be_reached_shows_in_the_stats_and_metrics(tmp_
             assert stats["last_crawl"]["host_paused"] == 5 and not stats["last_crawl"]["errors"]
         finally:
             await hub.stop()
+
+
+async def test_the_crawl_figures_say_what_is_under_way(tmp_path):
+    """A cycle that takes long is shown while it runs (what it fetched so far), not as nothing
+    until it ends; a learned policy, which has no cycles, shows its last minute."""
+    config = FarmConfig(feeds=10, seed=5, faults="none", origin=ORIGIN,
+                        fault_overrides={i: "slow" for i in range(5, 10)}, slow_delay_s=30.0)
+    async with FarmServer(config) as farm:
+        patient = FetchSettings(allow_networks=("127.0.0.0/8",), total_timeout_s=60.0)
+        hub = embedded_hub(hub_settings(str(tmp_path), crawl_interval_s=600.0, fetch=patient))
+        await hub.start()
+        try:
+            await hub.add_feeds([farm.feed_url(i) for i in range(10)])
+
+            def running() -> dict | None:
+                figures = hub.crawler.figures()
+                assert figures["crawl_mode"] == "interval"
+                now = figures["crawl_running"]
+                return now if now and now["fetched"] >= 5 else None
+
+            under_way = await eventually(running, timeout=20)
+            assert under_way["feeds_due"] == 10 and under_way["fetched"] < 10
+        finally:
+            await hub.stop()
+    scheduled = embedded_hub(hub_settings(str(tmp_path / "learned"),
+                                          schedule=SchedulerSettings(policy="uniform")))
+    assert scheduled.crawler.figures()["crawl_mode"] == "scheduled"
+    scheduled.stores.close()

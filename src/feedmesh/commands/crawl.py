@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import os
+import sys
 
 import msgspec
 from rich.console import Console
@@ -49,11 +50,12 @@ EXIT_INTERRUPTED = 130
 def run(args: argparse.Namespace) -> int:
     setup_logging("warning")
     os.umask(0o077)  # what it writes (databases, snapshots, keys) is its owner's alone
-    console = Console(stderr=True)
+    # Not a terminal (a log, a pipe): lines as long as they are, not folded at 80 columns.
+    console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
     try:
         return runloop.run(_main(args, console))
     except FeedmeshError as exc:
-        console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        console.print(f"[red]feedmesh crawl:[/red] {exc}", soft_wrap=True)
         return 2
 
 

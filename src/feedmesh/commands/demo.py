@@ -135,16 +135,20 @@ async def _view(demo: Demo) -> Group:
     stats = await hub.stats()
     metrics = stats["metrics"]
     table = Table(title="feedmesh demo (live)", show_header=False, min_width=70)
-    cycle = stats["last_crawl"]
-    table.add_row("source feeds", str(stats["feeds"]))
+    cycle, running = stats["last_crawl"], stats.get("crawl_running")
     if cycle:
-        errors = sum(cycle["errors"].values())
-        table.add_row("last crawl", f"{cycle['fetched']} fetched: {cycle['ok']} new documents, "
-                      f"{cycle['not_modified']} not modified (304), {errors} errors "
-                      "(the farm injects faults on purpose), "
-                      f"{cycle['elapsed_s']:.1f} s")
-    else:
-        table.add_row("last crawl", "first crawl running...")
+        errors = cycle["errors"]
+        fetch_errors = sum(v for k, v in errors.items() if not k.startswith("parse:"))
+        broken = sum(v for k, v in errors.items() if k.startswith("parse:"))
+        table.add_row("last crawl", f"{cycle['fetched']} fetched in {cycle['elapsed_s']:.1f} s "
+                      f"= {cycle['ok'] + cycle['delta']} documents ({broken} broken) + "
+                      f"{cycle['not_modified']} not modified (304) + {fetch_errors} errors")
+        table.caption = "errors and broken documents: (the farm injects faults on purpose)"
+    if running:
+        table.add_row("crawl running", f"{running['fetched']} of {stats['feeds']} feeds "
+                      f"fetched so far, {running['new_entries']:,} new entries")
+    elif not cycle:
+        table.add_row("last crawl", "first crawl starting...")
     table.add_row("entries stored", f"{stats['entries_stored']:,}")
     table.add_row("articles matched", f"{metrics.get('feedmesh_tier_articles_in_total{tier=filter}', 0):,.0f} "
                   f"filtered -> {metrics.get('feedmesh_matches_total', 0):,.0f} matches")

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         os.umask(0o077)
         return runloop.run(_main(args))
     except (ValueError, OSError, FeedmeshError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"feedmesh peer: {_said(error)}", file=sys.stderr)
         return 2
 
 
@@ -120,14 +120,14 @@ def status(data: Path) -> int:
     try:
         local = json.loads((data / PEER_FILE).read_text())["local"]
     except (OSError, ValueError, KeyError) as error:
-        print(f"error: no peer has run with --data {data} ({error}); start one with "
+        print(f"feedmesh peer status: no peer has run with --data {data} ({error}); start one with "
               "`feedmesh peer --opml FILE`", file=sys.stderr)
         return 2
     try:
         with urlopen(f"{local}/api/status", timeout=10) as response:
             figures = json.loads(response.read())
     except (URLError, OSError, ValueError) as error:
-        print(f"error: the peer of {data} does not answer at {local} ({error}); is it running?",
+        print(f"feedmesh peer status: the peer of {data} does not answer at {local} ({error}); is it running?",
               file=sys.stderr)
         return 1
     print(format_status(figures))
@@ -165,3 +165,8 @@ def format_multicast(status: dict) -> list[str]:
     for url, why in status["not_multicast"].items():
         lines.append(f"  {url}  not on the mesh: {why}")
     return lines
+
+
+def _said(error: BaseException) -> str:
+    """An error as one line for a person (an OSError's own words, without its number)."""
+    return (error.strerror or str(error)) if isinstance(error, OSError) else str(error)

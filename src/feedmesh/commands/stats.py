@@ -15,7 +15,7 @@ from rich.table import Table
 
 from feedmesh.procstat import cpu_seconds, rss_bytes
 
-__all__ = ["configure", "run", "stats_table", "topology_rows"]
+__all__ = ["configure", "crawl_line", "run", "stats_table", "topology_rows"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -47,9 +47,14 @@ def stats_table(stats: dict) -> Table:
     table.add_row("subscriptions", str(stats["subscriptions"]))
     table.add_row("entries stored", str(stats["entries_stored"]))
     cycle = stats.get("last_crawl")
-    if cycle:
-        table.add_row("last crawl", f"{cycle['fetched']} fetched, {cycle['not_modified']} 304, "
-                      f"{cycle['new_entries']} new in {cycle['elapsed_s']:.1f} s")
+    if stats.get("crawl_mode") == "scheduled":
+        table.add_row("crawl, last minute", crawl_line(cycle) if cycle else "nothing fetched")
+    elif cycle:
+        table.add_row("last crawl", f"{crawl_line(cycle)} in {cycle['elapsed_s']:.1f} s")
+    running = stats.get("crawl_running")
+    if running:
+        table.add_row("crawl running", f"{crawl_line(running)} so far, of "
+                      f"{stats['feeds']} feeds")
     paused = stats.get("hosts_paused")
     if paused:
         shown = ", ".join(sorted(paused)[:5]) + (f" and {len(paused) - 5} more"
@@ -74,6 +79,19 @@ def stats_table(stats: dict) -> Table:
         if key.startswith("feedmesh_fetches_total{"):
             table.add_row("fetches " + key.split("=", 1)[1].rstrip("}"), f"{value:.0f}")
     return table
+
+
+def crawl_line(cycle: dict) -> str:
+    """What a crawl fetched, in parts that add up: documents (the broken among them), 304s,
+    fetch errors."""
+    errors = cycle.get("errors", {})
+    fetch_errors = sum(v for k, v in errors.items() if not k.startswith("parse:"))
+    broken = sum(v for k, v in errors.items() if k.startswith("parse:"))
+    documents = cycle["ok"] + cycle.get("delta", 0)
+    return (f"{cycle['fetched']} fetched = {documents} documents"
+            + (f" ({broken} broken)" if broken else "")
+            + f" + {cycle['not_modified']} not modified (304) + {fetch_errors} errors; "
+            f"{cycle['new_entries']} new entries")
 
 
 def _figures(url: str) -> dict[str, float]:

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         role = TrackerRole(host, port, args.ttl)
         return runloop.run(run_roles([role], announce=lambda: _ready(role)))
     except (ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"feedmesh tracker: {_said(error)}", file=sys.stderr)
         return 2
 
 
@@ -38,3 +38,8 @@ def _ready(role: TrackerRole) -> None:
     server = role.server
     print(f"feedmesh tracker on http://{server.host}:{server.port} "
           f"(peers: --tracker http://{server.host}:{server.port})", flush=True)
+
+
+def _said(error: BaseException) -> str:
+    """An error as one line for a person (an OSError's own words, without its number)."""
+    return (error.strerror or str(error)) if isinstance(error, OSError) else str(error)

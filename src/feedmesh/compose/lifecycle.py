@@ -42,9 +42,10 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from feedmesh.bus import BusError
+from feedmesh.errors import FeedmeshError
 from feedmesh.memory import release_memory
 
-__all__ = ["HttpPart", "Role", "Tasks", "application", "bind", "cancel", "ended", "run_roles", "started",
+__all__ = ["HttpPart", "ListenError", "Role", "Tasks", "application", "bind", "cancel", "ended", "run_roles", "started",
            "stop_on_signals", "stopping"]
 
 log = logging.getLogger("feedmesh.hub")
@@ -138,6 +139,10 @@ async def ended(tasks: Sequence[asyncio.Task], timeout_s: float = 10.0) -> None:
     await cancel([task for task in tasks if not task.done()])
 
 
+class ListenError(FeedmeshError, OSError):
+    """A role's address cannot be listened on (busy, not this machine's, not allowed)."""
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket at ``host:port`` (0: any free port), bound before anything starts:
     a busy port is an OSError that names it, and the port the OS chose is known to build URLs
@@ -150,8 +155,8 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(1024)
     except OSError as exc:
         sock.close()
-        raise OSError(exc.errno, f"cannot listen on the address {host}:{port}: "
-                      f"{exc.strerror or exc}") from None
+        raise ListenError(f"cannot listen on the address {host}:{port}: "
+                          f"{exc.strerror or exc}") from None
     sock.setblocking(False)
     return sock
 

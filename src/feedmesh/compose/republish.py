@@ -6,7 +6,8 @@ because neither package may import the other.
    ``--republish-bootstrap``);
 2. it reads the ``articles`` stream in a group of its own, as the filters do: every entry the
    crawler committed as *new* (not an edit, not the backlog of a feed's first document) of a
-   feed this crawler fetches is signed with the key in DIR into the hub's log of that source
+   feed of the operator's own list (``--opml``; never a feed an account follows, whose URL is
+   that person's) that this crawler fetches is signed with the key in DIR into the hub's log of that source
    feed, marked as a republication, and multicast to the feed's republication group
    (:meth:`~feedmesh.mesh.republish.Republisher.multicast`): no poll of its own;
 3. it serves each source feed it republishes as RSS 2.0 with the ``<subscribe>`` element (its
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Collection
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -57,12 +60,14 @@ class RepublishRole:
     ``<subscribe>`` element. It reads ``articles`` in the group ``republish-<crawler>``."""
 
     def __init__(self, endpoint: UdpNode, keys: KeyStore, crawler: CrawlerTier, bus: Bus,
-                 metrics: HubMetrics, *, group: str) -> None:
+                 metrics: HubMetrics, *, group: str,
+                 operator_feeds: Callable[[], Collection[int]]) -> None:
         self.endpoint = endpoint
         self.republisher = Republisher(endpoint, keys, fetcher=None, urls=())  # type: ignore[arg-type]
         self.crawler = crawler
         self.bus = bus
         self.group = group
+        self.operator_feeds = operator_feeds
         self.name = "republisher"
         self.ready = asyncio.Event()
         self._settle = Settle(bus, group, metrics)
@@ -100,7 +105,8 @@ class RepublishRole:
             await delivery.ack()
 
     def committed(self, article: Article) -> bool:
-        """Multicast one committed entry if it is new and this crawler's; whether it was."""
+        """Multicast one committed entry if it is new, of the operator's list and this
+        crawler's; whether it was."""
         if article.updated or article.backlog:
             return False
         if not self.crawler.crawler.owns(article.feed_id):
@@ -111,6 +117,15 @@ class RepublishRole:
         self.republisher.multicast(url, article.entry)
         return True
 
+    def published(self) -> dict[str, int]:
+        """The source feeds this republisher puts on the mesh, by URL: the operator's own list
+        (``--opml``) only. A feed an account follows is that person's, and its URL may carry
+        their password or a query token: it is never published, nor multicast, nor named as a
+        group; nor is a URL of the operator's with credentials in it."""
+        operator = self.operator_feeds()
+        return {url: fid for url, fid in self.crawler.sources().items()
+                if fid in operator and not _has_credentials(url)}
+
     async def stop(self) -> None:
         await cancel(self._loops)
         self.endpoint.close()
@@ -118,7 +133,7 @@ class RepublishRole:
     def _source(self, feed_id: int) -> str | None:
         url = self._url_of.get(feed_id)
         if url is None:
-            self._url_of = {fid: source for source, fid in self.crawler.sources().items()}
+            self._url_of = {fid: source for source, fid in self.published().items()}
             url = self._url_of.get(feed_id)
         return url
 
@@ -126,7 +141,7 @@ class RepublishRole:
 
     async def _opml(self, request: web.Request) -> web.Response:
         base = f"{request.scheme}://{request.host}"
-        sources = self.crawler.sources()
+        sources = self.published()
         outlines = [OpmlOutline(url=f"{base}/mesh/feeds/{fid}", title=f"{url} (republished)")
                     for url, fid in sorted(sources.items(), key=lambda item: item[1])]
         return web.Response(body=render_opml("feeds this hub republishes", outlines),
@@ -139,3 +154,11 @@ class RepublishRole:
             raise web.HTTPNotFound(text=f"no source feed {text!r} here; see /mesh/opml\n")
         body = self.republisher.document_of(url, self.bootstrap, str(request.url))
         return web.Response(body=body, content_type="application/rss+xml", charset="utf-8")
+
+
+def _has_credentials(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return True  # not a URL we can vouch for
+    return bool(parts.username or parts.password)

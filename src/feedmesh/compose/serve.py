@@ -61,7 +61,8 @@ async def serve(settings: ServeSettings, *, say: Callable[[str], None] = _say) -
     if endpoint is not None:
         from feedmesh.compose.republish import RepublishRole
         republisher = RepublishRole(endpoint, keys, hub.crawler, hub.bus, hub.metrics,
-                                    group=f"republish-{hub.desk.group}")
+                                    group=f"republish-{hub.desk.group}",
+                                    operator_feeds=lambda: hub.desk.operator_feeds)
         roles.insert(roles.index(hub.crawler_role), republisher)  # joined before it publishes
     roles.append(WebRole(hub.front, base_url=base, limits=s.limits) if s.web
                  else StatsRole(hub.front))

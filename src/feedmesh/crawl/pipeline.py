@@ -116,12 +116,16 @@ class CrawlSettings(msgspec.Struct, frozen=True, kw_only=True):
     hosts: HostPolicy = HostPolicy()
     """When a host that cannot be reached is paused (``failures_to_pause=0``: never)."""
     seed: int = 0
+    stop_grace_s: float = 1.0
+    """Once a cycle is told to stop (Ctrl-C, SIGTERM), how long the fetches in flight may take
+    to end before they are given up (nothing of theirs is stored; they are made again)."""
 
     def __post_init__(self) -> None:
         if (self.concurrency < 1 or self.batch_size < 1 or self.batch_interval_s < 0
-                or self.quiet_batch_interval_s < 0):
+                or self.quiet_batch_interval_s < 0 or self.stop_grace_s < 0):
             raise ValueError("CrawlSettings: concurrency, batch_size >= 1 and "
-                             "batch_interval_s, quiet_batch_interval_s >= 0 are required")
+                             "batch_interval_s, quiet_batch_interval_s, stop_grace_s >= 0 are "
+                             "required")
 
 
 class CrawlStats(msgspec.Struct, kw_only=True):
@@ -293,7 +297,7 @@ class Crawler:
         ``spread_s`` > 0 paces the fetches evenly over that many seconds (of the injected clock)
         instead of as fast as possible: publishers and the tiers downstream see a steady trickle
         rather than a burst every interval. Once ``stop`` is set no new fetch starts; those in
-        flight finish and are committed.
+        flight get ``settings.stop_grace_s`` to finish and be committed, then are given up.
         """
         start = asyncio.get_running_loop().time()
         now = self.clock.now()
@@ -352,14 +356,41 @@ class Crawler:
         workers = [asyncio.create_task(worker())
                    for _ in range(min(self.settings.concurrency, max(1, len(todo))))]
         try:
-            await asyncio.gather(*workers)
+            await self._until_done_or_stopped(workers, stop)
         finally:
             for task in workers:
                 task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
         stats.elapsed_s = asyncio.get_running_loop().time() - start
         if progress is not None:
             progress(stats)
         return stats
+
+    async def _until_done_or_stopped(self, workers: list[asyncio.Task],
+                                     stop: asyncio.Event | None) -> None:
+        """Until every worker is done, or ``stop`` is set: then no fetch begins any more, and
+        those in flight get ``stop_grace_s`` to end before they are given up (their feeds'
+        state stays as it was: they are fetched again next time; what was committed is kept)."""
+        everything = asyncio.gather(*workers)
+        if stop is None:
+            await everything
+            return
+        stopped = asyncio.ensure_future(stop.wait())
+        try:
+            done, _ = await asyncio.wait({everything, stopped},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if everything not in done:
+                done, _ = await asyncio.wait({everything}, timeout=self.settings.stop_grace_s)
+                if everything not in done:
+                    log.info("crawl_stopped in_flight_given_up=%d grace_s=%.1f",
+                             sum(1 for w in workers if not w.done()),
+                             self.settings.stop_grace_s)
+                    everything.cancel()
+                    await asyncio.gather(everything, return_exceptions=True)
+                    return
+            await everything  # a worker's failure is the cycle's
+        finally:
+            stopped.cancel()
 
     async def prune_postings(self, before: float, pause_s: float = 0.05,
                              batch: int = 10_000) -> int:

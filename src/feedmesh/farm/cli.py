@@ -116,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         runloop.run(_serve(config, args.ready_json))
     except OSError as error:
-        print(f"feedmesh farm: cannot serve: {error}", file=sys.stderr)
-        return 1
+        print(f"feedmesh farm: cannot serve: {error.strerror or error}", file=sys.stderr)
+        return 2
     return 0
 
 

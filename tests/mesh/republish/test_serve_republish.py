@@ -29,6 +29,7 @@ from tests.mesh.republish.test_republish import (
 from tests.mesh.republish.test_walkthrough import Process, multicast_of, status
 
 FEEDS = 4
+PRIVATE = 5  # a farm feed an account follows, at a URL with its owner's password and token
 HUB, PEER = "127.0.4.60", "127.0.4.61"
 
 
@@ -36,8 +37,8 @@ HUB, PEER = "127.0.4.60", "127.0.4.61"
 async def test_the_hub_republishes_what_it_crawls(tmp_path: Path) -> None:
     clock = ManualClock(ORIGIN + 30 * 86400)
     # no polling hints (max-age, ttl, skipHours): the hub polls every feed every cycle
-    config = FarmConfig(feeds=FEEDS, seed=13, faults="none", origin=ORIGIN, max_age_share=0.0,
-                        ttl_share=0.0, skip_hours_share=0.0)
+    config = FarmConfig(feeds=PRIVATE + 1, seed=13, faults="none", origin=ORIGIN,
+                        max_age_share=0.0, ttl_share=0.0, skip_hours_share=0.0)
     processes: list[Process] = []
     async with FarmServer(config, clock=clock) as farm, Fetcher(LOOPBACK) as fetcher:
         urls = [farm.feed_url(i) for i in range(FEEDS)]
@@ -62,8 +63,19 @@ async def test_the_hub_republishes_what_it_crawls(tmp_path: Path) -> None:
             line = await eventually(announced, timeout=60)
             base = f"http://{HUB}:{web_port}"
             assert f"overlay node {HUB}:{udp}" in line and keys.identity() in line
+            # An account follows a feed of its own, at a URL with a password and a token: the
+            # hub crawls it, and never republishes it (not listed, not multicast, no group).
+            private = farm.feed_url(PRIVATE).replace("http://", "http://ann:s3cret@") + \
+                "?token=t0ken"
+            async with aiohttp.ClientSession() as session:
+                async with session.post(f"{base}/api/accounts", json={"name": "ann"}) as answer:
+                    token = (await answer.json())["token"]
+                async with session.post(f"{base}/api/sources", json={"url": private},
+                                        headers={"Authorization": f"Bearer {token}"}) as answer:
+                    assert answer.status in (200, 201), await answer.text()
             # the hub has committed every source's first document (its backlog, not multicast)
-            await eventually(lambda: all(farm.log.count(feed=i) >= 2 for i in range(FEEDS)),
+            await eventually(lambda: all(farm.log.count(feed=i) >= 2
+                                         for i in (*range(FEEDS), PRIVATE)),
                              what="every feed fetched twice: its first document is behind us")
 
             # its source feeds, with the <subscribe> element, are what a peer follows
@@ -72,6 +84,7 @@ async def test_the_hub_republishes_what_it_crawls(tmp_path: Path) -> None:
                 opml = await response.read()
             mesh_feeds = [o.url for o in parse_opml(opml).outlines]
             assert len(mesh_feeds) == FEEDS, opml
+            assert b"s3cret" not in opml and b"t0ken" not in opml and b"ann" not in opml
             document = await fetcher.fetch(mesh_feeds[0])
             element = parse_feed(document.body, url=document.final_url).feed.subscribe
             assert element is not None and element.republication
@@ -109,6 +122,7 @@ async def test_the_hub_republishes_what_it_crawls(tmp_path: Path) -> None:
             figures = await status(proxy)
             assert figures["entries_by_source"].get("scribe:republisher") == len(expected)
             assert sum(" event=republished " in line for line in hub.stderr) == len(expected)
+            assert not any("s3cret" in line or "t0ken" in line for line in hub.stderr)
         finally:
             codes = [await p.stop() for p in processes]
         assert codes == [0] * len(processes), [p.stderr[-10:] for p in processes]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -64,6 +65,12 @@ class CrawlerTier:
         self.crawler = Crawler(store, fetcher, clock, settings=settings, events=self,
                                subscribers=self._followers.get, share=share)
         self.last_cycle: CrawlStats | None = None
+        """With ``policy="interval"``: the last cycle that ended; with a learned policy, the
+        last few seconds' fetches (see :meth:`figures`, which says which)."""
+        self.running: CrawlStats | None = None
+        """With ``policy="interval"``: the cycle under way, so far (None: between cycles)."""
+        self._ticks: deque[tuple[float, CrawlStats]] = deque()
+        """With a learned policy: what each tick of the last minute fetched."""
         self.cycles = 0
         self.scheduled = (ScheduledCrawler(self.crawler, store, clock, schedule,
                                            snapshot_path=schedule_path,
@@ -257,12 +264,12 @@ class CrawlerTier:
             if self._wake.is_set():  # new sources: crawl them now, at full speed
                 self._wake.clear()
                 fresh, self._new_feeds = self._new_feeds, []
-                meter = _Meter(self._meter, clock)
+                meter = _Meter(self._meter, clock, running=self._running)
                 self._cycle_done(await self.crawler.crawl(fresh, progress=meter, stop=stop))
                 continue
             # Spread each cycle over most of the interval: a steady trickle of fetches leaves the
             # filters and reflectors room on a shared core, and is kinder to publishers.
-            meter = _Meter(self._meter, clock)
+            meter = _Meter(self._meter, clock, running=self._running)
             stats = await self.crawler.crawl(spread_s=0.8 * interval_s if self.pace else 0.0,
                                              progress=meter, stop=stop)
             self._cycle_done(stats)
@@ -292,11 +299,20 @@ class CrawlerTier:
 
     def _cycle_done(self, stats: CrawlStats) -> None:
         self.last_cycle = stats
+        self.running = None
         self.cycles += 1
+        if self.scheduled is not None:
+            now = self.crawler.clock.now()
+            self._ticks.append((now, stats))
+            while self._ticks and self._ticks[0][0] < now - 60.0:
+                self._ticks.popleft()
         log.info("crawl_cycle fetched=%d not_modified=%d new=%d updated=%d errors=%d "
                  "host_paused=%d elapsed_s=%.2f", stats.fetched, stats.not_modified,
                  stats.new_entries, stats.updated_entries, sum(stats.errors.values()),
                  stats.host_paused, stats.elapsed_s)
+
+    def _running(self, stats: CrawlStats) -> None:
+        self.running = stats
 
     def _meter(self, stats: CrawlStats) -> None:
         """Add what was fetched since the last reading to the fetch metrics."""
@@ -315,10 +331,20 @@ class CrawlerTier:
         m.hosts_paused.set(len(self.hosts_paused()))
 
     def figures(self) -> dict[str, object]:
-        """The crawl as ``/api/stats`` shows it: feeds, the last cycle, cycles, paused hosts."""
-        cycle = self.last_cycle
-        return {"feeds": self.feed_count(),
+        """The crawl as ``/api/stats`` shows it: feeds, cycles, paused hosts, and what was
+        fetched lately: with ``policy="interval"``, the last cycle that ended (``last_crawl``)
+        and the one under way so far (``crawl_running``); with a learned policy, which has no
+        cycles, the fetches of the last minute, summed (``last_crawl`` with ``elapsed_s`` the
+        time they span: ``crawl_mode`` says which)."""
+        if self.scheduled is not None:
+            cycle = _summed([stats for _, stats in self._ticks])
+            mode = "scheduled"
+        else:
+            cycle, mode = self.last_cycle, "interval"
+        return {"feeds": self.feed_count(), "crawl_mode": mode,
                 "last_crawl": msgspec.to_builtins(cycle) if cycle else None,
+                "crawl_running": (msgspec.to_builtins(self.running)
+                                  if self.running is not None else None),
                 "crawl_cycles": self.cycles, "hosts_paused": self.hosts_paused()}
 
     def hosts_paused(self) -> dict[str, float]:
@@ -340,8 +366,10 @@ class _Meter:
     minutes instead of jumping when it ends."""
 
     def __init__(self, sink: Callable[[CrawlStats], None], clock: Clock,
-                 every_s: float = 1.0) -> None:
+                 every_s: float = 1.0,
+                 running: Callable[[CrawlStats], None] | None = None) -> None:
         self.sink = sink
+        self.running = running
         self.clock = clock
         self.every_s = every_s
         self.seen = CrawlStats()
@@ -349,6 +377,8 @@ class _Meter:
 
     def __call__(self, stats: CrawlStats) -> None:
         now = self.clock.now()
+        if self.running is not None and not stats.elapsed_s:
+            self.running(stats)  # the cycle's own counters, read when figures are asked for
         # the final call comes with elapsed_s set: always account it
         if now - self.last < self.every_s and not stats.elapsed_s:
             return
@@ -364,3 +394,18 @@ def _difference(now: CrawlStats, before: CrawlStats) -> CrawlStats:
     errors = {k: v - before.errors.get(k, 0) for k, v in now.errors.items()
               if v - before.errors.get(k, 0)}
     return CrawlStats(**fields, errors=errors)
+
+
+def _summed(ticks: list[CrawlStats]) -> CrawlStats | None:
+    """Several readings of what was fetched, as one (None: none)."""
+    if not ticks:
+        return None
+    total = CrawlStats()
+    for tick in ticks:
+        for field in total.__struct_fields__:
+            if field == "errors":
+                for kind, count in tick.errors.items():
+                    total.errors[kind] = total.errors.get(kind, 0) + count
+            else:
+                setattr(total, field, getattr(total, field) + getattr(tick, field))
+    return total
