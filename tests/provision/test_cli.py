@@ -50,7 +50,7 @@ def test_json_is_one_object_with_counts_services_and_links():
 def test_the_table_and_launch_plan_for_a_person():
     done = provision(*FIGURE_2B)
     assert done.returncode == 0, done.stderr
-    assert "crawlers," in done.stdout and "launch plan" in done.stdout
+    assert " crawler" in done.stdout.splitlines()[0] and "launch plan" in done.stdout
     assert "feedmesh crawler --shard 0/" in done.stdout
 
 
@@ -144,3 +144,36 @@ def test_calibrate_writes_the_model_from_benchmark_outputs(tmp_path):
     assert written.reflector == shipped.reflector
     # and a plan reads it
     assert provision(*FIGURE_2B, "--model", str(out), "--json").returncode == 0
+
+
+def test_the_plan_says_what_it_assumed_and_what_its_addresses_are():
+    done = provision("--feeds", "1000", "--subs", "10000")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("1 crawler, 1 filter, 1 reflector for ")
+    assert "(0 decompositions)" in done.stdout
+    assert "workload: each feed fetched every 900 s" in done.stdout
+    assert "loopback hosts that `feedmesh up --topology` gives" in done.stdout
+
+
+def test_the_workload_is_a_flag_and_changes_the_plan():
+    base = json.loads(provision("--feeds", "1000000", "--subs", "10000000", "--json").stdout)
+    busier = provision("--feeds", "1000000", "--subs", "10000000", "--json",
+                       "--posts-per-day", "50", "--crawl-interval", "300")
+    assert busier.returncode == 0, busier.stderr
+    plan = json.loads(busier.stdout)
+    total = sum(len(plan[k]) if isinstance(plan[k], list) else plan[k]
+                for k in ("crawlers", "filters", "reflectors"))
+    assert total > sum(base[k] for k in ("crawlers", "filters", "reflectors"))
+    said = provision("--feeds", "1000", "--subs", "1000", "--keep", "20", "--poll-interval",
+                     "600", "--posts-per-day", "3")
+    assert "posting 3 entries a day; each private feed keeps 20 and is polled every 600 s" \
+        in said.stdout
+    bad = provision("--feeds", "1000", "--subs", "1000", "--keep", "0")
+    assert bad.returncode == 2 and "--keep must be > 0" in bad.stderr
+
+
+def test_a_node_smaller_than_a_process_says_so():
+    done = provision("--feeds", "100000", "--subs", "1000000", "--memory-mb", "256")
+    assert done.returncode == 2
+    assert "fixed memory is" in done.stderr and "no split helps" in done.stderr
+    assert "needs more than" not in done.stderr

@@ -23,6 +23,8 @@ import time
 import urllib.request
 from importlib import resources
 from pathlib import Path
+
+import msgspec
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -69,6 +71,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             help="a model file, or a shipped model: 'hub' (the default: every "
                                  "tier in one process, `feedmesh serve`) or 'processes' (each "
                                  "role a process of its own, `feedmesh up`)")
+    workload = parser.add_argument_group("the workload planned for (default: the model's own, "
+                                         "printed with the plan)")
+    workload.add_argument("--crawl-interval", type=float, metavar="S",
+                          help="seconds between two fetches of a feed")
+    workload.add_argument("--posts-per-day", type=float, metavar="N",
+                          help="new entries a feed gets a day, on average")
+    workload.add_argument("--poll-interval", type=float, metavar="S",
+                          help="seconds between two polls of a private feed by its reader")
+    workload.add_argument("--keep", type=int, metavar="K",
+                          help="entries each private feed keeps")
     plan_group.add_argument("--max-services", type=int, default=PlannerSettings.max_services,
                             metavar="N", help="refuse a plan of more services than this "
                             "(planning time grows with the links between them)")
@@ -104,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "calibrate":
             return _calibrate(args)
         model = load_model(args.model)
+        if not args.check:
+            model = with_workload(model, args)
         limits = NodeLimits.from_units(bandwidth_mbps=args.bandwidth_mbps,
                                        memory_mb=args.memory_mb, cpu=args.cpu,
                                        overprovision=args.overprovision)
@@ -116,6 +130,39 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # the reader left (`| head`): not an error, and nothing to flush to
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def with_workload(model: ResourceModel, args: argparse.Namespace) -> ResourceModel:
+    """``model`` with the workload the flags give (a crawl interval, posts a day, readers'
+    polls, the entries a feed keeps), its per-crawl costs scaled to match."""
+    for flag in ("crawl_interval", "posts_per_day", "poll_interval", "keep"):
+        value = getattr(args, flag, None)
+        if value is not None and value <= 0:
+            raise CommandError(f"--{flag.replace('_', '-')} must be > 0, got {value:g}")
+    work, crawler = model.workload, model.crawler
+    interval = args.crawl_interval or work.crawl_interval_s
+    posts = (args.posts_per_day if args.posts_per_day is not None
+             else crawler.articles_per_feed_per_crawl * 86400 / work.crawl_interval_s)
+    articles = posts * interval / 86400
+    ratio = articles / crawler.articles_per_feed_per_crawl if crawler.articles_per_feed_per_crawl \
+        else 1.0
+    crawler = msgspec.structs.replace(
+        crawler, articles_per_feed_per_crawl=articles,
+        bytes_out_per_feed_per_crawl=crawler.bytes_out_per_feed_per_crawl * ratio)
+    work = msgspec.structs.replace(
+        work, crawl_interval_s=interval,
+        poll_interval_s=args.poll_interval or work.poll_interval_s,
+        held_per_subscription=args.keep or work.held_per_subscription)
+    return msgspec.structs.replace(model, workload=work, crawler=crawler)
+
+
+def workload_line(model: ResourceModel) -> str:
+    work = model.workload
+    posts = model.crawler.articles_per_feed_per_crawl * 86400 / work.crawl_interval_s
+    return (f"workload: each feed fetched every {work.crawl_interval_s:g} s, posting "
+            f"{posts:.2g} entries a day; each private feed keeps {work.held_per_subscription} and "
+            f"is polled every {work.poll_interval_s:g} s (--crawl-interval, --posts-per-day, "
+            "--keep, --poll-interval)")
 
 
 def load_model(path: Path | None) -> ResourceModel:
@@ -142,6 +189,7 @@ def _plan(args: argparse.Namespace, model: ResourceModel, limits: NodeLimits) ->
         print(json.dumps(topology_json(result), indent=2))
     else:
         print(plan_table(result))
+        print(workload_line(model))
         print(f"model: {model.machine.cpu_model}, {model.machine.cores} cores, measured "
               f"{model.machine.measured_at}")
     if args.picture:

@@ -125,6 +125,14 @@ def resolve(topology: Topology, violation: Violation, model: ResourceModel,
     the violated resource fits; raises UnresolvableError when no count does."""
     kind = DECOMPOSITION[(violation.tier, violation.resource)].kind
     service = topology.service(violation.service)
+    if violation.resource == "memory":
+        base = getattr(model, violation.tier).memory_base_bytes * (1 + limits.overprovision)
+        if base > violation.limit:
+            raise UnresolvableError(violation.service, violation.resource, (
+                f"a {violation.tier}'s fixed memory is {base / 2**20:,.0f} MB (its process's "
+                f"own, whatever its share), above the node's {violation.limit / 2**20:,.0f} MB: "
+                "no split helps; give nodes at least "
+                f"{math.ceil(base / 2**20 * 1.2):,} MB (--memory-mb)"))
     size = split_size(service, kind)
     unit = "feeds" if service.tier == "crawler" or (service.tier, kind) == ("filter", "in") \
         else "subscriptions"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .launch import host_of, launch_plan
 from .planner import Plan
 
-__all__ = ["plan_table", "topology_dot"]
+__all__ = ["counted", "plan_table", "topology_dot"]
 
 _COLOURS = {"crawler": "#9ecae1", "filter": "#fdae6b", "reflector": "#a1d99b"}
 
@@ -20,13 +20,19 @@ def _share(service: object) -> str:
     return ", ".join(parts)
 
 
+def counted(count: int, noun: str) -> str:
+    """``1 crawler``, ``2 crawlers``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def plan_table(plan: Plan) -> str:
     t = plan.topology
     shards = {row["service"]: row["flags"] for row in launch_plan(plan)}
-    lines = [(f"{len(t.crawlers)} crawlers, {len(t.filters)} filters, {len(t.reflectors)} "
-             f"reflectors for {plan.targets.feeds:,} feeds and {plan.targets.subscriptions:,} "
-             f"subscriptions ({len(plan.steps)} decompositions)"),
-             (f"{'service':14} {'host':12} {'share':28} {'in Mbps':>8} {'out Mbps':>8} "
+    lines = [(f"{counted(len(t.crawlers), 'crawler')}, {counted(len(t.filters), 'filter')}, "
+             f"{counted(len(t.reflectors), 'reflector')} for {plan.targets.feeds:,} feeds and "
+             f"{plan.targets.subscriptions:,} subscriptions "
+             f"({counted(len(plan.steps), 'decomposition')})"),
+             (f"{'service':14} {'node':12} {'share':28} {'in Mbps':>8} {'out Mbps':>8} "
              f"{'CPU':>6} {'MB':>7}  flags")]
     for service in t.services:
         load = plan.loads[service.name]
@@ -37,6 +43,8 @@ def plan_table(plan: Plan) -> str:
     lines.append(f"limits per node: {plan.limits.bandwidth_bps * 8 / 1e6:g} Mbps in and out, "
                  f"{plan.limits.memory_bytes / 2**20:g} MB, CPU {plan.limits.cpu:g}x, "
                  f"over-provisioned {plan.limits.overprovision:.0%}; CPU column: share of a node")
+    lines.append("node: a machine of these limits per service; the addresses are the loopback "
+                 "hosts that `feedmesh up --topology` gives each on one machine, not real ones")
     return "\n".join(lines)
 
 
@@ -44,8 +52,9 @@ def topology_dot(plan: Plan) -> str:
     t = plan.topology
     out = ["digraph feedmesh {", "  rankdir=TB; node [shape=box, style=filled, fontsize=10];",
            (f'  label="{plan.targets.feeds:,} feeds, {plan.targets.subscriptions:,} '
-           f'subscriptions: {len(t.crawlers)} crawlers, {len(t.filters)} filters, '
-           f'{len(t.reflectors)} reflectors"; labelloc=t;')]
+           f'subscriptions: {counted(len(t.crawlers), "crawler")}, '
+           f'{counted(len(t.filters), "filter")}, {counted(len(t.reflectors), "reflector")}"; '
+           'labelloc=t;')]
     for tier, services in (("crawler", t.crawlers), ("filter", t.filters),
                            ("reflector", t.reflectors)):
         out.append(f"  subgraph {tier}s {{ rank=same;")
