@@ -183,7 +183,8 @@ class LoopbackHub:
     async def publish(self, topic: str, body: bytes, *, signature: str = "good",
                       method: str = "sha256") -> list[int]:
         """POST ``body`` to every verified callback of ``topic``; the statuses answered.
-        ``signature``: ``good``, ``wrong`` (another secret), ``none`` or ``unknown`` (md5)."""
+        ``signature``: ``good``, ``wrong`` (another secret), ``none``, ``unknown`` (md5) or
+        ``non_ascii`` (a digest of letters outside ASCII)."""
         statuses = []
         for sub in [s for (t, _), s in self.verified.items() if t == topic]:
             headers = {"Content-Type": "application/atom+xml"}
@@ -195,6 +196,8 @@ class LoopbackHub:
                     b"not-the-secret", body, hashlib.sha256).hexdigest()
             elif signature == "unknown":
                 headers["X-Hub-Signature"] = "md5=" + hashlib.md5(body).hexdigest()
+            elif signature == "non_ascii":
+                headers["X-Hub-Signature"] = "sha256=" + "\u00e9" * 64
             async with self.session.post(sub.callback, data=body, headers=headers) as reply:
                 statuses.append(reply.status)
                 self.deliveries.append((reply.status, await reply.text()))

@@ -22,6 +22,8 @@ def test_sign_matches_an_independent_hmac_and_verifies(method):
     ("sha256", "not of the form"),
     ("md5=abcdef", "not one of"),
     ("sha256=" + "0" * 64, "does not match"),
+    ("sha256=" + "\u00e9" * 64, "does not match"),  # not a TypeError (a 500 for the sender)
+    ("sha256=\udcff", "does not match"),
 ])
 def test_bad_headers_are_refused_with_the_reason(header, why):
     with pytest.raises(SignatureError, match=why):

@@ -100,11 +100,11 @@ async def test_300_subscribes_with_secret_and_lease_and_a_push_is_stored(tmp_pat
         assert [s.callback_id for s in hub.state.websub_leases()] == [lease.callback_id]
 
 
-async def test_301_302_and_unknown_methods_are_dropped_but_answered_2xx(tmp_path):
+async def test_301_302_unknown_methods_and_non_ascii_are_dropped_but_answered_2xx(tmp_path):
     async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         url = pub.add_topic(Topic("news"))
         await subscribed(hub, pub, url)
-        for n, kind in enumerate(("wrong", "none", "unknown")):
+        for n, kind in enumerate(("wrong", "none", "unknown", "non_ascii")):
             body = pub.document("news", [(f"bad{n}", f"forged {kind}")])
             assert await pub.publish(url, body, signature=kind) == [202]
         for method in ("sha1", "sha384", "sha512"):
@@ -114,7 +114,7 @@ async def test_301_302_and_unknown_methods_are_dropped_but_answered_2xx(tmp_path
                                   "urn:entry:ok-sha512"} <= stored_ids(hub))
         assert not any(guid.startswith("urn:entry:bad") for guid in stored_ids(hub))
         dropped = hub.crawler.websub.deliveries.labels("bad_signature")._value.get()
-        assert dropped == 3
+        assert dropped == 4
 
 
 async def test_205_verifications_not_asked_for_get_404(tmp_path):

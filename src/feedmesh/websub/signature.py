@@ -55,8 +55,10 @@ def verify(secret: str | bytes, body: bytes, header: str | None) -> str:
         raise SignatureError(f"X-Hub-Signature {header[:80]!r} is not of the form method=hex")
     if method not in METHODS:
         raise SignatureError(f"X-Hub-Signature method {method[:20]!r} is not one of {', '.join(METHODS)}")
-    expected = hmac.new(_key(secret), body, method).hexdigest()
-    if not hmac.compare_digest(expected, digest.strip().lower()):
+    expected = hmac.new(_key(secret), body, method).hexdigest().encode()
+    # bytes, not str: compare_digest refuses non-ASCII text (a TypeError, a 500 for the sender)
+    given = digest.strip().lower().encode("utf-8", "surrogateescape")
+    if not hmac.compare_digest(expected, given):
         raise SignatureError(f"X-Hub-Signature does not match the body ({method}, {len(body)} bytes)")
     return method
 
