@@ -32,6 +32,22 @@ def test_paused_hosts_are_named_and_many_are_counted():
     text = render(stats_of(hosts_paused=many))
     assert "12 (cannot be reached): h00.example, h01.example, h02.example, h03.example, " \
         "h04.example and 7 more" in text
+    # to anyone but the operator the hub gives a count
+    assert "3 (cannot be reached; --operator-token-file names them)" in render(
+        stats_of(hosts_paused=3))
+    assert "hosts paused" not in render(stats_of(hosts_paused=0))
+
+
+def test_an_operator_token_file_others_can_read_is_refused(tmp_path, capsys):
+    from feedmesh import cli
+
+    token = tmp_path / "operator-token"
+    token.write_text("x" * 43)
+    token.chmod(0o644)
+    assert cli.main(["stats", "--url", "http://127.0.0.1:9", "--operator-token-file",
+                     str(token)]) == 2
+    err = capsys.readouterr().err
+    assert "others may read it" in err and "Traceback" not in err and "x" * 43 not in err
 
 
 def test_what_a_crawl_fetched_adds_up():

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from feedmesh.procstat import cpu_seconds, rss_bytes
+from feedmesh.secret_file import SecretFileError, read_token
 
 __all__ = ["configure", "crawl_line", "run", "stats_table", "topology_rows"]
 
@@ -23,13 +24,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--up", default="", metavar="DATA",
                         help="every process of a `feedmesh up --data DATA` topology, one row each")
     parser.add_argument("--json", action="store_true", help="print the raw JSON")
+    parser.add_argument("--operator-token-file", default="", metavar="FILE",
+                        help="the hub's DATA/operator-token: also name the hosts whose fetches "
+                             "are paused (others see how many)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.up:
         return run_topology(args)
+    request = urllib.request.Request(f"{args.url.rstrip('/')}/api/stats")
+    if args.operator_token_file:
+        try:
+            token = read_token(args.operator_token_file, "--operator-token-file")
+        except SecretFileError as exc:
+            print(f"feedmesh stats: {exc}", file=sys.stderr)
+            return 2
+        request.add_header("Authorization", "Bearer " + token.decode("ascii"))
     try:
-        with urllib.request.urlopen(f"{args.url.rstrip('/')}/api/stats", timeout=10) as answer:
+        with urllib.request.urlopen(request, timeout=10) as answer:
             stats = json.load(answer)
     except OSError as exc:
         print(f"feedmesh stats: cannot read {args.url}/api/stats: {exc}", file=sys.stderr)
@@ -56,7 +68,10 @@ def stats_table(stats: dict) -> Table:
         table.add_row("crawl running", f"{crawl_line(running)} so far, of "
                       f"{stats['feeds']} feeds")
     paused = stats.get("hosts_paused")
-    if paused:
+    if isinstance(paused, int) and paused:  # named to the operator only
+        table.add_row("hosts paused", f"{paused} (cannot be reached; --operator-token-file "
+                      "names them)")
+    elif paused:
         shown = ", ".join(sorted(paused)[:5]) + (f" and {len(paused) - 5} more"
                                                  if len(paused) > 5 else "")
         table.add_row("hosts paused", f"{len(paused)} (cannot be reached): {shown}")

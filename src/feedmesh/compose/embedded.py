@@ -22,7 +22,13 @@ from aiohttp.abc import AbstractResolver
 
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.compose.crawler import CrawlerRole, crawler_tier
-from feedmesh.compose.engines import HubStores, open_bus, open_hub_state, open_hub_stores
+from feedmesh.compose.engines import (
+    HubStores,
+    open_bus,
+    open_hub_state,
+    open_hub_stores,
+    operator_token,
+)
 from feedmesh.compose.filter import FilterRole, filter_tier
 from feedmesh.compose.lifecycle import bind, started
 from feedmesh.compose.reflector import (
@@ -140,7 +146,8 @@ class EmbeddedHub:
 
     def with_web(self, base_url: str, limits: WebLimits | None = None) -> list:
         """The roles and the web layer, served from ``base_url``."""
-        return [*self.roles, WebRole(self.front, base_url=base_url, limits=limits)]
+        return [*self.roles, WebRole(self.front, base_url=base_url, limits=limits,
+                                     operator_token=operator_token(self.settings.data_dir))]
 
     async def start(self, roles: Sequence | None = None, http=None) -> None:  # type: ignore[no-untyped-def]
         """Start the roles (``roles``: these instead, served on the socket ``http``)."""

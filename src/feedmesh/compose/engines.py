@@ -14,6 +14,7 @@ JetStream, PostgreSQL) is added here, chosen by settings, and nowhere else.
 from __future__ import annotations
 
 import functools
+import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from feedmesh.bus import Bus
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.hub.front.tokens import FeedTokens
+from feedmesh.secret_file import new_token, read_token, write_secret
 from feedmesh.store import (
     FeedOwnership,
     HubState,
@@ -45,6 +47,7 @@ from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 __all__ = [
     "FEED_SECRET_FILE",
     "FEED_SECRET_PREVIOUS_FILE",
+    "OPERATOR_TOKEN_FILE",
     "HubStores",
     "WebStores",
     "change_feed_url_keys",
@@ -61,6 +64,7 @@ __all__ = [
     "open_ingest_store",
     "open_reflector_log",
     "open_web_stores",
+    "operator_token",
     "private_feed_key",
 ]
 
@@ -313,6 +317,25 @@ def change_feed_url_keys(data_dir: str | Path, store_url: str, *, rotate: bool,
 
 def _split(keys: list[bytes]) -> tuple[bytes, list[bytes]]:
     return keys[0], keys[1:]
+
+
+OPERATOR_TOKEN_FILE = "operator-token"
+
+
+def operator_token(data_dir: str | Path) -> bytes:
+    """The operator's bearer token (``DATA/operator-token``, 0600): made by the first process
+    that needs it, all at once and only if no other process made it first (a link, which fails
+    when the name exists), so every process of a hub holds the same one."""
+    path = Path(data_dir) / OPERATOR_TOKEN_FILE
+    if not path.exists():
+        temporary = write_secret(path.with_name(f".{path.name}.{os.getpid()}.tmp"), new_token())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process made it: that one is the token
+        finally:
+            temporary.unlink(missing_ok=True)
+    return read_token(path, "the operator token")
 
 
 def folder_key(data: Path) -> bytes | None:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 
 from feedmesh.compose.embedded import embedded_hub
+from feedmesh.compose.engines import operator_token
 from feedmesh.compose.lifecycle import bind, run_roles
 from feedmesh.compose.opml import load_opml
 from feedmesh.compose.settings import ServeSettings
@@ -64,8 +65,9 @@ async def serve(settings: ServeSettings, *, say: Callable[[str], None] = _say) -
                                     group=f"republish-{hub.desk.group}",
                                     operator_feeds=lambda: hub.desk.operator_feeds)
         roles.insert(roles.index(hub.crawler_role), republisher)  # joined before it publishes
-    roles.append(WebRole(hub.front, base_url=base, limits=s.limits) if s.web
-                 else StatsRole(hub.front))
+    token = operator_token(s.hub.data_dir)
+    roles.append(WebRole(hub.front, base_url=base, limits=s.limits, operator_token=token)
+                 if s.web else StatsRole(hub.front, operator_token=token))
 
     async def announce() -> None:
         if urls:

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from feedmesh.bus import Bus
 from feedmesh.clock import Clock, SystemClock
-from feedmesh.compose.engines import open_bus, open_web_stores
+from feedmesh.compose.engines import open_bus, open_web_stores, operator_token
 from feedmesh.compose.lifecycle import HttpPart, Tasks
 from feedmesh.compose.reflector import PushRole, push_worker
 from feedmesh.compose.settings import WebLimits, WebSettings
@@ -29,6 +29,7 @@ from feedmesh.hub.front.sources import RemoteSources
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector_client import ReflectorClient
 from feedmesh.hub.web import web_routes
+from feedmesh.hub.web.operator import is_operator, shown_stats
 from feedmesh.store import StoreThread
 
 __all__ = ["StatsRole", "WebRole", "web_process"]
@@ -41,8 +42,9 @@ class WebRole:
 
     def __init__(self, front: HubFront, *, base_url: str, limits: WebLimits | None = None,
                  bus: Bus | None = None, crawlers: Sequence[str] = (),
-                 close_front: bool = False) -> None:
+                 close_front: bool = False, operator_token: bytes | None = None) -> None:
         self.front = front
+        self.operator_token = operator_token
         self.name = "web"
         self.ready = asyncio.Event()
         self.base_url = base_url
@@ -57,7 +59,8 @@ class WebRole:
 
     def http(self) -> HttpPart:
         routes, middlewares, max_body = web_routes(self.front, base_url=self.base_url,
-                                                   limits=self._limits)
+                                                   limits=self._limits,
+                                                   operator_token=self.operator_token)
         return HttpPart(routes, middlewares, max_body)
 
     async def start(self, tasks: Tasks) -> None:
@@ -75,8 +78,9 @@ class StatsRole:
     """A crawler's ``/api/stats`` (what ``feedmesh stats`` reads: feeds, crawl cycles, queues)
     where no web layer serves it."""
 
-    def __init__(self, front: HubFront) -> None:
+    def __init__(self, front: HubFront, *, operator_token: bytes | None = None) -> None:
         self.front = front
+        self.operator_token = operator_token
         self.name = "stats"
         self.ready = asyncio.Event()
 
@@ -85,8 +89,9 @@ class StatsRole:
         return None
 
     def http(self) -> HttpPart:
-        async def stats(_: web.Request) -> web.Response:
-            return web.json_response(await self.front.stats())
+        async def stats(request: web.Request) -> web.Response:
+            return web.json_response(shown_stats(
+                await self.front.stats(), operator=is_operator(request, self.operator_token)))
 
         return HttpPart([web.get("/api/stats", stats)])
 
@@ -116,5 +121,6 @@ def web_process(settings: WebSettings, *, base_url: str,
                      io=io, push=push, lease_bounds=settings.push.lease)
     roles = [PushRole(push),
              WebRole(front, base_url=base_url, limits=settings.limits, bus=bus,
-                     crawlers=settings.crawlers, close_front=True)]
+                     crawlers=settings.crawlers, close_front=True,
+                     operator_token=operator_token(settings.data_dir))]
     return roles, [bus.close, stores.close]

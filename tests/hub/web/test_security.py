@@ -206,3 +206,25 @@ async def test_a_source_urls_password_is_never_shown(hub_env, ann):
     assert "ann:***@" in source["url"] and "ann:***@" in source["last_error"]
     status, opml = await ann.call("GET", "/api/opml")
     assert status == 200 and "hunter2" not in opml and "ann:***@" in opml
+
+
+async def test_paused_hosts_are_named_to_the_operator_only(hub_env, tmp_path):
+    """The hosts of accounts' sources are not public: ``/api/stats`` counts paused hosts for
+    anyone, and names them to a holder of ``DATA/operator-token`` (0600)."""
+    import os
+    import stat
+
+    token_file = tmp_path / "operator-token"
+    assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+    token = token_file.read_text().strip()
+    crawler = hub_env.hub.crawler
+    crawler.hosts_paused = lambda: {"private-blog.example": 1e12}  # as a failing host would be
+    url = hub_env.base + "/api/stats"
+    for headers in ({}, {"Authorization": "Bearer " + token[:-1] + "x"},
+                    {"Authorization": token}):
+        async with hub_env.session.get(url, headers=headers) as response:
+            body = await response.json()
+        assert body["hosts_paused"] == 1, headers
+        assert "private-blog" not in str(body)
+    async with hub_env.session.get(url, headers={"Authorization": f"Bearer {token}"}) as r:
+        assert (await r.json())["hosts_paused"] == {"private-blog.example": 1e12}

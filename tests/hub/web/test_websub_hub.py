@@ -6,7 +6,9 @@ retries and the drop after repeated failures."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -337,3 +339,39 @@ async def test_each_subscription_has_a_delivery_log_for_its_topic_holder_and_own
 
 async def _with_status(log, status: int) -> dict | None:
     return next((e for e in await log() if e["status"] == status), None)
+
+
+@pytest.mark.parametrize("hub_overrides", [{"push": PushSettings(
+    lease=LEASE, timeout_s=3.0, max_subscribers_per_feed=3)}])
+async def test_the_subscriber_limit_counts_verifications_in_flight(hub_env, ann):
+    """Twenty requests at once for a feed that may have three subscribers: three pass (before,
+    every one passed the check before the first was verified, and twenty were held)."""
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    topic = sub["feed_urls"]["atom"]
+    async with loopback_subscriber() as subscriber:
+        paths = [f"/cb{n}" for n in range(20)]
+        for path in paths:
+            subscriber.want("subscribe", topic, path)
+        answers = await asyncio.gather(*(
+            hub_request(hub_env, hub_mode="subscribe", hub_topic=topic,
+                        hub_callback=subscriber.callback(path)) for path in paths))
+        statuses = sorted(status for status, _ in answers)
+        assert statuses == [202] * 3 + [403] * 17, statuses
+        await eventually(lambda: len([t for t in hub_env.hub.push.targets.values()
+                                      if t.topic == topic]) == 3)
+        assert len(subscriber.verifications) == 3
+
+
+async def test_a_failed_verification_logs_no_private_feed_url(hub_env, ann, caplog):
+    """The verification's query holds ``hub.topic``, the private feed's URL with its token: a
+    callback that cannot be reached is logged by its origin and path only."""
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    topic = sub["feed_urls"]["atom"]
+    token = topic.rsplit("/", 1)[1].split(".")[0]
+    with caplog.at_level(logging.DEBUG):
+        status, _ = await hub_request(hub_env, hub_mode="subscribe", hub_topic=topic,
+                                      hub_callback="http://127.0.0.2:9/cb?mine=1")
+        assert status == 202
+        await eventually(lambda: "websub_not_verified" in caplog.text)
+    assert "127.0.0.2:9/cb" in caplog.text
+    assert token not in caplog.text and "hub.topic" not in caplog.text

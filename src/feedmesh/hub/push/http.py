@@ -22,7 +22,20 @@ from feedmesh.fetch.guard import AddressGuard, BlockedAddressError, GuardedResol
 from feedmesh.fetch.redact import redact_credentials
 from feedmesh.fetch.settings import FetchSettings
 
-__all__ = ["CallbackClient", "CallbackError", "Exchange"]
+__all__ = ["CallbackClient", "CallbackError", "Exchange", "shown_url"]
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a log line or a delivery log may show it: no password, no query (a
+    verification's query holds ``hub.topic``, a private feed's URL with its token) and no
+    fragment."""
+    try:
+        parsed = URL(url, encoded=True)
+    except ValueError:
+        return "(an invalid URL)"
+    if not parsed.is_absolute():
+        return "(an invalid URL)"
+    return redact_credentials(str(parsed.with_query(None).with_fragment(None)))
 
 MAX_ANSWER_BYTES = 64 * 1024
 
@@ -84,7 +97,7 @@ class CallbackClient:
 
     async def _exchange(self, method: str, url: str, body: bytes | None,
                         headers: dict[str, str]) -> Exchange:
-        shown = redact_credentials(url)
+        shown = shown_url(url)
         refused = self.refusal(url)
         if refused is not None:
             raise CallbackError(f"{shown}: refused: {refused} (not allowed by the address guard)")
@@ -100,8 +113,10 @@ class CallbackClient:
             raise CallbackError(f"{shown}: no answer within {self.timeout.total:g} s") from exc
         except aiohttp.ClientConnectorDNSError as exc:
             if isinstance(exc.os_error, BlockedAddressError):
-                raise CallbackError(f"{shown}: {exc.os_error} (not allowed by the address "
-                                    "guard)") from exc
+                # not the address: the owner of a callback must not learn from the hub what a
+                # name resolves to inside the hub's network (a DNS oracle)
+                raise CallbackError(f"{shown}: refused by the address guard (its name "
+                                    "resolves to an address this hub does not send to)") from exc
             raise CallbackError(f"{shown}: cannot resolve its host") from exc
         except aiohttp.ClientConnectorError as exc:
             raise CallbackError(f"{shown}: cannot connect: "

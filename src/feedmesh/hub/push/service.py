@@ -172,6 +172,8 @@ class PushService:
         self._woken = False
         self._sending: set[asyncio.Task[None]] = set()
         self._verifying: set[asyncio.Task[bool]] = set()
+        # (topic, callback) of each subscribe being verified, by subscription
+        self._pending: dict[int, set[tuple[str, str]]] = {}
         self._denying: set[asyncio.Task[None]] = set()
         self._unlogged: list[PushAttempt] = []
         self._unmarked: dict[int, float] = {}
@@ -358,16 +360,30 @@ class PushService:
         if len(self._verifying) >= self.settings.max_verifications:
             raise PushRefusedError(429, "rate_limited", "too many subscription requests are "
                                    "being verified; retry in a minute", retry_after_s=60)
+        pair = (request.topic, request.callback)
         if request.mode == "subscribe":
-            held = [t for t in self.of_subscription(sub_id) if t.kind == WEBSUB]
-            if len(held) >= self.settings.max_subscribers_per_feed and not any(
-                    t.topic == request.topic and t.url == request.callback for t in held):
+            # those being verified count: twenty requests at once must not all pass the check
+            # before the first is saved
+            held = {(t.topic, t.url) for t in self.of_subscription(sub_id) if t.kind == WEBSUB}
+            held |= self._pending.get(sub_id, set())
+            if len(held) >= self.settings.max_subscribers_per_feed and pair not in held:
                 raise PushRefusedError(403, "limit_reached", f"this feed has "
-                                       f"{len(held)} WebSub subscribers, the most it may have")
+                                       f"{len(held)} WebSub subscribers (with those being "
+                                       "verified), the most it may have")
+            self._pending.setdefault(sub_id, set()).add(pair)
         task = asyncio.create_task(self._verify(request, sub_id, fmt))
         self._verifying.add(task)
         task.add_done_callback(self._verifying.discard)
+        if request.mode == "subscribe":
+            task.add_done_callback(lambda _task: self._verified(sub_id, pair))
         return task
+
+    def _verified(self, sub_id: int, pair: tuple[str, str]) -> None:
+        pending = self._pending.get(sub_id)
+        if pending is not None:
+            pending.discard(pair)
+            if not pending:
+                del self._pending[sub_id]
 
     async def _verify(self, request: HubRequest, sub_id: int, fmt: str) -> bool:
         challenge = secrets.token_urlsafe(24)

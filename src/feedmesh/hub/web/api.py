@@ -21,6 +21,7 @@ from feedmesh.hub.front.facade import FollowLimitError, HubFacade, PushRefusedEr
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
+from feedmesh.hub.web.operator import is_operator, shown_stats
 from feedmesh.hub.web.websub import attempt_json, push_error, websub_subscriber_json
 from feedmesh.match import QueryError, html_to_text, parse_query
 from feedmesh.memory import release_memory
@@ -96,8 +97,10 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 
 class Api:
-    def __init__(self, hub: HubFacade, feeds: FeedServer, limits: WebLimits) -> None:
+    def __init__(self, hub: HubFacade, feeds: FeedServer, limits: WebLimits, *,
+                 operator_token: bytes | None = None) -> None:
         self.hub = hub
+        self.operator_token = operator_token
         self.feeds = feeds
         self.limits = limits
         self.api_limiter = RateLimiter(hub.clock, limits.api_rate_per_s, limits.api_burst)
@@ -467,4 +470,5 @@ class Api:
                       "matched": len(found), "matches": matches})
 
     async def stats(self, request: web.Request) -> web.Response:
-        return _json(await self.hub.stats())
+        return _json(shown_stats(await self.hub.stats(),
+                                 operator=is_operator(request, self.operator_token)))

@@ -36,14 +36,15 @@ async def security_headers(request: web.Request, handler):  # type: ignore[no-un
     return response
 
 
-def web_routes(hub: HubFacade, *, base_url: str,
-               limits: WebLimits | None = None) -> tuple[list[web.RouteDef], list, int]:
+def web_routes(hub: HubFacade, *, base_url: str, limits: WebLimits | None = None,
+               operator_token: bytes | None = None) -> tuple[list[web.RouteDef], list, int]:
     """The web layer's routes over ``hub``, the middlewares they need (outermost first) and the
-    largest request body they read: what a process's one HTTP server serves of it."""
+    largest request body they read: what a process's one HTTP server serves of it.
+    ``operator_token``: who may see the names of paused hosts in ``/api/stats``."""
     limits = limits or WebLimits()
     max_request_bytes = max(limits.max_body_bytes, limits.max_opml_bytes)
     feeds = FeedServer(hub, limits, base_url)
-    api = Api(hub, feeds, limits)
+    api = Api(hub, feeds, limits, operator_token=operator_token)
     routes = [*api.routes(), *HubEndpoint(hub, limits, base_url).routes(),
               *WebSubCallback(hub, limits.max_push_bytes).routes()]
     spec = json.dumps(openapi(base_url))
