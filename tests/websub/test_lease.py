@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import msgspec
 import pytest
 
 from feedmesh.websub.discovery import Discovery
@@ -15,7 +16,7 @@ from feedmesh.websub.subscriber import Subscriptions
 S = SubscriberSettings(lease_s=1000, verify_timeout_s=30.0, backoff_base_s=10.0,
                        backoff_max_s=100.0, unsubscribe_attempts=3, hub_rate_per_s=1.0,
                        hub_burst=3, max_body_bytes=2048)
-TOPIC, HUB = "http://pub.test/feed", "http://hub.test/"
+TOPIC, HUB = "http://pub.test/feed", "https://hub.test/"
 
 
 def subs() -> Subscriptions:
@@ -33,6 +34,17 @@ def subscribed(now: float = 0.0) -> tuple[Subscriptions, str]:
 def verify_params(mode: str, challenge: str = "c1", lease: str = "1000", topic: str = TOPIC):
     return {"hub.mode": mode, "hub.topic": topic, "hub.challenge": challenge,
             "hub.lease_seconds": lease}
+
+
+def test_a_secret_goes_to_https_hubs_only_unless_allowed():
+    """WebSub 5.1: hub.secret only over HTTPS."""
+    for allowed, hub, has_secret in ((False, "http://hub.test/", False),
+                                     (False, "HTTPS://hub.test/", True),
+                                     (True, "http://hub.test/", True)):
+        s = Subscriptions(msgspec.structs.replace(S, secret_over_http=allowed), lambda: "tok")
+        s.discovered(1, Discovery(topic=TOPIC, hubs=(hub,)), 0.0)
+        (request,) = s.due(0.0)
+        assert bool(request.secret) is has_secret, (allowed, hub)
 
 
 def test_subscribe_asks_with_a_secret_and_a_lease_then_verification_makes_it_live():

@@ -12,11 +12,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import msgspec
 import pytest
 
+from feedmesh.compose.embedded import EmbeddedHub as Hub
 from feedmesh.compose.embedded import running_hub
 from feedmesh.fetch import StaticResolver
-from feedmesh.compose.embedded import EmbeddedHub as Hub
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.websub.lease import SubscriberSettings
 from tests.eventually import eventually
@@ -24,8 +25,10 @@ from tests.hub.conftest import hub_settings
 from tests.websub.loopback_hub import LoopbackHub, Topic
 
 HOST = "127.0.3.2"
+# The loopback hub is http://: these tests check signatures, so the secret goes to it anyway
+# (by default it goes over HTTPS only: test_no_secret_is_sent_to_an_http_hub_by_default).
 FAST = SubscriberSettings(lease_s=3600, verify_timeout_s=5.0, backoff_base_s=0.3,
-                          backoff_max_s=2.0, min_renew_s=0.5)
+                          backoff_max_s=2.0, min_renew_s=0.5, secret_over_http=True)
 
 
 def free_port(host: str) -> int:
@@ -98,6 +101,23 @@ async def test_300_subscribes_with_secret_and_lease_and_a_push_is_stored(tmp_pat
         assert polled_daily()
         # the lease is in the hub's state, and comes back after a restart
         assert [s.callback_id for s in hub.state.websub_leases()] == [lease.callback_id]
+
+
+async def test_no_secret_is_sent_to_an_http_hub_by_default(tmp_path):
+    """WebSub 5.1: hub.secret only over HTTPS (anyone on the path of an http:// request reads it
+    and can sign forged pushes). The subscription is made without one, and its pushes are
+    accepted on the callback's unguessable URL alone."""
+    websub = msgspec.structs.replace(FAST, secret_over_http=False)
+    async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path), websub=websub) as (hub, _):
+        url = pub.add_topic(Topic("news", entries=[("1", "old story")]))
+        feed_id = await subscribed(hub, pub, url)
+        (request,) = [r for r in pub.requests if r["hub.mode"] == "subscribe"]
+        assert "hub.secret" not in request
+        (lease,) = leases(hub, feed_id)
+        assert lease.secret == ""
+        body = pub.document("news", [("2", "unsigned push"), ("1", "old story")])
+        assert await pub.publish(url, body, signature="none") == [202]
+        await eventually(lambda: "urn:entry:2" in stored_ids(hub), what="the unsigned push")
 
 
 async def test_301_302_unknown_methods_and_non_ascii_are_dropped_but_answered_2xx(tmp_path):

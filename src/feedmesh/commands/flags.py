@@ -26,6 +26,7 @@ from feedmesh.compose.settings import (
     RetryPolicy,
     SchedulerSettings,
     ServeSettings,
+    SubscriberSettings,
     WebLimits,
     parse_shard,
 )
@@ -53,13 +54,13 @@ def parse_address(value: str, what: str) -> tuple[str, int]:
 # -- where a process keeps and finds things ---------------------------------------------------
 
 def add_data(parser: argparse.ArgumentParser, default: str = "var",
-             help: str = "directory of the hub's files") -> None:  # noqa: A002 - argparse's word
+             help: str = "directory of the hub's files") -> None:
     parser.add_argument("--data", default=environment.get("FEEDMESH_DATA", default),
                         help=f"{help} (default $FEEDMESH_DATA or ./{default})")
 
 
 def add_store(parser: argparse.ArgumentParser,
-              help: str = "keep the hub's state in this PostgreSQL database (postgresql://...) "  # noqa: A002
+              help: str = "keep the hub's state in this PostgreSQL database (postgresql://...) "
                           "instead of SQLite files in --data") -> None:
     parser.add_argument("--store", default=environment.get("FEEDMESH_STORE"), metavar="URL",
                         help=help)
@@ -112,7 +113,7 @@ def fetch_settings(args: argparse.Namespace) -> FetchSettings:
                          per_host_connections=args.per_host)
 
 
-def _positive(kind: type[int] | type[float]):  # type: ignore[no-untyped-def]
+def _positive(kind: type[int | float]):  # type: ignore[no-untyped-def]
     def read(text: str) -> int | float:
         try:
             value = kind(text)
@@ -235,6 +236,9 @@ def add_serve_arguments(parser: argparse.ArgumentParser, *, crawler: bool = Fals
                         metavar="URL", help="URL at which publishers' WebSub hubs reach this "
                         "server (callbacks PUBLIC_URL/websub/ID); without it feeds are only "
                         "polled (docs/websub.md)")
+    parser.add_argument("--websub-secret-over-http", action="store_true",
+                        help="send hub.secret to http:// hubs too (WebSub 5.1: over HTTPS only; "
+                             "without it such subscriptions have no secret)")
     parser.add_argument("--policy", default="feedmesh",
                         choices=("interval", *sorted(POLICY_NAMES)),
                         help="when to fetch each feed: a learned policy (default feedmesh, see "
@@ -310,6 +314,7 @@ def serve_settings(args: argparse.Namespace, *, web: bool = True) -> ServeSettin
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog, public_url=args.public_url,
+        websub=SubscriberSettings(secret_over_http=args.websub_secret_over_http),
         # A PostgreSQL transaction is round trips: fetches that found nothing new share one
         # for up to a quarter second (what is new is still committed at once).
         crawl=CrawlSettings(quiet_batch_interval_s=0.25 if args.store else 0.0),

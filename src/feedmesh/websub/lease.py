@@ -52,6 +52,10 @@ class SubscriberSettings(msgspec.Struct, frozen=True, kw_only=True):
     hub_rate_per_s: float = 5.0
     """Callback requests per second per hub, sustained (429 above the burst)."""
     hub_burst: int = 100
+    secret_over_http: bool = False
+    """Send ``hub.secret`` to an ``http://`` hub too. WebSub 5.1: only over HTTPS, since anyone
+    on the path reads it and can then sign forged pushes; without it such a subscription has no
+    secret, and its pushes are accepted on the callback's unguessable URL alone."""
 
     def __post_init__(self) -> None:
         if self.lease_s < 60 or not 0.1 <= self.renew_at < 1.0 or self.verify_timeout_s <= 0 \

@@ -131,7 +131,14 @@ class Subscriptions:
             if pair not in wanted:
                 self._set(lease.callback_id, unsubscribe(lease, now))
         for topic, hub in sorted(wanted - set(have)):
-            self._put(new_lease(feed_id, topic, hub, self.token(), self.token(), now))
+            self._put(new_lease(feed_id, topic, hub, self.token(), self._secret_for(hub), now))
+
+    def _secret_for(self, hub: str) -> str:
+        """A new lease's secret: none for an ``http://`` hub (WebSub 5.1: the secret travels
+        over HTTPS only) unless the operator allowed it."""
+        if hub.lower().startswith("https://") or self.settings.secret_over_http:
+            return self.token()
+        return ""
 
     def remove_feed(self, feed_id: int, now: float) -> None:
         for lease in self.of_feed(feed_id):

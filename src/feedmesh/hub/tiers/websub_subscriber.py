@@ -233,6 +233,11 @@ class WebSubSubscriber:
                     location = reply.headers.get("Location", "")
                     if status in (307, 308) and location:
                         url = url.join(URL(location))
+                        if "hub.secret" in form and url.scheme != "https" \
+                                and not self.settings.secret_over_http:
+                            error, status = (f"{request.hub} redirected to an http:// URL; "
+                                             "hub.secret is sent over HTTPS only"), None
+                            break
                         if status == 308:
                             moved = str(url)
                         continue
