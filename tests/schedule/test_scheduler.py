@@ -181,6 +181,22 @@ def test_a_feed_going_live_moves_its_next_poll_to_the_safety_net_at_once():
     assert scheduler.next_due_at() >= now + DAY
 
 
+def test_a_lapsed_subscription_puts_the_feed_back_on_the_poll_schedule_at_once():
+    """Issue 33, item 1: the publisher's hub went away, the lease lapsed; the feed was not
+    fetched for a day (its next poll stayed at the safety net)."""
+    scheduler = Scheduler(SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=96))
+    scheduler.add_feed("f", now=T0, hints=FeedHints(has_hub=True, websub_live=True))
+    now = scheduler.next_due_at(T0)
+    scheduler.pop_due(now)
+    scheduler.record(FetchReport(feed_id="f", fetched_at=now, outcome=FetchOutcome.OK))
+    assert scheduler.due_at("f") >= now + DAY  # live: polled as the safety net
+    lapsed = now + 2 * 3600
+    scheduler.set_hints("f", FeedHints(has_hub=True, websub_live=False), lapsed)
+    assert scheduler.due_at("f") == lapsed
+    assert scheduler.next_due_at(lapsed) == lapsed
+    assert scheduler.pop_due(lapsed) == ["f"]
+
+
 def test_future_and_absurd_dates_are_not_believed():
     scheduler = Scheduler(SchedulerSettings(policy="feedmesh"))
     scheduler.add_feed("f", now=T0)

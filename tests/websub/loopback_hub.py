@@ -53,6 +53,8 @@ class LoopbackHub:
     def __init__(self, host: str = "127.0.3.1", grant_lease_s: int | None = None) -> None:
         self.host = host
         self.grant_lease_s = grant_lease_s
+        self.unavailable = False
+        """True: every hub request is answered 503 (the publisher's hub went away)."""
         self.topics: dict[str, Topic] = {}
         self.requests: list[dict[str, str]] = []
         """Every subscription request received (its form), in order, with ``path``."""
@@ -144,6 +146,8 @@ class LoopbackHub:
     async def _hub(self, request: web.Request) -> web.Response:
         form = dict(await request.post())
         self.requests.append({**form, "path": request.path})
+        if self.unavailable:
+            return web.Response(status=503, text="down for maintenance")
         if form.get("hub.mode") not in ("subscribe", "unsubscribe") or not form.get(
                 "hub.callback") or not form.get("hub.topic"):
             return web.Response(status=400, text="bad request")

@@ -208,6 +208,36 @@ async def test_renewal_before_the_lease_ends_keeps_the_feed_live(tmp_path):
                          what="websub_live in the scheduler")
 
 
+async def test_a_lease_that_lapses_puts_the_feed_back_on_the_poll_schedule(tmp_path):
+    """Issue 33, item 1: the publisher's hub stops answering, renewals fail, the lease ends;
+    the feed is polled again at once (before: not for a day, its next poll at the safety net)."""
+    # a budget of a fetch a second (the test's seconds stand for the hours a real lapse takes
+    # to earn the feed its next fetch)
+    budget = SchedulerSettings(policy="feedmesh", budget_per_feed_per_day=86400.0)
+    async with LoopbackHub(grant_lease_s=4) as pub, \
+            feedmesh_hub(str(tmp_path), schedule=budget) as (hub, _):
+        url = pub.add_topic(Topic("news", entries=[("1", "old story")]))
+        feed_id = await subscribed(hub, pub, url)
+        scheduler = hub.crawler.scheduled.scheduler
+        await eventually(lambda: scheduler.due_at(str(feed_id)) - hub.clock.now() > 12 * 3600,
+                         what="the next poll a day away (live)")
+        # a hub started empty has a budget of zero until its scheduler refits (at most once a
+        # minute): refit now rather than wait for it
+        scheduler.refit(hub.clock.now())
+        pub.unavailable = True
+        gets = pub.feed_gets
+        (lease,) = leases(hub, feed_id)
+        await eventually(lambda: not live_in_scheduler(hub, feed_id), timeout=20.0,
+                         what="the lapsed lease leaves the scheduler")
+        assert hub.clock.now() >= lease.expires_at - 0.5
+        due = scheduler.due_at(str(feed_id))  # next_fetch_at: now (None: being fetched)
+        assert due is None or due - hub.clock.now() < 1.0
+        await eventually(lambda: pub.feed_gets > gets, timeout=20.0,
+                         what="the feed polled again after the lapse")
+        await eventually(lambda: scheduler.due_at(str(feed_id)) is not None)
+        assert scheduler.due_at(str(feed_id)) - hub.clock.now() < 12 * 3600
+
+
 async def test_removing_a_feed_unsubscribes_from_its_hub(tmp_path):
     async with LoopbackHub() as pub, feedmesh_hub(str(tmp_path)) as (hub, _base):
         url = pub.add_topic(Topic("news"))

@@ -186,7 +186,7 @@ class ScheduledCrawler:
             return
         old = self.scheduler.state.hints[slot] or FeedHints()
         self.scheduler.set_hints(str(feed_id), msgspec.structs.replace(
-            old, websub_live=live, has_hub=old.has_hub or live))
+            old, websub_live=live, has_hub=old.has_hub or live), self.clock.now())
         self._wake.set()
 
     def record_push(self, outcome: FeedOutcome) -> None:

@@ -196,8 +196,9 @@ class Scheduler:
         self.upkeep.plans_stale = True
         self.upkeep.update_kernel_settings()
 
-    def set_hints(self, feed_id: str, hints: FeedHints) -> None:
-        """Replace a feed's hints (e.g. the WebSub subscription went live or lapsed)."""
+    def set_hints(self, feed_id: str, hints: FeedHints, now: float | None = None) -> None:
+        """Replace a feed's hints (e.g. the WebSub subscription went live or lapsed; ``now``:
+        when, which a lapse needs)."""
         slot = self.state.slot(feed_id)
         old = self.state.hints[slot]
         self.state.set_hints(slot, hints)
@@ -206,9 +207,17 @@ class Scheduler:
             table = self.state.table
             due = float(table.F[slot, F_DUE])
             waiting = int(table.I[slot, I_FLAGS]) & (FLAG_GONE | FLAG_IN_FLIGHT | FLAG_AWAITING)
-            if hints.websub_live and not waiting and math.isfinite(due):
-                # Push went live: the next poll moves to the safety net now, not at the refit.
-                self.state.push(slot, due)
+            if not waiting and math.isfinite(due):
+                if hints.websub_live:
+                    # Push went live: the next poll moves to the safety net now, not at the
+                    # refit.
+                    self.state.push(slot, due)
+                else:
+                    # Push lapsed (denied, expired, failing): what it would have brought may
+                    # have been missed; poll now (within the rules every due time obeys), then
+                    # by the plan, not at the safety net's day.
+                    lapsed_at = self.upkeep.clock_high if now is None else now
+                    self.state.push(slot, min(due, max(lapsed_at, 0.0)))
 
     # ------------------------------------------------------------------ time
     def refit(self, now: float) -> None:

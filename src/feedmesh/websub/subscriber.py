@@ -150,6 +150,11 @@ class Subscriptions:
         """When :meth:`due` has something to do next (None: never, until told something)."""
         return min((lease.next_at for lease in self.leases.values()), default=None)
 
+    def next_lapse(self, now: float) -> float | None:
+        """When the next live lease ends unless renewed (None: none is live)."""
+        return min((lease.expires_at for lease in self.leases.values() if is_live(lease, now)),
+                   default=None)
+
     def due(self, now: float) -> list[HubRequest]:
         """Requests to send now; each lease asked then awaits its verification."""
         requests = []

@@ -111,8 +111,12 @@ class WebSubSubscriber:
             await self._save()
             self._refresh_live()
             self._wake.clear()
-            due = self.core.next_at() if self.enabled else None
-            wait = 60.0 if due is None else min(60.0, max(0.05, due - self.clock.now()))
+            now = self.clock.now()
+            # awake for the next request due and the next lease that lapses (its feed goes back
+            # on the poll schedule then, not up to a minute later)
+            times = [t for t in (self.core.next_at() if self.enabled else None,
+                                 self.core.next_lapse(now)) if t is not None]
+            wait = min(60.0, max(0.05, min(times) - now)) if times else 60.0
             waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait()),
                        asyncio.ensure_future(self.clock.sleep(wait))]
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
