@@ -119,3 +119,42 @@ def test_a_policy_that_cannot_work_is_refused():
         RestartPolicy(first_delay_s=5.0, max_delay_s=1.0)
     with pytest.raises(ValueError, match="burst >= 1"):
         RestartPolicy(burst=0)
+
+
+def test_up_loop_leaves_a_crash_looping_role_down_while_another_runs_on():
+    """The loop of `up` (compose/supervised.py) over two real processes: one that exits as soon
+    as it is ready, one that runs. The first is started again until its crash loop, then left
+    down; the second keeps its first pid; a stop request ends the loop, rows say stopped."""
+    import sys
+    import threading
+
+    from feedmesh.compose.processes import _Role
+    from feedmesh.compose.supervised import supervise
+    from tests.eventually import eventually
+
+    ready = "import sys, time; print('ready', file=sys.stderr, flush=True); "
+    crashing = _Role("filter 0/1", [sys.executable, "-c", ready + "sys.exit(3)"])
+    steady = _Role("web 0", [sys.executable, "-c", ready + "time.sleep(600)"])
+    roles = [crashing, steady]
+    for role in roles:
+        role.wait_ready("ready")
+    rows: list[dict] = [{"role": "filter"}, {"role": "web"}]
+    saved: list[list[dict]] = []
+    stop = threading.Event()
+    policy = RestartPolicy(first_delay_s=0.05, max_delay_s=0.2, burst=3, window_s=60.0)
+    loop = threading.Thread(target=supervise, args=(roles, rows, stop,
+                                                    lambda: saved.append([dict(r) for r in rows])),
+                            kwargs={"policy": policy, "poll_s": 0.02})
+    first_pid = steady.process.pid
+    loop.start()
+    try:
+        eventually.blocking(lambda: rows[0].get("state") == DOWN, timeout=30)
+        assert rows[0]["restarts"] == policy.burst - 1  # 3 exits: the first start and 2 more
+        assert rows[1] == {"role": "web", "state": RUNNING, "restarts": 0, "pid": first_pid}
+        assert any(s[0]["state"] == RESTARTING for s in saved)  # between an exit and its start
+    finally:
+        stop.set()
+        loop.join(10)
+        steady.stop()
+    assert not loop.is_alive()
+    assert [r["state"] for r in rows] == [STOPPED, STOPPED] and saved[-1] == rows
