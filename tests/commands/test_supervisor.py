@@ -158,3 +158,32 @@ def test_up_loop_leaves_a_crash_looping_role_down_while_another_runs_on():
         steady.stop()
     assert not loop.is_alive()
     assert [r["state"] for r in rows] == [STOPPED, STOPPED] and saved[-1] == rows
+
+
+def test_up_loop_does_not_restart_a_role_once_a_stop_is_requested():
+    """`feedmesh down` while a role waits for its restart: the loop ends and the role is not
+    started again (the drain then runs without a restart racing it)."""
+    import sys
+    import threading
+
+    from feedmesh.compose.processes import _Role
+    from feedmesh.compose.supervised import supervise
+    from tests.eventually import eventually
+
+    role = _Role("filter 0/1", [sys.executable, "-c",
+                                "import sys; print('ready', file=sys.stderr, flush=True)"])
+    role.wait_ready("ready")
+    exited = role.process
+    rows: list[dict] = [{"role": "filter"}]
+    stop = threading.Event()
+    loop = threading.Thread(target=supervise, args=([role], rows, stop, lambda: None),
+                            kwargs={"policy": RestartPolicy(first_delay_s=3.0),
+                                    "poll_s": 0.02})
+    loop.start()
+    try:
+        eventually.blocking(lambda: rows[0].get("state") == RESTARTING, timeout=30)
+    finally:
+        stop.set()
+        loop.join(10)
+    assert not loop.is_alive()
+    assert role.process is exited and rows[0]["state"] == STOPPED and rows[0]["restarts"] == 0
