@@ -35,7 +35,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,7 +44,7 @@ from feedmesh.bus.nats_server import LocalNats, NatsServerError
 from feedmesh.compose.engines import open_feed_ownership, open_hub_state
 from feedmesh.compose.lifecycle import stop_on_signals
 from feedmesh.compose.settings import UpSettings
-from feedmesh.compose.supervised import supervise
+from feedmesh.compose.supervised import listing_saver, supervise
 from feedmesh.compose.supervisor import RUNNING
 from feedmesh.store import StoreError
 from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
@@ -352,7 +351,7 @@ def up(args: UpSettings) -> int:
 
             *({"role": role.name.split()[0], "pid": role.process.pid, "state": RUNNING,
                "restarts": 0, **role.info} for role in roles)]}
-        save = _saver(data / UP_FILE, listing)
+        save = listing_saver(data / UP_FILE, listing)
         save()
         if args.republish:
             opmls = [role.info["mesh_opml"] for role in roles if "mesh_opml" in role.info]
@@ -378,19 +377,6 @@ def up(args: UpSettings) -> int:
             postgres.stop()
 
         (data / UP_FILE).unlink(missing_ok=True)
-
-
-def _saver(path: Path, listing: dict) -> Callable[[], None]:
-    """Writes ``listing`` to ``path`` whole (a reader never sees half of it), 0600."""
-
-    def save() -> None:
-        part = path.with_name(path.name + ".part")
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(json.dumps(listing, indent=2))
-        os.replace(part, path)
-
-    return save
 
 
 def _reachable_by_others(data: Path) -> None:

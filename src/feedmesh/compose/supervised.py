@@ -10,17 +10,20 @@ on nothing is restarted, and ``up`` stops the roles in drain order.
 
 from __future__ import annotations
 
+import json
+import os
 import queue
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from subprocess import Popen
 from typing import Any, Protocol
 
 from feedmesh.compose.supervisor import DOWN, RestartPolicy, Supervisor
 
-__all__ = ["Supervised", "supervise"]
+__all__ = ["Supervised", "listing_saver", "supervise"]
 
 READY_TIMEOUT_S = 120.0
 """How long a restarted role may take to print its ready line before it is killed (and counts
@@ -39,6 +42,20 @@ class Supervised(Protocol):
 
     @property
     def ready_prefix(self) -> str: ...
+
+
+def listing_saver(path: Path, listing: dict) -> Callable[[], None]:
+    """A function that writes ``listing`` (up.json) to ``path`` whole (a reader never sees half
+    of it), 0600: it names ports and pids."""
+
+    def save() -> None:
+        part = path.with_name(path.name + ".part")
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(listing, indent=2))
+        os.replace(part, path)
+
+    return save
 
 
 def _say(line: str) -> None:
