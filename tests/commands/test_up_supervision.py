@@ -115,8 +115,9 @@ async def test_killed_roles_come_back_by_themselves_and_lose_nothing(tmp_path):
         assert code == 0, err
         assert await asyncio.wait_for(up.process.wait(), 120) == 0
     text = up.text()
-    for role in ("filter", "reflector", "crawler", "web"):
-        assert f"{role} " in text and "starting it again in" in text, text
+    for name in ("filter 0/1", "reflector 0/1", "crawler 0/1", "web 0"):
+        assert f"feedmesh up: {name} exited with status -9; starting it again in" in text, text
+        assert f"feedmesh up: {name} is back (pid " in text, text
     assert "Traceback" not in text, text
     truth = oracle(str(data / "hub" / "feedmesh.db"), subs)
     assert truth.twice == 0
