@@ -132,3 +132,21 @@ async def test_killed_roles_come_back_by_themselves_and_lose_nothing(tmp_path):
 
 async def _more(entry_ids, seen: set[int]) -> bool:
     return bool(await entry_ids() - seen)
+
+
+async def test_stats_up_shows_a_role_left_down_by_its_crash_loop(tmp_path):
+    """A listing as up writes it once a filter's crash loop left it down: stats --up says so,
+    in the table and in --json, beside the roles that run."""
+    listing = {"pid": os.getpid(), "web": "http://127.0.0.1:1", "processes": [
+        {"role": "filter", "shard": "0/2", "pid": 2**22 + 7, "state": "down", "restarts": 4},
+        {"role": "web", "pid": os.getpid(), "state": "running", "restarts": 1}]}
+    (tmp_path / "up.json").write_text(json.dumps(listing))
+    code, out, err = await feedmesh("stats", "--up", str(tmp_path), "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [(r["role"], r["state"], r["restarts"], r["alive"]) for r in rows] == [
+        ("filter", "down", 4, False), ("web", "running", 1, True)]
+    code, out, err = await feedmesh("stats", "--up", str(tmp_path))
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if "filter" in x)
+    assert "down" in line and " 4 " in line, out

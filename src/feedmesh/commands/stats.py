@@ -161,7 +161,9 @@ def run_topology(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title=f"feedmesh topology, web UI at {listing.get('web', '?')}")
+    # (compact: ten columns in an 80-column terminal)
+    table = Table(title=f"feedmesh topology, web UI at {listing.get('web', '?')}",
+                  box=None, padding=(0, 1, 0, 0), pad_edge=False)
     for column in ("role", "shard", "state", "pid", "restarts", "CPU %", "RSS MB", "queued",
                    "in/s", "out/s"):
         table.add_column(column, justify="left" if column in ("role", "shard", "state")
@@ -171,8 +173,8 @@ def run_topology(args: argparse.Namespace) -> int:
         return "-" if value is None else format(value, spec)
 
     for row in rows:
-        table.add_row(row["role"] + ("" if row["alive"] else " (gone)"), row["shard"],
-                      row["state"], str(row["pid"]), str(row["restarts"]),
+        state = row["state"] if row["alive"] or row["state"] != "running" else "gone"
+        table.add_row(row["role"], row["shard"], state, str(row["pid"]), str(row["restarts"]),
                       shown(row["cpu_percent"], ".0f"),
                       shown(row["rss_mb"], ".0f"), shown(row["queue_messages"]),
                       shown(row["articles_in_per_s"], ".0f"),
