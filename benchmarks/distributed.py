@@ -12,19 +12,25 @@
    draining a pre-filled ``articles`` stream; beside it 2 replicas of one shard (the
    in-decomposition). Runs alternate 1 shard, 2 shards, 2 replicas on the same stream contents;
    the figure is the ratio of the medians. Goal: >= 1.7x on this 2-core machine.
-3. **The kill run**: ``tests/hub/test_distributed_faults.py``'s topology (crawler, 2 filters, 2
-   reflectors) killed with SIGKILL 10+ times, checked by an offline re-match: entries lost and
-   doubled.
+3. **The kill runs**: ``tests/hub/test_distributed_faults.py``'s topology (crawler, 2 filters, 2
+   reflectors) killed with SIGKILL 10+ times and started again by the test, checked by an
+   offline re-match: entries lost and doubled (``kill_lost``, ``kill_duplicated``); then the
+   same under ``feedmesh up``, which starts each killed role again by itself
+   (``benchmarks/up_kills.py``): ``kill_restart_s`` (median seconds from a kill to the role
+   serving again), ``kill_web_errors`` (a poller's requests to private feeds that got no HTTP
+   answer during the kills; 503s apart as ``kill_web_503``), ``up_kill_lost``,
+   ``up_kill_duplicated``. ``--kills``: these runs alone.
 4. **The crawl ceiling** (``--ceiling default`` or ``--ceiling 500,1000``): each mode's highest
    fetch rate held with p99 <= 1 s, the crawl interval shortened step by step on case (a)
    (``<mode>_ceiling_fetches_per_s``).
 
     .venv/bin/python benchmarks/distributed.py [--quick] [--skip modes,filters,kills] [--ceiling R]
+    .venv/bin/python benchmarks/distributed.py --kills [--quick]   # the kill runs alone
     .venv/bin/python benchmarks/distributed.py --calibration   # the provisioner's model, 8 min
 
 Last line: JSON with, per mode, ``<mode>_articles_per_s``, ``<mode>_p50_ms``, ``<mode>_p99_ms``,
-``<mode>_rss_mb``; ``filter_scaling_2v1``, ``kill_lost``, ``kill_duplicated``; and the figures
-behind them.
+``<mode>_rss_mb``; ``filter_scaling_2v1``, ``kill_lost``, ``kill_duplicated``,
+``kill_restart_s``, ``kill_web_errors``, ``kill_web_503``; and the figures behind them.
 """
 
 from __future__ import annotations
@@ -362,6 +368,9 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=60.0,
                         help="seconds measured per mode (whole crawl intervals)")
     parser.add_argument("--skip", default="", help="parts not to run: modes,filters,kills")
+    parser.add_argument("--kills", action="store_true",
+                        help="only the kill runs: the test's topology, then under `feedmesh "
+                        "up`'s supervision (with --quick: 6 kills on 20 feeds, else 12 on 30)")
     parser.add_argument("--ceiling", default="", metavar="RATES",
                         help="also find each mode's crawl ceiling, trying these fetch rates "
                         "per second in turn (comma-separated; 'default' for "
@@ -384,6 +393,8 @@ def main() -> None:
                         "run of each configuration, into PREFIX-<configuration>-<form>-<n>.txt")
     args = parser.parse_args()
     skip = {part.strip() for part in args.skip.split(",") if part.strip()}
+    if args.kills:
+        skip |= {"modes", "filters"}
     if args.quick:
         args.subs, args.articles, args.runs = 100_000, 4_000, 2
         args.window = min(args.window, 40.0)
@@ -400,7 +411,11 @@ def main() -> None:
         figures |= filter_scaling(args.subs, args.articles, args.words, args.runs, forms,
                                   args.profile)
     if "kills" not in skip:
+        from up_kills import supervised_kill_run
+
         figures |= kill_run()
+        figures |= (supervised_kill_run(kills=6, feeds=20) if args.quick
+                    else supervised_kill_run(kills=12, feeds=30))
     if args.ceiling:
         rates = (CEILING_RATES if args.ceiling == "default"
                  else tuple(int(r) for r in args.ceiling.split(",")))

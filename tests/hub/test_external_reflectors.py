@@ -91,8 +91,15 @@ async def test_reflectors_in_their_own_processes_serve_and_survive_a_kill(tmp_pa
                 reflectors[0].wait(30)
                 # (Within a second: a web process reuses a feed's version that long.)
                 async def unavailable() -> bool:
-                    status, _, body = await fetch(session, urls[zero])
-                    return status == 503 and b"feed_unavailable" in body
+                    async with session.get(urls[zero]) as answer:
+                        body = await answer.read()
+                        retry = answer.headers.get("Retry-After", "")
+                    if answer.status != 503:
+                        return False
+                    # a reader is told when to come back: an up restarts the reflector
+                    assert b'"feed_unavailable"' in body and retry.isdigit() and \
+                        1 <= int(retry) <= 30, (body, retry)
+                    return True
 
                 await eventually(unavailable, timeout=10, interval=0.5)  # under the rate limit
                 other = 1 - zero

@@ -129,8 +129,9 @@ def _sum(figures: dict[str, float], prefix: str) -> float:
 
 
 def topology_rows(listing: dict, interval: float = 1.0) -> list[dict]:
-    """One row per process of a ``feedmesh up`` listing: role, shard, pid, CPU % and articles
-    in/out per second over ``interval`` seconds, RSS, and the queue depth of its bus groups."""
+    """One row per process of a ``feedmesh up`` listing: role, shard, pid, its state (running,
+    restarting, down after a crash loop, stopped) and restarts, CPU % and articles in/out per
+    second over ``interval`` seconds, RSS, and the queue depth of its bus groups."""
     processes = listing["processes"]
     before = [(cpu_seconds(p["pid"]), _figures(p["metrics"]) if "metrics" in p else {})
               for p in processes]
@@ -148,6 +149,9 @@ def topology_rows(listing: dict, interval: float = 1.0) -> list[dict]:
         rows.append({
             "role": process["role"], "shard": process.get("shard", ""), "pid": process["pid"],
             "alive": cpu1 is not None,
+            # up's supervision (nats and postgres are up's own, not restarted)
+            "state": process.get("state", "running" if cpu1 is not None else "gone"),
+            "restarts": process.get("restarts", 0),
             "cpu_percent": (round(100 * (cpu1 - cpu0) / elapsed, 1)
                             if cpu0 is not None and cpu1 is not None else None),
             "rss_mb": None if (rss := rss_bytes(process["pid"])) is None else rss / 2**20,
@@ -172,16 +176,21 @@ def run_topology(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title=f"feedmesh topology, web UI at {listing.get('web', '?')}")
-    for column in ("role", "shard", "pid", "CPU %", "RSS MB", "queued", "in/s", "out/s"):
-        table.add_column(column, justify="left" if column in ("role", "shard") else "right")
+    # (compact: ten columns in an 80-column terminal)
+    table = Table(title=f"feedmesh topology, web UI at {listing.get('web', '?')}",
+                  box=None, padding=(0, 1, 0, 0), pad_edge=False)
+    for column in ("role", "shard", "state", "pid", "restarts", "CPU %", "RSS MB", "queued",
+                   "in/s", "out/s"):
+        table.add_column(column, justify="left" if column in ("role", "shard", "state")
+                         else "right")
 
     def shown(value: object, spec: str = "") -> str:
         return "-" if value is None else format(value, spec)
 
     for row in rows:
-        table.add_row(row["role"] + ("" if row["alive"] else " (gone)"), row["shard"],
-                      str(row["pid"]), shown(row["cpu_percent"], ".0f"),
+        state = row["state"] if row["alive"] or row["state"] != "running" else "gone"
+        table.add_row(row["role"], row["shard"], state, str(row["pid"]), str(row["restarts"]),
+                      shown(row["cpu_percent"], ".0f"),
                       shown(row["rss_mb"], ".0f"), shown(row["queue_messages"]),
                       shown(row["articles_in_per_s"], ".0f"),
                       shown(row["articles_out_per_s"], ".0f"))

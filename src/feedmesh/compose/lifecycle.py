@@ -19,7 +19,9 @@ them from settings; a command hands them to :func:`run_roles`, which
 
 Every loop a role runs goes through :class:`Tasks`: a crash is logged and the loop started
 again with a growing pause, so one bad message cannot stall the tiers upstream behind a full
-queue; a loop that returns (its input closed) ends it.
+queue. A loop that returns while the process is not stopping (its input closed for good), or
+that keeps crashing for 10 minutes, is a fault the process cannot survive: it stops, and
+:func:`run_roles` returns 1, for its supervisor (``feedmesh up``, systemd) to start it again.
 
 This is the only module that installs signal handlers (:func:`stopping`, and
 :func:`stop_on_signals` for a program that is not a loop, like ``feedmesh up``).
@@ -34,6 +36,7 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -89,12 +92,35 @@ class Role(Protocol):
         ...
 
 
-class Tasks:
-    """The loops of a process's roles, each kept running until ``stop`` (see the module)."""
+GIVE_UP_S = 600.0
+"""A loop that keeps crashing this long (never running a minute without a crash) is a fault
+the process cannot survive by itself: it stops, and exits 1 (:attr:`Tasks.failure`)."""
+STEADY_S = 60.0
 
-    def __init__(self, stop: asyncio.Event) -> None:
+
+class Tasks:
+    """The loops of a process's roles, each kept running until ``stop`` (see the module).
+
+    A loop that ends while the process is not stopping (its input closed for good: the bus
+    connection closed, not merely lost), or that keeps crashing for ``give_up_s``, is a fault
+    the process cannot survive: it records :attr:`failure` and sets ``stop``, and
+    :func:`run_roles` returns 1 once every role stopped, so a supervisor (``feedmesh up``,
+    systemd's ``Restart=on-failure``) starts the process again."""
+
+    def __init__(self, stop: asyncio.Event, *, give_up_s: float = GIVE_UP_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.stop = stop
+        self.give_up_s = give_up_s
+        self.clock = clock
+        self.failure = ""
+        """Why the process stops by itself ("" while it does not)."""
         self._tasks: list[asyncio.Task[None]] = []
+
+    def fail(self, reason: str) -> None:
+        if not self.failure:
+            self.failure = reason
+            log.error("process_failing reason=%s exit=1", reason)
+        self.stop.set()
 
     def spawn(self, name: str, run: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
         task = asyncio.create_task(self._supervise(name, run), name=name)
@@ -103,16 +129,27 @@ class Tasks:
 
     async def _supervise(self, name: str, run: Callable[[], Awaitable[None]]) -> None:
         delay = 0.1
+        crashing_since: float | None = None
         while not self.stop.is_set():
+            began = self.clock()
             try:
                 await run()
                 if self.stop.is_set():
                     return
                 log.error("tier_stopped tier=%s reason=its input closed", name)
+                self.fail(f"the {name} loop ended: its input closed")
                 return
             except asyncio.CancelledError:
                 raise
             except Exception:
+                now = self.clock()
+                if crashing_since is None or now - began >= STEADY_S:
+                    crashing_since, delay = now, 0.1
+                if now - crashing_since >= self.give_up_s:
+                    log.exception("tier_crashed tier=%s giving_up_after_s=%.0f", name,
+                                  now - crashing_since)
+                    self.fail(f"the {name} loop kept crashing for {self.give_up_s:.0f} s")
+                    return
                 log.exception("tier_crashed tier=%s restart_in_s=%.1f", name, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
@@ -279,13 +316,13 @@ async def run_roles(roles: Sequence[Role], *, http: socket.socket | None = None,
                     stop: asyncio.Event | None = None,
                     ready_timeout_s: float = READY_TIMEOUT_S) -> int:
     """Run ``roles`` as one process (see the module) until SIGINT or SIGTERM; 0 once stopped
-    cleanly. ``announce`` is called (awaited, if it is a coroutine function) once every role is
+    cleanly, 1 after a fault it cannot survive (:class:`Tasks`). ``announce`` is called (awaited, if it is a coroutine function) once every role is
     ready: the process's ready line;
     ``until(stop)``, when given, runs beside them and stops the process when it returns."""
     stop = stop or asyncio.Event()
     with stopping(stop):
         async with started(roles, http=http, closers=closers, stop=stop,
-                           ready_timeout_s=ready_timeout_s):
+                           ready_timeout_s=ready_timeout_s) as tasks:
             if announce is not None:
                 said = announce()
                 if asyncio.iscoroutine(said):
@@ -302,4 +339,4 @@ async def run_roles(roles: Sequence[Role], *, http: socket.socket | None = None,
                 await asyncio.gather(watcher, return_exceptions=True)
                 if not watcher.cancelled() and watcher.exception() is not None:
                     raise watcher.exception()  # type: ignore[misc]
-    return 0
+    return 1 if tasks.failure else 0

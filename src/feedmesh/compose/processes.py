@@ -5,9 +5,12 @@ crawlers (``feedmesh crawler --external-filters --external-reflectors``), one ``
 process per web, and one ``feedmesh filter`` process per shard; prints where the web UI is; and
 stops everything cleanly on Ctrl-C, SIGTERM or ``feedmesh down`` (the web processes, then the
 crawler, which drains what the filters and reflectors still hold, then the filters, then the
-reflectors, which checkpoint, then NATS). If a process dies, it says which and stops the rest.
+reflectors, which checkpoint, then NATS). A process that exits is started again with the same
+argv, after a pause that grows, and one in a crash loop stays down while the others run on
+(:mod:`feedmesh.compose.supervised`); the web processes serve throughout.
 
-Every process is listed in ``DATA/up.json`` (role, shard, pid, metrics address), which
+Every process is listed in ``DATA/up.json`` (role, shard, pid, metrics address; its state
+``running``, ``restarting``, ``down`` or ``stopped`` and its restarts), which
 ``feedmesh down`` and ``feedmesh stats --up DATA`` read.
 
 ``crawlers`` > 1 runs that many crawler processes, each fetching its share of the feeds
@@ -41,6 +44,8 @@ from feedmesh.bus.nats_server import LocalNats, NatsServerError
 from feedmesh.compose.engines import open_feed_ownership, open_hub_state
 from feedmesh.compose.lifecycle import stop_on_signals
 from feedmesh.compose.settings import UpSettings
+from feedmesh.compose.supervised import listing_saver, supervise
+from feedmesh.compose.supervisor import RUNNING
 from feedmesh.store import StoreError
 from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 
@@ -72,16 +77,25 @@ class _Role:
     def __init__(self, name: str, argv: list[str], **info: Any) -> None:
         self.name = name
         self.info = info
+        self.argv = argv
+        self.ready_prefix = ""
+        self.process = self._start()
+        self.first_line = ""
+
+    def _start(self) -> subprocess.Popen[str]:
         # A session of its own: Ctrl-C reaches `up` alone, which stops the roles in drain
         # order (the hub before the filters it waits for).
-        self.process = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                        stdin=subprocess.DEVNULL, text=True,
-                                        start_new_session=True)
-        self.first_line = ""
+        return subprocess.Popen(self.argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+
+    def restart(self) -> None:
+        """Start it again as it was started first (its supervisor's call, once it exited)."""
+        self.process = self._start()
 
     def wait_ready(self, prefix: str, timeout: float = 600.0) -> str:
         """Read its standard error until a line starts with ``prefix`` (its ready line);
         then copy the rest to ours in the background."""
+        self.ready_prefix = prefix
         stream: IO[str] = self.process.stderr  # type: ignore[assignment]
         deadline = time.monotonic() + timeout
         seen: list[str] = []
@@ -335,9 +349,10 @@ def up(args: UpSettings) -> int:
                 "address": f"{postgres.host}:{postgres.port}"}]
               if postgres is not None and postgres.pid is not None else []),
 
-            *({"role": role.name.split()[0], "pid": role.process.pid, **role.info}
-              for role in roles)]}
-        (data / UP_FILE).write_text(json.dumps(listing, indent=2))
+            *({"role": role.name.split()[0], "pid": role.process.pid, "state": RUNNING,
+               "restarts": 0, **role.info} for role in roles)]}
+        save = listing_saver(data / UP_FILE, listing)
+        save()
         if args.republish:
             opmls = [role.info["mesh_opml"] for role in roles if "mesh_opml" in role.info]
             print(f"feedmesh up: republishing on the mesh (overlay ring through {ring}); "
@@ -347,12 +362,7 @@ def up(args: UpSettings) -> int:
               f"{args.reflectors} reflector processes on {url}; "
               f"`feedmesh stats --up {data}` shows them; Ctrl-C or `feedmesh down --data {data}` "
               f"stops them", file=sys.stderr, flush=True)
-        while not stop.wait(0.5):
-            dead = [role for role in roles if role.process.poll() is not None]
-            if dead:
-                print(f"feedmesh up: {dead[0].name} exited with status "
-                      f"{dead[0].process.returncode}; stopping the rest", file=sys.stderr)
-                return 1
+        supervise(roles, listing["processes"][-len(roles):], stop, save)
         print("feedmesh up: stopping (the crawler drains first)", file=sys.stderr, flush=True)
         return 0
     except (RuntimeError, NatsServerError, LocalPostgresError, OSError, StoreError) as exc:
