@@ -217,11 +217,11 @@ def main() -> int:
         ("200 mix, one request at a time", f"{plain_200:,.0f} req/s, farm CPU {plain_busy_200:.0%}"),
         ("304 mix, one request at a time", f"{plain_304:,.0f} req/s, farm CPU {plain_busy_304:.0%}"),
         (f"200 mix, {args.depth} pipelined per connection",
-         f"{rate_200:,.0f} req/s, farm CPU {busy_200:.0%} ({rate_200 / max(busy_200, 1e-9):,.0f}"
-         " per farm CPU-second)"),
+         (f"{rate_200:,.0f} req/s, farm CPU {busy_200:.0%} ({rate_200 / max(busy_200, 1e-9):,.0f}"
+          " per farm CPU-second)")),
         (f"304 mix, {args.depth} pipelined per connection",
-         f"{rate_304:,.0f} req/s, farm CPU {busy_304:.0%} ({rate_304 / max(busy_304, 1e-9):,.0f}"
-         " per farm CPU-second)"),
+         (f"{rate_304:,.0f} req/s, farm CPU {busy_304:.0%} ({rate_304 / max(busy_304, 1e-9):,.0f}"
+          " per farm CPU-second)")),
         ("statuses seen by the farm", json.dumps(statuses)),
         ("100k feeds: spawn -> ready", f"{startup_100k:.2f} s (in-process start {startup_inner:.3f} s)"),
         ("100k feeds: farm memory at ready", f"{rss_100k:.0f} MB"),

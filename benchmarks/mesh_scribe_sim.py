@@ -39,7 +39,7 @@ def run(count: int, seed: int) -> dict:
     overlay = build_overlay(count, seed=seed, join_gap=min(0.02, 20.0 / count))
     built = time.perf_counter() - started
     outcome = run_experiment(count, seed=seed, overlay=overlay)
-    figures = {
+    return {
         "nodes": count,
         "subscribers": outcome.subscribers,
         "publisher_msgs_per_update": outcome.publisher_msgs_per_update,
@@ -60,7 +60,6 @@ def run(count: int, seed: int) -> dict:
         "wall_s": round(time.perf_counter() - started, 1),
         "build_wall_s": round(built, 1),
     }
-    return figures
 
 
 def slashdot_day(publisher_msgs_per_update: float) -> tuple[float, float]:

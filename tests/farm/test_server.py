@@ -177,7 +177,7 @@ async def test_cache_control_max_age_for_some_feeds(farm):
 
 async def test_head_has_the_headers_and_no_body(farm):
     status, headers, body = await fetch(farm.feed_url(2), method="HEAD")
-    _, get_headers, get_body = await fetch(farm.feed_url(2))
+    _, _get_headers, get_body = await fetch(farm.feed_url(2))
     assert status == 200 and body == b"" and headers["Content-Length"] == str(len(get_body))
 
 

@@ -219,7 +219,7 @@ def test_plain_word_shortcut_equals_the_general_parser(words: list[str], separat
     assert fast.root == parser.canonical(tree)
 
 
-_SYNTAX = st.sampled_from(list('()"-*: \t') + ["AND", "OR", "NOT", "title:", "site:", "\u201c"])
+_SYNTAX = st.sampled_from([*'()"-*: \t', "AND", "OR", "NOT", "title:", "site:", "\u201c"])
 
 
 @settings(max_examples=1500, deadline=None)

@@ -69,8 +69,8 @@ def test_the_tables_decomposition_resolves_the_violation(tier, resource):
 
     # the load moves as the table says: the split range is partitioned among the replicas,
     # the other range (and so the other side's links) is kept by every one
-    split, kept = (("feeds", "subscriptions") if tier == "crawler" or step.kind == "in" and
-                   tier == "filter" else ("subscriptions", "feeds"))
+    split, kept = (("feeds", "subscriptions") if tier == "crawler" or (step.kind == "in" and
+                   tier == "filter") else ("subscriptions", "feeds"))
     pieces = sorted((getattr(r, split).start, getattr(r, split).stop) for r in replicas)
     assert pieces[0][0] == getattr(original, split).start
     assert pieces[-1][1] == getattr(original, split).stop

@@ -155,5 +155,5 @@ def test_the_reflectors_bytes_per_subscription_are_the_hubs_arrays():
     from feedmesh.hub.tiers.topk import TopK
     from feedmesh.provision.calibrate import ROW_BYTES
 
-    assert ROW_BYTES == TopK(1).nbytes() + SubTable(1).nbytes()
-    assert ROW_BYTES * 1000 == TopK(1000).nbytes() + SubTable(1000).nbytes()
+    assert TopK(1).nbytes() + SubTable(1).nbytes() == ROW_BYTES
+    assert TopK(1000).nbytes() + SubTable(1000).nbytes() == ROW_BYTES * 1000

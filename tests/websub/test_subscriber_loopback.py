@@ -14,9 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from feedmesh.compose.embedded import EmbeddedHub as Hub
 from feedmesh.compose.embedded import running_hub
 from feedmesh.fetch import StaticResolver
-from feedmesh.compose.embedded import EmbeddedHub as Hub
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.websub.lease import SubscriberSettings
 from tests.eventually import eventually

@@ -123,10 +123,8 @@ async def _live(demo: Demo, stop: asyncio.Event, console: Console, seconds: floa
             if seconds and time.monotonic() - started > seconds:
                 break
             live.update(await _view(demo))
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1.0)
-            except TimeoutError:
-                pass
     console.print("\nstopping: finishing in-flight work...")
 
 

@@ -53,13 +53,13 @@ def parse_address(value: str, what: str) -> tuple[str, int]:
 # -- where a process keeps and finds things ---------------------------------------------------
 
 def add_data(parser: argparse.ArgumentParser, default: str = "var",
-             help: str = "directory of the hub's files") -> None:  # noqa: A002 - argparse's word
+             help: str = "directory of the hub's files") -> None:
     parser.add_argument("--data", default=environment.get("FEEDMESH_DATA", default),
                         help=f"{help} (default $FEEDMESH_DATA or ./{default})")
 
 
 def add_store(parser: argparse.ArgumentParser,
-              help: str = "keep the hub's state in this PostgreSQL database (postgresql://...) "  # noqa: A002
+              help: str = "keep the hub's state in this PostgreSQL database (postgresql://...) "
                           "instead of SQLite files in --data") -> None:
     parser.add_argument("--store", default=environment.get("FEEDMESH_STORE"), metavar="URL",
                         help=help)

@@ -123,7 +123,7 @@ class FeedCatalog:
         shares = np.asarray([mix[k] for k in kinds], dtype=np.float64)
         cdf = np.cumsum(shares)
         index = np.searchsorted(cdf, u, side="right")
-        table = kinds + [Fault.NONE]
+        table = [*kinds, Fault.NONE]
         faults = [table[i] for i in index.tolist()] if kinds else [Fault.NONE] * len(u)
         for feed_id, fault in self.config.overrides().items():
             faults[feed_id] = fault

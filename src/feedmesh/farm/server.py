@@ -438,8 +438,8 @@ class FarmServer:
             else:
                 reply = feed_reply(self.model, self, request, feed_id, variant, now)
                 if self.hub_url and variant == "":
-                    reply.headers.append(("Link", f'<{self.hub_url}>; rel="hub", '
-                                                  f'<{self.feed_url(feed_id)}>; rel="self"'))
+                    reply.headers.append(("Link", (f'<{self.hub_url}>; rel="hub", '
+                                                   f'<{self.feed_url(feed_id)}>; rel="self"')))
                 stated = request.headers.get("feedex-peer")
                 if stated is not None and variant == "":
                     listed = self.peers.note(feed_id, client, stated, now)

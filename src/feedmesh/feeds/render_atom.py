@@ -52,8 +52,8 @@ class AtomWriter(FeedWriter):
         lang = f' xml:lang="{xml_attr(feed.language)}"' if feed.language else ""
         parts = [
             XML_DECL,
-            f'<feed xmlns="http://www.w3.org/2005/Atom" '
-            f'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/"{lang}>\n',
+            (f'<feed xmlns="http://www.w3.org/2005/Atom" '
+             f'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/"{lang}>\n'),
             f"<id>{xml_text(feed_id)}</id>\n<title type=\"text\">{xml_text(feed.title)}</title>\n",
         ]
         if feed.description:

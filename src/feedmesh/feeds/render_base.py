@@ -12,7 +12,6 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Union
 from urllib.parse import quote
 
 from feedmesh.model import Entry, FeedInfo, Person
@@ -38,7 +37,7 @@ __all__ = [
     "xml_text",
 ]
 
-SourceRef = Union[str, tuple[str, str], None]
+SourceRef = str | tuple[str, str] | None
 """Where an entry came from: its source feed's title, or ``(title, url)``, or None."""
 
 # Characters XML 1.0 cannot carry at all (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/F).

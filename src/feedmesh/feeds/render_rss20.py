@@ -35,10 +35,10 @@ class Rss20Writer(FeedWriter):
         link = feed.link or feed.self_link
         parts = [
             XML_DECL,
-            '<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom" '
-            'xmlns:dc="http://purl.org/dc/elements/1.1/" '
-            'xmlns:content="http://purl.org/rss/1.0/modules/content/" '
-            'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/">\n<channel>\n',
+            ('<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom" '
+             'xmlns:dc="http://purl.org/dc/elements/1.1/" '
+             'xmlns:content="http://purl.org/rss/1.0/modules/content/" '
+             'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/">\n<channel>\n'),
             f"<title>{xml_text(feed.title)}</title>\n<link>{xml_text(link)}</link>\n",
             f"<description>{xml_text(feed.description or feed.title)}</description>\n",
         ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from feedmesh.errors import FeedmeshError
 
-__all__ = ["MatchError", "QueryError", "IndexSnapshotError", "SubscriptionIdError"]
+__all__ = ["IndexSnapshotError", "MatchError", "QueryError", "SubscriptionIdError"]
 
 
 class MatchError(FeedmeshError):
