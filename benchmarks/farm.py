@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -98,7 +99,8 @@ async def load(targets: list[tuple[str, int, bytes]], seconds: float, connection
         requests = by_host[(host, port)]
         share = requests[i // len(hosts)::max(1, connections // len(hosts))] or requests
         done = loop.create_future()
-        await loop.create_connection(lambda: _LoadClient(share, depth, stop_at, done), host, port)
+        await loop.create_connection(functools.partial(_LoadClient, share, depth, stop_at, done),
+                                     host, port)
         waits.append(done)
     return sum(await asyncio.gather(*waits))
 

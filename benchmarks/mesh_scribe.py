@@ -192,8 +192,7 @@ async def _run(fleet: Fleet, publisher: UdpNode, count: int, rng: random.Random,
     latencies, missed, tampered, seen_live = [], 0, 0, []
     refused: Counter[str] = Counter()
     for w, report in enumerate(reports):
-        for i, (closed, got) in enumerate(zip(report["closed"], report["deliveries"],
-                                              strict=True)):
+        for closed, got in zip(report["closed"], report["deliveries"], strict=True):
             first: dict[int, tuple[float, bool]] = {}
             for seq, at_, recovered, dig in got:
                 if dig not in genuine:

@@ -246,7 +246,7 @@ async def test_future_dates(faulty):
     parsed = feedparser.parse((await fetch(faulty.feed_url(feed)))[2])
     posts = faulty.model.document(feed, faulty.clock.now()).posts
     assert len(parsed.entries) == len(posts) >= 1
-    for entry, post in zip(parsed.entries, posts):
+    for entry, post in zip(parsed.entries, posts, strict=True):
         assert calendar.timegm(entry.published_parsed) == post.time + 365 * 86400
 
 

@@ -76,7 +76,7 @@ def test_xml_formats_are_well_formed_and_read_back(fmt):
     assert parsed.version == FEEDPARSER_VERSION[fmt]
     assert parsed.feed.title == FEED.title
     assert len(parsed.entries) == len(ENTRIES)
-    for entry, original in zip(parsed.entries, ENTRIES):
+    for entry, original in zip(parsed.entries, ENTRIES, strict=True):
         assert entry.title == original.title.replace("\x01", "").strip()  # readers strip
         assert entry.link == original.link
         if fmt != "rss0.91":  # 0.91 items have no id and no date
@@ -91,7 +91,7 @@ def test_rich_fields_read_back(fmt):
     parsed = feedparser.parse(render_feed(FEED, ENTRIES, fmt))
     assert any(link.get("rel") == "self" and link.href == FEED.self_link for link in parsed.feed.links)
     assert any(link.get("rel") == "hub" and link.href == FEED.hub_links[0] for link in parsed.feed.links)
-    for entry, original in zip(parsed.entries, ENTRIES):
+    for entry, original in zip(parsed.entries, ENTRIES, strict=True):
         assert [t.term for t in entry.tags] == list(original.categories)
         assert entry.enclosures[0].href == original.enclosures[0].url
         assert entry.enclosures[0].type == "audio/mpeg"
@@ -119,7 +119,7 @@ def test_rss20_channel_hints_and_dates():
 
 def test_guid_is_permalink_only_when_it_is_the_link():
     items = etree.fromstring(render_feed(FEED, ENTRIES, "rss2.0")).findall("channel/item")
-    for item, original in zip(items, ENTRIES):
+    for item, original in zip(items, ENTRIES, strict=True):
         guid = item.find("guid")
         expected = "true" if original.guid == original.link else "false"
         assert guid.get("isPermaLink") == expected and guid.text == original.guid
@@ -210,12 +210,12 @@ def test_source_titles_in_rss_and_atom():
 
 
 def test_unknown_format_names_the_known_ones():
-    with pytest.raises(ValueError, match="rss2.0"):
+    with pytest.raises(ValueError, match=r"rss2\.0"):
         render_feed(FEED, ENTRIES, "rss3")
 
 
 def test_date_helpers():
-    naive = datetime(2003, 6, 10, 4, 0, 0)
+    naive = datetime(2003, 6, 10, 4, 0, 0)  # noqa: DTZ001 - a naive date is taken as UTC
     assert rfc822_date(naive) == "Tue, 10 Jun 2003 04:00:00 GMT"
     shifted = datetime(2003, 6, 10, 6, 0, 0, 250000, tzinfo=timezone(timedelta(hours=2)))
     assert rfc3339_date(shifted) == "2003-06-10T04:00:00.250000Z"

@@ -123,8 +123,8 @@ class LoopbackHub:
         headers = {}
         if topic.in_header or topic.header_hub:
             hub = topic.header_hub or f"{self.base}{topic.hub_path}"
-            headers["Link"] = f'<{hub}>; rel="hub", <{topic.self_url or self.feed_url(name)}>; ' \
-                              'rel="self"'
+            headers["Link"] = (f'<{hub}>; rel="hub", <{topic.self_url or self.feed_url(name)}>; '
+                               'rel="self"')
         return web.Response(body=self.document(name), headers=headers,
                             content_type="application/atom+xml")
 
@@ -194,7 +194,7 @@ class LoopbackHub:
                 headers["X-Hub-Signature"] = "sha256=" + hmac.new(
                     b"not-the-secret", body, hashlib.sha256).hexdigest()
             elif signature == "unknown":
-                headers["X-Hub-Signature"] = "md5=" + hashlib.md5(body).hexdigest()
+                headers["X-Hub-Signature"] = "md5=" + hashlib.md5(body, usedforsecurity=False).hexdigest()
             async with self.session.post(sub.callback, data=body, headers=headers) as reply:
                 statuses.append(reply.status)
                 self.deliveries.append((reply.status, await reply.text()))

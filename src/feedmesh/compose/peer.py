@@ -50,7 +50,7 @@ def peer_settings(*, listen: Address, local: Address, tracker: Address | None, d
                   scribe_bootstrap: Sequence[Address], trust: str,
                   trust_keys: Sequence[str]) -> PeerSettings:
     """A peer's settings; ValueError saying which flag is wrong. ``scribe`` None: FeedEx only."""
-    if listen[1] == 0 or listen[0] in ("0.0.0.0", "::"):
+    if listen[1] == 0 or listen[0] in ("0.0.0.0", "::"):  # noqa: S104 - refused, not bound
         raise ValueError("--listen needs the address and port neighbours reach this node at "
                          "(it is the node's identity), not a wildcard or port 0")
     check_loopback(local[0])

@@ -153,7 +153,7 @@ class FeedCatalog:
         offsets = (units(config.seed, _S_TITLE, ids) * vocabulary().size).astype(np.int64)
         hosts = [host_address(h, config.hosts) for h in range(config.hosts)]
         return [(i, self._title(offset), self._formats[fmt], hosts[i % config.hosts])
-                for i, (offset, fmt) in enumerate(zip(offsets.tolist(), self.formats.tolist()))]
+                for i, (offset, fmt) in enumerate(zip(offsets.tolist(), self.formats.tolist(), strict=True))]
 
     def _build(self, i: int) -> FeedSpec:
         config, seed = self.config, self.config.seed

@@ -43,8 +43,9 @@ __all__ = [
 STOP_WORDS: Final[frozenset[str]] = frozenset(
     # The 29 most frequent English words of wordfreq's list (Cobra excluded "the top 29 most popular
     # words"); tests/match/test_text.py checks that this matches wordfreq.top_n_list("en", 29).
-    "the to and of a in i is for that you it on with this was be as are have at he not by but "
-    "from my or we".split()
+    ("the", "to", "and", "of", "a", "in", "i", "is", "for", "that", "you", "it", "on", "with",
+     "this", "was", "be", "as", "are", "have", "at", "he", "not", "by", "but", "from", "my", "or",
+     "we")
 )
 
 # Scripts written without spaces between words: one token per character.
@@ -217,8 +218,9 @@ def _tokenize_with(text: str, tables: _Tables) -> TokenRun:
 
 # Tags that sit inside a word ("<b>W</b>ord") are removed without a space; every other tag separates.
 _INLINE_TAGS: Final = frozenset(
-    "a abbr b bdi bdo cite code data dfn em font i ins kbd mark q s samp small span strike strong "
-    "sub sup time tt u var wbr".split()
+    ("a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "ins", "kbd",
+     "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u",
+     "var", "wbr")
 )
 _INVISIBLE_BLOCKS = re.compile(
     r"<!--.*?(?:-->|$)|<(script|style|template)\b[^>]*>.*?(?:</\1\s*>|$)", re.IGNORECASE | re.DOTALL

@@ -116,12 +116,12 @@ class Workload:
         ends = np.cumsum(lengths).tolist()
         starts = [0, *ends[:-1]]
         if variant == "conjunctive":
-            return [" ".join(words[a:b]) for a, b in zip(starts, ends)]
+            return [" ".join(words[a:b]) for a, b in zip(starts, ends, strict=True)]
         kinds = rng.random(size)
         extra = self.words.text(self.words.sample(rng, 2 * size, exclude_top=True))
         return [
             self._mixed(rng, words[a:b], kind, extra[2 * i], extra[2 * i + 1])
-            for i, (a, b, kind) in enumerate(zip(starts, ends, kinds.tolist()))
+            for i, (a, b, kind) in enumerate(zip(starts, ends, kinds.tolist(), strict=True))
         ]
 
     def _mixed(self, rng: np.random.Generator, words: list[str], kind: float, a: str, b: str) -> str:

@@ -190,7 +190,7 @@ async def test_gzip_when_asked_and_cache_control_always(hub_env, ann):
     sub = await filled_subscription(hub_env, ann, entries=3)
     url = sub["feed_urls"]["rss"]
     for accept in ("gzip", "gzip, deflate", "deflate, gzip, br"):
-        async def both() -> tuple:
+        async def both(accept: str = accept) -> tuple:
             plain = await _get(hub_env, url, {"Accept-Encoding": "identity"})
             return plain, await _get(hub_env, url, {"Accept-Encoding": accept})
 

@@ -59,7 +59,7 @@ def compile_query(
     for positive, negative in drafts:
         candidates = [t for t in positive if kinds[t] != KIND_PHRASE]
         estimates = statistics.estimate(candidates)
-        words = [t for _, t in sorted(zip(estimates, candidates))]
+        words = [t for _, t in sorted(zip(estimates, candidates, strict=True))]
         phrases = tuple(sorted(t for t in positive if kinds[t] == KIND_PHRASE))
         key = tuple(sorted([*positive, *(-t - 1 for t in negative)]))
         compiled.append(

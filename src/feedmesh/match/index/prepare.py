@@ -50,7 +50,7 @@ def prepare_article(article: TokenizedArticle, vocabulary: Vocabulary) -> Prepar
         found.extend(distinct_ids)
         if vocabulary.phrases_per_field[code]:
             # Positions go through a small dict of this article's tokens, which stays in cache.
-            local = dict(zip(distinct, distinct_ids))
+            local = dict(zip(distinct, distinct_ids, strict=True))
             ids = np.fromiter(map(local.__getitem__, tokens), dtype=np.int32, count=len(tokens))
             sequences.append(ids)
             bounds.append(bounds[-1] + len(ids))

@@ -189,7 +189,7 @@ class Vocabulary:
         texts_array = np.array(vocabulary.texts, dtype=object)
         for field in range(len(FIELDS)):
             ids = np.flatnonzero((fields == field) & (kinds == KIND_WORD))
-            words = dict(zip(texts_array[ids].tolist(), ids.tolist()))
+            words = dict(zip(texts_array[ids].tolist(), ids.tolist(), strict=True))
             if len(words) != len(ids):
                 raise ValueError(f"a word of field {FIELDS[field]} appears twice")
             vocabulary.words[field] = words
