@@ -4,7 +4,8 @@ For each overlay size (default 1,000 and 10,000 nodes; ``--quick`` 1,000 only), 
 ``ScribeNode`` code a transport would drive runs in :mod:`feedmesh.mesh.overlay.sim` with
 25 ms +-10% links: nodes join one by one, all but the publisher subscribe to one feed, the
 publisher signs and multicasts records, an attacker pushes forged records at 50 subscribers, then
-20% of the nodes (the group's root among them) die at once while publishing goes on (:mod:`feedmesh.mesh.overlay.scenario`).
+20% of the nodes (the group's root among them) die at once while publishing goes on
+(:mod:`feedmesh.mesh.overlay.scenario`).
 
 Baselines in the same run: polling (one request per subscriber per poll, so at least one per
 subscriber per update), and the paper's arithmetic for Slashdot (17,700 subscribers, 2 KB a day,

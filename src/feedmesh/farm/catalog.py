@@ -8,7 +8,8 @@ farm's size and mix).
 
 Statistics targeted here (Cobra, Figure 5): a median of 10 entries per feed with a 90th percentile
 of 17; article lengths set per feed (some feeds send snippets, others whole articles) and varied
-per article so that a median article has ~61 words / ~770 bytes; see ``tests/farm/test_statistics.py``.
+per article so that a median article has ~61 words / ~770 bytes; see
+``tests/farm/test_statistics.py``.
 """
 
 from __future__ import annotations

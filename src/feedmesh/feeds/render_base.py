@@ -116,7 +116,8 @@ def plain_text(fragment: str) -> str:
 
 
 class FeedWriter(ABC):
-    """Renders one format in three parts: ``head(feed, entries)``, ``item(...)`` per entry, ``tail``.
+    """Renders one format in three parts: ``head(feed, entries)``, ``item(...)`` per entry,
+    ``tail``.
 
     A document is ``head + separator.join(items) + tail``, encoded as UTF-8. The head may depend on
     the entries (Atom's ``<updated>``, RSS 1.0's item table of contents); an item depends only on

@@ -9,8 +9,8 @@ single place that decides what a token is:
 2. **Look-alikes.** Typographic apostrophes become ``'``; Unicode hyphens become ``-``; soft hyphens
    and zero-width characters are removed; decimal digits of every script become ASCII digits
    (``٢٠٢٤`` -> ``2024``).
-3. **Apostrophes.** A possessive ``'s`` is dropped (``Obama's`` -> ``obama``) and an apostrophe between
-   letters disappears (``don't`` -> ``dont``, ``O'Reilly`` -> ``oreilly``).
+3. **Apostrophes.** A possessive ``'s`` is dropped (``Obama's`` -> ``obama``) and an apostrophe
+   between letters disappears (``don't`` -> ``dont``, ``O'Reilly`` -> ``oreilly``).
 4. **Digits.** A thousands separator is dropped (``1,000`` -> ``1000``); other punctuation between
    digits separates tokens (``3.14`` -> ``3`` ``14``; a query ``3.14`` becomes the phrase "3 14").
 5. **Tokens** are maximal runs of letters, marks and digits. Scripts written without spaces (Han,
@@ -140,7 +140,8 @@ def _tables_for(end: int) -> _Tables:
 
 
 def _has_astral(text: str) -> bool:
-    # UTF-16 needs two units for every character outside the BMP; encoding is far faster than a scan.
+    # UTF-16 needs two units for every character outside the BMP; encoding is far faster than a
+    # scan.
     return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
 
 
@@ -216,7 +217,8 @@ def _tokenize_with(text: str, tables: _Tables) -> TokenRun:
 
 # --- HTML to text -------------------------------------------------------------------------------
 
-# Tags that sit inside a word ("<b>W</b>ord") are removed without a space; every other tag separates.
+# Tags that sit inside a word ("<b>W</b>ord") are removed without a space; every other tag
+# separates.
 _INLINE_TAGS: Final = frozenset(
     ("a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "ins", "kbd",
      "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u",

@@ -35,8 +35,8 @@ __all__ = ["BACKENDS", "Kernel", "MatchScratch", "default_backend", "phrase_hold
 Kernel = Callable[..., tuple[np.ndarray, int]]
 """``kernel(buffer, header, phrase_of_term, phrase_field, phrase_start, phrase_words, terms, seq,
 bounds, present_bits, phrase_state, id_bits, work, spare) -> (ids, needed)``: the sorted unique
-subscription ids (int32) and 0, or an empty array and the size ``work``/``spare`` must grow to before
-calling again. The last five arguments are the arrays of a :class:`MatchScratch`."""
+subscription ids (int32) and 0, or an empty array and the size ``work``/``spare`` must grow to
+before calling again. The last five arguments are the arrays of a :class:`MatchScratch`."""
 
 
 class MatchScratch:

@@ -8,9 +8,9 @@ Two passes. The first walks the posting ranges and appends the owners of every c
 holds to one buffer, sized in advance; for "plain" conjunctions it writes the owners unconditionally
 and advances by ``holds * owners``, so the hot loop has no unpredictable branch. Term presence is a
 bitset (a few KB: it stays in L1). Hot loops index with unsigned integers: numba then skips its
-negative-index wraparound test on every access (about 20% of the loop's time). The second pass sorts and deduplicates the collected ids: an LSD
-radix sort when they are few relative to the id range, else a bitset over all ids (one pass over
-max_id / 64 words), whichever touches less memory.
+negative-index wraparound test on every access (about 20% of the loop's time). The second pass sorts
+and deduplicates the collected ids: an LSD radix sort when they are few relative to the id range,
+else a bitset over all ids (one pass over max_id / 64 words), whichever touches less memory.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 What is stored is the *compiled* main index (so a restart does not parse or build anything), the
 term dictionary, and the term statistics (so access predicates keep what was learned)::
 
-    b"FMSUBIDX" | u32 version | u32 header length | u32 CRC-32 of the rest | header (JSON) | sections
-    (each section 64-byte aligned)
+    b"FMSUBIDX" | u32 version | u32 header length | u32 CRC-32 of the rest | header (JSON) |
+    sections (each section 64-byte aligned)
 
 The header lists every section's offset, dtype and length. :func:`load` maps the sections with
 ``numpy.frombuffer`` straight onto the given buffer (bytes, ``mmap``, or a

@@ -5,9 +5,9 @@ That frequency is estimated per term as
 
     estimate = (observed + prior_weight * prior) / (articles + prior_weight)
 
-where ``observed`` counts the articles (seen by this index) that contained the term, and ``prior`` is
-a guess for a term never observed yet: by default, derived from the wordfreq English frequency list
-(a word's share of running text, turned into the chance that a 300-token article contains it).
+where ``observed`` counts the articles (seen by this index) that contained the term, and ``prior``
+is a guess for a term never observed yet: by default, derived from the wordfreq English frequency
+list (a word's share of running text, turned into the chance that a 300-token article contains it).
 Counts decay by half every ``half_life_articles`` articles, so the estimates follow changes in the
 news; the index re-chooses access predicates from them when it compacts.
 

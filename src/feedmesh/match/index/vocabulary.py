@@ -1,13 +1,13 @@
 """The term dictionary: every distinct term any subscription used, with a dense integer id.
 
 A *term* is a word, a prefix or a phrase within one field. Ids are dense and never reused, so the
-index can keep per-term arrays (posting-list starts, frequency estimates, the scratch "present" flags
-of the matcher) and compare terms as integers.
+index can keep per-term arrays (posting-list starts, frequency estimates, the scratch "present"
+flags of the matcher) and compare terms as integers.
 
-Lookups are organized for the article side, which is the hot path: per field, ``words[field]`` maps a
-token straight to its id (no key building per token), and ``prefixes[field][length]`` maps the first
-``length`` characters of a token to the id of that prefix term. Phrases also get an entry in the
-phrase tables (field, word ids), which the matching kernels read to check positions.
+Lookups are organized for the article side, which is the hot path: per field, ``words[field]`` maps
+a token straight to its id (no key building per token), and ``prefixes[field][length]`` maps the
+first ``length`` characters of a token to the id of that prefix term. Phrases also get an entry in
+the phrase tables (field, word ids), which the matching kernels read to check positions.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from feedmesh.match.query import FIELDS, Prefix, Term, Word
 __all__ = ["FIELD_CODES", "KIND_PHRASE", "KIND_PREFIX", "KIND_WORD", "PhraseTables", "Vocabulary"]
 
 FIELD_CODES: Final = {name: code for code, name in enumerate(FIELDS)}
-"""text=0, title=1, author=2, category=3 (the fields with positions, in PHRASE_FIELDS order), site=4,
-lang=5."""
+"""text=0, title=1, author=2, category=3 (the fields with positions, in PHRASE_FIELDS order),
+site=4, lang=5."""
 assert tuple(FIELDS[: len(PHRASE_FIELDS)]) == PHRASE_FIELDS
 
 KIND_WORD: Final = 0
