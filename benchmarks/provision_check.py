@@ -519,7 +519,8 @@ def main() -> None:
         "reflectors": {name: {k: row[k] for k in ("answers_200_per_s", "bytes_per_200_answer",
                                                   "internal_answers_kb_s", "web_cpu_share")}
                        for name, row in run["rows"].items() if row["role"] == "reflector"},
-        "held_per_subscription": run["held_per_subscription"], "items_per_answer": run["items_per_answer"],
+        "held_per_subscription": run["held_per_subscription"],
+        "items_per_answer": run["items_per_answer"],
         "baseline": base, "saturated": busy,
         "memory_measure": "RSS (median of 1 s samples)", "cpu_measure": "process CPU time",
         "services": result["figures"]}))

@@ -37,7 +37,8 @@ from feedmesh.mesh.republish import Republisher
 from feedmesh.mesh.transport import UdpNode, handle_at
 from feedmesh.schedule import SchedulerSettings
 
-__all__ = ["PEER_FILE", "TRUST_POLICIES", "PeerRole", "RepublisherRole", "TrackerRole", "open_republisher",
+__all__ = ["PEER_FILE", "TRUST_POLICIES", "PeerRole", "RepublisherRole", "TrackerRole",
+           "open_republisher",
            "peer_settings", "republisher_outlines"]
 
 log = logging.getLogger("feedmesh.mesh.republish")

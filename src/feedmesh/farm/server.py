@@ -45,7 +45,8 @@ __all__ = ["FarmServer"]
 
 logger = logging.getLogger(__name__)
 
-_INDEX = ("feedmesh farm\n\n/opml                      every feed\n/feeds/<id>                a feed\n"
+_INDEX = ("feedmesh farm\n\n/opml                      every feed\n"
+          "/feeds/<id>                a feed\n"
           "/_farm/requests?since=N    request log (JSON)\n/_farm/truth/<id>          posts\n"
           "/_farm/spec/<id>           a feed's attributes\n/_farm/stats               counters\n")
 
@@ -410,7 +411,8 @@ class FarmServer:
             return None
         return geography.round_trip_s(client, self._host_index[host], self.config.seed)
 
-    def geography_delay_s(self, round_trip_s: float, body_bytes: int, new_connection: bool) -> float:
+    def geography_delay_s(self, round_trip_s: float, body_bytes: int,
+                          new_connection: bool) -> float:
         return self.config.geography.delay_s(round_trip_s, body_bytes, new_connection,
                                              self._jitter.random())
 

@@ -81,7 +81,8 @@ def writer_for(fmt: str) -> FeedWriter:
     try:
         return _WRITERS[fmt]
     except KeyError:
-        raise ValueError(f"unknown feed format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
+        raise ValueError(f"unknown feed format {fmt!r}; "
+                         f"expected one of {', '.join(FORMATS)}") from None
 
 
 def render_feed(feed: FeedInfo, entries: Sequence[Entry], fmt: str, *,

@@ -41,7 +41,8 @@ def _latest(entries: Sequence[Entry]) -> datetime | None:
 
 
 class AtomWriter(FeedWriter):
-    """Atom 1.0. ``updated`` falls back to ``published``, then the feed's, then the newest entry's."""
+    """Atom 1.0. ``updated`` falls back to ``published``, then the feed's, then the newest
+    entry's."""
 
     format = "atom1.0"
     content_type = "application/atom+xml; charset=utf-8"

@@ -171,9 +171,11 @@ def skips(feed: FeedInfo) -> str:
     """``skipHours`` and ``skipDays`` (RSS 2.0 and 0.91)."""
     out = ""
     if feed.skip_hours:
-        out += "<skipHours>" + "".join(f"<hour>{int(h)}</hour>" for h in feed.skip_hours) + "</skipHours>"
+        hours = "".join(f"<hour>{int(h)}</hour>" for h in feed.skip_hours)
+        out += f"<skipHours>{hours}</skipHours>"
     if feed.skip_days:
-        out += "<skipDays>" + "".join(f"<day>{xml_text(d)}</day>" for d in feed.skip_days) + "</skipDays>"
+        days = "".join(f"<day>{xml_text(d)}</day>" for d in feed.skip_days)
+        out += f"<skipDays>{days}</skipDays>"
     return out
 
 

@@ -82,7 +82,8 @@ class Rss20Writer(FeedWriter):
         for term in entry.categories:
             parts.append(f"<category>{xml_text(term)}</category>")
         for enclosure in entry.enclosures[:1]:  # RSS 2.0 allows one enclosure per item
-            parts.append(f'<enclosure url="{xml_attr(enclosure.url)}" length="{enclosure.length or 0}" '
+            parts.append(f'<enclosure url="{xml_attr(enclosure.url)}" '
+                         f'length="{enclosure.length or 0}" '
                          f'type="{xml_attr(enclosure.type or "application/octet-stream")}"/>')
         origin = source_parts(source)
         if origin is not None and origin[1]:

@@ -122,7 +122,8 @@ def _char_class(code_points: list[int]) -> str:
             index += 1
             end = code_points[index]
         parts.append(
-            re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
+            re.escape(chr(start)) if start == end
+            else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
         )
         index += 1
     return "".join(parts)

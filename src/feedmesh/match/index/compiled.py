@@ -55,7 +55,8 @@ SECTIONS = (
 
 
 class ConjunctionTable(NamedTuple):
-    """Conjunctions as flat arrays: the input of a build, and what a compiled index turns back into."""
+    """Conjunctions as flat arrays: the input of a build, and what a compiled index turns back
+    into."""
 
     term_start: np.ndarray  # int64[C+1]
     terms: np.ndarray  # int32[T]: positive term ids, NOT terms as -(id+1)
@@ -286,7 +287,8 @@ def build_compiled(
     members, owner_slots = np.unique(table.owners, return_inverse=True)
     if members[0] < 0 or members[-1] >= 2**31:
         raise ValueError("subscription ids must be in 0 <= id < 2**31")
-    owner_conjunction = new_id[leaders[np.repeat(np.arange(table.conjunctions), np.diff(table.owner_start))]]
+    conjunction_of_owner = np.repeat(np.arange(table.conjunctions), np.diff(table.owner_start))
+    owner_conjunction = new_id[leaders[conjunction_of_owner]]
     pairs = sorted_unique((owner_conjunction << np.int64(32)) | owner_slots.astype(np.int64))
     owner_conjunction, owner_slots = pairs >> np.int64(32), pairs & _LOW32
 

@@ -160,7 +160,8 @@ def warm_up(backend: str) -> float:
     started = time.perf_counter()
     index = CompiledIndex.empty()
     phrases = PhraseTables(
-        np.full(1, -1, np.int32), np.empty(0, np.int32), np.zeros(1, np.int32), np.empty(0, np.int32)
+        np.full(1, -1, np.int32), np.empty(0, np.int32), np.zeros(1, np.int32),
+        np.empty(0, np.int32),
     )
     scratch = MatchScratch()
     scratch.fit(1, 0)

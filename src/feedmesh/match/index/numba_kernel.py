@@ -36,7 +36,8 @@ _DEBRUIJN = np.array(
 
 
 @numba.njit(cache=True, nogil=True)
-def _phrase_holds(phrase, phrase_field, phrase_start, phrase_words, seq, bounds):  # pragma: no cover
+def _phrase_holds(phrase, phrase_field, phrase_start, phrase_words, seq,
+                  bounds):  # pragma: no cover
     """Whether phrase number ``phrase`` occurs in its field of the article (``seq``/``bounds``)."""
     field = phrase_field[phrase]
     low, high = bounds[field], bounds[field + 1]
@@ -144,7 +145,9 @@ def match_numba(  # pragma: no cover - compiled; tested through both backends
         if t >= indexed_terms:
             continue
         # Nothing left to check: the owners of the whole run are one contiguous range.
-        for o in range(np.uint64(owner_start[post_start[t]]), np.uint64(owner_start[immediate_end[t]])):
+        run_start = np.uint64(owner_start[post_start[t]])
+        run_end = np.uint64(owner_start[immediate_end[t]])
+        for o in range(run_start, run_end):
             out[np.uint64(count)] = owner_ids[o]
             count += 1
         # Only positive words/prefixes left: AND their presence bits; write, then keep or not.

@@ -65,7 +65,8 @@ def prepare_article(article: TokenizedArticle, vocabulary: Vocabulary) -> Prepar
             candidates = [token for token in distinct if token[:shortest] in stems]
             for length, by_prefix in prefixes.items():
                 found.extend(
-                    by_prefix.get(token[:length], -1) for token in candidates if len(token) >= length
+                    by_prefix.get(token[:length], -1)
+                    for token in candidates if len(token) >= length
                 )
     for code, values in ((_SITE, article.site), (_LANG, article.lang)):
         if values and vocabulary.words[code]:

@@ -64,7 +64,10 @@ def english_prior(field: str, kind: int, text: str) -> float:
     if kind == KIND_PREFIX:  # every listed word that starts with the prefix
         start = bisect_left(ordered, text)
         end = bisect_left(ordered, text + "\U0010ffff")
-        frequency = float(cumulative[end - 1] - (cumulative[start - 1] if start else 0.0)) if end > start else 0.0
+        if end > start:
+            frequency = float(cumulative[end - 1] - (cumulative[start - 1] if start else 0.0))
+        else:
+            frequency = 0.0
     elif kind == KIND_PHRASE:
         frequency = min(frequencies.get(token, 0.0) for token in text.split(" ")) / 10.0
     else:

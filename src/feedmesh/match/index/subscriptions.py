@@ -221,7 +221,8 @@ class SubscriptionIndex:
         settings = self.settings
         return (
             len(self._delta) >= settings.delta_limit
-            or len(self._removed) > settings.removed_fraction * max(1, self._main.subscription_count)
+            or len(self._removed)
+            > settings.removed_fraction * max(1, self._main.subscription_count)
             or (
                 self._main.subscription_count > 0
                 and self.statistics.observations - self._observed_at_build

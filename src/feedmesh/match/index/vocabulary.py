@@ -68,7 +68,8 @@ class Vocabulary:
 
     def key(self, term_id: int) -> tuple[int, int, str]:
         """(field code, kind, text) of a term."""
-        return int(self.fields.view()[term_id]), int(self.kinds.view()[term_id]), self.texts[term_id]
+        return (int(self.fields.view()[term_id]), int(self.kinds.view()[term_id]),
+                self.texts[term_id])
 
     # --- terms -> ids --------------------------------------------------------------------------
 
@@ -181,7 +182,8 @@ class Vocabulary:
         count = len(vocabulary.texts)
         if count != len(fields):
             raise ValueError(f"{count} texts for {len(fields)} terms")
-        if fields.min() < 0 or fields.max() >= len(FIELDS) or kinds.min() < 0 or kinds.max() > KIND_PHRASE:
+        if (fields.min() < 0 or fields.max() >= len(FIELDS)
+                or kinds.min() < 0 or kinds.max() > KIND_PHRASE):
             raise ValueError("unknown field or kind code")
         vocabulary.fields = Growable(np.int8, fields)
         vocabulary.kinds = Growable(np.int8, kinds)

@@ -131,7 +131,8 @@ def _contradicts(positive: dict[Term, int], negative: dict[Term, int]) -> bool:
         if isinstance(excluded, Word) and (excluded.field, excluded.token) in required:
             return True
         if isinstance(excluded, Prefix) and any(
-            field == excluded.field and token.startswith(excluded.prefix) for field, token in required
+            field == excluded.field and token.startswith(excluded.prefix)
+            for field, token in required
         ):
             return True
     return False
