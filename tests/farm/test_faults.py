@@ -1,4 +1,5 @@
-"""Every fault, over real loopback HTTP. Redirect targets outside loopback are read, never followed."""
+"""Every fault, over real loopback HTTP. Redirect targets outside loopback are read, never
+followed."""
 
 from __future__ import annotations
 
@@ -231,7 +232,8 @@ async def test_changing_guids_on_every_fetch(faulty):
 
 
 async def test_duplicate_guids(faulty):
-    entries = feedparser.parse((await fetch(faulty.feed_url(feed_of(Fault.DUPLICATE_GUIDS))))[2]).entries
+    response = await fetch(faulty.feed_url(feed_of(Fault.DUPLICATE_GUIDS)))
+    entries = feedparser.parse(response[2]).entries
     assert len(entries) >= 2 and len({e.id for e in entries}) == 1
 
 

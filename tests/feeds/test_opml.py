@@ -35,7 +35,8 @@ def test_round_trip():
     result = parse_opml(render_opml("Export & co", outlines))
     assert result.title == "Export & co"
     # OPML requires a text attribute; an untitled feed is labelled by its URL.
-    assert [(o.url, o.title) for o in result.outlines] == [(o.url, o.title or o.url) for o in outlines]
+    assert [(o.url, o.title) for o in result.outlines] == [
+        (o.url, o.title or o.url) for o in outlines]
 
 
 def test_round_trip_keeps_folders_and_sites():

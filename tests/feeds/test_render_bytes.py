@@ -26,7 +26,8 @@ from feedmesh.model import Enclosure, Entry, FeedInfo, Person
 
 DATA = Path(__file__).parent / "data" / "render"
 
-ODD = "5 < 6 & 7 > 3, \"double\" 'single' ]]> &amp; &lt;b&gt; \x00\x01\x08\x0b\x0c\x1f\ud800\ufffe\uffff\udfff"
+ODD = ("5 < 6 & 7 > 3, \"double\" 'single' ]]> &amp; &lt;b&gt; "
+       "\x00\x01\x08\x0b\x0c\x1f\ud800\ufffe\uffff\udfff")
 WORLD = "Café Zürich ☕ 🚀 日本語のフィード עברית مرحبا e\u0301 \u200b\u00a0end"
 
 FULL_FEED = FeedInfo(

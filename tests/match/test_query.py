@@ -31,7 +31,8 @@ from feedmesh.match.query.ast import render
         ("internet law law", "internet AND law"),
         ("law and internet", "internet AND law"),  # operators in any case
         ("copyright OR patent", "copyright OR patent"),
-        ("(law AND internet) OR (privacy AND internet)", "(internet AND law) OR (internet AND privacy)"),
+        ("(law AND internet) OR (privacy AND internet)",
+         "(internet AND law) OR (internet AND privacy)"),
         ("law -patent", "law AND NOT patent"),
         ("law NOT patent", "law AND NOT patent"),
         ("law NOT NOT patent", "law AND patent"),

@@ -20,8 +20,9 @@ LIMITS = NodeLimits.from_units(bandwidth_mbps=100, memory_mb=1024, cpu=1.0)
 # (tier, resource) -> (feeds, subscriptions, model changes) that make that service violate it
 CELLS = {
     ("crawler", "in_bandwidth"): (10_000_000, 1000, {}),
-    ("crawler", "out_bandwidth"): (10_000_000, 1000, {"crawler__bytes_in_per_feed_per_crawl": 100,
-                                                      "crawler__bytes_out_per_feed_per_crawl": 3000}),
+    ("crawler", "out_bandwidth"): (10_000_000, 1000, {
+        "crawler__bytes_in_per_feed_per_crawl": 100,
+        "crawler__bytes_out_per_feed_per_crawl": 3000}),
     ("crawler", "cpu"): (1_000_000, 1000, {"crawler__cpu_s_per_feed_per_crawl": 1e-3}),
     ("crawler", "memory"): (1_000_000, 1000, {"crawler__memory_bytes_per_feed": 2000}),
     ("filter", "in_bandwidth"): (10_000_000, 1000, {"crawler__bytes_in_per_feed_per_crawl": 100,

@@ -136,7 +136,8 @@ def test_the_separate_processes_model_is_calibrates_output_from_kept_outputs():
     # the re-matching reflector pays the store of the ids reflector plus the match
     assert model.reflector.cpu_s_per_article > hub_model.filter.cpu_s_per_article
     # bandwidth figures are the crawl's and the hub's, unchanged
-    assert model.crawler.bytes_in_per_feed_per_crawl == hub_model.crawler.bytes_in_per_feed_per_crawl
+    assert (model.crawler.bytes_in_per_feed_per_crawl
+            == hub_model.crawler.bytes_in_per_feed_per_crawl)
     assert model.filter.bytes_per_match_message == hub_model.filter.bytes_per_match_message
 
 

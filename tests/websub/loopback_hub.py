@@ -194,7 +194,8 @@ class LoopbackHub:
                 headers["X-Hub-Signature"] = "sha256=" + hmac.new(
                     b"not-the-secret", body, hashlib.sha256).hexdigest()
             elif signature == "unknown":
-                headers["X-Hub-Signature"] = "md5=" + hashlib.md5(body, usedforsecurity=False).hexdigest()
+                digest = hashlib.md5(body, usedforsecurity=False).hexdigest()
+                headers["X-Hub-Signature"] = "md5=" + digest
             async with self.session.post(sub.callback, data=body, headers=headers) as reply:
                 statuses.append(reply.status)
                 self.deliveries.append((reply.status, await reply.text()))
