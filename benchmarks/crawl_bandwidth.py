@@ -89,10 +89,10 @@ def main() -> None:
     args = parser.parse_args()
     runs = {}
     for name, kwargs in (
-            ("a", dict(conditional=False, document_hash=False, delta=False)),
-            ("b", dict(conditional=True, document_hash=False, delta=True)),
-            ("b_nodelta", dict(conditional=True, document_hash=False, delta=False)),
-            ("cd", dict(conditional=True, document_hash=True, delta=True))):
+            ("a", {"conditional": False, "document_hash": False, "delta": False}),
+            ("b", {"conditional": True, "document_hash": False, "delta": True}),
+            ("b_nodelta", {"conditional": True, "document_hash": False, "delta": False}),
+            ("cd", {"conditional": True, "document_hash": True, "delta": True})):
         print(f"run {name}: {kwargs}", flush=True)
         runs[name] = totals(asyncio.run(crawl_run(args.feeds, args.cycles, args.spacing,
                                                   **kwargs)))

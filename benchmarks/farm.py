@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -98,7 +99,8 @@ async def load(targets: list[tuple[str, int, bytes]], seconds: float, connection
         requests = by_host[(host, port)]
         share = requests[i // len(hosts)::max(1, connections // len(hosts))] or requests
         done = loop.create_future()
-        await loop.create_connection(lambda: _LoadClient(share, depth, stop_at, done), host, port)
+        await loop.create_connection(functools.partial(_LoadClient, share, depth, stop_at, done),
+                                     host, port)
         waits.append(done)
     return sum(await asyncio.gather(*waits))
 
@@ -211,23 +213,28 @@ def main() -> int:
             rss_after = farm100k.rss_bytes() / 2**20
 
     rows = [
-        ("render 10-entry feed, per format (us)", ", ".join(f"{k} {v:.0f}" for k, v in renders.items())),
+        ("render 10-entry feed, per format (us)",
+         ", ".join(f"{k} {v:.0f}" for k, v in renders.items())),
         (f"first pass over {args.feeds} feeds (renders each)",
          f"{first_rate:,.0f} req/s, {first_cpu_ms:.2f} ms of farm CPU per feed"),
-        ("200 mix, one request at a time", f"{plain_200:,.0f} req/s, farm CPU {plain_busy_200:.0%}"),
-        ("304 mix, one request at a time", f"{plain_304:,.0f} req/s, farm CPU {plain_busy_304:.0%}"),
+        ("200 mix, one request at a time",
+         f"{plain_200:,.0f} req/s, farm CPU {plain_busy_200:.0%}"),
+        ("304 mix, one request at a time",
+         f"{plain_304:,.0f} req/s, farm CPU {plain_busy_304:.0%}"),
         (f"200 mix, {args.depth} pipelined per connection",
-         f"{rate_200:,.0f} req/s, farm CPU {busy_200:.0%} ({rate_200 / max(busy_200, 1e-9):,.0f}"
-         " per farm CPU-second)"),
+         (f"{rate_200:,.0f} req/s, farm CPU {busy_200:.0%} ({rate_200 / max(busy_200, 1e-9):,.0f}"
+          " per farm CPU-second)")),
         (f"304 mix, {args.depth} pipelined per connection",
-         f"{rate_304:,.0f} req/s, farm CPU {busy_304:.0%} ({rate_304 / max(busy_304, 1e-9):,.0f}"
-         " per farm CPU-second)"),
+         (f"{rate_304:,.0f} req/s, farm CPU {busy_304:.0%} ({rate_304 / max(busy_304, 1e-9):,.0f}"
+          " per farm CPU-second)")),
         ("statuses seen by the farm", json.dumps(statuses)),
-        ("100k feeds: spawn -> ready", f"{startup_100k:.2f} s (in-process start {startup_inner:.3f} s)"),
+        ("100k feeds: spawn -> ready",
+         f"{startup_100k:.2f} s (in-process start {startup_inner:.3f} s)"),
         ("100k feeds: farm memory at ready", f"{rss_100k:.0f} MB"),
     ]
     if full_pass_rate is not None:
-        rows.append(("100k feeds: first pass over all", f"{full_pass_rate:,.0f} req/s, then {rss_after:.0f} MB"))
+        rows.append(("100k feeds: first pass over all",
+                     f"{full_pass_rate:,.0f} req/s, then {rss_after:.0f} MB"))
     width = max(len(r[0]) for r in rows)
     print(f"farm benchmark: {len(cores)} core(s), farm pinned to {farm_cpu}, "
           f"{args.connections} connections, {args.seconds:.0f} s per run")

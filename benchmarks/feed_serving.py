@@ -199,7 +199,8 @@ def main() -> None:
         "feeds": args.feeds, "clients": args.clients, "feed_bytes": feed_bytes,
         "quiet_fetches_per_s": round(statistics.median(quiet), 1),
         "loaded_fetches_per_s": round(statistics.median(loaded), 1),
-        "crawl_ratio": round(statistics.median(l / q for l, q in zip(loaded, quiet)), 3),
+        "crawl_ratio": round(statistics.median(
+            busy / calm for busy, calm in zip(loaded, quiet, strict=True)), 3),
         "feed_200_per_s": round(statistics.median(served), 1),
         "feed_429_per_s": round(statistics.median(refused), 1),
         "limits": not args.no_limits,

@@ -111,7 +111,8 @@ def start_hub(data: Path, port: int, farm: FarmProcess, delivery: str,
 
     return subprocess.Popen(
         [sys.executable, "-m", "feedmesh", "serve", "--data", str(data), "--port", str(port),
-         "--policy", "interval", "--interval", str(interval), "--allow-network", "127.0.0.0/8", "--per-host", "64",
+         "--policy", "interval", "--interval", str(interval), "--allow-network", "127.0.0.0/8",
+         "--per-host", "64",
          "--opml", farm.opml_url, "--no-backlog", "--delivery", delivery,
          "--feed-rate", "100000", "--feed-burst", "100000", "--log-level", "warning",
          "--bus", bus, *extra],
@@ -338,7 +339,8 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 return (after.get(key, 0.0) - before.get(key, 0.0)) / elapsed
 
             figures = {"case": name, "feeds": feeds, "subscriptions": subs,
-                       "delivery": delivery, "bus": bus, "farm_speed": speed, "crawl_interval_s": interval,
+                       "delivery": delivery, "bus": bus, "farm_speed": speed,
+                       "crawl_interval_s": interval,
                        "first_crawl_s": round(first, 1), "window_s": round(elapsed, 1)}
             for tier in ("crawler", "filter", "reflector"):
                 figures[f"{tier}_articles_in_per_s"] = round(
@@ -411,7 +413,8 @@ def main() -> None:
     for r in results:
         print(f"{r['case']:4} {r['delivery']:8} {r['articles_per_s']:>7.0f} "
               f"{r['latency_p50_ms'] or 0:>8.1f} {r['latency_p99_ms'] or 0:>8.1f} "
-              f"{r['reflector_mb']:>7.0f} {r['hub_rss_mb']:>7.0f} {r['crawler_bytes_out_per_s']:>18,} "
+              f"{r['reflector_mb']:>7.0f} {r['hub_rss_mb']:>7.0f} "
+              f"{r['crawler_bytes_out_per_s']:>18,} "
               f"{r['filter_bytes_out_per_s']:>17,} {r['feed_200_per_s']:>7} "
               f"{r['feed_304_per_s']:>7}")
     print("goals: >= 200 articles/s, p50 <= 100 ms, p99 <= 1000 ms, reflector <= 300 MB "

@@ -75,7 +75,8 @@ def time_matches(index: SubscriptionIndex, articles: list[Article]) -> dict[str,
     }
 
 
-def naive_scan(word_lists: list[tuple[str, ...]], articles: list[Article], index: SubscriptionIndex) -> float:
+def naive_scan(word_lists: list[tuple[str, ...]], articles: list[Article],
+               index: SubscriptionIndex) -> float:
     """Milliseconds per article for the linear scan; checks its answers against the index."""
     per_article = []
     for article in articles:
@@ -89,7 +90,8 @@ def naive_scan(word_lists: list[tuple[str, ...]], articles: list[Article], index
 
 
 def run(subscriptions: int, args: argparse.Namespace, workload: Workload) -> dict[str, float]:
-    print(f"\n== {subscriptions:,} subscriptions ({args.variant}), load average {load_average():.1f}")
+    print(f"\n== {subscriptions:,} subscriptions ({args.variant}), "
+          f"load average {load_average():.1f}")
     started = time.perf_counter()
     texts = workload.subscriptions(subscriptions, args.variant)
     generate_s = time.perf_counter() - started
@@ -122,7 +124,8 @@ def run(subscriptions: int, args: argparse.Namespace, workload: Workload) -> dic
     }
     del snapshot
     for size in ARTICLE_SIZES:
-        articles = workload.articles(ARTICLE_COUNTS[size] // args.fewer, size, args.variant, stream=1)
+        articles = workload.articles(ARTICLE_COUNTS[size] // args.fewer, size, args.variant,
+                                     stream=1)
         for name, value in time_matches(index, articles).items():
             figures[f"{name}_{size}"] = value
 
@@ -166,7 +169,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--naive-articles", type=int, default=3,
                         help="articles for the naive scan (0 to skip)")
-    parser.add_argument("--fewer", type=int, default=1, help="divide the article counts (quick runs)")
+    parser.add_argument("--fewer", type=int, default=1,
+                        help="divide the article counts (quick runs)")
     args = parser.parse_args()
     sizes = sorted(set(args.subs + ([10_000_000] if args.ten_million else [])))
 

@@ -20,8 +20,8 @@ farm's model is the ground truth: every post of a node's feeds published while i
 are over the nodes that stay. The protocol's timeouts are farm seconds, set to a few real seconds
 each. The figures also say what the run cost (worker CPU, calls per real second) and whether
 the workers kept up with the clock (their event loops' lag, the load average): at 160x a loop
-running 0.5 s late delays a message by 80 farm seconds. Prints a table, then as its LAST line one JSON object with
-``xch_coverage``, ``sln_coverage``, ``xch_lag_min``, ``sln_lag_min``,
+running 0.5 s late delays a message by 80 farm seconds. Prints a table, then as its LAST line one
+JSON object with ``xch_coverage``, ``sln_coverage``, ``xch_lag_min``, ``sln_lag_min``,
 ``publisher_requests_xch_over_sln`` and ``calls_per_node_min``. ``--quick`` is the 16 h interval
 alone (the only one built), 160 nodes, 22 farm hours at 160x: about 9 minutes of wall time.
 """

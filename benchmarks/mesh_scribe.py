@@ -192,8 +192,7 @@ async def _run(fleet: Fleet, publisher: UdpNode, count: int, rng: random.Random,
     latencies, missed, tampered, seen_live = [], 0, 0, []
     refused: Counter[str] = Counter()
     for w, report in enumerate(reports):
-        for i, (closed, got) in enumerate(zip(report["closed"], report["deliveries"],
-                                              strict=True)):
+        for closed, got in zip(report["closed"], report["deliveries"], strict=True):
             first: dict[int, tuple[float, bool]] = {}
             for seq, at_, recovered, dig in got:
                 if dig not in genuine:
@@ -220,7 +219,8 @@ async def _run(fleet: Fleet, publisher: UdpNode, count: int, rng: random.Random,
         "delivery_p50_ms": round(float(np.percentile(latencies, 50)), 1) if latencies else None,
         "delivery_p99_ms": round(float(np.percentile(latencies, 99)), 1) if latencies else None,
         "duplicates_per_node_item": round(dup_steady / ((count - 1) * items), 4),
-        "forwarding_max": float(forwarded.max()), "forwarding_mean": round(float(forwarded.mean()), 3),
+        "forwarding_max": float(forwarded.max()),
+        "forwarding_mean": round(float(forwarded.mean()), 3),
         "steady_missed": steady_missed, "killed": len(victims), "root_killed": bool(roots),
         "missed_after_churn": missed, "repair_s": repair,
         "tampered_tried": len(targets) * len(forged), "tampered_delivered": tampered,

@@ -4,7 +4,8 @@ For each overlay size (default 1,000 and 10,000 nodes; ``--quick`` 1,000 only), 
 ``ScribeNode`` code a transport would drive runs in :mod:`feedmesh.mesh.overlay.sim` with
 25 ms +-10% links: nodes join one by one, all but the publisher subscribe to one feed, the
 publisher signs and multicasts records, an attacker pushes forged records at 50 subscribers, then
-20% of the nodes (the group's root among them) die at once while publishing goes on (:mod:`feedmesh.mesh.overlay.scenario`).
+20% of the nodes (the group's root among them) die at once while publishing goes on
+(:mod:`feedmesh.mesh.overlay.scenario`).
 
 Baselines in the same run: polling (one request per subscriber per poll, so at least one per
 subscriber per update), and the paper's arithmetic for Slashdot (17,700 subscribers, 2 KB a day,
@@ -39,7 +40,7 @@ def run(count: int, seed: int) -> dict:
     overlay = build_overlay(count, seed=seed, join_gap=min(0.02, 20.0 / count))
     built = time.perf_counter() - started
     outcome = run_experiment(count, seed=seed, overlay=overlay)
-    figures = {
+    return {
         "nodes": count,
         "subscribers": outcome.subscribers,
         "publisher_msgs_per_update": outcome.publisher_msgs_per_update,
@@ -60,7 +61,6 @@ def run(count: int, seed: int) -> dict:
         "wall_s": round(time.perf_counter() - started, 1),
         "build_wall_s": round(built, 1),
     }
-    return figures
 
 
 def slashdot_day(publisher_msgs_per_update: float) -> tuple[float, float]:

@@ -6,10 +6,10 @@ process's predicted CPU, memory and bandwidth with what it measured.
    ``src/feedmesh/provision/processes_model.json``: ``feedmesh provision calibrate`` with
    ``--idle`` and ``--distributed``, from benchmark outputs kept in ``tests/provision/data/``);
    the default model (``hub``, one process) is shown beside it as the baseline. Each gets this run's
-   workload: a crawl every ``--interval`` seconds (the farm runs 900 / interval times faster than real time, so one crawl
-   spans Cobra's 15 farm minutes, as in ``crawl_bandwidth.py`` that measured the per-crawl
-   figures), and readers polling every subscription every ``subs / --polls-per-s`` seconds.
-   Nothing in the model is fitted to this run.
+   workload: a crawl every ``--interval`` seconds (the farm runs 900 / interval times faster than
+   real time, so one crawl spans Cobra's 15 farm minutes, as in ``crawl_bandwidth.py`` that measured
+   the per-crawl figures), and readers polling every subscription every ``subs / --polls-per-s``
+   seconds. Nothing in the model is fitted to this run.
 2. ``feedmesh provision --json`` plans it for the node limits given (scaled down to this machine);
    the baseline model predicts the loads of the same topology (its own plan may differ).
 3. The subscriptions (``hub.py``'s, Cobra-style queries) go into a PostgreSQL started here;
@@ -519,7 +519,8 @@ def main() -> None:
         "reflectors": {name: {k: row[k] for k in ("answers_200_per_s", "bytes_per_200_answer",
                                                   "internal_answers_kb_s", "web_cpu_share")}
                        for name, row in run["rows"].items() if row["role"] == "reflector"},
-        "held_per_subscription": run["held_per_subscription"], "items_per_answer": run["items_per_answer"],
+        "held_per_subscription": run["held_per_subscription"],
+        "items_per_answer": run["items_per_answer"],
         "baseline": base, "saturated": busy,
         "memory_measure": "RSS (median of 1 s samples)", "cpu_measure": "process CPU time",
         "services": result["figures"]}))

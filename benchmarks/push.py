@@ -52,11 +52,11 @@ from aiohttp import web
 
 from feedmesh.clock import AcceleratedClock
 from feedmesh.compose.embedded import embedded_hub
+from feedmesh.compose.settings import HubSettings
 from feedmesh.crawl import CrawlSettings
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.farm.websub import FarmHub
 from feedmesh.fetch import FetchSettings, StaticResolver
-from feedmesh.compose.settings import HubSettings
 from feedmesh.hub.web import build_app
 from feedmesh.schedule import SchedulerSettings
 from feedmesh.websub.lease import SubscriberSettings

@@ -28,8 +28,9 @@ from feedmesh.hub.front.feed_document import EXTENSIONS, RenderedItems, render_p
 from feedmesh.model import Entry
 from feedmesh.store import ReflectedItem, Subscription
 
-WORDS = ("market election storm league court vaccine budget rocket river museum festival "
-         "senate harbour climate airline bridge orchestra glacier satellite harvest").split()
+WORDS = ["market", "election", "storm", "league", "court", "vaccine", "budget", "rocket", "river",
+         "museum", "festival", "senate", "harbour", "climate", "airline", "bridge", "orchestra",
+         "glacier", "satellite", "harvest"]
 
 
 def articles(count: int, rng: random.Random) -> list[ReflectedItem]:

@@ -19,8 +19,8 @@ reported beside the latencies.
     .venv/bin/python benchmarks/websub_delivery.py [--quick] [--window 60] [--phases 1000 10000]
 
 It measures 1,000 subscribers, then adds 9,000 and measures 10,000, on the same hub (15 s after
-each window, with the farm still posting, for its entries to arrive before the next phase). The hub's
-delivery budget (``serve --push-rate``, 400/s) keeps the crawler and the reflectors at the
+each window, with the farm still posting, for its entries to arrive before the next phase). The
+hub's delivery budget (``serve --push-rate``, 400/s) keeps the crawler and the reflectors at the
 articles' pace; beyond it entries coalesce into later deliveries.
 
 Last line: JSON with ``websub_delivery_p50_ms`` and ``websub_delivery_p99_ms`` (10,000

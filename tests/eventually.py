@@ -13,6 +13,7 @@ moved on (a later cycle, a later sequence number), not for a fixed time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import Callable
@@ -65,10 +66,8 @@ class _Eventually:
 def _message(condition: Callable[[], Any], what: str, timeout: float, last: object) -> str:
     name = what or getattr(condition, "__qualname__", repr(condition))
     if name == "<lambda>":
-        try:
+        with contextlib.suppress(OSError, TypeError):
             name = inspect.getsource(condition).strip()
-        except (OSError, TypeError):
-            pass
     return f"not true within {timeout:g} s: {name} (last: {last!r})"
 
 

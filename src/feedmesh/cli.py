@@ -20,14 +20,17 @@ __all__ = ["COMMANDS", "HelpWithDefaults", "build_parser", "main"]
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("feedmesh.commands.demo", "start a synthetic farm and run feedmesh on it (the main job)"),
+    "demo": ("feedmesh.commands.demo",
+             "start a synthetic farm and run feedmesh on it (the main job)"),
     "farm": ("feedmesh.farm.cli", "serve synthetic feeds on loopback (the testbed)"),
     "parse": ("feedmesh.feeds.cli", "parse a feed file or URL and print it as normalized JSON"),
     "crawl": ("feedmesh.commands.crawl", "crawl every feed of an OPML list into the store"),
     "query": ("feedmesh.match.cli", "check subscription queries"),
     "sim": ("feedmesh.schedule.cli", "replay a posting trace against fetch policies"),
-    "map": ("feedmesh.commands.map", "assign feeds to crawlers by latency and work (Cobra 3.7); --apply moves them"),
-    "serve": ("feedmesh.commands.serve", "run the hub: crawler, filters, reflectors and web, on SQLite"),
+    "map": ("feedmesh.commands.map",
+            "assign feeds to crawlers by latency and work (Cobra 3.7); --apply moves them"),
+    "serve": ("feedmesh.commands.serve",
+              "run the hub: crawler, filters, reflectors and web, on SQLite"),
     "stats": ("feedmesh.commands.stats", "print a running hub's figures"),
     "url-key": ("feedmesh.commands.url_key",
                 "show, rotate or retire the key that signs private feed URLs"),
@@ -40,10 +43,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "up": ("feedmesh.commands.up", "start a hub as several processes joined by NATS JetStream"),
     "down": ("feedmesh.commands.down", "stop what `feedmesh up` started"),
     "provision": ("feedmesh.provision.cli", "plan a topology of crawlers, filters and reflectors"),
-    "keys": ("feedmesh.mesh.keys.cli", "make, show, rotate or revoke a mesh publisher's signing key"),
+    "keys": ("feedmesh.mesh.keys.cli",
+             "make, show, rotate or revoke a mesh publisher's signing key"),
     "republish": ("feedmesh.commands.republish",
                   "poll legacy feeds and multicast what is new on the mesh, signed (SCRIBE-RSS)"),
-    "peer": ("feedmesh.commands.peer", "run a FeedEx peer: follow feeds, swap entries with neighbours, serve your reader"),
+    "peer": ("feedmesh.commands.peer",
+             "run a FeedEx peer: follow feeds, swap entries with neighbours, serve your reader"),
     "tracker": ("feedmesh.commands.tracker", "run a FeedEx tracker, where peers find neighbours"),
 }
 

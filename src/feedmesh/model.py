@@ -64,7 +64,8 @@ class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
     key: str
     """Stable identity within its feed (see :func:`feedmesh.feeds.identity.entry_key`)."""
     content_hash: str = ""
-    """Hash of what a reader sees (title, link, summary, content); changes when the entry is edited."""
+    """Hash of what a reader sees (title, link, summary, content); changes when the entry is
+    edited."""
     guid: str = ""
     """The id the publisher declared (RSS guid, Atom id, JSON Feed id), verbatim; may be empty."""
     title: str = ""
@@ -104,7 +105,8 @@ class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     """Feed-level metadata, including the publisher's hints to pollers."""
 
     format: str = ""
-    """One of ``rss0.90 rss0.91 rss0.92 rss2.0 rss1.0 atom0.3 atom1.0 json1.0 json1.1 cdf`` (or "")."""
+    """One of ``rss0.90 rss0.91 rss0.92 rss2.0 rss1.0 atom0.3 atom1.0 json1.0 json1.1 cdf``
+    (or "")."""
     title: str = ""
     link: str = ""
     description: str = ""

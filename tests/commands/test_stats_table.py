@@ -30,8 +30,8 @@ def test_paused_hosts_are_named_and_many_are_counted():
     assert "2 (cannot be reached): a.example, b.example" in text
     many = {f"h{i:02d}.example": 1.0 for i in range(12)}
     text = render(stats_of(hosts_paused=many))
-    assert "12 (cannot be reached): h00.example, h01.example, h02.example, h03.example, " \
-        "h04.example and 7 more" in text
+    assert ("12 (cannot be reached): h00.example, h01.example, h02.example, h03.example, "
+            "h04.example and 7 more") in text
     # to anyone but the operator the hub gives a count
     assert "3 (cannot be reached; --operator-token-file names them)" in render(
         stats_of(hosts_paused=3))

@@ -19,8 +19,8 @@ BEGIN, END = "<!-- generated:begin -->", "<!-- generated:end -->"
 
 
 def generated() -> str:
-    lines = ["| corpus | agree | pass | verified deliberate | listed differences | failures "
-             "| mappable | not mappable | strict |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [("| corpus | agree | pass | verified deliberate | listed differences | failures "
+              "| mappable | not mappable | strict |"), "|---|---|---|---|---|---|---|---|---|"]
     for share in shares():
         lines.append(f"| {share.corpus} | {share.share:.2%} | {share.passed} | {share.deliberate} "
                      f"| {share.known} | {share.failed} | {share.mappable} | {share.unmappable} "

@@ -61,7 +61,8 @@ def measure(feeds: int, seed: int = 11, t: float = 1_760_000_000.0) -> dict[str,
         art_bytes.extend(a for a, _ in articles)
         art_words.extend(w for _, w in articles)
     return {
-        "feed_bytes_median": float(np.median(sizes)), "feed_bytes_p90": float(np.percentile(sizes, 90)),
+        "feed_bytes_median": float(np.median(sizes)),
+        "feed_bytes_p90": float(np.percentile(sizes, 90)),
         "entries_median": float(np.median(counts)), "entries_p90": float(np.percentile(counts, 90)),
         "article_bytes_median": float(np.median(art_bytes)),
         "article_bytes_p90": float(np.percentile(art_bytes, 90)),

@@ -14,11 +14,12 @@ async def fetch(url: str, headers: dict[str, str] | None = None, method: str = "
 
     Accept-Encoding is ``identity`` unless given (aiohttp would otherwise offer gzip)."""
     headers = {"Accept-Encoding": "identity", **(headers or {})}
-    async with aiohttp.ClientSession(auto_decompress=False,
-                                     timeout=aiohttp.ClientTimeout(total=timeout)) as session:
-        async with session.request(method, url, headers=headers,
-                                   allow_redirects=False) as response:
-            return response.status, CIMultiDict(response.headers), await response.read()
+    async with (
+        aiohttp.ClientSession(auto_decompress=False,
+                              timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+        session.request(method, url, headers=headers, allow_redirects=False) as response,
+    ):
+        return response.status, CIMultiDict(response.headers), await response.read()
 
 
 def find_feed(model: FarmModel, **wanted) -> int:

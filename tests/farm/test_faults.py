@@ -1,4 +1,5 @@
-"""Every fault, over real loopback HTTP. Redirect targets outside loopback are read, never followed."""
+"""Every fault, over real loopback HTTP. Redirect targets outside loopback are read, never
+followed."""
 
 from __future__ import annotations
 
@@ -28,10 +29,10 @@ FAULTS = [f for f in Fault if f is not Fault.NONE]
 def fault_config(**extra) -> FarmConfig:
     """Feed i (for i < len(FAULTS)) has FAULTS[i]; the rest are healthy. All RSS 2.0."""
     overrides = {i: fault.value for i, fault in enumerate(FAULTS)}
-    fields = dict(feeds=len(FAULTS) + 4, seed=7, faults="none", fault_overrides=overrides,
-                  format_mix={"rss2.0": 1.0}, compression_mix={"none": 1.0}, origin=TEST_ORIGIN,
-                  slow_delay_s=0.3, trickle_bytes=512, trickle_interval_s=0.01,
-                  bomb_bytes=64 << 20)
+    fields = {"feeds": len(FAULTS) + 4, "seed": 7, "faults": "none", "fault_overrides": overrides,
+              "format_mix": {"rss2.0": 1.0}, "compression_mix": {"none": 1.0},
+              "origin": TEST_ORIGIN, "slow_delay_s": 0.3, "trickle_bytes": 512,
+              "trickle_interval_s": 0.01, "bomb_bytes": 64 << 20}
     fields.update(extra)
     return FarmConfig(**fields)
 
@@ -155,29 +156,33 @@ async def test_html_instead_of_a_feed(faulty):
 
 async def test_endless_body_keeps_coming(faulty):
     feed = feed_of(Fault.ENDLESS)
-    async with aiohttp.ClientSession() as session:
-        async with session.get(faulty.feed_url(feed)) as response:
-            assert response.status == 200 and "Content-Length" not in response.headers
-            assert response.headers["Transfer-Encoding"] == "chunked"
-            received = 0
-            async for chunk in response.content.iter_chunked(65536):
-                received += len(chunk)
-                if received > 4_000_000:
-                    break
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(faulty.feed_url(feed)) as response,
+    ):
+        assert response.status == 200 and "Content-Length" not in response.headers
+        assert response.headers["Transfer-Encoding"] == "chunked"
+        received = 0
+        async for chunk in response.content.iter_chunked(65536):
+            received += len(chunk)
+            if received > 4_000_000:
+                break
     assert received > 4_000_000
     await eventually(lambda: faulty.requests(feed=feed)[0].body_bytes >= 4_000_000,
                      what="the request log counts what was sent")
 
 
 async def test_hundred_megabyte_body(faulty):
-    async with aiohttp.ClientSession() as session:
-        async with session.get(faulty.feed_url(feed_of(Fault.HUGE))) as response:
-            assert int(response.headers["Content-Length"]) == 100_000_000
-            received = 0
-            first = b""
-            async for chunk in response.content.iter_chunked(1 << 20):
-                first = first or chunk
-                received += len(chunk)
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(faulty.feed_url(feed_of(Fault.HUGE))) as response,
+    ):
+        assert int(response.headers["Content-Length"]) == 100_000_000
+        received = 0
+        first = b""
+        async for chunk in response.content.iter_chunked(1 << 20):
+            first = first or chunk
+            received += len(chunk)
     assert received == 100_000_000 and first.startswith(b"<?xml")
 
 
@@ -202,7 +207,7 @@ def test_default_gzip_bomb_declares_gigabytes():
 
 
 async def test_wrong_charset_declares_utf8_but_is_windows_1252(faulty):
-    status, headers, body = await fetch(faulty.feed_url(feed_of(Fault.WRONG_CHARSET)))
+    _status, headers, body = await fetch(faulty.feed_url(feed_of(Fault.WRONG_CHARSET)))
     assert "utf-8" in headers["Content-Type"] and b'encoding="utf-8"' in body[:60]
     with pytest.raises(UnicodeDecodeError):
         body.decode("utf-8")
@@ -210,7 +215,7 @@ async def test_wrong_charset_declares_utf8_but_is_windows_1252(faulty):
 
 
 async def test_utf16_with_byte_order_mark(faulty):
-    status, _, body = await fetch(faulty.feed_url(feed_of(Fault.UTF16)))
+    _status, _, body = await fetch(faulty.feed_url(feed_of(Fault.UTF16)))
     assert body[:2] == b"\xff\xfe"
     text = body.decode("utf-16")
     assert text.startswith('<?xml version="1.0" encoding="UTF-16"?>')
@@ -227,7 +232,8 @@ async def test_changing_guids_on_every_fetch(faulty):
 
 
 async def test_duplicate_guids(faulty):
-    entries = feedparser.parse((await fetch(faulty.feed_url(feed_of(Fault.DUPLICATE_GUIDS))))[2]).entries
+    response = await fetch(faulty.feed_url(feed_of(Fault.DUPLICATE_GUIDS)))
+    entries = feedparser.parse(response[2]).entries
     assert len(entries) >= 2 and len({e.id for e in entries}) == 1
 
 
@@ -242,7 +248,7 @@ async def test_future_dates(faulty):
     parsed = feedparser.parse((await fetch(faulty.feed_url(feed)))[2])
     posts = faulty.model.document(feed, faulty.clock.now()).posts
     assert len(parsed.entries) == len(posts) >= 1
-    for entry, post in zip(parsed.entries, posts):
+    for entry, post in zip(parsed.entries, posts, strict=True):
         assert calendar.timegm(entry.published_parsed) == post.time + 365 * 86400
 
 

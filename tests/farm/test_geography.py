@@ -50,7 +50,8 @@ def test_slow_start_rounds_and_one_sided_jitter():
     geography = Geography(jitter=0.5)
     window = 10 * 1460
     assert [geography.rounds(n, False) for n in (0, window, window + 1, 3 * window,
-                                                 3 * window + 1, 7 * window + 1)] == [1, 1, 2, 2, 3, 4]
+                                                 3 * window + 1, 7 * window + 1)] == [
+        1, 1, 2, 2, 3, 4]
     assert geography.rounds(100, True) == 2
     assert geography.delay_s(0.1, 0, False, 0.0) == pytest.approx(0.1)
     assert geography.delay_s(0.1, 0, False, 0.5) == pytest.approx(0.1 * (1 + 0.5 * 0.6931), 1e-3)

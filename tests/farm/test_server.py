@@ -113,7 +113,8 @@ async def test_feed_without_validators_always_sends_the_document(farm):
 async def test_rfc3229_delta_holds_only_the_new_entries(manual_farm):
     farm, clock = manual_farm
     feed = next(i for i in range(farm.config.feeds) if farm.model.spec(i).delta
-                and farm.model.spec(i).rate_per_day > 3 and not farm.model.spec(i).format.startswith("rss0"))
+                and farm.model.spec(i).rate_per_day > 3
+                and not farm.model.spec(i).format.startswith("rss0"))
     url = farm.feed_url(feed)
     _, headers, _ = await fetch(url, {"Accept-Encoding": "identity"})
     old_etag = headers["ETag"]
@@ -177,7 +178,7 @@ async def test_cache_control_max_age_for_some_feeds(farm):
 
 async def test_head_has_the_headers_and_no_body(farm):
     status, headers, body = await fetch(farm.feed_url(2), method="HEAD")
-    _, get_headers, get_body = await fetch(farm.feed_url(2))
+    _, _get_headers, get_body = await fetch(farm.feed_url(2))
     assert status == 200 and body == b"" and headers["Content-Length"] == str(len(get_body))
 
 
@@ -190,7 +191,8 @@ async def test_request_log_records_what_politeness_tests_need(farm):
     status, _, body = await fetch(farm.feed_url(feed), sent)
     await fetch(farm.base_url + "/_farm/stats")  # the control plane is not logged
     (record,) = farm.requests(start)
-    assert (record.feed, record.path, record.method, record.status) == (feed, f"/feeds/{feed}", "GET", status)
+    assert (record.feed, record.path, record.method, record.status) == (
+        feed, f"/feeds/{feed}", "GET", status)
     assert (record.user_agent, record.if_none_match, record.if_modified_since, record.a_im,
             record.accept_encoding) == tuple(sent.values())
     assert record.body_bytes == len(body) and record.bytes_sent > len(body)
@@ -245,7 +247,8 @@ async def test_keep_alive_pipelining_and_bad_requests(farm):
             await reader.readexactly(length)
         return head
 
-    writer.write(b"GET /feeds/1 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /feeds/2 HTTP/1.1\r\nHost: x\r\n\r\n")
+    writer.write(b"GET /feeds/1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                 b"HEAD /feeds/2 HTTP/1.1\r\nHost: x\r\n\r\n")
     first = await read_response()
     second = await read_response(with_body=False)
     assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200")

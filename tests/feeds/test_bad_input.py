@@ -108,8 +108,8 @@ def test_external_entities_are_refused(entity: str) -> None:
 
 
 def test_entity_declaration_hidden_after_junk_is_still_refused() -> None:
-    data = b'junk <?xml version="1.0"?><!DOCTYPE rss [<!ENTITY x SYSTEM "file:///etc/passwd">]>' \
-           b"<rss><channel><title>&x;</title></channel></rss>"
+    data = (b'junk <?xml version="1.0"?><!DOCTYPE rss [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+            b"<rss><channel><title>&x;</title></channel></rss>")
     parsed = parse_feed(data)
     assert parsed.error is not None
     assert "root:" not in repr(parsed)
@@ -117,9 +117,9 @@ def test_entity_declaration_hidden_after_junk_is_still_refused() -> None:
 
 
 def test_doctype_in_content_is_not_mistaken_for_a_declaration() -> None:
-    body = "<item><title>XML tips</title><description>" \
-           "<![CDATA[Write <!DOCTYPE x [<!ENTITY a 'b'>]>]]>" \
-           "</description></item>"
+    body = ("<item><title>XML tips</title><description>"
+            "<![CDATA[Write <!DOCTYPE x [<!ENTITY a 'b'>]>]]>"
+            "</description></item>")
     parsed = parse_feed(rss(body))
     assert parsed.error is None
     assert len(parsed.entries) == 1

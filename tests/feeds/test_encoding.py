@@ -79,7 +79,7 @@ def test_missing_charset_on_latin_bytes_reads_windows_1252() -> None:
 
 
 def test_missing_charset_on_cyrillic_bytes_is_detected() -> None:
-    title = "Новости науки и техники: первая новость недели о космосе и звёздах"
+    title = "Новости науки и техники: первая новость недели о космосе и звёздах"  # noqa: RUF001
     parsed = parse_feed(rss(title).encode("windows-1251"))
     assert parsed.feed.title == title
     assert parsed.error is not None and parsed.error.kind == "encoding"

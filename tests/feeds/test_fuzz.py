@@ -27,15 +27,15 @@ _SEEDS_ON_DISK = [
     "miniflux-testdata/internal/reader/parser/testdata/encoding_WINDOWS-1251.xml",
 ]
 _BUILTIN_SEEDS = [
-    b"<?xml version='1.0' encoding='utf-8'?><rss version='2.0'><channel><title>t</title>"
-    b"<item><title>a &amp; b</title><link>http://x.test/1</link><guid>1</guid>"
-    b"<description>&lt;p&gt;hi&lt;/p&gt;</description><pubDate>Mon, 01 Jan 2024 00:00:00 GMT"
-    b"</pubDate></item></channel></rss>",
-    b"<feed xmlns='http://www.w3.org/2005/Atom' xml:base='http://b.test/'><title>f</title>"
-    b"<entry><id>1</id><title type='xhtml'><div xmlns='http://www.w3.org/1999/xhtml'>x</div>"
-    b"</title><content type='html'>&lt;b&gt;y&lt;/b&gt;</content><link href='a'/></entry></feed>",
-    b'{"version":"https://jsonfeed.org/version/1.1","title":"j","items":[{"id":"1",'
-    b'"content_html":"<p>x</p>","url":"/1"}]}',
+    (b"<?xml version='1.0' encoding='utf-8'?><rss version='2.0'><channel><title>t</title>"
+     b"<item><title>a &amp; b</title><link>http://x.test/1</link><guid>1</guid>"
+     b"<description>&lt;p&gt;hi&lt;/p&gt;</description><pubDate>Mon, 01 Jan 2024 00:00:00 GMT"
+     b"</pubDate></item></channel></rss>"),
+    (b"<feed xmlns='http://www.w3.org/2005/Atom' xml:base='http://b.test/'><title>f</title>"
+     b"<entry><id>1</id><title type='xhtml'><div xmlns='http://www.w3.org/1999/xhtml'>x</div>"
+     b"</title><content type='html'>&lt;b&gt;y&lt;/b&gt;</content><link href='a'/></entry></feed>"),
+    (b'{"version":"https://jsonfeed.org/version/1.1","title":"j","items":[{"id":"1",'
+     b'"content_html":"<p>x</p>","url":"/1"}]}'),
 ]
 _TOKENS = [b"<", b">", b"&", b"&amp;", b"&nbsp;", b"&#0;", b"&#x110000;", b"]]>", b"<![CDATA[",
            b"<!--", b"-->", b"<!DOCTYPE rss>", b"<!ENTITY a 'b'>", b"\x00", b"\xff\xfe",

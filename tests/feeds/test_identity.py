@@ -118,5 +118,5 @@ def test_keys_are_always_unique_and_deterministic(rows: list[tuple[str, str, str
     assert len(result) == len(entries)
     assert len({entry.key for entry in result}) == len(result)
     assert unique_keys(entries) == result
-    for original, final in zip(entries, result):
+    for original, final in zip(entries, result, strict=True):
         assert final.key.startswith(original.key)

@@ -26,7 +26,8 @@ from feedmesh.model import Enclosure, Entry, FeedInfo, Person
 
 DATA = Path(__file__).parent / "data" / "render"
 
-ODD = "5 < 6 & 7 > 3, \"double\" 'single' ]]> &amp; &lt;b&gt; \x00\x01\x08\x0b\x0c\x1f\ud800\ufffe\uffff\udfff"
+ODD = ("5 < 6 & 7 > 3, \"double\" 'single' ]]> &amp; &lt;b&gt; "
+       "\x00\x01\x08\x0b\x0c\x1f\ud800\ufffe\uffff\udfff")
 WORLD = "Café Zürich ☕ 🚀 日本語のフィード עברית مرحبا e\u0301 \u200b\u00a0end"
 
 FULL_FEED = FeedInfo(
@@ -41,7 +42,7 @@ FULL_FEED = FeedInfo(
     update_period="hourly", update_frequency=3, icon="https://example.org/icon.png?s=16&t=1")
 
 BARE_FEED = FeedInfo(title="Bare", self_link="http://127.0.0.1:8080/feeds/2",
-                     updated=datetime(2001, 1, 1, 0, 0, 0))  # naive: taken as UTC
+                     updated=datetime(2001, 1, 1, 0, 0, 0))  # noqa: DTZ001 - naive: taken as UTC
 
 EMAIL_ONLY_FEED = FeedInfo(title="", link="", description="", language="fr",
                            authors=(Person(email="only@example.org"),),
@@ -57,7 +58,7 @@ ENTRIES = [
           published=datetime(2024, 2, 29, 23, 59, 59, tzinfo=EST),
           updated=datetime(2024, 3, 1, 6, 0, 0, 123_456, tzinfo=IST),
           authors=(Person(name="Ann O'Neil", email="ann@example.org", uri="https://ann.example"),
-                   Person(email="bob@example.org"), Person(name="Çağrı 🙂"), Person()),
+                   Person(email="bob@example.org"), Person(name="Çağrı 🙂"), Person()),  # noqa: RUF001
           summary="<p>Hello &amp; <em>welcome</em> to <a href=\"https://e.org/?a=1&amp;b=2\">x</a></p>",
           content=f"<p>Full <strong>text</strong> {WORLD}</p><pre>\tindented\r\nline</pre>",
           enclosures=(Enclosure(url="https://cdn.example.org/a b.mp3?x=1&y=2", type="audio/mpeg",
@@ -74,7 +75,7 @@ ENTRIES = [
           summary="<p>same</p>", content="<p>same</p>", categories=("",)),
     # No guid and no link: the stable key is the id. Content only; updated without published.
     Entry(key="sha256:abcdef0123456789", title=WORLD, content="<ul><li>one</li></ul>",
-          updated=datetime(2024, 3, 1, 12, 0, 0, 1)),  # naive, with one microsecond
+          updated=datetime(2024, 3, 1, 12, 0, 0, 1)),  # noqa: DTZ001 - naive, one microsecond
     # A guid that is an http link but not the entry's link (isPermaLink="false").
     Entry(key="k-other", guid="http://example.org/elsewhere", link="http://example.org/here",
           title="Guid elsewhere", published=datetime(2024, 1, 1, tzinfo=UTC),

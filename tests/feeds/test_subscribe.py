@@ -133,5 +133,5 @@ def test_a_bad_rotation_drops_the_rotations_and_keeps_the_key(fmt: str) -> None:
     parsed = parse_feed(render_feed(feed, [ENTRY], fmt), url=URL)
     assert parsed.feed.subscribe == MeshSubscribe(group=URL, public_key=KEY)
     assert [w.message for w in parsed.warnings] == [
-        "<subscribe> rotation 2 is not a base64 statement (or one too many, over 64): the "
-        "rotations are ignored"]
+        ("<subscribe> rotation 2 is not a base64 statement (or one too many, over 64): the "
+         "rotations are ignored")]

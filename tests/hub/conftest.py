@@ -9,12 +9,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from feedmesh.compose.embedded import EmbeddedHub as Hub
 from feedmesh.compose.embedded import running_hub
+from feedmesh.compose.settings import HubSettings
 from feedmesh.crawl import CrawlSettings
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import FetchSettings, StaticResolver
-from feedmesh.compose.embedded import EmbeddedHub as Hub
-from feedmesh.compose.settings import HubSettings
 from feedmesh.hub.web import WebLimits
 from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
@@ -67,11 +67,11 @@ class HubEnv:
 
 
 def hub_settings(data_dir: str, **overrides: Any) -> HubSettings:
-    fields: dict[str, Any] = dict(
-        data_dir=data_dir, crawl_interval_s=0.5, schedule=None,
-        fetch=FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=8,
-                            total_timeout_s=3.0),
-        crawl=CrawlSettings(batch_interval_s=0.01))
+    fields: dict[str, Any] = {
+        "data_dir": data_dir, "crawl_interval_s": 0.5, "schedule": None,
+        "fetch": FetchSettings(allow_networks=("127.0.0.0/8",), per_host_connections=8,
+                               total_timeout_s=3.0),
+        "crawl": CrawlSettings(batch_interval_s=0.01)}
     fields.update(overrides)
     return HubSettings(**fields)
 
@@ -110,9 +110,12 @@ BUSES = pytest.mark.parametrize("hub_bus", ["memory", "jetstream"], indirect=Tru
 @pytest.fixture
 async def hub_env(tmp_path, farm_config, web_limits, hub_overrides,
                   hub_bus) -> AsyncIterator[HubEnv]:
-    async with FarmServer(farm_config) as farm, aiohttp.ClientSession() as session:
+    async with (
+        FarmServer(farm_config) as farm,
+        aiohttp.ClientSession() as session,
         # Names resolve from a fixed table (none): no test can send a DNS query off the machine.
-        async with running_hub(hub_settings(str(tmp_path), **hub_overrides), "127.0.0.1", 0,
-                               limits=web_limits, resolver=StaticResolver({}), bus=hub_bus[0],
-                               bus_namespace=hub_bus[1]) as (hub, base):
-            yield HubEnv(hub, base, farm, session)
+        running_hub(hub_settings(str(tmp_path), **hub_overrides), "127.0.0.1", 0,
+                    limits=web_limits, resolver=StaticResolver({}), bus=hub_bus[0],
+                    bus_namespace=hub_bus[1]) as (hub, base),
+    ):
+        yield HubEnv(hub, base, farm, session)

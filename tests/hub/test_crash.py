@@ -42,7 +42,8 @@ def _call(base: str, method: str, path: str, body: object = None, token: str = "
 def _serve(data_dir: str, port: int) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "feedmesh", "serve", "--data", data_dir, "--port", str(port),
-         "--policy", "interval", "--interval", "0.3", "--allow-network", "127.0.0.0/8", "--per-host", "8",
+         "--policy", "interval", "--interval", "0.3", "--allow-network", "127.0.0.0/8",
+         "--per-host", "8",
          "--log-level", "warning"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 

@@ -40,7 +40,6 @@ from feedmesh.hub.tiers.held import restore_held
 from feedmesh.match import article_from_entry, parse_query
 from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 from tests.eventually import eventually
-from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from .conftest import ORIGIN
 from .test_external_reflectors import free_port

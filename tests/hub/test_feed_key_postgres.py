@@ -22,7 +22,7 @@ from .conftest import hub_settings
 def test_the_first_key_stored_wins_and_every_process_reads_it(postgres_url):
     first, second = PostgresHubState(postgres_url), PostgresHubState(postgres_url)
     try:
-        with pytest.raises(StoreError, match="no key for private feed URLs.*crawling hub"):
+        with pytest.raises(StoreError, match=r"no key for private feed URLs.*crawling hub"):
             second.feed_secret()  # a web process never makes one
         with pytest.raises(StoreError, match="at least 32 bytes, got 5"):
             first.feed_secret(lambda: b"short")
@@ -107,7 +107,7 @@ def test_tools_read_the_key_where_the_hub_keeps_it(tmp_path, postgres_url):
         state.close()
     assert private_feed_key(tmp_path, postgres_url) == made
     assert not (tmp_path / FEED_SECRET_FILE).exists()
-    with pytest.raises(StoreError, match="no feed-secret.key in"):
+    with pytest.raises(StoreError, match=r"no feed-secret\.key in"):
         private_feed_key(tmp_path)
     (tmp_path / FEED_SECRET_FILE).write_bytes(b"f" * 32)
     assert private_feed_key(tmp_path) == b"f" * 32

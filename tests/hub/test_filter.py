@@ -8,10 +8,10 @@ import numpy as np
 
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import ManualClock
-from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.messages import Article, decode, encode
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.model import Entry
 
 

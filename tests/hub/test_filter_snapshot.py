@@ -7,8 +7,8 @@ import logging
 
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import ManualClock
-from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.model import Entry
 from feedmesh.store.sqlite_hub import SQLiteHubState
 
@@ -73,5 +73,5 @@ def test_shards_hold_disjoint_parts(tmp_path):
     for shard in shards:
         shard.load(db, db.subscription_columns(), tmp_path, opener(tmp_path))
     parts = [s.index.match_entry(ENTRY, FEED_URL).tolist() for s in shards]
-    assert sorted(sum(parts, [])) == ids and all(len(p) == 2 for p in parts)
+    assert sorted(i for part in parts for i in part) == ids and all(len(p) == 2 for p in parts)
     db.close()

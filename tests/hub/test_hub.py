@@ -592,7 +592,7 @@ async def test_the_crawl_figures_say_what_is_under_way(tmp_path):
     """A cycle that takes long is shown while it runs (what it fetched so far), not as nothing
     until it ends; a learned policy, which has no cycles, shows its last minute."""
     config = FarmConfig(feeds=10, seed=5, faults="none", origin=ORIGIN,
-                        fault_overrides={i: "slow" for i in range(5, 10)}, slow_delay_s=30.0)
+                        fault_overrides=dict.fromkeys(range(5, 10), "slow"), slow_delay_s=30.0)
     async with FarmServer(config) as farm:
         patient = FetchSettings(allow_networks=("127.0.0.0/8",), total_timeout_s=60.0)
         hub = embedded_hub(hub_settings(str(tmp_path), crawl_interval_s=600.0, fetch=patient))

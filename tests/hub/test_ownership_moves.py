@@ -27,7 +27,6 @@ from feedmesh.compose import open_bus, open_feed_ownership, open_hub_state, open
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.hub.messages import FeedsAdded, encode
 from tests.eventually import eventually
-from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from .conftest import ORIGIN
 from .test_distributed_faults import KEEP, QUERIES, Role, crawled, held, oracle

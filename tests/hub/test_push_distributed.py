@@ -19,7 +19,6 @@ import aiohttp
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.feeds.parser import parse_feed
 from tests.eventually import eventually
-from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
 from tests.websub.subscriber import LoopbackSubscriber, loopback_subscriber
 
 from .conftest import ORIGIN

@@ -16,9 +16,9 @@ from feedmesh.clock import ManualClock
 from feedmesh.hub.front.facade import FeedVersion
 from feedmesh.hub.front.holders import VersionBatches
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.tiers.reflector import Reflector
 from feedmesh.hub.reflector_api import MAX_BATCH, PREFIX
 from feedmesh.hub.reflector_client import ReflectorClient, ReflectorUnavailable
+from feedmesh.hub.tiers.reflector import Reflector
 from feedmesh.hub.tiers.reflector_service import MAX_BODY_REQUEST, reflector_routes
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 from tests.eventually import eventually

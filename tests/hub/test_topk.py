@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import feedmesh.hub.tiers.topk as topk_module
-from feedmesh.hub.tiers.held import checkpoint, restore_held
 from feedmesh.hub.idcodec import encode_ids
+from feedmesh.hub.tiers.held import checkpoint, restore_held
 from feedmesh.hub.tiers.topk import WIDTH, TopK
 from feedmesh.model import Entry
 from feedmesh.store import ReflectedItem

@@ -15,7 +15,7 @@ def geography(crawler_regions: list[int], group_regions: list[int],
     access = access_ms if access_ms is not None else [0.0] * len(group_regions)
     matrix = {crawler: {f"g{g}": rtt_ms[region][group_regions[g]] + access[g]
                         for g in range(len(group_regions))}
-              for crawler, region in zip(crawlers, crawler_regions)}
+              for crawler, region in zip(crawlers, crawler_regions, strict=True)}
     return crawlers, LatencyMatrix.from_mapping(matrix)
 
 

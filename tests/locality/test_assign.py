@@ -153,7 +153,7 @@ def test_adding_a_crawler_moves_about_the_fewest_near_feeds_that_fill_its_share(
     before = balanced(loads, crawlers, latency)
     rows = {c: {g: latency.rtt_s(c, g) * 1000 for g in latency.groups} for c in crawlers}
     rows["new"] = dict(rows["c3"])  # a second... fourth crawler in eu
-    grown = crawlers + ["new"]
+    grown = [*crawlers, "new"]
     latency = LatencyMatrix.from_mapping(rows)
     after = reassign(before, loads, grown, latency)
     moved = [f for f in before if before[f] != after[f]]

@@ -35,7 +35,7 @@ async def test_probes_measure_each_crawlers_round_trip_to_each_host_group():
     assert probe.failures == []
     expected_ms = {"eu": [90, 20, 250], "asia": [160, 250, 40]}
     for crawler, row in expected_ms.items():
-        for group, rtt_ms in zip(groups, row):
+        for group, rtt_ms in zip(groups, row, strict=True):
             measured = matrix.rtt_s(crawler, group.key)
             assert rtt_ms / 1000 <= measured < rtt_ms / 1000 + 0.1, (crawler, group.key)
     # One probe feed per group (never each feed), HEAD only, three per crawler and group.
@@ -67,7 +67,7 @@ async def test_an_unreachable_group_is_recorded_as_far_and_listed():
 
 async def test_the_probe_will_not_reach_into_private_networks_by_default():
     groups = group_by_host({"x": "http://10.1.2.3/feed"})
-    with pytest.raises(LocalityError, match="10.1.2.3"):
+    with pytest.raises(LocalityError, match=r"10\.1\.2\.3"):
         await ProbeEstimator().estimate([CrawlerSite("c")], groups)
 
 

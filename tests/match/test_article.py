@@ -19,8 +19,10 @@ def test_article_from_entry_strips_markup_and_keeps_fields() -> None:
         categories=("Policy", "Tech"),
         language="",
     )
-    article = article_from_entry(entry, "https://www.Example.com:8443/feed.xml", feed_language="en-US")
-    assert article.title == "Net Neutrality &amp; You"  # titles are plain text; tokens decode entities
+    article = article_from_entry(entry, "https://www.Example.com:8443/feed.xml",
+                                 feed_language="en-US")
+    # Titles are plain text; tokens decode entities.
+    assert article.title == "Net Neutrality &amp; You"
     assert "FCC voted" in article.text and "<" not in article.text and "\u2026" in article.text
     assert article.text.count("FCC") == 1  # the summary is an excerpt of the content: kept once
     assert article.authors == ("Jane Doe", "bob@example.com")
@@ -63,7 +65,8 @@ def test_site_and_language_values() -> None:
 
 
 def test_phrases_do_not_span_fields_authors_or_categories() -> None:
-    article = Article(title="alpha", text="beta", authors=("Ann Lee", "Bo Chan"), categories=("a b", "c"))
+    article = Article(title="alpha", text="beta", authors=("Ann Lee", "Bo Chan"),
+                      categories=("a b", "c"))
     tokenized = tokenize_article(article)
     assert tokenized.sequences["text"] == ["alpha", "", "beta"]
     assert not parse_query('"alpha beta"').matches(tokenized)

@@ -31,7 +31,8 @@ def terms(draw: st.DrawFn) -> str:
     if kind <= 3:
         return field + _word(draw)
     if kind == 4:
-        return field + '"' + " ".join(draw(st.lists(st.sampled_from(TOKENS), min_size=2, max_size=3))) + '"'
+        words = draw(st.lists(st.sampled_from(TOKENS), min_size=2, max_size=3))
+        return field + '"' + " ".join(words) + '"'
     if kind == 5:
         return field + draw(st.sampled_from(["alp*", "gam*", "del*", "ema*", "kap*"]))
     if kind == 6:
@@ -71,7 +72,8 @@ def queries(draw: st.DrawFn) -> Query:
 @st.composite
 def articles(draw: st.DrawFn) -> Article:
     def words(max_size: int) -> str:
-        chosen = draw(st.lists(st.sampled_from([*TOKENS, "E-Mail", "alpha-beta", "-", ","]), max_size=max_size))
+        chosen = draw(st.lists(st.sampled_from([*TOKENS, "E-Mail", "alpha-beta", "-", ","]),
+                               max_size=max_size))
         return " ".join(chosen)
 
     return Article(

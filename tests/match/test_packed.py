@@ -26,7 +26,7 @@ UNICODE_QUERIES = {
     108: "emai*",
     109: "lang:zh tower",
     110: 'title:"economy news"',
-    111: "２０２４",
+    111: "２０２４",  # noqa: RUF001 - fullwidth input is the point
 }
 
 UNICODE_ARTICLES = [
@@ -34,7 +34,8 @@ UNICODE_ARTICLES = [
             authors=("O'Reilly", "Ünal"), categories=("Politics & Law",)),
     Article(title="東京タワー", text="東京 タワー 東京タワーの夜景 ２０２４年 Δημοκρατία news",
             language="zh-Hant-TW", site="news.example.co.jp"),
-    Article(text="e-mail, e‑mail and emails: 1,000 cases; 𠀀 astral 𝐀𝐁 letters 🙂"),
+    # A non-breaking hyphen and mathematical bold letters: the look-alikes are the input.
+    Article(text="e-mail, e‑mail and emails: 1,000 cases; 𠀀 astral 𝐀𝐁 letters 🙂"),  # noqa: RUF001
     Article(title="", text="", authors=("",), categories=()),
 ]
 

@@ -33,7 +33,8 @@ def test_front_door() -> None:
 
 def test_parsing_a_query_does_not_import_numba() -> None:
     code = "import sys, feedmesh.match as m; m.parse_query('law'); print('numba' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
     assert result.stdout.strip() == "False"
 
 
@@ -44,7 +45,9 @@ sys.modules["numba"] = None  # as if the [fast] extra were not installed
 from feedmesh.match import Article, SubscriptionIndex
 index = SubscriptionIndex.build([(1, "law internet"), (2, '"net neutrality" -spam'), (3, "copyr*")])
 index.add(4, "internet")
-print(index.backend, index.match(Article(text="Net neutrality: law of the internet, copyright")).tolist())
+found = index.match(Article(text="Net neutrality: law of the internet, copyright"))
+print(index.backend, found.tolist())
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
     assert result.stdout.strip() == "numpy [1, 2, 3, 4]"

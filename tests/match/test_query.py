@@ -31,7 +31,8 @@ from feedmesh.match.query.ast import render
         ("internet law law", "internet AND law"),
         ("law and internet", "internet AND law"),  # operators in any case
         ("copyright OR patent", "copyright OR patent"),
-        ("(law AND internet) OR (privacy AND internet)", "(internet AND law) OR (internet AND privacy)"),
+        ("(law AND internet) OR (privacy AND internet)",
+         "(internet AND law) OR (internet AND privacy)"),
         ("law -patent", "law AND NOT patent"),
         ("law NOT patent", "law AND NOT patent"),
         ("law NOT NOT patent", "law AND patent"),
@@ -219,7 +220,7 @@ def test_plain_word_shortcut_equals_the_general_parser(words: list[str], separat
     assert fast.root == parser.canonical(tree)
 
 
-_SYNTAX = st.sampled_from(list('()"-*: \t') + ["AND", "OR", "NOT", "title:", "site:", "\u201c"])
+_SYNTAX = st.sampled_from([*'()"-*: \t', "AND", "OR", "NOT", "title:", "site:", "\u201c"])
 
 
 @settings(max_examples=1500, deadline=None)

@@ -20,8 +20,9 @@ LIMITS = NodeLimits.from_units(bandwidth_mbps=100, memory_mb=1024, cpu=1.0)
 # (tier, resource) -> (feeds, subscriptions, model changes) that make that service violate it
 CELLS = {
     ("crawler", "in_bandwidth"): (10_000_000, 1000, {}),
-    ("crawler", "out_bandwidth"): (10_000_000, 1000, {"crawler__bytes_in_per_feed_per_crawl": 100,
-                                                      "crawler__bytes_out_per_feed_per_crawl": 3000}),
+    ("crawler", "out_bandwidth"): (10_000_000, 1000, {
+        "crawler__bytes_in_per_feed_per_crawl": 100,
+        "crawler__bytes_out_per_feed_per_crawl": 3000}),
     ("crawler", "cpu"): (1_000_000, 1000, {"crawler__cpu_s_per_feed_per_crawl": 1e-3}),
     ("crawler", "memory"): (1_000_000, 1000, {"crawler__memory_bytes_per_feed": 2000}),
     ("filter", "in_bandwidth"): (10_000_000, 1000, {"crawler__bytes_in_per_feed_per_crawl": 100,
@@ -69,8 +70,8 @@ def test_the_tables_decomposition_resolves_the_violation(tier, resource):
 
     # the load moves as the table says: the split range is partitioned among the replicas,
     # the other range (and so the other side's links) is kept by every one
-    split, kept = (("feeds", "subscriptions") if tier == "crawler" or step.kind == "in" and
-                   tier == "filter" else ("subscriptions", "feeds"))
+    split, kept = (("feeds", "subscriptions") if tier == "crawler" or (step.kind == "in" and
+                   tier == "filter") else ("subscriptions", "feeds"))
     pieces = sorted((getattr(r, split).start, getattr(r, split).stop) for r in replicas)
     assert pieces[0][0] == getattr(original, split).start
     assert pieces[-1][1] == getattr(original, split).stop

@@ -54,7 +54,7 @@ def test_a_version_1_model_reads_without_the_version_2_fields():
     assert model.version == 2 and model.workload.held == model.workload.held_per_subscription
     assert model.reflector.bytes_per_poll_item == 0.0
     raw["reflector"]["bytes_per_poll_item"] = 500.0  # a version 1 file cannot have it
-    with pytest.raises(ModelError, match="reflector.bytes_per_poll_item is a version 2 field"):
+    with pytest.raises(ModelError, match=r"reflector\.bytes_per_poll_item is a version 2 field"):
         decode_model(msgspec.json.encode(raw), "old.json")
 
 
@@ -72,7 +72,7 @@ def test_a_bad_field_is_named(change, says):
 
 
 def test_not_json_is_one_clear_error():
-    with pytest.raises(ModelError, match="m.json: not JSON"):
+    with pytest.raises(ModelError, match=r"m\.json: not JSON"):
         decode_model(b"{", "m.json")
 
 
@@ -136,7 +136,8 @@ def test_the_separate_processes_model_is_calibrates_output_from_kept_outputs():
     # the re-matching reflector pays the store of the ids reflector plus the match
     assert model.reflector.cpu_s_per_article > hub_model.filter.cpu_s_per_article
     # bandwidth figures are the crawl's and the hub's, unchanged
-    assert model.crawler.bytes_in_per_feed_per_crawl == hub_model.crawler.bytes_in_per_feed_per_crawl
+    assert (model.crawler.bytes_in_per_feed_per_crawl
+            == hub_model.crawler.bytes_in_per_feed_per_crawl)
     assert model.filter.bytes_per_match_message == hub_model.filter.bytes_per_match_message
 
 
@@ -146,7 +147,7 @@ def test_a_separate_processes_model_needs_both_outputs():
         model_from_benchmarks(outputs, load_model(None).machine, {})
     outputs = kept_outputs("idle", "distributed")
     outputs["distributed"] = {"modes": {}}
-    with pytest.raises(ModelError, match="modes.nats_111"):
+    with pytest.raises(ModelError, match=r"modes\.nats_111"):
         model_from_benchmarks(outputs, load_model(None).machine, {})
 
 
@@ -155,5 +156,5 @@ def test_the_reflectors_bytes_per_subscription_are_the_hubs_arrays():
     from feedmesh.hub.tiers.topk import TopK
     from feedmesh.provision.calibrate import ROW_BYTES
 
-    assert ROW_BYTES == TopK(1).nbytes() + SubTable(1).nbytes()
-    assert ROW_BYTES * 1000 == TopK(1000).nbytes() + SubTable(1000).nbytes()
+    assert TopK(1).nbytes() + SubTable(1).nbytes() == ROW_BYTES
+    assert TopK(1000).nbytes() + SubTable(1000).nbytes() == ROW_BYTES * 1000

@@ -28,7 +28,7 @@ def test_a_short_or_unreadable_key_is_a_clear_error(tmp_path):
     with pytest.raises(StoreError, match="at least 32 bytes"):
         read_or_create_key(tmp_path / "a.key", lambda: b"short")
     (tmp_path / "b.key").write_bytes(b"x" * 5)
-    with pytest.raises(StoreError, match="holds 5 bytes.*restore it from a backup"):
+    with pytest.raises(StoreError, match=r"holds 5 bytes.*restore it from a backup"):
         read_or_create_key(tmp_path / "b.key", lambda: secrets.token_bytes(32))
     with pytest.raises(StoreError, match="cannot write the key file"):
         read_or_create_key(tmp_path / "no-such-dir" / "c.key", lambda: secrets.token_bytes(32))

@@ -106,12 +106,12 @@ def test_the_app_role_reaches_no_other_database(server):
         psycopg.connect(f"{base}/{database}", password=password, connect_timeout=5).close()
 
     for database in ("postgres", "template1"):
-        with pytest.raises(psycopg.OperationalError, match="pg_hba.conf rejects"):
+        with pytest.raises(psycopg.OperationalError, match=r"pg_hba\.conf rejects"):
             elsewhere(database)
     with psycopg.connect(postgres.url(), autocommit=True) as admin:
         admin.execute("CREATE DATABASE feedmesh_elsewhere")
     try:
-        with pytest.raises(psycopg.OperationalError, match="pg_hba.conf rejects"):
+        with pytest.raises(psycopg.OperationalError, match=r"pg_hba\.conf rejects"):
             elsewhere("feedmesh_elsewhere")  # made later, by someone else: not its own
     finally:
         with psycopg.connect(postgres.url(), autocommit=True) as admin:

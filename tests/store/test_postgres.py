@@ -166,8 +166,8 @@ def test_a_closed_store_says_so(postgres_url):
     state = PostgresHubState(postgres_url)
     account, _ = state.create_account("ann", 1.0)
     state.close()
-    with pytest.raises(StoreError, match="rotating the token of account 1 failed in "
-                                         "postgresql://.*: the hub database was closed"):
+    with pytest.raises(StoreError, match=r"rotating the token of account 1 failed in "
+                                         r"postgresql://.*: the hub database was closed"):
         state.rotate_token(account.id)
 
 
@@ -245,7 +245,8 @@ def test_a_full_disk_is_a_storage_full_error_and_nothing_is_half_written(postgre
         pytest.skip("mounting a small tmpfs needs root")
     mount_point = tempfile.mkdtemp(prefix="feedmesh-test-full-")
     tablespace = f"full_{uuid.uuid4().hex[:8]}"
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount_point],
+    # The system's mount and umount, found on PATH (the test skips where it cannot mount).
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount_point],  # noqa: S607
                       capture_output=True, check=False).returncode != 0:
         os.rmdir(mount_point)
         pytest.skip("this machine does not let us mount a tmpfs")
@@ -281,7 +282,7 @@ def test_a_full_disk_is_a_storage_full_error_and_nothing_is_half_written(postgre
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute("ALTER TABLE IF EXISTS entries SET TABLESPACE pg_default")
             conn.execute(f"DROP TABLESPACE IF EXISTS {tablespace}")
-        subprocess.run(["umount", mount_point], check=False)
+        subprocess.run(["umount", mount_point], check=False)  # noqa: S607
         os.rmdir(mount_point)
 
 
@@ -315,7 +316,7 @@ def test_writers_on_separate_connections_commit_entry_ids_in_order(postgres_url)
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(store, feed, 1000 * i))
-               for i, (store, feed) in enumerate(zip(writers, feeds))]
+               for i, (store, feed) in enumerate(zip(writers, feeds, strict=True))]
     for thread in threads:
         thread.start()
     seen: list[int] = []

@@ -17,7 +17,7 @@ from feedmesh.store.sqlite import SQLiteStore
 def test_unreadable_file_gives_a_precise_error(tmp_path):
     bad = tmp_path / "not-a-db"
     bad.write_bytes(b"garbage" * 1000)
-    with pytest.raises(StoreError, match="cannot open SQLite store .*not-a-db"):
+    with pytest.raises(StoreError, match=r"cannot open SQLite store .*not-a-db"):
         SQLiteStore(bad)
 
 
@@ -79,7 +79,7 @@ def test_a_failed_write_is_a_store_error_naming_what_was_done(tmp_path):
     state = SQLiteHubState(tmp_path / "hub.db")
     account, _ = state.create_account("ann", 1.0)
     state.close()
-    with pytest.raises(StoreError, match="rotating the token of account 1 failed in .*hub.db"):
+    with pytest.raises(StoreError, match=r"rotating the token of account 1 failed in .*hub\.db"):
         state.rotate_token(account.id)
 
 

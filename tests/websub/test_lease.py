@@ -137,7 +137,8 @@ def test_a_denial_ends_pushes_and_resubscribes_after_a_backoff():
     assert s.due(lease.next_at - 0.01) == []
     (again,) = s.due(lease.next_at)
     assert again.mode == "subscribe"
-    assert s.verification(callback, verify_params("subscribe", "c9"), lease.next_at + 1).body == "c9"
+    answer = s.verification(callback, verify_params("subscribe", "c9"), lease.next_at + 1)
+    assert answer.body == "c9"
 
 
 def test_removing_the_feed_unsubscribes_and_the_verification_deletes_the_lease():

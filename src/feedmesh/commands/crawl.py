@@ -31,7 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the list of feeds to crawl (OPML file or http(s) URL)")
     parser.add_argument("--once", action="store_true", help="crawl one cycle, then exit")
     parser.add_argument("--db", default=environment.get("FEEDMESH_DB", DEFAULT_DB),
-                        help=f"SQLite file or postgresql:// URL (default $FEEDMESH_DB or {DEFAULT_DB})")
+                        help="SQLite file or postgresql:// URL "
+                             f"(default $FEEDMESH_DB or {DEFAULT_DB})")
     parser.add_argument("--interval", type=float, default=900.0,
                         help="seconds between cycles without --once (Cobra: 15 minutes)")
     parser.add_argument("--concurrency", type=int, default=200,

@@ -123,10 +123,8 @@ async def _live(demo: Demo, stop: asyncio.Event, console: Console, seconds: floa
             if seconds and time.monotonic() - started > seconds:
                 break
             live.update(await _view(demo))
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1.0)
-            except TimeoutError:
-                pass
     console.print("\nstopping: finishing in-flight work...")
 
 
@@ -150,7 +148,8 @@ async def _view(demo: Demo) -> Group:
     elif not cycle:
         table.add_row("last crawl", "first crawl starting...")
     table.add_row("entries stored", f"{stats['entries_stored']:,}")
-    table.add_row("articles matched", f"{metrics.get('feedmesh_tier_articles_in_total{tier=filter}', 0):,.0f} "
+    filtered = metrics.get("feedmesh_tier_articles_in_total{tier=filter}", 0)
+    table.add_row("articles matched", f"{filtered:,.0f} "
                   f"filtered -> {metrics.get('feedmesh_matches_total', 0):,.0f} matches")
     count = metrics.get("feedmesh_hub_latency_seconds_count", 0)
     if count:

@@ -1,4 +1,5 @@
-"""``feedmesh down``: stop what ``feedmesh up --data DIR`` started (:mod:`feedmesh.compose.processes`)."""
+"""``feedmesh down``: stop what ``feedmesh up --data DIR`` started
+(:mod:`feedmesh.compose.processes`)."""
 
 from __future__ import annotations
 

@@ -145,12 +145,15 @@ def add_push_arguments(parser: argparse.ArgumentParser, *, guard: bool = False) 
                        help="deliveries in flight at once, all targets together")
     group.add_argument("--push-timeout", metavar="S", type=number, default=_PUSH.timeout_s,
                        help="seconds per verification or delivery, connection included")
-    group.add_argument("--push-retries", metavar="N", type=integer, default=_PUSH.retry.max_failures,
+    group.add_argument("--push-retries", metavar="N", type=integer,
+                       default=_PUSH.retry.max_failures,
                        help="failed deliveries in a row after which a WebSub subscription is "
                        "cancelled (a webhook's waiting entries dropped)")
-    group.add_argument("--push-retry-first", metavar="S", type=number, default=_PUSH.retry.first_delay_s,
+    group.add_argument("--push-retry-first", metavar="S", type=number,
+                       default=_PUSH.retry.first_delay_s,
                        help="seconds before the first retry (then doubling)")
-    group.add_argument("--push-retry-max", metavar="S", type=number, default=_PUSH.retry.max_delay_s,
+    group.add_argument("--push-retry-max", metavar="S", type=number,
+                       default=_PUSH.retry.max_delay_s,
                        help="the longest wait between retries, seconds")
     group.add_argument("--lease-default", metavar="S", type=integer, default=_PUSH.lease.default_s,
                        help="WebSub lease granted when a subscriber asks for none, seconds")
@@ -164,7 +167,8 @@ def add_push_arguments(parser: argparse.ArgumentParser, *, guard: bool = False) 
     group.add_argument("--webhooks-per-subscription", metavar="N", type=integer,
                        default=_PUSH.max_webhooks_per_subscription,
                        help="webhooks one subscription may have")
-    group.add_argument("--push-verifications", metavar="N", type=integer, default=_PUSH.max_verifications,
+    group.add_argument("--push-verifications", metavar="N", type=integer,
+                       default=_PUSH.max_verifications,
                        help="verifications of intent waiting at once (beyond: 429)")
 
 

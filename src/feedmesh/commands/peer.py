@@ -127,7 +127,8 @@ def status(data: Path) -> int:
         with urlopen(f"{local}/api/status", timeout=10) as response:
             figures = json.loads(response.read())
     except (URLError, OSError, ValueError) as error:
-        print(f"feedmesh peer status: the peer of {data} does not answer at {local} ({error}); is it running?",
+        print(f"feedmesh peer status: the peer of {data} does not answer at {local} ({error}); "
+              "is it running?",
               file=sys.stderr)
         return 1
     print(format_status(figures))

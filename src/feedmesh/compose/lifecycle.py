@@ -48,7 +48,8 @@ from feedmesh.bus import BusError
 from feedmesh.errors import FeedmeshError
 from feedmesh.memory import release_memory
 
-__all__ = ["HttpPart", "ListenError", "Role", "Tasks", "application", "bind", "cancel", "ended", "run_roles", "started",
+__all__ = ["HttpPart", "ListenError", "Role", "Tasks", "application", "bind", "cancel", "ended",
+           "run_roles", "started",
            "stop_on_signals", "stopping"]
 
 log = logging.getLogger("feedmesh.hub")

@@ -4,6 +4,7 @@ http(s) URL, read with caps of its own (an operator is trusted with larger lists
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import msgspec
@@ -33,7 +34,7 @@ async def load_opml(source: str, settings: FetchSettings) -> OpmlResult:
         data = result.body
     else:
         try:
-            data = Path(source).read_bytes()
+            data = await asyncio.to_thread(Path(source).read_bytes)
         except OSError as exc:
             raise OpmlError(f"cannot read the OPML list {source}: {exc.strerror}") from exc
     return parse_opml(data, max_bytes=OPERATOR_OPML_BYTES, max_outlines=OPERATOR_OPML_FEEDS)

@@ -37,7 +37,8 @@ from feedmesh.mesh.republish import Republisher
 from feedmesh.mesh.transport import UdpNode, handle_at
 from feedmesh.schedule import SchedulerSettings
 
-__all__ = ["PEER_FILE", "TRUST_POLICIES", "PeerRole", "RepublisherRole", "TrackerRole", "open_republisher",
+__all__ = ["PEER_FILE", "TRUST_POLICIES", "PeerRole", "RepublisherRole", "TrackerRole",
+           "open_republisher",
            "peer_settings", "republisher_outlines"]
 
 log = logging.getLogger("feedmesh.mesh.republish")
@@ -50,7 +51,7 @@ def peer_settings(*, listen: Address, local: Address, tracker: Address | None, d
                   scribe_bootstrap: Sequence[Address], trust: str,
                   trust_keys: Sequence[str]) -> PeerSettings:
     """A peer's settings; ValueError saying which flag is wrong. ``scribe`` None: FeedEx only."""
-    if listen[1] == 0 or listen[0] in ("0.0.0.0", "::"):
+    if listen[1] == 0 or listen[0] in ("0.0.0.0", "::"):  # noqa: S104 - refused, not bound
         raise ValueError("--listen needs the address and port neighbours reach this node at "
                          "(it is the node's identity), not a wildcard or port 0")
     check_loopback(local[0])

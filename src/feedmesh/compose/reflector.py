@@ -221,7 +221,7 @@ class PushRole:
 def reflector_process(settings: ReflectorRoleSettings) -> tuple[list, list[Callable]]:
     """``feedmesh reflector``: the reflector and its delivery worker, and what the process
     closes after them."""
-    number, count = settings.shard
+    number, _count = settings.shard
     data = Path(settings.data_dir)
     if not settings.store:
         data.mkdir(mode=0o700, parents=True, exist_ok=True)

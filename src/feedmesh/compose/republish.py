@@ -7,8 +7,8 @@ because neither package may import the other.
 2. it reads the ``articles`` stream in a group of its own, as the filters do: every entry the
    crawler committed as *new* (not an edit, not the backlog of a feed's first document) of a
    feed of the operator's own list (``--opml``; never a feed an account follows, whose URL is
-   that person's) that this crawler fetches is signed with the key in DIR into the hub's log of that source
-   feed, marked as a republication, and multicast to the feed's republication group
+   that person's) that this crawler fetches is signed with the key in DIR into the hub's log of that
+   source feed, marked as a republication, and multicast to the feed's republication group
    (:meth:`~feedmesh.mesh.republish.Republisher.multicast`): no poll of its own;
 3. it serves each source feed it republishes as RSS 2.0 with the ``<subscribe>`` element (its
    key, the group, its overlay address), ``/mesh/feeds/{id}``, and all of them as

@@ -15,7 +15,8 @@ Every later test, benchmark and demo crawls the farm. What it offers:
 
 In a test (``farm`` fixture, or directly)::
 
-    async with FarmServer(FarmConfig(feeds=50, faults="none", fault_overrides={3: "timeout"})) as farm:
+    config = FarmConfig(feeds=50, faults="none", fault_overrides={3: "timeout"})
+    async with FarmServer(config) as farm:
         await crawl(farm.opml_url)                        # every feed URL, titles, formats
         assert all(r.if_none_match for r in farm.requests(feed=7)[1:])   # politeness
         posted = farm.truth(7)                            # Post(time, block, index).key, ...

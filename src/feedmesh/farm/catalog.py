@@ -8,7 +8,8 @@ farm's size and mix).
 
 Statistics targeted here (Cobra, Figure 5): a median of 10 entries per feed with a 90th percentile
 of 17; article lengths set per feed (some feeds send snippets, others whole articles) and varied
-per article so that a median article has ~61 words / ~770 bytes; see ``tests/farm/test_statistics.py``.
+per article so that a median article has ~61 words / ~770 bytes; see
+``tests/farm/test_statistics.py``.
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ class FeedCatalog:
         self.profiles = (units(seed, _S_PROFILE, ids) * len(PROFILE_NAMES)).astype(np.int8)
         self.formats = _choose(units(seed, _S_FORMAT, ids), config.format_mix).astype(np.int8)
         self.validators = _choose(units(seed, _S_VALID, ids), config.validator_mix).astype(np.int8)
-        self.compressions = _choose(units(seed, _S_COMP, ids), config.compression_mix).astype(np.int8)
+        self.compressions = _choose(units(seed, _S_COMP, ids),
+                                    config.compression_mix).astype(np.int8)
         self.caps = self._entry_caps(units(seed, _S_CAP, ids), units(seed, _S_CAP2, ids))
         self.words = BODY_WORDS_MEDIAN * np.exp(FEED_WORDS_SIGMA * normals(seed, _S_WORDS, ids))
         self.faults = self._faults(units(seed, _S_FAULT, ids))
@@ -123,7 +125,7 @@ class FeedCatalog:
         shares = np.asarray([mix[k] for k in kinds], dtype=np.float64)
         cdf = np.cumsum(shares)
         index = np.searchsorted(cdf, u, side="right")
-        table = kinds + [Fault.NONE]
+        table = [*kinds, Fault.NONE]
         faults = [table[i] for i in index.tolist()] if kinds else [Fault.NONE] * len(u)
         for feed_id, fault in self.config.overrides().items():
             faults[feed_id] = fault
@@ -153,7 +155,8 @@ class FeedCatalog:
         offsets = (units(config.seed, _S_TITLE, ids) * vocabulary().size).astype(np.int64)
         hosts = [host_address(h, config.hosts) for h in range(config.hosts)]
         return [(i, self._title(offset), self._formats[fmt], hosts[i % config.hosts])
-                for i, (offset, fmt) in enumerate(zip(offsets.tolist(), self.formats.tolist()))]
+                for i, (offset, fmt) in enumerate(zip(offsets.tolist(), self.formats.tolist(),
+                                                      strict=True))]
 
     def _build(self, i: int) -> FeedSpec:
         config, seed = self.config, self.config.seed

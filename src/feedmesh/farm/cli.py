@@ -44,7 +44,8 @@ def _geography(spec: str | None, clients: list[tuple[str, str]]):
 
     if spec is None:
         if clients:
-            raise ValueError("--client places a client in a region of --geography; give --geography")
+            raise ValueError("--client places a client in a region of --geography; "
+                             "give --geography")
         return None
     if spec == "wan3":
         geography = Geography()
@@ -73,7 +74,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hosts", type=int, default=1,
                         help="spread feeds over this many loopback addresses 127.0.1.1..K")
     parser.add_argument("--faults", default="default",
-                        help="fault mix: default, none, or KIND=SHARE,... (see feedmesh.farm.faults)")
+                        help="fault mix: default, none, or KIND=SHARE,... "
+                             "(see feedmesh.farm.faults)")
     parser.add_argument("--fault", action="append", type=_override, default=[], metavar="ID=KIND",
                         help="give feed ID exactly this fault (repeatable)")
     parser.add_argument("--geography", default=None, metavar="wan3|FILE.json",
@@ -81,7 +83,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "trips) or a JSON file of feedmesh.farm.geography.Geography")
     parser.add_argument("--client", action="append", type=_placement, default=[],
                         metavar="ADDR=REGION",
-                        help="a client source address and its region (repeatable; with --geography)")
+                        help="a client source address and its region "
+                             "(repeatable; with --geography)")
     parser.add_argument("--cache-mb", type=float, default=1024.0,
                         help="memory budget for rendered documents (default 1024)")
     parser.add_argument("--log-capacity", type=int, default=200_000,

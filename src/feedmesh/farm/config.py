@@ -42,9 +42,11 @@ def host_address(index: int, hosts: int) -> str:
 def _check_mix(name: str, mix: Mapping[str, float], allowed: set[str]) -> None:
     unknown = set(mix) - allowed
     if unknown:
-        raise FarmConfigError(f"{name} has unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+        raise FarmConfigError(f"{name} has unknown keys {sorted(unknown)}; "
+                              f"allowed: {sorted(allowed)}")
     if any(v < 0 for v in mix.values()) or sum(mix.values()) <= 0:
-        raise FarmConfigError(f"{name} needs non-negative shares with a positive sum, got {dict(mix)}")
+        raise FarmConfigError(f"{name} needs non-negative shares with a positive sum, "
+                              f"got {dict(mix)}")
 
 
 class FarmConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,7 +61,8 @@ class FarmConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Loopback addresses to spread feeds over (feed i lives on host i % hosts)."""
     port: int = 0
     faults: str = "default"
-    """Fault mix spec (see :mod:`feedmesh.farm.faults`): ``default``, ``none`` or ``KIND=SHARE,..``."""
+    """Fault mix spec (see :mod:`feedmesh.farm.faults`): ``default``, ``none`` or
+    ``KIND=SHARE,..``."""
     fault_overrides: dict[int, str] = {}
     """Exact faults for given feed ids, applied over the mix (``{3: "http_500"}``)."""
     format_mix: dict[str, float] = msgspec.field(default_factory=lambda: dict(FORMAT_MIX))
@@ -85,7 +88,8 @@ class FarmConfig(msgspec.Struct, frozen=True, kw_only=True):
     flood_entries: int = 10_000
     future_offset_s: float = 365 * 86400.0
     cache_mb: float = 1024.0
-    """Memory budget for rendered documents; past it, random documents are dropped and re-rendered."""
+    """Memory budget for rendered documents; past it, random documents are dropped and
+    re-rendered."""
     log_capacity: int = 200_000
     """Requests kept in the request log (the oldest are dropped first; ~0.5 KB each)."""
     geography: Geography | None = None

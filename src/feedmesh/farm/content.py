@@ -71,7 +71,8 @@ class ContentMaker:
         ttl = spec.ttl_minutes
         period, frequency = "", None
         if ttl is not None and spec.format in ("rss1.0", "atom1.0"):
-            period, frequency = ("hourly", max(1, 60 // ttl)) if ttl <= 60 else ("daily", max(1, 1440 // ttl))
+            period, frequency = (("hourly", max(1, 60 // ttl)) if ttl <= 60
+                                 else ("daily", max(1, 1440 // ttl)))
             ttl = None
         skips = spec.skip_hours if spec.format.startswith("rss") else ()
         return FeedInfo(
@@ -82,7 +83,8 @@ class ContentMaker:
             skip_hours=skips, update_period=period, update_frequency=frequency)
 
     def entry(self, post: Post, nonce: int | None = None) -> Entry:
-        """The entry of ``post``; ``nonce`` (a fetch counter) changes the guid, for changing_guids."""
+        """The entry of ``post``; ``nonce`` (a fetch counter) changes the guid, for
+        changing_guids."""
         spec = self.spec
         # Two 64-bit draws carry every small choice (bit fields), one more per paragraph: an entry
         # is built by the hundred thousand, and each draw costs a Python-level hash.
@@ -128,7 +130,8 @@ class ContentMaker:
         enclosures: tuple[Enclosure, ...] = ()
         if spec.podcast:
             enclosures = (Enclosure(url=f"{self.base_url}/media/{spec.id}/{key}.mp3",
-                                    type="audio/mpeg", length=5_000_000 + (shape >> 20) % 60_000_000),)
+                                    type="audio/mpeg",
+                                    length=5_000_000 + (shape >> 20) % 60_000_000),)
         authors = (self.people[(shape >> 14) % len(self.people)],) if self.entry_authors else ()
         return Entry(key=guid, guid=guid, title=title, link=link, published=published,
                      authors=authors, summary=summary, categories=categories,

@@ -36,9 +36,9 @@ _json = msgspec.json.Encoder()
 
 def opml_document(model: FarmModel) -> bytes:
     """OPML 2.0 of every feed of ``model`` (built once per farm by the caller)."""
-    parts = ['<?xml version="1.0" encoding="utf-8"?>\n<opml version="2.0"><head>'
-             f"<title>feedmesh farm: {model.config.feeds} feeds, seed {model.config.seed}</title>"
-             "</head><body>\n"]
+    parts = [('<?xml version="1.0" encoding="utf-8"?>\n<opml version="2.0"><head>'
+              f"<title>feedmesh farm: {model.config.feeds} feeds, seed {model.config.seed}</title>"
+              "</head><body>\n")]
     for feed_id, title, fmt, host in model.catalog.listing():
         title = xml_attr(title)
         base = model.base_url(feed_id)

@@ -62,8 +62,20 @@ def parse_etag_version(etag: str, seed: int, feed_id: int) -> tuple[int, int, in
 class FeedDocument:
     """One version of a feed's document, with its validators and lazily compressed bodies."""
 
-    __slots__ = ("_encoded", "body", "content_type", "etag", "feed_id", "last_modified",
-                 "newest", "nbytes", "oldest", "posts", "valid_from", "valid_until")
+    __slots__ = (
+        "_encoded",
+        "body",
+        "content_type",
+        "etag",
+        "feed_id",
+        "last_modified",
+        "nbytes",
+        "newest",
+        "oldest",
+        "posts",
+        "valid_from",
+        "valid_until",
+    )
 
     def __init__(self, feed_id: int, body: bytes, content_type: str, posts: list[Post],
                  etag: str, last_modified: str, valid_from: float, valid_until: float) -> None:

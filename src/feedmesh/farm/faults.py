@@ -106,7 +106,8 @@ def parse_fault_mix(spec: str | Mapping[str | Fault, float]) -> dict[Fault, floa
         for i, part in enumerate(parts):
             if part in ("default", "none"):
                 if i != 0:
-                    raise FaultSpecError(f"{part!r} may only start a fault spec, found at item {i + 1}")
+                    raise FaultSpecError(f"{part!r} may only start a fault spec, "
+                                         f"found at item {i + 1}")
                 mix = dict(DEFAULT_FAULT_MIX) if part == "default" else {}
                 continue
             name, eq, share = part.partition("=")
@@ -119,7 +120,8 @@ def parse_fault_mix(spec: str | Mapping[str | Fault, float]) -> dict[Fault, floa
             items.append((parse_fault(name), value))
     for fault, value in items:
         if not 0.0 <= value <= 1.0:
-            raise FaultSpecError(f"share of fault {fault.value!r} must be within [0, 1], got {value}")
+            raise FaultSpecError(f"share of fault {fault.value!r} must be within [0, 1], "
+                                 f"got {value}")
         mix[fault] = value
     mix.pop(Fault.NONE, None)
     total = sum(mix.values())

@@ -47,7 +47,8 @@ class Geography(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """Regions, their round-trip times, and where the farm's hosts and known clients are."""
 
     regions: list[str] = msgspec.field(default_factory=lambda: list(REGIONS))
-    rtt_ms: list[list[float]] = msgspec.field(default_factory=lambda: [list(r) for r in WAN3_RTT_MS])
+    rtt_ms: list[list[float]] = msgspec.field(
+        default_factory=lambda: [list(r) for r in WAN3_RTT_MS])
     """``rtt_ms[i][j]``: round trip between a client in region i and a host in region j."""
     host_regions: list[str] = []
     """Region of farm host 0, 1, ...; empty: host i is in ``regions[i % len(regions)]``."""
@@ -61,7 +62,8 @@ class Geography(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     def __post_init__(self) -> None:
         count = len(self.regions)
         if count == 0 or len(set(self.regions)) != count:
-            raise GeographyError(f"geography: regions must be distinct and non-empty, got {self.regions}")
+            raise GeographyError("geography: regions must be distinct and non-empty, "
+                                 f"got {self.regions}")
         if len(self.rtt_ms) != count or any(len(row) != count for row in self.rtt_ms):
             raise GeographyError(f"geography: rtt_ms must be a {count}x{count} matrix (one row and "
                                  f"column per region {self.regions})")

@@ -25,7 +25,8 @@ import numpy as np
 
 from feedmesh.farm.rand import mix64
 
-__all__ = ["ALPHA", "PROFILES", "Post", "PostingProcess", "RATE_MAX", "RATE_MIN", "rates_from_units"]
+__all__ = ["ALPHA", "PROFILES", "RATE_MAX", "RATE_MIN", "Post", "PostingProcess",
+           "rates_from_units"]
 
 ALPHA = 0.2
 RATE_MIN = 1.0 / 90.0

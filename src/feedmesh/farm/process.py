@@ -40,7 +40,8 @@ class _Requests(msgspec.Struct):
 
 
 def _args(config: FarmConfig) -> list[str]:
-    """The whole config travels as JSON, so every setting (fault timings, mixes) reaches the child."""
+    """The whole config travels as JSON, so every setting (fault timings, mixes) reaches the
+    child."""
     return ["--config-json", msgspec.json.encode(config).decode(), "--ready-json"]
 
 

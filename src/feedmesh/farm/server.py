@@ -45,7 +45,8 @@ __all__ = ["FarmServer"]
 
 logger = logging.getLogger(__name__)
 
-_INDEX = ("feedmesh farm\n\n/opml                      every feed\n/feeds/<id>                a feed\n"
+_INDEX = ("feedmesh farm\n\n/opml                      every feed\n"
+          "/feeds/<id>                a feed\n"
           "/_farm/requests?since=N    request log (JSON)\n/_farm/truth/<id>          posts\n"
           "/_farm/spec/<id>           a feed's attributes\n/_farm/stats               counters\n")
 
@@ -410,7 +411,8 @@ class FarmServer:
             return None
         return geography.round_trip_s(client, self._host_index[host], self.config.seed)
 
-    def geography_delay_s(self, round_trip_s: float, body_bytes: int, new_connection: bool) -> float:
+    def geography_delay_s(self, round_trip_s: float, body_bytes: int,
+                          new_connection: bool) -> float:
         return self.config.geography.delay_s(round_trip_s, body_bytes, new_connection,
                                              self._jitter.random())
 
@@ -438,8 +440,8 @@ class FarmServer:
             else:
                 reply = feed_reply(self.model, self, request, feed_id, variant, now)
                 if self.hub_url and variant == "":
-                    reply.headers.append(("Link", f'<{self.hub_url}>; rel="hub", '
-                                                  f'<{self.feed_url(feed_id)}>; rel="self"'))
+                    reply.headers.append(("Link", (f'<{self.hub_url}>; rel="hub", '
+                                                   f'<{self.feed_url(feed_id)}>; rel="self"')))
                 stated = request.headers.get("feedex-peer")
                 if stated is not None and variant == "":
                     listed = self.peers.note(feed_id, client, stated, now)

@@ -110,8 +110,7 @@ def _build(year_text: str, month: int, day: int, hour: str | None, minute: str |
     offset = _zone_minutes(zone or "")
     if offset is None:
         return None
-    naive = datetime(year, month, day, h, m, s) + extra
-    return (naive - timedelta(minutes=offset)).replace(tzinfo=UTC)
+    return datetime(year, month, day, h, m, s, tzinfo=UTC) + extra - timedelta(minutes=offset)
 
 
 def _zone_minutes(zone: str) -> int | None:

@@ -41,7 +41,7 @@ def read_loose(utf8: bytes, ctx: Context) -> tuple[FeedInfo, list[EntryDraft]] |
     try:
         result = feedparser.parse(io.BytesIO(utf8), response_headers=headers,
                                   sanitize_html=False, resolve_relative_uris=True)
-    except Exception:  # feedparser is a fallback: its failure must not become ours
+    except Exception:  # noqa: BLE001 - feedparser is a fallback: its failure is not ours
         return None
     feed_format = _FORMATS.get(result.get("version") or "")
     if feed_format is None:

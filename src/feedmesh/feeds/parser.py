@@ -60,7 +60,7 @@ def parse_feed(data: bytes, *, url: str = "", content_type: str = "",
     except (RecursionError, MemoryError) as exc:
         return _failed("too_large", f"the document is nested too deeply or too big to read "
                        f"({type(exc).__name__})")
-    except Exception as exc:  # a bug of ours must not take the crawler down with one feed
+    except Exception as exc:  # noqa: BLE001 - a bug of ours must not take the crawler down
         return _failed("internal", f"internal error while reading the document (a feedmesh bug, "
                        f"please report it): {type(exc).__name__}: {exc}")
 

@@ -38,7 +38,8 @@ def read_rdf(root: etree._Element, ctx: Context) -> tuple[FeedInfo, list[EntryDr
         items.extend(child for child in channel if key_of(child.tag) == "item")
         language = str(fields.get("language") or language_of(channel, language))
     drafts = read_items(items, ctx, base, language, key_of)
-    for item, draft in zip(items, drafts):
+    # Fewer drafts than items when the document had more than the limit: the first ones.
+    for item, draft in zip(items, drafts, strict=False):
         about = item.get(_RDF_ABOUT)
         if about and not draft.guid:
             draft.guid = ctx.text(about, "an rdf:about")

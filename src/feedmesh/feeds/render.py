@@ -1,4 +1,5 @@
-"""Feed writers: a normalized feed and its entries -> the bytes of an RSS, Atom or JSON Feed document.
+"""Feed writers: a normalized feed and its entries -> the bytes of an RSS, Atom or JSON Feed
+document.
 
 The hub's reflector serves each subscription with these writers, and the feed farm builds every
 synthetic feed with them, so the output must be valid for every format, not merely parseable:
@@ -6,7 +7,8 @@ synthetic feed with them, so the output must be valid for every format, not mere
 * titles are plain text, summaries and contents are HTML, and both are escaped for XML (the HTML
   travels as escaped text: ``&lt;p&gt;``); characters XML 1.0 forbids are dropped;
 * RSS 2.0 and 0.91 dates are RFC 822 (``Tue, 10 Jun 2003 04:00:00 GMT``); RSS 1.0 (``dc:date``),
-  Atom and JSON Feed dates are RFC 3339 (``2003-06-10T04:00:00Z``); naive datetimes are taken as UTC;
+  Atom and JSON Feed dates are RFC 3339 (``2003-06-10T04:00:00Z``); naive datetimes are taken as
+  UTC;
 * a guid equal to the entry's http(s) link is written ``isPermaLink="true"``, any other guid
   ``isPermaLink="false"``;
 * the publisher's polling hints are written where the format has a place for them: ``ttl``,
@@ -79,7 +81,8 @@ def writer_for(fmt: str) -> FeedWriter:
     try:
         return _WRITERS[fmt]
     except KeyError:
-        raise ValueError(f"unknown feed format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
+        raise ValueError(f"unknown feed format {fmt!r}; "
+                         f"expected one of {', '.join(FORMATS)}") from None
 
 
 def render_feed(feed: FeedInfo, entries: Sequence[Entry], fmt: str, *,

@@ -41,7 +41,8 @@ def _latest(entries: Sequence[Entry]) -> datetime | None:
 
 
 class AtomWriter(FeedWriter):
-    """Atom 1.0. ``updated`` falls back to ``published``, then the feed's, then the newest entry's."""
+    """Atom 1.0. ``updated`` falls back to ``published``, then the feed's, then the newest
+    entry's."""
 
     format = "atom1.0"
     content_type = "application/atom+xml; charset=utf-8"
@@ -52,8 +53,8 @@ class AtomWriter(FeedWriter):
         lang = f' xml:lang="{xml_attr(feed.language)}"' if feed.language else ""
         parts = [
             XML_DECL,
-            f'<feed xmlns="http://www.w3.org/2005/Atom" '
-            f'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/"{lang}>\n',
+            (f'<feed xmlns="http://www.w3.org/2005/Atom" '
+             f'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/"{lang}>\n'),
             f"<id>{xml_text(feed_id)}</id>\n<title type=\"text\">{xml_text(feed.title)}</title>\n",
         ]
         if feed.description:

@@ -12,7 +12,6 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Union
 from urllib.parse import quote
 
 from feedmesh.model import Entry, FeedInfo, Person
@@ -38,7 +37,7 @@ __all__ = [
     "xml_text",
 ]
 
-SourceRef = Union[str, tuple[str, str], None]
+SourceRef = str | tuple[str, str] | None
 """Where an entry came from: its source feed's title, or ``(title, url)``, or None."""
 
 # Characters XML 1.0 cannot carry at all (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/F).
@@ -117,7 +116,8 @@ def plain_text(fragment: str) -> str:
 
 
 class FeedWriter(ABC):
-    """Renders one format in three parts: ``head(feed, entries)``, ``item(...)`` per entry, ``tail``.
+    """Renders one format in three parts: ``head(feed, entries)``, ``item(...)`` per entry,
+    ``tail``.
 
     A document is ``head + separator.join(items) + tail``, encoded as UTF-8. The head may depend on
     the entries (Atom's ``<updated>``, RSS 1.0's item table of contents); an item depends only on
@@ -171,9 +171,11 @@ def skips(feed: FeedInfo) -> str:
     """``skipHours`` and ``skipDays`` (RSS 2.0 and 0.91)."""
     out = ""
     if feed.skip_hours:
-        out += "<skipHours>" + "".join(f"<hour>{int(h)}</hour>" for h in feed.skip_hours) + "</skipHours>"
+        hours = "".join(f"<hour>{int(h)}</hour>" for h in feed.skip_hours)
+        out += f"<skipHours>{hours}</skipHours>"
     if feed.skip_days:
-        out += "<skipDays>" + "".join(f"<day>{xml_text(d)}</day>" for d in feed.skip_days) + "</skipDays>"
+        days = "".join(f"<day>{xml_text(d)}</day>" for d in feed.skip_days)
+        out += f"<skipDays>{days}</skipDays>"
     return out
 
 

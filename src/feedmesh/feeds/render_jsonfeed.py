@@ -27,7 +27,8 @@ _json = msgspec.json.Encoder()
 
 
 class JsonFeedWriter(FeedWriter):
-    """JSON Feed 1.0 or 1.1. HTML goes to ``content_html``; ``summary`` is plain text by the spec."""
+    """JSON Feed 1.0 or 1.1. HTML goes to ``content_html``; ``summary`` is plain text by the
+    spec."""
 
     separator = ","
 

@@ -38,12 +38,12 @@ class Rss10Writer(FeedWriter):
         about = feed.self_link or link
         parts = [
             XML_DECL,
-            '<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
-            'xmlns="http://purl.org/rss/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/" '
-            'xmlns:content="http://purl.org/rss/1.0/modules/content/" '
-            'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/" '
-            'xmlns:enc="http://purl.oclc.org/net/rss_2.0/enc#" '
-            'xmlns:atom="http://www.w3.org/2005/Atom">\n',
+            ('<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+             'xmlns="http://purl.org/rss/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/" '
+             'xmlns:content="http://purl.org/rss/1.0/modules/content/" '
+             'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/" '
+             'xmlns:enc="http://purl.oclc.org/net/rss_2.0/enc#" '
+             'xmlns:atom="http://www.w3.org/2005/Atom">\n'),
             f'<channel rdf:about="{xml_attr(about)}">\n<title>{xml_text(feed.title)}</title>\n',
             f"<link>{xml_text(link)}</link>\n",
             f"<description>{xml_text(feed.description or feed.title)}</description>\n",

@@ -35,10 +35,10 @@ class Rss20Writer(FeedWriter):
         link = feed.link or feed.self_link
         parts = [
             XML_DECL,
-            '<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom" '
-            'xmlns:dc="http://purl.org/dc/elements/1.1/" '
-            'xmlns:content="http://purl.org/rss/1.0/modules/content/" '
-            'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/">\n<channel>\n',
+            ('<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom" '
+             'xmlns:dc="http://purl.org/dc/elements/1.1/" '
+             'xmlns:content="http://purl.org/rss/1.0/modules/content/" '
+             'xmlns:sy="http://purl.org/rss/1.0/modules/syndication/">\n<channel>\n'),
             f"<title>{xml_text(feed.title)}</title>\n<link>{xml_text(link)}</link>\n",
             f"<description>{xml_text(feed.description or feed.title)}</description>\n",
         ]
@@ -82,7 +82,8 @@ class Rss20Writer(FeedWriter):
         for term in entry.categories:
             parts.append(f"<category>{xml_text(term)}</category>")
         for enclosure in entry.enclosures[:1]:  # RSS 2.0 allows one enclosure per item
-            parts.append(f'<enclosure url="{xml_attr(enclosure.url)}" length="{enclosure.length or 0}" '
+            parts.append(f'<enclosure url="{xml_attr(enclosure.url)}" '
+                         f'length="{enclosure.length or 0}" '
                          f'type="{xml_attr(enclosure.type or "application/octet-stream")}"/>')
         origin = source_parts(source)
         if origin is not None and origin[1]:

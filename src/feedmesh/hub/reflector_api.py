@@ -21,7 +21,8 @@ import msgspec
 from feedmesh.store import ReflectedItem
 
 __all__ = ["MAX_BATCH", "MAX_BODY_BYTES", "MSGPACK", "PREFIX", "TIMEOUT_S", "FeedVersion",
-           "ReflectorStatus", "bearer", "decode_items", "decode_marks", "decode_pairs", "decode_status",
+           "ReflectorStatus", "bearer", "decode_items", "decode_marks", "decode_pairs",
+           "decode_status",
            "decode_version", "decode_versions", "pack"]
 
 PREFIX = "/reflector/v1"

@@ -11,10 +11,10 @@ The front door. A mapping in four steps::
     mapping = balanced(loads, [c.name for c in crawlers], latency)   # {feed_id: crawler}
     later = reassign(mapping, loads, new_crawler_names, latency)     # few feeds move
 
-Everything here but :mod:`~feedmesh.locality.probe` and the command is pure (no sockets, no event loop, no
-clock): the ``locality-pure`` contract of ``.importlinter`` holds it to that. Layers, bottom-up:
-``errors``; ``groups``; ``latency``; ``cost``; ``assign`` and ``owners`` (owners for new feeds between
-two mappings); ``probe`` (the I/O edge: HEAD probes
+Everything here but :mod:`~feedmesh.locality.probe` and the command is pure (no sockets, no event
+loop, no clock): the ``locality-pure`` contract of ``.importlinter`` holds it to that. Layers,
+bottom-up: ``errors``; ``groups``; ``latency``; ``cost``; ``assign`` and ``owners`` (owners for new
+feeds between two mappings); ``probe`` (the I/O edge: HEAD probes
 from each crawler's own address, and the matrix file); ``cli`` (``feedmesh map``).
 docs/locality.md explains the design.
 """

@@ -22,8 +22,8 @@ Every function is pure: feeds, crawlers and a latency matrix in, ``{feed: crawle
      assignment; the best makespan seen is kept.
 
 * :func:`reassign` - crawlers came or went: feeds of crawlers still present stay where they are;
-  feeds of departed crawlers (and new feeds) are placed as in steps 2 and 4; a crawler left short of an
-  equal share (a newcomer) takes over feeds one at a time from the busiest crawler, heavy and
+  feeds of departed crawlers (and new feeds) are placed as in steps 2 and 4; a crawler left short of
+  an equal share (a newcomer) takes over feeds one at a time from the busiest crawler, heavy and
   near ones first, so that few feeds move; step 3 runs only if some crawler is still over.
 """
 

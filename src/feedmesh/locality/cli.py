@@ -59,7 +59,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="OPML file, or a text file of feed URLs one a line (required "
                         "without --apply)")
     parser.add_argument("--crawler", action="append", type=_crawler, required=True,
-                        metavar="NAME=ADDRESS", help="a crawler and its source address (repeatable)")
+                        metavar="NAME=ADDRESS",
+                        help="a crawler and its source address (repeatable)")
     parser.add_argument("--matrix", metavar="FILE.json",
                         help="latency matrix to use instead of probing")
     parser.add_argument("--probes", type=int, default=3,

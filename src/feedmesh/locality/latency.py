@@ -51,7 +51,8 @@ class LatencyMatrix:
         if self.seconds.shape != (len(self.crawlers), len(self.groups)):
             raise LocalityError(f"latency matrix: {self.seconds.shape} values for "
                                 f"{len(self.crawlers)} crawlers x {len(self.groups)} groups")
-        if len(set(self.crawlers)) != len(self.crawlers) or len(set(self.groups)) != len(self.groups):
+        if (len(set(self.crawlers)) != len(self.crawlers)
+                or len(set(self.groups)) != len(self.groups)):
             raise LocalityError("latency matrix: crawler and group names must be distinct")
         if not np.all(np.isfinite(self.seconds)) or np.any(self.seconds < 0):
             raise LocalityError("latency matrix: every latency must be a finite number >= 0")

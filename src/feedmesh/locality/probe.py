@@ -140,4 +140,5 @@ async def resolve_addresses(hostnames: Iterable[str]) -> dict[str, str]:
         return str(infos[0][4][0]) if infos else None
 
     found = await asyncio.gather(*(one(name) for name in names))
-    return {name: address for name, address in zip(names, found) if address is not None}
+    return {name: address for name, address in zip(names, found, strict=True)
+            if address is not None}

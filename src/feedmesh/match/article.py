@@ -51,7 +51,8 @@ article). Text beyond it is ignored, so a 10 MB article costs what a 1 MB one do
 :attr:`TokenizedArticle.truncated` says when it happened."""
 
 PHRASE_FIELDS: Final = ("text", "title", "author", "category")
-"""Fields whose tokens have positions (phrases and word presence); ``site`` and ``lang`` are sets."""
+"""Fields whose tokens have positions (phrases and word presence); ``site`` and ``lang`` are
+sets."""
 
 _SEPARATOR: Final = ""  # never a token: placed between title and body, and between two authors
 

@@ -4,19 +4,19 @@
 
     MatchError                      anything this package raises on purpose
     ├── QueryError (ValueError)     a subscription query that cannot be accepted, with position
-    ├── IndexSnapshotError (ValueError)  serialized index bytes that are truncated, corrupt or foreign
+    ├── IndexSnapshotError (ValueError)   index bytes that are truncated, corrupt or foreign
     └── SubscriptionIdError (ValueError)  a subscription id outside 0 <= id < 2**31
 
 A :class:`QueryError` always says *what* is wrong, *where* (0-based character offset into the text
-the user typed) and gives a *hint* for fixing it, so the web UI and ``feedmesh query check`` can point
-at the offending character.
+the user typed) and gives a *hint* for fixing it, so the web UI and ``feedmesh query check`` can
+point at the offending character.
 """
 
 from __future__ import annotations
 
 from feedmesh.errors import FeedmeshError
 
-__all__ = ["MatchError", "QueryError", "IndexSnapshotError", "SubscriptionIdError"]
+__all__ = ["IndexSnapshotError", "MatchError", "QueryError", "SubscriptionIdError"]
 
 
 class MatchError(FeedmeshError):
@@ -37,7 +37,8 @@ class QueryError(MatchError, ValueError):
 
     def describe(self, text: str) -> str:
         """A multi-line explanation with a caret under the offending character of ``text``."""
-        # Show at most 70 characters around the position so that a 1,000-character query stays legible.
+        # Show at most 70 characters around the position so that a 1,000-character query stays
+        # legible.
         start = max(0, min(self.position, len(text)) - 35)
         shown = text[start : start + 70]
         visible = "".join(c if c.isprintable() else " " for c in shown)

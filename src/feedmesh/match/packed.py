@@ -15,6 +15,7 @@ tokens to term ids without a dict lookup per token.
 
 from __future__ import annotations
 
+import itertools
 from typing import Final
 
 import msgspec
@@ -66,7 +67,7 @@ class PackedTokens(msgspec.Struct, frozen=True, kw_only=True):
         for name, bounds, size in (("bounds", self.bounds, len(self.seq) // 4),
                                    ("alias_bounds", self.alias_bounds, len(self.aliases) // 4)):
             if (len(bounds) != len(PHRASE_FIELDS) + 1 or bounds[0] != 0 or bounds[-1] != size
-                    or any(a > b for a, b in zip(bounds, bounds[1:]))):
+                    or any(a > b for a, b in itertools.pairwise(bounds))):
                 raise ValueError(f"packed tokens: {name} {bounds} do not split {size} indices")
         count = self.token_count()
         for name, indices in (("seq", self.seq_array()), ("aliases", self.alias_array())):

@@ -9,8 +9,8 @@ single place that decides what a token is:
 2. **Look-alikes.** Typographic apostrophes become ``'``; Unicode hyphens become ``-``; soft hyphens
    and zero-width characters are removed; decimal digits of every script become ASCII digits
    (``٢٠٢٤`` -> ``2024``).
-3. **Apostrophes.** A possessive ``'s`` is dropped (``Obama's`` -> ``obama``) and an apostrophe between
-   letters disappears (``don't`` -> ``dont``, ``O'Reilly`` -> ``oreilly``).
+3. **Apostrophes.** A possessive ``'s`` is dropped (``Obama's`` -> ``obama``) and an apostrophe
+   between letters disappears (``don't`` -> ``dont``, ``O'Reilly`` -> ``oreilly``).
 4. **Digits.** A thousands separator is dropped (``1,000`` -> ``1000``); other punctuation between
    digits separates tokens (``3.14`` -> ``3`` ``14``; a query ``3.14`` becomes the phrase "3 14").
 5. **Tokens** are maximal runs of letters, marks and digits. Scripts written without spaces (Han,
@@ -43,8 +43,9 @@ __all__ = [
 STOP_WORDS: Final[frozenset[str]] = frozenset(
     # The 29 most frequent English words of wordfreq's list (Cobra excluded "the top 29 most popular
     # words"); tests/match/test_text.py checks that this matches wordfreq.top_n_list("en", 29).
-    "the to and of a in i is for that you it on with this was be as are have at he not by but "
-    "from my or we".split()
+    ("the", "to", "and", "of", "a", "in", "i", "is", "for", "that", "you", "it", "on", "with",
+     "this", "was", "be", "as", "are", "have", "at", "he", "not", "by", "but", "from", "my", "or",
+     "we")
 )
 
 # Scripts written without spaces between words: one token per character.
@@ -121,7 +122,8 @@ def _char_class(code_points: list[int]) -> str:
             index += 1
             end = code_points[index]
         parts.append(
-            re.escape(chr(start)) if start == end else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
+            re.escape(chr(start)) if start == end
+            else f"{re.escape(chr(start))}-{re.escape(chr(end))}"
         )
         index += 1
     return "".join(parts)
@@ -139,7 +141,8 @@ def _tables_for(end: int) -> _Tables:
 
 
 def _has_astral(text: str) -> bool:
-    # UTF-16 needs two units for every character outside the BMP; encoding is far faster than a scan.
+    # UTF-16 needs two units for every character outside the BMP; encoding is far faster than a
+    # scan.
     return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
 
 
@@ -215,10 +218,12 @@ def _tokenize_with(text: str, tables: _Tables) -> TokenRun:
 
 # --- HTML to text -------------------------------------------------------------------------------
 
-# Tags that sit inside a word ("<b>W</b>ord") are removed without a space; every other tag separates.
+# Tags that sit inside a word ("<b>W</b>ord") are removed without a space; every other tag
+# separates.
 _INLINE_TAGS: Final = frozenset(
-    "a abbr b bdi bdo cite code data dfn em font i ins kbd mark q s samp small span strike strong "
-    "sub sup time tt u var wbr".split()
+    ("a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "font", "i", "ins", "kbd",
+     "mark", "q", "s", "samp", "small", "span", "strike", "strong", "sub", "sup", "time", "tt", "u",
+     "var", "wbr")
 )
 _INVISIBLE_BLOCKS = re.compile(
     r"<!--.*?(?:-->|$)|<(script|style|template)\b[^>]*>.*?(?:</\1\s*>|$)", re.IGNORECASE | re.DOTALL

@@ -91,7 +91,8 @@ class Workload:
         self.words = words or english_words()
         rng = np.random.default_rng([seed, 7])
         self.collocations = [
-            " ".join(self.words.text(self.words.sample(rng, int(rng.integers(2, 4)), exclude_top=True)))
+            " ".join(self.words.text(
+                self.words.sample(rng, int(rng.integers(2, 4)), exclude_top=True)))
             for _ in range(_COLLOCATIONS)
         ]
         ranks = np.arange(1, _COLLOCATIONS + 1, dtype=np.float64)
@@ -116,15 +117,16 @@ class Workload:
         ends = np.cumsum(lengths).tolist()
         starts = [0, *ends[:-1]]
         if variant == "conjunctive":
-            return [" ".join(words[a:b]) for a, b in zip(starts, ends)]
+            return [" ".join(words[a:b]) for a, b in zip(starts, ends, strict=True)]
         kinds = rng.random(size)
         extra = self.words.text(self.words.sample(rng, 2 * size, exclude_top=True))
         return [
             self._mixed(rng, words[a:b], kind, extra[2 * i], extra[2 * i + 1])
-            for i, (a, b, kind) in enumerate(zip(starts, ends, kinds.tolist()))
+            for i, (a, b, kind) in enumerate(zip(starts, ends, kinds.tolist(), strict=True))
         ]
 
-    def _mixed(self, rng: np.random.Generator, words: list[str], kind: float, a: str, b: str) -> str:
+    def _mixed(self, rng: np.random.Generator, words: list[str], kind: float, a: str,
+               b: str) -> str:
         if kind < 0.60:
             return " ".join(words)
         if kind < 0.70:  # one word becomes an alternative
@@ -146,7 +148,8 @@ class Workload:
 
     @staticmethod
     def _pick(rng: np.random.Generator, cumulative: np.ndarray) -> int:
-        return int(min(np.searchsorted(cumulative, rng.random(), side="right"), len(cumulative) - 1))
+        index = np.searchsorted(cumulative, rng.random(), side="right")
+        return int(min(index, len(cumulative) - 1))
 
     # --- articles --------------------------------------------------------------------------------
 

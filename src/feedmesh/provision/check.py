@@ -74,7 +74,8 @@ def live_loads(hub: str, before: Scrape, after: Scrape, seconds: float,
                      seconds)
 
     subs = after.get("feedmesh_subscriptions", 0.0)
-    filter_memory = model.filter.memory_base_bytes + subs * model.filter.memory_bytes_per_subscription
+    filter_memory = (model.filter.memory_base_bytes
+                     + subs * model.filter.memory_bytes_per_subscription)
     answers = _rate(before, after, "feedmesh_feed_requests_total{status=200}", seconds)
     loads = {
         f"crawler@{hub}": Load(tier("crawler", "in"), tier("crawler", "out"), 0.0, 0.0),

@@ -23,10 +23,9 @@ import time
 import urllib.request
 from importlib import resources
 from pathlib import Path
-
-import msgspec
 from typing import Any
 
+import msgspec
 from prometheus_client.parser import text_string_to_metric_families
 
 from feedmesh.errors import FeedmeshError

@@ -37,8 +37,8 @@ class UnresolvableError(ProvisionError):
     """The greedy planner met a violation that no decomposition resolves."""
 
     def __init__(self, service: str, resource: str, reason: str) -> None:
-        super().__init__(f"{service} violates its {resource.replace('_', '-')} limit and no decomposition resolves "
-                         f"it: {reason}")
+        super().__init__(f"{service} violates its {resource.replace('_', '-')} limit and no "
+                         f"decomposition resolves it: {reason}")
         self.service = service
         self.resource = resource
         self.reason = reason

@@ -119,7 +119,8 @@ class Topology:
                    {"crawler": 1, "filter": 1, "reflector": 1})
 
     def tier(self, tier: str) -> tuple[Service, ...]:
-        return {"crawler": self.crawlers, "filter": self.filters, "reflector": self.reflectors}[tier]
+        tiers = {"crawler": self.crawlers, "filter": self.filters, "reflector": self.reflectors}
+        return tiers[tier]
 
     @property
     def services(self) -> tuple[Service, ...]:

@@ -3,8 +3,9 @@ dedup decisions (:mod:`.dedup`), and the embedded SQLite implementations of the 
 (:mod:`.sqlite`, :mod:`.sqlite_hub`, :mod:`.sqlite_reflector`, :mod:`.sqlite_owners`, sharing
 :mod:`.sqlite_file`), the distributed deployment's PostgreSQL implementations of the same ports
 (:mod:`.postgres`, :mod:`.postgres_hub`, :mod:`.postgres_reflector`, :mod:`.postgres_owners`,
-sharing :mod:`.postgres_db`), and a PostgreSQL server of our own for tests and ``feedmesh up`` (:mod:`.pg_server`). Which implementation a
-program uses is chosen in its composition root (:mod:`feedmesh.compose`), nowhere else.
+sharing :mod:`.postgres_db`), and a PostgreSQL server of our own for tests and ``feedmesh up``
+(:mod:`.pg_server`). Which implementation a program uses is chosen in its composition root
+(:mod:`feedmesh.compose`), nowhere else.
 
 Exceptions drawn from this package::
 

@@ -25,6 +25,7 @@ holds it to the commit: writers of that table commit one after another.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 from collections.abc import Iterator, Sequence
@@ -179,10 +180,9 @@ class PostgresDatabase:
             conn.execute("COMMIT")
             return
         if not conn.broken:
-            try:
+            # The connection may break meanwhile: then the server rolled back for us.
+            with contextlib.suppress(psycopg.Error):
                 conn.execute("ROLLBACK")
-            except psycopg.Error:
-                pass  # the connection broke meanwhile: the server rolled back for us
 
     @contextmanager
     def write(self, doing: str, lock: tuple[int, int] | None = None) -> Iterator[psycopg.Cursor]:

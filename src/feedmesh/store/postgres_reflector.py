@@ -184,8 +184,9 @@ class PostgresReflectorLog:
         if not entry_ids:
             return []
         rows = self._db.read("SELECT entry_id, data FROM reflector_items WHERE reflector = %s "
-                             "AND entry_id = ANY(%s)", (self.reflector, [int(e) for e in entry_ids]))
-        found = {entry_id: data for entry_id, data in rows}
+                             "AND entry_id = ANY(%s)",
+                             (self.reflector, [int(e) for e in entry_ids]))
+        found = dict(rows)
         return [_decoder.decode(found[e]) for e in entry_ids if e in found]
 
     def watermarks(self) -> dict[int, int]:

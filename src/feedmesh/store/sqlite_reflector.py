@@ -126,7 +126,7 @@ class SQLiteReflectorLog:
         marks = ",".join("?" * len(entry_ids))
         rows = self._file.read(f"SELECT entry_id, data FROM items WHERE entry_id IN ({marks})",
                                list(entry_ids))
-        found = {entry_id: data for entry_id, data in rows}
+        found = dict(rows)
         return [_decoder.decode(found[e]) for e in entry_ids if e in found]
 
     def watermarks(self) -> dict[int, int]:

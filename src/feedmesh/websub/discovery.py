@@ -101,7 +101,8 @@ class _LinkTags(HTMLParser):
             self.links.append((values["href"], rels))
 
 
-def html_links(body: bytes, base: str = "", max_bytes: int = 512 * 1024) -> list[tuple[str, frozenset[str]]]:
+def html_links(body: bytes, base: str = "",
+               max_bytes: int = 512 * 1024) -> list[tuple[str, frozenset[str]]]:
     """``(url, rels)`` of the ``<link>`` elements of an HTML page (its first ``max_bytes``)."""
     parser = _LinkTags()
     try:

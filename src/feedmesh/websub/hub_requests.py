@@ -2,10 +2,10 @@
 validated; the lease the hub grants; the verification of intent it sends back to the callback.
 
 A request is form-encoded (``hub.mode``, ``hub.topic``, ``hub.callback``, optional
-``hub.lease_seconds`` and ``hub.secret``); parameters the hub does not know are ignored (websub.rocks
-hub test 102). The lease asked for is clamped into the hub's bounds (section 5.1: the hub decides;
-section 5.3 tells the subscriber which). Whether the topic is one of the hub's feeds is the caller's
-to decide: this module knows nothing of feeds.
+``hub.lease_seconds`` and ``hub.secret``); parameters the hub does not know are ignored
+(websub.rocks hub test 102). The lease asked for is clamped into the hub's bounds (section 5.1: the
+hub decides; section 5.3 tells the subscriber which). Whether the topic is one of the hub's feeds is
+the caller's to decide: this module knows nothing of feeds.
 
 Errors::
 

@@ -41,25 +41,29 @@ def _key(secret: str | bytes) -> bytes:
 def sign(secret: str | bytes, body: bytes, method: str = "sha256") -> str:
     """The ``X-Hub-Signature`` value for ``body``: ``method=hexdigest``."""
     if method not in METHODS:
-        raise SignatureError(f"unknown signature method {method!r}; expected one of {', '.join(METHODS)}")
+        raise SignatureError(f"unknown signature method {method!r}; "
+                             f"expected one of {', '.join(METHODS)}")
     return f"{method}={hmac.new(_key(secret), body, method).hexdigest()}"
 
 
 def verify(secret: str | bytes, body: bytes, header: str | None) -> str:
     """Check ``header`` against ``body``; return the method used, or raise ``SignatureError``."""
     if not header:
-        raise SignatureError("no X-Hub-Signature header, but a secret was set for this subscription")
+        raise SignatureError("no X-Hub-Signature header, but a secret was set for this "
+                             "subscription")
     method, sep, digest = header.strip().partition("=")
     method = method.strip().lower()
     if not sep or not digest:
         raise SignatureError(f"X-Hub-Signature {header[:80]!r} is not of the form method=hex")
     if method not in METHODS:
-        raise SignatureError(f"X-Hub-Signature method {method[:20]!r} is not one of {', '.join(METHODS)}")
+        raise SignatureError(f"X-Hub-Signature method {method[:20]!r} is not one of "
+                             f"{', '.join(METHODS)}")
     expected = hmac.new(_key(secret), body, method).hexdigest().encode()
     # bytes, not str: compare_digest refuses non-ASCII text (a TypeError, a 500 for the sender)
     given = digest.strip().lower().encode("utf-8", "surrogateescape")
     if not hmac.compare_digest(expected, given):
-        raise SignatureError(f"X-Hub-Signature does not match the body ({method}, {len(body)} bytes)")
+        raise SignatureError(f"X-Hub-Signature does not match the body ({method}, "
+                             f"{len(body)} bytes)")
     return method
 
 

@@ -1,7 +1,7 @@
 """The subscriber's sans-IO core: every push subscription of a hub, what to send when, and how to
 answer each callback request. Time, randomness and messages go in; requests, verdicts, timers
-and the leases to persist come out. The aiohttp edge (:mod:`feedmesh.hub.tiers.websub_subscriber`) carries
-them; tests drive it with a manual clock.
+and the leases to persist come out. The aiohttp edge (:mod:`feedmesh.hub.tiers.websub_subscriber`)
+carries them; tests drive it with a manual clock.
 
 * :meth:`Subscriptions.discovered`: after a document of a feed was parsed, what its publisher
   advertises (:func:`~feedmesh.websub.discovery.discover`): subscribe to new topic/hub pairs,

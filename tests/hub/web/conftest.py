@@ -86,7 +86,7 @@ async def settle(env: HubEnv) -> None:
                      timeout=90.0)
     for _ in range(2):  # the cycle that fetched the last one may still be committing
         cycle = env.hub.crawler.last_cycle
-        await eventually(lambda: env.hub.crawler.last_cycle is not cycle, timeout=90.0)
+        await eventually(lambda cycle=cycle: env.hub.crawler.last_cycle is not cycle, timeout=90.0)
     assert await env.hub.drain(timeout=60.0)
 
 

@@ -81,7 +81,7 @@ async def test_three_formats_are_valid_and_hold_the_same_entries(hub_env, ann):
 
 async def test_json_feed_1_1_fields(hub_env, ann):
     sub = await filled_subscription(hub_env, ann, entries=2, name="watch")
-    status, headers, body = await _get(hub_env, sub["feed_urls"]["json"])
+    status, _headers, body = await _get(hub_env, sub["feed_urls"]["json"])
     assert status == 200
     doc = validate_json_feed(body)
     assert doc["title"] == "feedmesh: watch"
@@ -190,7 +190,7 @@ async def test_gzip_when_asked_and_cache_control_always(hub_env, ann):
     sub = await filled_subscription(hub_env, ann, entries=3)
     url = sub["feed_urls"]["rss"]
     for accept in ("gzip", "gzip, deflate", "deflate, gzip, br"):
-        async def both() -> tuple:
+        async def both(accept: str = accept) -> tuple:
             plain = await _get(hub_env, url, {"Accept-Encoding": "identity"})
             return plain, await _get(hub_env, url, {"Accept-Encoding": accept})
 

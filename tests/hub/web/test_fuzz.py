@@ -31,9 +31,9 @@ import pytest
 from aiohttp import web
 
 from feedmesh.compose.embedded import embedded_hub
+from feedmesh.compose.settings import HubSettings
 from feedmesh.fetch import FetchSettings
 from feedmesh.fetch.guard import StaticResolver
-from feedmesh.compose.settings import HubSettings
 from feedmesh.hub.push.service import PushSettings
 from feedmesh.hub.web import build_app
 from tests.hub.web.conftest import ROOMY_LIMITS

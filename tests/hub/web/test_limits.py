@@ -139,7 +139,7 @@ async def test_outlines_that_are_not_feeds_are_skipped_and_reported(hub_env, ann
     assert any(s.startswith("line 8:") and "listed twice" in s for s in skipped), skipped
 
     async def page_reported() -> bool:
-        status, body = await ann.call("GET", "/api/sources")
+        _status, body = await ann.call("GET", "/api/sources")
         page = next(s for s in body["sources"] if s["url"] == html_page)
         return bool(page["last_error"])
 

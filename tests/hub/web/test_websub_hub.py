@@ -102,7 +102,8 @@ async def test_103_subscribing_again_updates_the_same_subscription(hub_env, ann)
         (first,) = hub_env.hub.front.push_targets(sub["id"])
         await subscribed(hub_env, subscriber, topic, hub_lease_seconds="999999",
                          hub_secret="now signed")
-        await eventually(lambda: hub_env.hub.front.push_targets(sub["id"])[0].secret == "now signed")
+        await eventually(
+            lambda: hub_env.hub.front.push_targets(sub["id"])[0].secret == "now signed")
         (again,) = hub_env.hub.front.push_targets(sub["id"])
         assert again.id == first.id and again.lease_seconds == LEASE.max_s
         assert subscriber.verifications[-1].params["hub.lease_seconds"] == str(LEASE.max_s)

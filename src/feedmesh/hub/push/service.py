@@ -1,11 +1,11 @@
 """Push: the WebSub hub of every private feed, and webhooks, on one delivery worker.
 
-1. **Subscribing** (WebSub section 5): the web tier validates a request (:mod:`feedmesh.websub.hub_requests`)
-   and checks that its topic is one of our private feeds (only who holds the feed's URL can name
-   it); :meth:`PushService.request` then verifies intent in the background: a GET to the callback
-   with a challenge, which must come back verbatim; only then is the subscription saved (or, for
-   ``unsubscribe``, deleted). Subscribing again updates the lease and secret of the same
-   topic+callback.
+1. **Subscribing** (WebSub section 5): the web tier validates a request
+   (:mod:`feedmesh.websub.hub_requests`) and checks that its topic is one of our private feeds (only
+   who holds the feed's URL can name it); :meth:`PushService.request` then verifies intent in the
+   background: a GET to the callback with a challenge, which must come back verbatim; only then is
+   the subscription saved (or, for ``unsubscribe``, deleted). Subscribing again updates the lease
+   and secret of the same topic+callback.
 2. **Matching**: the reflector calls :meth:`PushService.matched` with each batch it committed; the
    entries of subscriptions that have push targets join each target's queue
    (:class:`feedmesh.websub.delivery.DeliveryQueues`).

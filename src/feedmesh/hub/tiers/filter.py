@@ -241,7 +241,8 @@ class FilterTier:
         targets = self.routes.reflector[ids]
         now = self.clock.now()
         if self.delivery == "ids" and article.tokens is not None:
-            article = msgspec.structs.replace(article, tokens=None)  # the reflector never reads them
+            # The reflector never reads the tokens.
+            article = msgspec.structs.replace(article, tokens=None)
         if targets.min() == targets.max():  # one reflector (the usual case): no grouping
             groups = [(targets[0], ids)]
         else:

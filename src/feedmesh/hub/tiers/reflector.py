@@ -4,10 +4,10 @@ serves them back as a feed.
 It consumes ``matches.<n>`` (articles and the ids of this reflector's subscriptions they matched,
 or the article alone, which it re-matches against its own index) and the ``control`` subject
 (subscriptions added and removed). Matches are committed in small batches to a log
-(:class:`feedmesh.store.ReflectorLog`), and only then applied to the held entries in memory (:class:`TopK`),
-acknowledged and the feeds' versions bumped: a feed never shows an entry a crash could take back.
-The held entries are checkpointed every minute and at shutdown, which truncates the log
-(:mod:`.held`). When the log cannot be written (a full disk), the batch is handed back to the
+(:class:`feedmesh.store.ReflectorLog`), and only then applied to the held entries in memory
+(:class:`TopK`), acknowledged and the feeds' versions bumped: a feed never shows an entry a crash
+could take back. The held entries are checkpointed every minute and at shutdown, which truncates the
+log (:mod:`.held`). When the log cannot be written (a full disk), the batch is handed back to the
 bus to be tried again (:mod:`.deliveries`), and nothing of it is shown.
 
 Memory pressure degrades service as Cobra describes, never by crashing: above

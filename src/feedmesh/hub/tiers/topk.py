@@ -180,7 +180,7 @@ class TopK:
 
     def live_entries(self) -> np.ndarray:
         """Every entry id some subscription holds (for garbage collection)."""
-        parts = [np.unique(self.rows).astype(np.int64)] + list(self.extra.values())
+        parts = [np.unique(self.rows).astype(np.int64), *list(self.extra.values())]
         live = np.unique(np.concatenate(parts))
         return live[live > 0]
 

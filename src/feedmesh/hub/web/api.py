@@ -32,7 +32,8 @@ __all__ = ["Api"]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _TOKEN_SYNTAX = re.compile(r"fm_[0-9]{1,18}_[A-Za-z0-9_-]{1,100}")
-"""What :meth:`feedmesh.store.HubState.create_account` hands out: ``fm_<account id>_<token_urlsafe secret>``."""
+"""What :meth:`feedmesh.store.HubState.create_account` hands out:
+``fm_<account id>_<token_urlsafe secret>``."""
 
 
 def _path_id(raw: str) -> int | None:
@@ -173,7 +174,8 @@ class Api:
             return {}
         if request.content_type != "application/json":
             raise ApiError(415, "unsupported_media_type",
-                           f"send JSON (Content-Type: application/json), not {request.content_type}")
+                           "send JSON (Content-Type: application/json), "
+                           f"not {request.content_type}")
         if len(raw) > self.limits.max_body_bytes:
             raise ApiError(413, "body_too_large", f"request body is {len(raw)} bytes, over the "
                            f"{self.limits.max_body_bytes}-byte limit",

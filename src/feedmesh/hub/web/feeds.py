@@ -9,8 +9,8 @@ Readers are polled cheaply and politely: a weak ETag (subscription, URL generati
 version, format) and Last-Modified answer 304 without touching the disk; a 200 is served
 from the feed's bytes as rendered once for its version, gzip-compressed once (:mod:`.rendered`),
 each entry written once per format for all the feeds that hold it
-(:class:`~feedmesh.hub.front.feed_document.RenderedItems`); ``Cache-Control: private, max-age=60``; a
-reader polling faster than the feed limit gets 429 with Retry-After.
+(:class:`~feedmesh.hub.front.feed_document.RenderedItems`); ``Cache-Control: private, max-age=60``;
+a reader polling faster than the feed limit gets 429 with Retry-After.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 A form-encoded ``hub.mode=subscribe|unsubscribe``, ``hub.topic``, ``hub.callback`` and optional
 ``hub.lease_seconds`` and ``hub.secret`` (other fields ignored) is answered ``202 Accepted`` when it
 is well formed and its topic is one of this hub's private feeds; the verification of intent then
-goes to the callback in the background (:mod:`feedmesh.hub.push.service`). A topic is a feed URL exactly
-as issued (``<base>/f/<token>.rss|.atom|.json``, or without extension for RSS): only someone who
-holds a private feed's URL can subscribe to it, and any other topic gets ``404 unknown_topic``.
+goes to the callback in the background (:mod:`feedmesh.hub.push.service`). A topic is a feed URL
+exactly as issued (``<base>/f/<token>.rss|.atom|.json``, or without extension for RSS): only someone
+who holds a private feed's URL can subscribe to it, and any other topic gets ``404 unknown_topic``.
 Requests are limited in size and, per client address, in rate.
 
 ``GET /hub/deliveries?hub.topic=...&hub.callback=...``: the delivery log of one WebSub

@@ -17,9 +17,9 @@ Layout (``C`` conjunctions, ``V`` terms, ``S`` subscriptions)::
 
 The owners of the first run are one contiguous range, taken without looking at the conjunctions;
 the second run is checked without branches (AND of presence bytes). Identical conjunctions
-(hence identical queries) are stored once, with every owner. Building is vectorized (numpy sorts over
-the flat :class:`ConjunctionTable`), so compacting a million subscriptions takes well under a second,
-and :meth:`CompiledIndex.to_table` gives the table back for the next compaction.
+(hence identical queries) are stored once, with every owner. Building is vectorized (numpy sorts
+over the flat :class:`ConjunctionTable`), so compacting a million subscriptions takes well under a
+second, and :meth:`CompiledIndex.to_table` gives the table back for the next compaction.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ SECTIONS = (
 
 
 class ConjunctionTable(NamedTuple):
-    """Conjunctions as flat arrays: the input of a build, and what a compiled index turns back into."""
+    """Conjunctions as flat arrays: the input of a build, and what a compiled index turns back
+    into."""
 
     term_start: np.ndarray  # int64[C+1]
     terms: np.ndarray  # int32[T]: positive term ids, NOT terms as -(id+1)
@@ -135,15 +136,16 @@ def _canonical_terms(table: ConjunctionTable) -> np.ndarray:
 def _duplicate_leaders(terms: np.ndarray, term_start: np.ndarray) -> np.ndarray:
     """For each conjunction, the index of the first conjunction with exactly the same terms.
 
-    Conjunctions are grouped by a 64-bit hash of their (sorted) terms; every grouping is then verified
-    term by term, and any genuine collision falls back to exact grouping with tuples.
+    Conjunctions are grouped by a 64-bit hash of their (sorted) terms; every grouping is then
+    verified term by term, and any genuine collision falls back to exact grouping with tuples.
     """
     count = len(term_start) - 1
     lengths = np.diff(term_start)
     position = np.arange(len(terms), dtype=np.int64) - np.repeat(term_start[:-1], lengths)
     mixed = _mix64(terms.astype(np.int64) + (position << np.int64(32)))
     with np.errstate(over="ignore"):
-        # Every conjunction has at least one term, so reduceat sums exactly each conjunction's terms.
+        # Every conjunction has at least one term, so reduceat sums exactly each conjunction's
+        # terms.
         hashes = np.add.reduceat(mixed, term_start[:-1]) ^ _mix64(lengths)
     order = np.argsort(hashes, kind="stable")
     sorted_hashes = hashes[order]
@@ -280,11 +282,13 @@ def build_compiled(
     count = int(is_leader.sum())
 
     # Owners of duplicates move to their leader; each (conjunction, subscription) pair once.
-    # Owners are ranked by id for grouping (np.unique with return_inverse is the fast path of unique).
+    # Owners are ranked by id for grouping (np.unique with return_inverse is the fast path of
+    # unique).
     members, owner_slots = np.unique(table.owners, return_inverse=True)
     if members[0] < 0 or members[-1] >= 2**31:
         raise ValueError("subscription ids must be in 0 <= id < 2**31")
-    owner_conjunction = new_id[leaders[np.repeat(np.arange(table.conjunctions), np.diff(table.owner_start))]]
+    conjunction_of_owner = np.repeat(np.arange(table.conjunctions), np.diff(table.owner_start))
+    owner_conjunction = new_id[leaders[conjunction_of_owner]]
     pairs = sorted_unique((owner_conjunction << np.int64(32)) | owner_slots.astype(np.int64))
     owner_conjunction, owner_slots = pairs >> np.int64(32), pairs & _LOW32
 

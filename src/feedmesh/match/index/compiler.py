@@ -1,8 +1,9 @@
 """Compile a parsed :class:`~feedmesh.match.query.Query` into term-id conjunctions.
 
-Every term is interned in the vocabulary (new terms get a prior in the statistics). A positive phrase
-also requires each of its words, which become ordinary positive terms: that lets a phrase-only query
-be filed under its rarest word, and rejects most candidates before any position is looked at.
+Every term is interned in the vocabulary (new terms get a prior in the statistics). A positive
+phrase also requires each of its words, which become ordinary positive terms: that lets a
+phrase-only query be filed under its rarest word, and rejects most candidates before any position is
+looked at.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def compile_query(
     for positive, negative in drafts:
         candidates = [t for t in positive if kinds[t] != KIND_PHRASE]
         estimates = statistics.estimate(candidates)
-        words = [t for _, t in sorted(zip(estimates, candidates))]
+        words = [t for _, t in sorted(zip(estimates, candidates, strict=True))]
         phrases = tuple(sorted(t for t in positive if kinds[t] == KIND_PHRASE))
         key = tuple(sorted([*positive, *(-t - 1 for t in negative)]))
         compiled.append(

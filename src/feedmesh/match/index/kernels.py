@@ -35,8 +35,8 @@ __all__ = ["BACKENDS", "Kernel", "MatchScratch", "default_backend", "phrase_hold
 Kernel = Callable[..., tuple[np.ndarray, int]]
 """``kernel(buffer, header, phrase_of_term, phrase_field, phrase_start, phrase_words, terms, seq,
 bounds, present_bits, phrase_state, id_bits, work, spare) -> (ids, needed)``: the sorted unique
-subscription ids (int32) and 0, or an empty array and the size ``work``/``spare`` must grow to before
-calling again. The last five arguments are the arrays of a :class:`MatchScratch`."""
+subscription ids (int32) and 0, or an empty array and the size ``work``/``spare`` must grow to
+before calling again. The last five arguments are the arrays of a :class:`MatchScratch`."""
 
 
 class MatchScratch:
@@ -160,7 +160,8 @@ def warm_up(backend: str) -> float:
     started = time.perf_counter()
     index = CompiledIndex.empty()
     phrases = PhraseTables(
-        np.full(1, -1, np.int32), np.empty(0, np.int32), np.zeros(1, np.int32), np.empty(0, np.int32)
+        np.full(1, -1, np.int32), np.empty(0, np.int32), np.zeros(1, np.int32),
+        np.empty(0, np.int32),
     )
     scratch = MatchScratch()
     scratch.fit(1, 0)

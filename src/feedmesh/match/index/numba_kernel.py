@@ -8,9 +8,9 @@ Two passes. The first walks the posting ranges and appends the owners of every c
 holds to one buffer, sized in advance; for "plain" conjunctions it writes the owners unconditionally
 and advances by ``holds * owners``, so the hot loop has no unpredictable branch. Term presence is a
 bitset (a few KB: it stays in L1). Hot loops index with unsigned integers: numba then skips its
-negative-index wraparound test on every access (about 20% of the loop's time). The second pass sorts and deduplicates the collected ids: an LSD
-radix sort when they are few relative to the id range, else a bitset over all ids (one pass over
-max_id / 64 words), whichever touches less memory.
+negative-index wraparound test on every access (about 20% of the loop's time). The second pass sorts
+and deduplicates the collected ids: an LSD radix sort when they are few relative to the id range,
+else a bitset over all ids (one pass over max_id / 64 words), whichever touches less memory.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ _DEBRUIJN = np.array(
 
 
 @numba.njit(cache=True, nogil=True)
-def _phrase_holds(phrase, phrase_field, phrase_start, phrase_words, seq, bounds):  # pragma: no cover
+def _phrase_holds(phrase, phrase_field, phrase_start, phrase_words, seq,
+                  bounds):  # pragma: no cover
     """Whether phrase number ``phrase`` occurs in its field of the article (``seq``/``bounds``)."""
     field = phrase_field[phrase]
     low, high = bounds[field], bounds[field + 1]
@@ -144,7 +145,9 @@ def match_numba(  # pragma: no cover - compiled; tested through both backends
         if t >= indexed_terms:
             continue
         # Nothing left to check: the owners of the whole run are one contiguous range.
-        for o in range(np.uint64(owner_start[post_start[t]]), np.uint64(owner_start[immediate_end[t]])):
+        run_start = np.uint64(owner_start[post_start[t]])
+        run_end = np.uint64(owner_start[immediate_end[t]])
+        for o in range(run_start, run_end):
             out[np.uint64(count)] = owner_ids[o]
             count += 1
         # Only positive words/prefixes left: AND their presence bits; write, then keep or not.

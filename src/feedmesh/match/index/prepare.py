@@ -50,7 +50,7 @@ def prepare_article(article: TokenizedArticle, vocabulary: Vocabulary) -> Prepar
         found.extend(distinct_ids)
         if vocabulary.phrases_per_field[code]:
             # Positions go through a small dict of this article's tokens, which stays in cache.
-            local = dict(zip(distinct, distinct_ids))
+            local = dict(zip(distinct, distinct_ids, strict=True))
             ids = np.fromiter(map(local.__getitem__, tokens), dtype=np.int32, count=len(tokens))
             sequences.append(ids)
             bounds.append(bounds[-1] + len(ids))
@@ -65,7 +65,8 @@ def prepare_article(article: TokenizedArticle, vocabulary: Vocabulary) -> Prepar
             candidates = [token for token in distinct if token[:shortest] in stems]
             for length, by_prefix in prefixes.items():
                 found.extend(
-                    by_prefix.get(token[:length], -1) for token in candidates if len(token) >= length
+                    by_prefix.get(token[:length], -1)
+                    for token in candidates if len(token) >= length
                 )
     for code, values in ((_SITE, article.site), (_LANG, article.lang)):
         if values and vocabulary.words[code]:

@@ -3,8 +3,8 @@
 What is stored is the *compiled* main index (so a restart does not parse or build anything), the
 term dictionary, and the term statistics (so access predicates keep what was learned)::
 
-    b"FMSUBIDX" | u32 version | u32 header length | u32 CRC-32 of the rest | header (JSON) | sections
-    (each section 64-byte aligned)
+    b"FMSUBIDX" | u32 version | u32 header length | u32 CRC-32 of the rest | header (JSON) |
+    sections (each section 64-byte aligned)
 
 The header lists every section's offset, dtype and length. :func:`load` maps the sections with
 ``numpy.frombuffer`` straight onto the given buffer (bytes, ``mmap``, or a
@@ -104,7 +104,8 @@ def load(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Snap
     if magic != MAGIC:
         raise IndexSnapshotError(f"not a feedmesh index snapshot (magic {bytes(magic)!r})")
     if version != FORMAT_VERSION:
-        raise IndexSnapshotError(f"snapshot format {version} is not supported (need {FORMAT_VERSION})")
+        raise IndexSnapshotError(f"snapshot format {version} is not supported "
+                                 f"(need {FORMAT_VERSION})")
     if zlib.crc32(view[_PREAMBLE.size :]) != checksum:
         raise IndexSnapshotError("snapshot checksum mismatch (truncated or corrupted)")
     try:
@@ -124,7 +125,8 @@ def load(data: bytes | bytearray | memoryview, *, validate: bool = True) -> Snap
     except (ValueError, IndexError, UnicodeDecodeError) as error:
         raise IndexSnapshotError(f"snapshot term dictionary is corrupt: {error}") from error
     if len(vocabulary) != header.term_count:
-        raise IndexSnapshotError(f"snapshot lists {len(vocabulary)} terms, header says {header.term_count}")
+        raise IndexSnapshotError(f"snapshot lists {len(vocabulary)} terms, "
+                                 f"header says {header.term_count}")
     index_header = arrays["index_header"]
     if len(index_header) != len(SECTIONS) + 1:
         raise IndexSnapshotError("snapshot index header has the wrong number of sections")
@@ -144,7 +146,8 @@ def _section(view: memoryview, start: int, header: _Header, name: str) -> np.nda
     try:
         dtype = np.dtype(section.dtype)
     except TypeError as error:
-        raise IndexSnapshotError(f"snapshot section {name!r} has bad dtype {section.dtype!r}") from error
+        raise IndexSnapshotError(f"snapshot section {name!r} has bad dtype "
+                                 f"{section.dtype!r}") from error
     begin = start + section.offset
     end = begin + section.length * dtype.itemsize
     if section.offset < 0 or section.length < 0 or end > len(view):
@@ -198,6 +201,7 @@ def validate_index(main: CompiledIndex, vocabulary: Vocabulary) -> None:
     if subscriptions and (main.members[0] < 0 or (np.diff(main.members) <= 0).any()):
         fail("subscription ids are not sorted and unique")
     if len(main.owner_ids) and (
-        main.owner_ids.min() < 0 or main.owner_ids.max() > (main.members[-1] if subscriptions else -1)
+        main.owner_ids.min() < 0
+        or main.owner_ids.max() > (main.members[-1] if subscriptions else -1)
     ):
         fail("an owner id is out of range")

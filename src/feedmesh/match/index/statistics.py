@@ -5,9 +5,9 @@ That frequency is estimated per term as
 
     estimate = (observed + prior_weight * prior) / (articles + prior_weight)
 
-where ``observed`` counts the articles (seen by this index) that contained the term, and ``prior`` is
-a guess for a term never observed yet: by default, derived from the wordfreq English frequency list
-(a word's share of running text, turned into the chance that a 300-token article contains it).
+where ``observed`` counts the articles (seen by this index) that contained the term, and ``prior``
+is a guess for a term never observed yet: by default, derived from the wordfreq English frequency
+list (a word's share of running text, turned into the chance that a 300-token article contains it).
 Counts decay by half every ``half_life_articles`` articles, so the estimates follow changes in the
 news; the index re-chooses access predicates from them when it compacts.
 
@@ -64,7 +64,10 @@ def english_prior(field: str, kind: int, text: str) -> float:
     if kind == KIND_PREFIX:  # every listed word that starts with the prefix
         start = bisect_left(ordered, text)
         end = bisect_left(ordered, text + "\U0010ffff")
-        frequency = float(cumulative[end - 1] - (cumulative[start - 1] if start else 0.0)) if end > start else 0.0
+        if end > start:
+            frequency = float(cumulative[end - 1] - (cumulative[start - 1] if start else 0.0))
+        else:
+            frequency = 0.0
     elif kind == KIND_PHRASE:
         frequency = min(frequencies.get(token, 0.0) for token in text.split(" ")) / 10.0
     else:

@@ -152,8 +152,9 @@ class SubscriptionIndex:
         return self._match_prepared(prepare_article(tokenized, self.vocabulary), observe)
 
     def match_packed(self, packed: PackedTokens, *, observe: bool = True) -> np.ndarray:
-        """:meth:`match` for an article tokenized and packed upstream (:mod:`feedmesh.match.packed`):
-        the same ids. Raises ValueError when ``packed`` is not whole."""
+        """:meth:`match` for an article tokenized and packed upstream
+        (:mod:`feedmesh.match.packed`): the same ids. Raises ValueError when ``packed`` is not
+        whole."""
         table = self._term_table
         if table is None or table.vocabulary is not self.vocabulary:
             table = self._term_table = new_term_table(self.vocabulary)
@@ -220,7 +221,8 @@ class SubscriptionIndex:
         settings = self.settings
         return (
             len(self._delta) >= settings.delta_limit
-            or len(self._removed) > settings.removed_fraction * max(1, self._main.subscription_count)
+            or len(self._removed)
+            > settings.removed_fraction * max(1, self._main.subscription_count)
             or (
                 self._main.subscription_count > 0
                 and self.statistics.observations - self._observed_at_build
@@ -296,7 +298,8 @@ class SubscriptionIndex:
 
         ``data`` may be bytes, an ``mmap`` or a shared-memory buffer: worker processes that load the
         same shared buffer share its pages (keep the buffer alive and unmodified meanwhile).
-        Raises :class:`~feedmesh.match.errors.IndexSnapshotError` for anything but an intact snapshot.
+        Raises :class:`~feedmesh.match.errors.IndexSnapshotError` for anything but an intact
+        snapshot.
         """
         loaded = snapshot.load(data, validate=validate)
         index = cls(settings, statistics)

@@ -33,7 +33,8 @@ def _finish(state, field, kind):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def _lookup(h, field, kind, blob, low, high, keys, ids, vblob, vstarts, vfields, vkinds):  # pragma: no cover
+def _lookup(h, field, kind, blob, low, high, keys, ids, vblob, vstarts, vfields,
+            vkinds):  # pragma: no cover
     """The id of the term (``field``, ``kind``) whose text is ``blob[low:high]``, or -1."""
     mask = np.uint64(len(keys) - 1)
     slot = h & mask
@@ -75,7 +76,8 @@ def insert_terms(keys, ids, vblob, vstarts, vfields, vkinds, first, last):  # pr
 
 @numba.njit(cache=True, nogil=True)
 def prepare_packed_kernel(blob, seq, bounds, aliases, alias_bounds, active, phrase_fields,
-                          prefix_lengths, keys, ids, vblob, vstarts, vfields, vkinds):  # pragma: no cover
+                          prefix_lengths, keys, ids, vblob, vstarts, vfields,
+                          vkinds):  # pragma: no cover
     """Term ids found (unsorted, with repeats), token ids per phrase field and their bounds, for
     a packed article (``blob``: NUL-separated tokens; ``seq``/``aliases``: indices into them)."""
     count = 0

@@ -1,13 +1,13 @@
 """The term dictionary: every distinct term any subscription used, with a dense integer id.
 
 A *term* is a word, a prefix or a phrase within one field. Ids are dense and never reused, so the
-index can keep per-term arrays (posting-list starts, frequency estimates, the scratch "present" flags
-of the matcher) and compare terms as integers.
+index can keep per-term arrays (posting-list starts, frequency estimates, the scratch "present"
+flags of the matcher) and compare terms as integers.
 
-Lookups are organized for the article side, which is the hot path: per field, ``words[field]`` maps a
-token straight to its id (no key building per token), and ``prefixes[field][length]`` maps the first
-``length`` characters of a token to the id of that prefix term. Phrases also get an entry in the
-phrase tables (field, word ids), which the matching kernels read to check positions.
+Lookups are organized for the article side, which is the hot path: per field, ``words[field]`` maps
+a token straight to its id (no key building per token), and ``prefixes[field][length]`` maps the
+first ``length`` characters of a token to the id of that prefix term. Phrases also get an entry in
+the phrase tables (field, word ids), which the matching kernels read to check positions.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from feedmesh.match.query import FIELDS, Prefix, Term, Word
 __all__ = ["FIELD_CODES", "KIND_PHRASE", "KIND_PREFIX", "KIND_WORD", "PhraseTables", "Vocabulary"]
 
 FIELD_CODES: Final = {name: code for code, name in enumerate(FIELDS)}
-"""text=0, title=1, author=2, category=3 (the fields with positions, in PHRASE_FIELDS order), site=4,
-lang=5."""
+"""text=0, title=1, author=2, category=3 (the fields with positions, in PHRASE_FIELDS order),
+site=4, lang=5."""
 assert tuple(FIELDS[: len(PHRASE_FIELDS)]) == PHRASE_FIELDS
 
 KIND_WORD: Final = 0
@@ -68,7 +68,8 @@ class Vocabulary:
 
     def key(self, term_id: int) -> tuple[int, int, str]:
         """(field code, kind, text) of a term."""
-        return int(self.fields.view()[term_id]), int(self.kinds.view()[term_id]), self.texts[term_id]
+        return (int(self.fields.view()[term_id]), int(self.kinds.view()[term_id]),
+                self.texts[term_id])
 
     # --- terms -> ids --------------------------------------------------------------------------
 
@@ -181,7 +182,8 @@ class Vocabulary:
         count = len(vocabulary.texts)
         if count != len(fields):
             raise ValueError(f"{count} texts for {len(fields)} terms")
-        if fields.min() < 0 or fields.max() >= len(FIELDS) or kinds.min() < 0 or kinds.max() > KIND_PHRASE:
+        if (fields.min() < 0 or fields.max() >= len(FIELDS)
+                or kinds.min() < 0 or kinds.max() > KIND_PHRASE):
             raise ValueError("unknown field or kind code")
         vocabulary.fields = Growable(np.int8, fields)
         vocabulary.kinds = Growable(np.int8, kinds)
@@ -189,7 +191,7 @@ class Vocabulary:
         texts_array = np.array(vocabulary.texts, dtype=object)
         for field in range(len(FIELDS)):
             ids = np.flatnonzero((fields == field) & (kinds == KIND_WORD))
-            words = dict(zip(texts_array[ids].tolist(), ids.tolist()))
+            words = dict(zip(texts_array[ids].tolist(), ids.tolist(), strict=True))
             if len(words) != len(ids):
                 raise ValueError(f"a word of field {FIELDS[field]} appears twice")
             vocabulary.words[field] = words

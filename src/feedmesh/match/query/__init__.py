@@ -76,7 +76,8 @@ class Query(msgspec.Struct, frozen=True):
     conjunctions: tuple[Conjunction, ...]
 
     def matches(self, article: Article | TokenizedArticle) -> bool:
-        """Reference evaluation on one article (tokenize once with ``tokenize_article`` to reuse)."""
+        """Reference evaluation on one article (tokenize once with ``tokenize_article`` to
+        reuse)."""
         if isinstance(article, Article):
             article = tokenize_article(article)
         return evaluate(self.root, article)

@@ -9,7 +9,8 @@ its joined word. Then every conjunction is checked:
 
 * it must contain a positive term: ``NOT patent`` alone is refused ("NOT alone cannot match
   anything"): an index can only find articles by what they contain;
-* its positive terms must not all be stop words or ``lang:`` (they would match almost every article);
+* its positive terms must not all be stop words or ``lang:`` (they would match almost every
+  article);
 * a conjunction that requires and excludes the same thing is dropped; if none is left, the query
   "can never match" and is refused;
 * a conjunction that contains another one adds nothing (``a OR (a AND b)`` is ``a``) and is dropped.
@@ -130,7 +131,8 @@ def _contradicts(positive: dict[Term, int], negative: dict[Term, int]) -> bool:
         if isinstance(excluded, Word) and (excluded.field, excluded.token) in required:
             return True
         if isinstance(excluded, Prefix) and any(
-            field == excluded.field and token.startswith(excluded.prefix) for field, token in required
+            field == excluded.field and token.startswith(excluded.prefix)
+            for field, token in required
         ):
             return True
     return False

@@ -35,6 +35,7 @@ class QueryLimits(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         for name in ("max_chars", "max_terms", "max_conjunctions", "max_depth", "max_phrase_words"):
             if getattr(self, name) < 1:
-                raise ValueError(f"QueryLimits.{name} must be at least 1, got {getattr(self, name)}")
+                raise ValueError(f"QueryLimits.{name} must be at least 1, "
+                                 f"got {getattr(self, name)}")
         if self.min_prefix_chars < 1:
             raise ValueError("QueryLimits.min_prefix_chars must be at least 1")

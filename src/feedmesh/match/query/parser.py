@@ -35,7 +35,9 @@ from feedmesh.match.text import tokenize
 
 __all__ = ["Positioned", "canonical", "parse_tree"]
 
-_STARTS_UNARY: Final = frozenset({Kind.WORD, Kind.PHRASE, Kind.LPAREN, Kind.NOT, Kind.MINUS, Kind.FIELD})
+_STARTS_UNARY: Final = frozenset(
+    {Kind.WORD, Kind.PHRASE, Kind.LPAREN, Kind.NOT, Kind.MINUS, Kind.FIELD}
+)
 _NOT_AN_OPERATOR: Final = {"&&": "AND", "&": "AND", "||": "OR", "|": "OR", "!": "NOT", "~": "NOT"}
 
 
@@ -210,7 +212,8 @@ class _Parser:
         self.check_depth(opening, depth)
         following = self.peek()
         if following is not None and following.kind is Kind.RPAREN:
-            raise QueryError("empty parentheses", opening.position, "put a word inside, or remove them")
+            raise QueryError("empty parentheses", opening.position,
+                             "put a word inside, or remove them")
         if following is None:
             raise QueryError(
                 "unbalanced parenthesis", opening.position, "this '(' is never closed; add ')'"
@@ -298,13 +301,15 @@ class _Parser:
     def field_value(self, raw: str, position: int, field: str) -> Word:
         if "*" in raw:
             raise QueryError(
-                f"{field}: does not take wildcards", position + raw.index("*"), f"give a full {field}"
+                f"{field}: does not take wildcards", position + raw.index("*"),
+                f"give a full {field}"
             )
         if field == "site":
             host = normalize_host(raw)
             if host is None:
                 raise QueryError(
-                    f"'{raw}' is not a host name", position, "site: takes a host, e.g. site:bbc.co.uk"
+                    f"'{raw}' is not a host name", position,
+                    "site: takes a host, e.g. site:bbc.co.uk"
                 )
             return Word("site", host)
         language = normalize_language(raw)
