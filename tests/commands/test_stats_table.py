@@ -66,3 +66,50 @@ def test_a_scheduled_crawl_shows_its_last_minute_and_a_running_cycle_its_progres
     text = render(stats_of(crawl_mode="interval", last_crawl=None, crawl_running=running))
     assert "crawl running" in text and "5 fetched = 5 documents" in text and "of 18 feeds" \
         in text
+
+
+def test_topology_rates_come_from_a_real_metrics_endpoint_and_a_trickle_is_not_zero(
+        tmp_path, capsys):
+    """`stats --up` read in/s over 1 s and showed whole numbers: a filter taking an article every
+    two seconds read 0. Over --interval, with a decimal, it reads 0.5."""
+    import http.server
+    import json
+    import os
+    import threading
+
+    from feedmesh import cli
+
+    reads = []
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # http.server calls it by this name
+            reads.append(1)
+            total = 100 + len(reads)  # one more article between two reads
+            body = ("# TYPE feedmesh_tier_articles_in_total counter\n"
+                    f'feedmesh_tier_articles_in_total{{tier="filter"}} {total}\n').encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        listing = {"web": "http://127.0.0.1:1", "processes": [{
+            "role": "filter", "shard": "0/1", "pid": os.getpid(), "state": "running",
+            "restarts": 0, "metrics": f"http://127.0.0.1:{server.server_port}/metrics"}]}
+        (tmp_path / "up.json").write_text(json.dumps(listing))
+        assert cli.main(["stats", "--up", str(tmp_path), "--interval", "2", "--json"]) == 0
+        (row,) = json.loads(capsys.readouterr().out)
+        assert 0.4 <= row["articles_in_per_s"] <= 0.5 and row["articles_in_total"] == 102
+        assert cli.main(["stats", "--up", str(tmp_path), "--interval", "2"]) == 0
+        shown = capsys.readouterr().out.split("\n")[2].split()
+        assert shown[0] == "filter" and shown[-2] in ("0.4", "0.5"), shown
+        assert cli.main(["stats", "--up", str(tmp_path), "--interval", "0"]) == 2
+        assert "--interval 0" in capsys.readouterr().err
+    finally:
+        server.shutdown()

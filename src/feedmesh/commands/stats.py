@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--up", default="", metavar="DATA",
                         help="every process of a `feedmesh up --data DATA` topology, one row each")
     parser.add_argument("--json", action="store_true", help="print the raw JSON")
+    parser.add_argument("--interval", type=float, default=3.0, metavar="S",
+                        help="with --up: seconds over which CPU and articles/s are measured "
+                             "(articles come in bursts: a short window reads 0)")
     parser.add_argument("--operator-token-file", default="", metavar="FILE",
                         help="the hub's DATA/operator-token: also name the hosts whose fetches "
                              "are paused (others see how many)")
@@ -157,13 +160,21 @@ def topology_rows(listing: dict, interval: float = 1.0) -> list[dict]:
             "rss_mb": None if (rss := rss_bytes(process["pid"])) is None else rss / 2**20,
             "queue_messages": (int(_sum(figures, "feedmesh_queue_messages"))
                                if figures else None),
-            "articles_in_per_s": round(rate_in, 1) if figures else None,
-            "articles_out_per_s": round(rate_out, 1) if figures else None,
+            "articles_in_per_s": round(rate_in, 2) if figures else None,
+            "articles_out_per_s": round(rate_out, 2) if figures else None,
+            "articles_in_total": (int(_sum(figures, "feedmesh_tier_articles_in_total"))
+                                  if figures else None),
+            "articles_out_total": (int(_sum(figures, "feedmesh_tier_articles_out_total"))
+                                   if figures else None),
         })
     return rows
 
 
 def run_topology(args: argparse.Namespace) -> int:
+    if not 0 < args.interval <= 300:
+        print(f"feedmesh stats: --interval {args.interval:g}: give seconds between 0 and 300",
+              file=sys.stderr)
+        return 2
     path = os.path.join(args.up, "up.json")
     try:
         with open(path) as f:
@@ -172,7 +183,7 @@ def run_topology(args: argparse.Namespace) -> int:
         print(f"feedmesh stats: no running topology in {args.up} ({path}: {exc})",
               file=sys.stderr)
         return 2
-    rows = topology_rows(listing)
+    rows = topology_rows(listing, args.interval)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -187,12 +198,14 @@ def run_topology(args: argparse.Namespace) -> int:
     def shown(value: object, spec: str = "") -> str:
         return "-" if value is None else format(value, spec)
 
+    def rate(value: float | None) -> str:  # a trickle is not shown as 0
+        return shown(value, ".1f" if value is not None and 0 < value < 10 else ".0f")
+
     for row in rows:
         state = row["state"] if row["alive"] or row["state"] != "running" else "gone"
         table.add_row(row["role"], row["shard"], state, str(row["pid"]), str(row["restarts"]),
                       shown(row["cpu_percent"], ".0f"),
                       shown(row["rss_mb"], ".0f"), shown(row["queue_messages"]),
-                      shown(row["articles_in_per_s"], ".0f"),
-                      shown(row["articles_out_per_s"], ".0f"))
+                      rate(row["articles_in_per_s"]), rate(row["articles_out_per_s"]))
     Console().print(table)
     return 0
