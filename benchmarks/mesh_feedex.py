@@ -272,7 +272,9 @@ async def run(args: argparse.Namespace) -> int:
         start = clock.now() + args.warmup_s * args.speed  # for the workers to start
         end = start + args.hours * HOUR
         tracker = TrackerServer("127.0.5.1", free_port("127.0.5.1"), clock,
-                                tracker=Tracker(ttl_s=args.hours * HOUR, rng=rng))
+                                # each emulated node a machine, though 250 share a /24
+                                tracker=Tracker(ttl_s=args.hours * HOUR, rng=rng,
+                                                prefix_v4=32))
         await tracker.start()
         urls = {i: f"{farm.base_url}/feeds/{i}" for i in feed_ids}
         nodes = []

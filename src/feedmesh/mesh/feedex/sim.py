@@ -204,7 +204,9 @@ def simulate(config: SimConfig) -> SimResult:
     addresses = [_address(i) for i in range(n)]
     index = {a: i for i, a in enumerate(addresses)}
     tracker_address: Address = ("127.3.255.254", 8400)
-    tracker = Tracker(ttl_s=2 * config.settings.tracker_refresh_s, rng=random.Random(config.seed))
+    # (every emulated node is a machine of its own, though 250 share a loopback /24)
+    tracker = Tracker(ttl_s=2 * config.settings.tracker_refresh_s, rng=random.Random(config.seed),
+                      prefix_v4=32)
     points = [(rng.random(), rng.random()) for _ in range(n)]
     subs = [rng.sample(range(len(feeds)), config.subscriptions) for _ in range(n)]
     leaving = set(rng.sample(range(n), round(config.churn * n)))
