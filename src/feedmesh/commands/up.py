@@ -40,7 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8080,
                         help="the first web process's port (0: any; the others take any)")
     parser.add_argument("--nats", default="", metavar="URL",
-                        help="a NATS JetStream server to use (default: start one in DATA/nats)")
+                        help="a NATS JetStream server to use (default: start one in DATA/nats, "
+                        "which lets in only the roles' keys; the roles reach a server given "
+                        "here without credentials)")
     parser.add_argument("--nats-cluster", type=int, default=0, metavar="N",
                         help="start N NATS servers (3 to 5, on 127.0.0.1, .2, ...) as one "
                         "JetStream cluster holding every stream on 3 of them: the hub goes on "
