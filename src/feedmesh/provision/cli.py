@@ -94,6 +94,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check_group.add_argument("--metrics", nargs="+", default=[], metavar="URL",
                              help="hubs' /metrics URLs (or their base URLs), or one process of "
                              "a role as ROLE=URL (crawler=, filter=, reflector=)")
+    check_group.add_argument("--reflector-token-file", default="", metavar="FILE",
+                             help="the bearer token a reflector=URL asks for, a file 0600 "
+                             "(`feedmesh up`'s DATA/secrets/reflector.token; --up finds it)")
     check_group.add_argument("--up", default="", metavar="DIR",
                              help="every crawler, filter and reflector process of a `feedmesh "
                              "up --data DIR` topology (its DIR/up.json), each as its role")
@@ -323,15 +326,20 @@ def scrape(url: str, token_file: str = "") -> Scrape:
 
 
 def _token_files(args: argparse.Namespace) -> dict[str, str]:
-    """Metrics URL -> the token file it asks for, of ``--up DIR``'s listing (its reflectors)."""
+    """Metrics URL -> the token file it asks for: ``--up DIR``'s reflectors' (from its
+    listing), and the reflector=URLs given, ``--reflector-token-file``'s."""
+    found = {}
+    if args.reflector_token_file:
+        found = {url: args.reflector_token_file for role, _, url in
+                 (given.partition("=") for given in args.metrics) if role == "reflector"}
     if not args.up:
-        return {}
+        return found
     try:
         processes = json.loads((Path(args.up) / "up.json").read_text())["processes"]
     except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {p["metrics"]: p["token_file"] for p in processes
-            if "metrics" in p and p.get("token_file")}
+        return found
+    return {**found, **{p["metrics"]: p["token_file"] for p in processes
+                        if "metrics" in p and p.get("token_file")}}
 
 
 def _targets(args: argparse.Namespace) -> list[tuple[str, str, str]]:
