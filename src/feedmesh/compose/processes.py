@@ -42,6 +42,7 @@ from feedmesh.compose.engines import open_feed_ownership, open_hub_state
 from feedmesh.compose.lifecycle import stop_on_signals
 from feedmesh.compose.settings import UpSettings
 from feedmesh.compose.up_secrets import lock_up, nats_rows, secure_bus, write_private
+from feedmesh.secret_file import SecretFileError
 from feedmesh.store import StoreError
 from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 
@@ -363,7 +364,8 @@ def up(args: UpSettings) -> int:
                 return 1
         print("feedmesh up: stopping (the crawler drains first)", file=sys.stderr, flush=True)
         return 0
-    except (RuntimeError, NatsServerError, LocalPostgresError, OSError, StoreError) as exc:
+    except (RuntimeError, NatsServerError, LocalPostgresError, OSError, StoreError,
+            SecretFileError) as exc:
         print(f"feedmesh up: {exc}", file=sys.stderr)
         return 2
     finally:
