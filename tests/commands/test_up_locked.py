@@ -239,7 +239,10 @@ async def test_up_on_a_nats_cluster_loses_and_doubles_nothing_when_a_node_is_kil
             ids = [entry_id for entry_id, _ in pairs]
             doubled += len(ids) - len(set(ids))
             lost += len(truth.want[sub_id] - set(ids))
-    assert sum(len(w) for w in truth.want.values()) > 100  # worth checking
+    pairs = sum(len(w) for w in truth.want.values())
+    print(f"nats_node_kill_lost={lost} nats_node_kill_duplicated={doubled} pairs={pairs} "
+          f"(node {victim} killed)")
+    assert pairs > 100  # worth checking
     assert (lost, doubled) == (0, 0)
     shutil.rmtree(data, ignore_errors=True)
 
