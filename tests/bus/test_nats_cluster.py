@@ -15,7 +15,7 @@ import pytest
 
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.nats_auth import authorization_block, create_credentials
-from feedmesh.bus.nats_cluster import LocalNatsCluster
+from feedmesh.bus.nats_cluster import LocalNatsCluster, prepare_placed
 from tests.eventually import eventually
 
 NS = "fm"
@@ -69,7 +69,7 @@ async def test_streams_are_held_by_all_three_nodes(cluster):
     admin = await JetStreamBus.connect(nodes.url, namespace=NS, replicas=3,
                                        credentials=credentials.path("admin"))
     try:
-        await admin.prepare(["articles"], [("articles", "filter-0")])
+        await prepare_placed(admin, ["articles"], [("articles", "filter-0")])
 
         async def replicated(group: str | None = None) -> bool:
             info = await found(lambda: admin._js.consumer_info(f"{NS}_articles", group)
@@ -92,7 +92,7 @@ async def test_a_node_killed_mid_run_loses_and_doubles_nothing(cluster):
     nodes, credentials = cluster
     admin = await JetStreamBus.connect(nodes.url, namespace=NS, replicas=3,
                                        credentials=credentials.path("admin"))
-    await admin.prepare(["articles"], [("articles", "filter-0")])
+    await prepare_placed(admin, ["articles"], [("articles", "filter-0")])
     crawler = await JetStreamBus.connect(nodes.url, namespace=NS, ack_wait_s=2.0,
                                          credentials=credentials.path("crawler"))
     filter_ = await JetStreamBus.connect(nodes.url, namespace=NS, ack_wait_s=2.0,

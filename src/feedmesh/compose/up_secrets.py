@@ -26,17 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-import nats.js.errors
-
 from feedmesh.bus import BusError
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.nats_auth import ADMIN, NatsCredentials, authorization_block, create_credentials
-from feedmesh.bus.nats_cluster import LocalNatsCluster
+from feedmesh.bus.nats_cluster import LocalNatsCluster, prepare_placed
 from feedmesh.bus.nats_server import LocalNats, NatsServerError
 from feedmesh.compose.settings import UpSettings
 from feedmesh.hub.tiers.crawling import crawler_group
@@ -119,28 +116,14 @@ class UpLocks:
         async def prepare() -> None:
             admin = JetStreamBus(url, namespace=NAMESPACE, credentials=self.nats.path(ADMIN),
                                  replicas=replicas, connect_timeout=timeout)
-            deadline = time.monotonic() + timeout
             try:
-                while True:
-                    try:
-                        await asyncio.wait_for(admin.prepare(subjects, groups),
-                                               max(1.0, deadline - time.monotonic()))
-                        return
-                    except nats.js.errors.APIError as exc:
-                        # A cluster just started: its metadata leader is elected before it
-                        # knows every peer ("no suitable peers for placement", 10005) and
-                        # may not know a stream it was just told of (10059) yet.
-                        if exc.err_code not in (10005, 10059) or time.monotonic() > deadline:
-                            raise NatsServerError(
-                                f"the NATS server at {url} did not take the hub's streams "
-                                f"({exc.description}, code {exc.err_code})") from exc
-                        await asyncio.sleep(0.25)
+                await prepare_placed(admin, subjects, groups, timeout=timeout)
             finally:
                 await admin.close()
 
         try:
             asyncio.run(prepare())
-        except (TimeoutError, BusError) as exc:
+        except BusError as exc:
             raise NatsServerError(f"the NATS server at {url} did not take the hub's streams "
                                   f"within {timeout:.0f} s: {exc}") from exc
 
