@@ -303,7 +303,9 @@ def up(args: UpSettings) -> int:
             crawler = _Role(f"crawler {share}", crawler_argv, shard=share,
                             metrics=f"http://127.0.0.1:{metrics_port}/metrics", **mesh)
             roles.insert(shard, crawler)  # stopped before the tiers: it drains what it sent
-            crawler.wait_ready("feedmesh crawler:")  # the first made the database and the key
+            said = crawler.wait_ready("feedmesh crawler:")  # the first made the database and key
+            if " feeds, metrics at " not in said:  # its one-line error has the same prefix
+                raise RuntimeError(f"{crawler.name} failed at start: {said}")
         webs = []
         for n in range(args.web):
             port = (args.port if n == 0 and args.port else _free_port(args.host))
