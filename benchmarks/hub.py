@@ -69,14 +69,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _get(url: str, timeout: float = 30) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as answer:
+def _get(url: str, timeout: float = 30, token_file: str = "") -> bytes:
+    """``url``'s body; ``token_file``: a bearer token to send (a reflector under `up`)."""
+    headers = ({"Authorization": "Bearer " + Path(token_file).read_text().strip()}
+               if token_file else {})
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                timeout=timeout) as answer:
         return answer.read()
 
 
-def _metrics(base: str) -> dict[str, float]:
+def _metrics(base: str, token_file: str = "") -> dict[str, float]:
     figures = {}
-    for family in text_string_to_metric_families(_get(f"{base}/metrics").decode()):
+    for family in text_string_to_metric_families(
+            _get(f"{base}/metrics", token_file=token_file).decode()):
         for sample in family.samples:
             label = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
             figures[f"{sample.name}{{{label}}}" if label else sample.name] = sample.value

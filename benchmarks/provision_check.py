@@ -287,7 +287,7 @@ def measure(args: argparse.Namespace) -> dict:
 
             def backlog() -> float:
                 return sum(v for p in tiers for k, v in _metrics(
-                    p["metrics"].removesuffix("/metrics")).items()
+                    p["metrics"].removesuffix("/metrics"), p.get("token_file", "")).items()
                     if k.startswith("feedmesh_queue_messages"))
 
             with contextlib.suppress(RuntimeError):  # a backlog that stays is reported below
@@ -297,7 +297,8 @@ def measure(args: argparse.Namespace) -> dict:
             k = load_model(args.model).workload.held_per_subscription
 
             def held() -> float:
-                return sum(_metrics(p["metrics"].removesuffix("/metrics")).get(
+                return sum(_metrics(p["metrics"].removesuffix("/metrics"),
+                                    p.get("token_file", "")).get(
                     "feedmesh_reflector_rows_held", 0.0) for p in reflectors)
 
             held0 = held()
@@ -305,7 +306,8 @@ def measure(args: argparse.Namespace) -> dict:
             window = math.ceil(args.window / args.interval) * args.interval
             names = list(mapping)
             load0 = loadavg()
-            before = {n: _metrics(mapping[n]["metrics"].removesuffix("/metrics")) for n in names}
+            before = {n: _metrics(mapping[n]["metrics"].removesuffix("/metrics"),
+                               mapping[n].get("token_file", "")) for n in names}
             cpu0 = {n: cpu_seconds(mapping[n]["pid"]) for n in names}
             web_cpu0 = sum(cpu_seconds(p["pid"]) for p in webs)
             polled0, answers0 = list(poller.bytes), list(poller.answers)
@@ -316,7 +318,8 @@ def measure(args: argparse.Namespace) -> dict:
                 for n in names:
                     rss[n].append((rss_bytes(mapping[n]["pid"]) or 0) / 2**20)
                 time.sleep(1.0)
-            after = {n: _metrics(mapping[n]["metrics"].removesuffix("/metrics")) for n in names}
+            after = {n: _metrics(mapping[n]["metrics"].removesuffix("/metrics"),
+                               mapping[n].get("token_file", "")) for n in names}
             cpu1 = {n: cpu_seconds(mapping[n]["pid"]) for n in names}
             web_cpu = (sum(cpu_seconds(p["pid"]) for p in webs) - web_cpu0)
             polled1, answers1 = list(poller.bytes), list(poller.answers)

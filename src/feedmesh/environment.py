@@ -16,6 +16,10 @@ VARIABLES = {
     "FEEDMESH_STORE": "the hub's PostgreSQL database (postgresql://...) for serve, reflector, "
                       "web, url-key and deliveries, instead of SQLite files",
     "FEEDMESH_BUS": "where serve's tiers meet: memory, or nats://HOST:PORT",
+    "FEEDMESH_BUS_CREDENTIALS": "a role's NATS nkey seed file (0600) for crawler, filter, "
+                                "reflector, web and map --apply (--bus-credentials)",
+    "FEEDMESH_REFLECTOR_TOKEN_FILE": "the reflectors' API bearer token file (0600): asked by "
+                                     "reflector (--token-file), sent by crawler and web",
     "FEEDMESH_PUBLIC_URL": "serve's --public-url: where publishers' WebSub hubs call back",
     "FEEDMESH_DB": "crawl's store: a SQLite file or a postgresql:// URL",
     "FEEDMESH_LOOP": "the event loop: uvloop (the default where installed) or asyncio",

@@ -10,11 +10,12 @@ import asyncio
 import socket
 from pathlib import Path
 
+import nats.js.errors
 import pytest
 
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.bus.nats_auth import authorization_block, create_credentials
-from feedmesh.bus.nats_cluster import LocalNatsCluster
+from feedmesh.bus.nats_cluster import LocalNatsCluster, prepare_placed
 from tests.eventually import eventually
 
 NS = "fm"
@@ -30,11 +31,21 @@ def cluster(tmp_path):
     nodes.stop()
 
 
+async def found(call):  # type: ignore[no-untyped-def]
+    """What the JetStream API ``call`` answers, or None while the node asked does not know the
+    stream or group yet: right after it is made, or while a leader is elected after a kill, a
+    node may answer 'stream not found' (10059) for a stream the cluster holds."""
+    try:
+        return await call()
+    except nats.js.errors.NotFoundError:
+        return None
+
+
 async def leader(admin: JetStreamBus, stream: str, group: str | None = None) -> int | None:
     """The node (index) leading ``stream``, or its ``group`` (None while one is elected)."""
-    info = await admin._call("asking for a leader", lambda: admin._js.consumer_info(
-        stream, group) if group else admin._js.stream_info(stream))
-    name = info.cluster.leader if info.cluster else None
+    info = await found(lambda: admin._call("asking for a leader", lambda: admin._js.consumer_info(
+        stream, group) if group else admin._js.stream_info(stream)))
+    name = info.cluster.leader if info is not None and info.cluster else None
     return int(name.rsplit("-", 1)[1]) if name else None
 
 
@@ -58,12 +69,19 @@ async def test_streams_are_held_by_all_three_nodes(cluster):
     admin = await JetStreamBus.connect(nodes.url, namespace=NS, replicas=3,
                                        credentials=credentials.path("admin"))
     try:
-        await admin.prepare(["articles"], [("articles", "filter-0")])
-        info = await admin._js.stream_info(f"{NS}_articles")
-        assert info.config.num_replicas == 3
-        assert len(info.cluster.replicas) == 2  # beside the leader
-        group = await admin._js.consumer_info(f"{NS}_articles", "filter-0")
-        assert len(group.cluster.replicas) == 2
+        await prepare_placed(admin, ["articles"], [("articles", "filter-0")])
+
+        async def replicated(group: str | None = None) -> bool:
+            info = await found(lambda: admin._js.consumer_info(f"{NS}_articles", group)
+                               if group else admin._js.stream_info(f"{NS}_articles"))
+            if info is None or info.cluster is None:
+                return False
+            if group is None:
+                assert info.config.num_replicas == 3
+            return len(info.cluster.replicas or []) == 2  # beside the leader
+
+        await eventually(replicated, what="the stream on three nodes")
+        await eventually(lambda: replicated("filter-0"), what="the group on three nodes")
     finally:
         await admin.close()
 
@@ -74,7 +92,7 @@ async def test_a_node_killed_mid_run_loses_and_doubles_nothing(cluster):
     nodes, credentials = cluster
     admin = await JetStreamBus.connect(nodes.url, namespace=NS, replicas=3,
                                        credentials=credentials.path("admin"))
-    await admin.prepare(["articles"], [("articles", "filter-0")])
+    await prepare_placed(admin, ["articles"], [("articles", "filter-0")])
     crawler = await JetStreamBus.connect(nodes.url, namespace=NS, ack_wait_s=2.0,
                                          credentials=credentials.path("crawler"))
     filter_ = await JetStreamBus.connect(nodes.url, namespace=NS, ack_wait_s=2.0,
@@ -131,7 +149,8 @@ async def test_a_node_killed_mid_run_loses_and_doubles_nothing(cluster):
     finally:
         publishing.cancel()
         consuming.cancel()
-    published = await admin.last_seq("articles")
+    published = await eventually(lambda: found(lambda: admin.last_seq("articles")),
+                                 what="the stream's last sequence")
     for bus in (admin, crawler, filter_):
         await bus.close()
     lost = total - len(stored)

@@ -109,12 +109,16 @@ async def test_each_process_is_checked_as_its_role(up_topology):
 
 
 async def test_role_tagged_urls_and_generous_limits(up_topology):
-    _folder, listing = up_topology
+    folder, listing = up_topology
     urls = [f"{p['role']}={p['metrics']}" for p in listing["processes"]
             if p["role"] in ("crawler", "filter", "reflector")]
-    code, out, err = await feedmesh("provision", "--check", "--metrics", *urls, "--seconds", "1",
-                                    "--bandwidth-mbps", "1000", "--memory-mb", "65536",
-                                    "--cpu", "4")
+    limits = ["--seconds", "1", "--bandwidth-mbps", "1000", "--memory-mb", "65536", "--cpu", "4"]
+    # up's reflectors ask for their token, their /metrics too
+    code, out, err = await feedmesh("provision", "--check", "--metrics", *urls, *limits)
+    assert code == 2 and "401" in err, out + err
+    code, out, err = await feedmesh("provision", "--check", "--metrics", *urls, *limits,
+                                    "--reflector-token-file",
+                                    str(Path(folder) / "secrets" / "reflector.token"))
     assert code == 0, out + err
     assert "every service fits its limits" in out
     assert sum(line.startswith(("crawler@", "filter@", "reflector@"))

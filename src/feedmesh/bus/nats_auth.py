@@ -88,10 +88,14 @@ def inbox_prefix(public: str) -> str:
     return f"_INBOX_{public[1:17]}"
 
 
-def role_permissions(role: str, namespace: str, reflectors: int,
-                     public: str) -> dict[str, dict[str, list[str]]] | None:
+def role_permissions(role: str, namespace: str, reflectors: int, public: str,
+                     pulls: Iterable[tuple[str, str]] = ()
+                     ) -> dict[str, dict[str, list[str]]] | None:
     """The NATS ``permissions`` of ``role`` (None for the admin: no limit), for a hub of
-    ``reflectors`` reflectors on bus namespace ``namespace``, whose key is ``public``."""
+    ``reflectors`` reflectors on bus namespace ``namespace``, whose key is ``public``.
+    ``pulls``: (subject, group) pairs this role also pulls from and acknowledges, by that
+    group's name alone (a crawler's republisher reads ``articles`` through a group of its
+    own, made at set-up: never the filters')."""
     if role == ADMIN:
         return None
     if role not in _PUBLISHES:
@@ -110,6 +114,12 @@ def role_permissions(role: str, namespace: str, reflectors: int,
                     f"{api}.CONSUMER.MSG.NEXT.{stream}.*", f"$JS.ACK.{stream}.>"]
     for subject in _expanded(_BINDS[role], reflectors):
         publish.append(f"{api}.CONSUMER.INFO.{hub_stream(namespace, subject)}.*")
+    for subject, group in pulls:
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", group):
+            raise ValueError(f"bus group {group!r}: use letters, digits, '-' and '_'")
+        stream = hub_stream(namespace, subject)
+        publish += [f"{api}.CONSUMER.INFO.{stream}.{group}",
+                    f"{api}.CONSUMER.MSG.NEXT.{stream}.{group}", f"$JS.ACK.{stream}.{group}.>"]
     if role in _PARKS:
         publish.append(f"{namespace}._parked")
     return {"publish": {"allow": publish},
@@ -168,15 +178,18 @@ def create_credentials(folder: str | Path, roles: Iterable[str] = ROLES) -> Nats
     return NatsCredentials(folder, keys)
 
 
-def authorization_block(credentials: NatsCredentials, namespace: str, reflectors: int) -> str:
-    """The server config's ``authorization`` block: each role's public key and permissions.
+def authorization_block(credentials: NatsCredentials, namespace: str, reflectors: int,
+                        pulls: Mapping[str, Iterable[tuple[str, str]]] | None = None) -> str:
+    """The server config's ``authorization`` block: each role's public key and permissions
+    (``pulls``: the groups a role also pulls from, by role; :func:`role_permissions`).
     No secret is in it. A client whose key is not listed is refused."""
     if not re.fullmatch(r"[A-Za-z0-9_-]+", namespace):
         raise ValueError(f"bus namespace {namespace!r}: use letters, digits, '-' and '_'")
     users = []
     for role, public in sorted(credentials.public_keys.items()):
         user: dict[str, object] = {"nkey": public}
-        permissions = role_permissions(role, namespace, reflectors, public)
+        permissions = role_permissions(role, namespace, reflectors, public,
+                                       (pulls or {}).get(role, ()))
         if permissions is not None:
             user["permissions"] = permissions
         users.append(f"    # {role}\n    {json.dumps(user)}")

@@ -12,15 +12,45 @@ stream stays writable while two of them run, and its leader moves when its node 
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
+
+import nats.js.errors
 
 from feedmesh.bus.nats_server import ClusterNode, LocalNats, NatsServerError, free_port
 
-__all__ = ["LocalNatsCluster"]
+__all__ = ["LocalNatsCluster", "prepare_placed"]
+
+_SETTLING = (10005, 10059)
+"""What a cluster just started (or just missing a node) answers for a while: "no suitable peers
+for placement" (its metadata leader is elected before it knows every peer) and "stream not
+found" (a node not yet told of a stream just made)."""
+
+
+async def prepare_placed(admin: Any, subjects: Sequence[str],
+                         groups: Sequence[tuple[str, str]] = (), *,
+                         timeout: float = 60.0) -> None:
+    """``admin.prepare(subjects, groups)`` (a JetStreamBus with the admin's key), tried again while the cluster settles (see
+    :data:`_SETTLING`); NatsServerError once ``timeout`` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            await asyncio.wait_for(admin.prepare(subjects, groups),
+                                   max(1.0, deadline - time.monotonic()))
+            return
+        except nats.js.errors.APIError as exc:
+            if exc.err_code not in _SETTLING or time.monotonic() > deadline:
+                raise NatsServerError(f"the NATS server at {admin.url} did not take the "
+                                      f"streams ({exc.description}, code {exc.err_code})"
+                                      ) from exc
+            await asyncio.sleep(0.25)
+        except TimeoutError as exc:
+            raise NatsServerError(f"the NATS server at {admin.url} did not take the streams "
+                                  f"within {timeout:.0f} s") from exc
 
 DEFAULT_HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")
 _META_LEADER = "JetStream cluster new metadata leader"

@@ -32,7 +32,7 @@ from feedmesh.compose.settings import (
 )
 
 __all__ = ["add_bus", "add_data", "add_fetch_arguments", "add_log_level", "add_push_arguments",
-           "add_serve_arguments", "add_state", "add_store", "add_web_limits", "bus_settings",
+           "add_reflector_token", "add_serve_arguments", "add_state", "add_store", "add_web_limits", "bus_settings",
            "fetch_settings", "parse_address", "parse_shard", "push_guard", "push_settings",
            "serve_settings", "web_limits", "worker_settings"]
 
@@ -84,10 +84,23 @@ def add_bus(parser: argparse.ArgumentParser, *, required: bool) -> None:
                             "or a NATS JetStream server, nats://HOST:PORT")
     parser.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
                         help="the hub's streams' prefix on that server")
+    parser.add_argument("--bus-credentials", metavar="FILE",
+                        default=environment.get("FEEDMESH_BUS_CREDENTIALS", ""),
+                        help="this role's NATS nkey seed, a file 0600 (default "
+                        "$FEEDMESH_BUS_CREDENTIALS; none: connect without credentials)")
+
+
+def add_reflector_token(parser: argparse.ArgumentParser) -> None:
+    """``--reflector-token-file``: what a client of the reflectors' API proves itself with."""
+    parser.add_argument("--reflector-token-file", metavar="FILE",
+                        default=environment.get("FEEDMESH_REFLECTOR_TOKEN_FILE", ""),
+                        help="the bearer token the reflectors' API asks for, a file 0600 "
+                        "(default $FEEDMESH_REFLECTOR_TOKEN_FILE; none: send no token)")
 
 
 def bus_settings(args: argparse.Namespace) -> BusSettings:
-    return BusSettings(url=args.bus, namespace=args.bus_namespace)
+    return BusSettings(url=args.bus, namespace=args.bus_namespace,
+                       credentials=args.bus_credentials)
 
 
 def add_state(parser: argparse.ArgumentParser) -> None:
@@ -273,6 +286,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser, *, crawler: bool = Fals
     parser.add_argument("--external-reflectors", default="", metavar="URL,URL,...",
                         help="run no reflector here: the --reflectors are `feedmesh reflector` "
                         "processes on the same --bus (NATS), answering at these URLs, in order")
+    add_reflector_token(parser)
     add_log_level(parser)
     parser.add_argument("--republish", default="", metavar="KEY_DIR",
                         help="multicast what the crawler finds new on the SCRIBE-RSS mesh, "
@@ -315,6 +329,7 @@ def serve_settings(args: argparse.Namespace, *, web: bool = True) -> ServeSettin
         external_reflectors=tuple(url.strip() for url in args.external_reflectors.split(",")
                                   if url.strip()),
         crawl_interval_s=args.interval, delivery=args.delivery, fetch=fetch,
+        reflector_token_file=args.reflector_token_file,
         schedule=(None if args.policy == "interval" else
                   SchedulerSettings(policy=args.policy, budget_per_feed_per_day=args.budget)),
         forward_backlog=not args.no_backlog, public_url=args.public_url,

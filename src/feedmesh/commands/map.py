@@ -32,6 +32,7 @@ import asyncio
 import json
 import sys
 
+from feedmesh import environment
 from feedmesh.compose.mapping import apply_mapping, hub_location
 from feedmesh.errors import FeedmeshError
 from feedmesh.locality import LocalityError
@@ -64,6 +65,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="the hub's NATS server: tell the running crawlers")
     apply.add_argument("--bus-namespace", default="feedmesh", metavar="NAME",
                        help="the subjects' prefix on the bus (default: feedmesh)")
+    apply.add_argument("--bus-credentials", metavar="FILE",
+                       default=environment.get("FEEDMESH_BUS_CREDENTIALS", ""),
+                       help="the NATS admin's nkey seed, a file 0600 (it drops departed "
+                       "crawlers' groups); default $FEEDMESH_BUS_CREDENTIALS")
     apply.add_argument("--wait", type=float, default=60.0, metavar="S",
                        help="how long to wait for the crawlers to hand staged feeds over "
                        "(0: do not wait)")
@@ -93,7 +98,8 @@ async def _apply(args: argparse.Namespace) -> int:
     done = await apply_mapping(location, args.crawler, latency=latency, fresh=args.fresh,
                                algorithm=args.algorithm, seed=args.seed, cycle_s=args.cycle,
                                max_polls=args.max_polls, bus_url=args.bus,
-                               bus_namespace=args.bus_namespace, wait_s=args.wait)
+                               bus_namespace=args.bus_namespace,
+                               bus_credentials=args.bus_credentials, wait_s=args.wait)
     holders = sorted({row.owner for row in done.pending.values()})
     if args.json:
         print(json.dumps({"algorithm": done.how, "feeds": len(done.mapping),

@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 
-from feedmesh import runloop
+from feedmesh import environment, runloop
 from feedmesh.commands import flags
 from feedmesh.compose.lifecycle import bind, run_roles
 from feedmesh.compose.reflector import reflector_process
@@ -54,6 +54,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-interval", type=float,
                         default=ReflectorSettings().checkpoint_interval_s, metavar="SECONDS",
                         help="how often the held entries are checkpointed and the log truncated")
+    parser.add_argument("--token-file", metavar="FILE",
+                        default=environment.get("FEEDMESH_REFLECTOR_TOKEN_FILE", ""),
+                        help="ask every caller of --listen (its /metrics too) for the bearer "
+                        "token in this file 0600 (default $FEEDMESH_REFLECTOR_TOKEN_FILE; none: "
+                        "no token asked)")
     flags.add_push_arguments(parser, guard=True)
 
 
@@ -68,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
             reflector=ReflectorSettings(soft_memory_bytes=args.soft_memory_mb << 20,
                                         hard_memory_bytes=args.hard_memory_mb << 20,
                                         checkpoint_interval_s=args.checkpoint_interval),
-            push=flags.worker_settings(args), guard=flags.push_guard(args))
+            push=flags.worker_settings(args), guard=flags.push_guard(args),
+            token_file=args.token_file)
         return runloop.run(_run(settings))
     except (OSError, ValueError, FeedmeshError) as exc:
         print(f"feedmesh reflector: {exc}", file=sys.stderr)

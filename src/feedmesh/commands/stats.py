@@ -112,10 +112,18 @@ def crawl_line(cycle: dict) -> str:
             f"{cycle['new_entries']} new entries")
 
 
-def _figures(url: str) -> dict[str, float]:
-    """A process's Prometheus figures as ``name{labels}`` -> value (empty when unreachable)."""
+def _figures(url: str, token_file: str = "") -> dict[str, float]:
+    """A process's Prometheus figures as ``name{labels}`` -> value (empty when unreachable);
+    ``token_file``: the bearer token it asks for (a reflector under ``up``), a file 0600."""
+    headers = {}
+    if token_file:
+        try:
+            headers["Authorization"] = f"Bearer {read_token(token_file, 'reflector token').decode()}"
+        except SecretFileError:
+            return {}
     try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=5) as answer:
             text = answer.read().decode()
     except OSError:
         return {}
@@ -136,7 +144,8 @@ def topology_rows(listing: dict, interval: float = 1.0) -> list[dict]:
     restarting, down after a crash loop, stopped) and restarts, CPU % and articles in/out per
     second over ``interval`` seconds, RSS, and the queue depth of its bus groups."""
     processes = listing["processes"]
-    before = [(cpu_seconds(p["pid"]), _figures(p["metrics"]) if "metrics" in p else {})
+    before = [(cpu_seconds(p["pid"]), _figures(p["metrics"], p.get("token_file", ""))
+               if "metrics" in p else {})
               for p in processes]
     started = time.monotonic()
     time.sleep(interval)
@@ -144,7 +153,8 @@ def topology_rows(listing: dict, interval: float = 1.0) -> list[dict]:
     rows = []
     for process, (cpu0, figures0) in zip(processes, before, strict=True):
         cpu1 = cpu_seconds(process["pid"])
-        figures = _figures(process["metrics"]) if "metrics" in process else {}
+        figures = (_figures(process["metrics"], process.get("token_file", ""))
+                   if "metrics" in process else {})
         rate_in = (_sum(figures, "feedmesh_tier_articles_in_total")
                    - _sum(figures0, "feedmesh_tier_articles_in_total")) / elapsed
         rate_out = (_sum(figures, "feedmesh_tier_articles_out_total")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from feedmesh import environment
 from feedmesh.compose.processes import up
@@ -39,7 +40,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8080,
                         help="the first web process's port (0: any; the others take any)")
     parser.add_argument("--nats", default="", metavar="URL",
-                        help="a NATS JetStream server to use (default: start one in DATA/nats)")
+                        help="a NATS JetStream server to use (default: start one in DATA/nats, "
+                        "which lets in only the roles' keys; the roles reach a server given "
+                        "here without credentials)")
+    parser.add_argument("--nats-cluster", type=int, default=0, metavar="N",
+                        help="start N NATS servers (3 to 5, on 127.0.0.1, .2, ...) as one "
+                        "JetStream cluster holding every stream on 3 of them: the hub goes on "
+                        "when one dies (default: one server)")
     parser.add_argument("--store", default="", metavar="URL",
                         help="the hub's database, which every process reads: a postgresql:// "
                         "URL, or 'sqlite' for SQLite files in DATA/hub (one machine, one "
@@ -69,4 +76,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Whatever up and its roles write (up.json, the NATS config and log, the filters'
+    # snapshots, the credentials) is for this user alone: files 0600, folders 0700.
+    os.umask(0o077)
     return up(UpSettings(**{field: getattr(args, field) for field in UpSettings.__struct_fields__}))

@@ -39,6 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url", default="",
                         help="the public URL of the hub, used in feed links (default "
                         "http://HOST:PORT); the same for every web process behind one name")
+    flags.add_reflector_token(parser)
     flags.add_web_limits(parser, per_process=True)
     flags.add_push_arguments(parser, guard=True)
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             crawlers=tuple(crawler_groups(args.crawlers)), data_dir=args.data,
             store=args.store, listen=Listen.parse(args.listen), base_url=args.base_url,
             limits=flags.web_limits(args), push=flags.worker_settings(args),
-            guard=flags.push_guard(args))
+            guard=flags.push_guard(args), reflector_token_file=args.reflector_token_file)
         return runloop.run(_run(settings))
     except (OSError, ValueError, FeedmeshError) as exc:
         print(f"feedmesh web: {exc}", file=sys.stderr)

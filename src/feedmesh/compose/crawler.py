@@ -36,6 +36,7 @@ from feedmesh.hub.tiers.crawling import (
 )
 from feedmesh.hub.tiers.owners import CrawlerOwnership
 from feedmesh.hub.tiers.websub_subscriber import WebSubSubscriber
+from feedmesh.secret_file import read_token
 from feedmesh.store import FeedOwnership, HubState, IngestStore, StoreThread
 
 __all__ = ["CrawlerRole", "crawler_tier"]
@@ -63,6 +64,11 @@ def crawler_tier(settings: HubSettings, *, store: IngestStore, state: HubState, 
                        share=s.crawler_shard, websub=websub)
 
 
+def reflector_token(path: str) -> bytes | None:
+    """The reflectors' bearer token from the file 0600 at ``path`` (None when no path)."""
+    return read_token(Path(path), "reflector token") if path else None
+
+
 class CrawlerRole:
     """The crawling hub's crawler (see the module). ``local_reflectors``: the watermarks of the
     reflectors of this process (the embedded hub), beside those of ``settings``' external
@@ -84,7 +90,8 @@ class CrawlerRole:
         self.desk = CrawlDesk(tier, store, bus, metrics,
                               group=crawler_group(s.crawler_name or s.crawler_shard[0]),
                               filters=s.filters, owners=owners, name=s.crawler_name)
-        self.remote_reflectors = [ReflectorClient(n, url)
+        token = reflector_token(s.reflector_token_file)
+        self.remote_reflectors = [ReflectorClient(n, url, token=token)
                                   for n, url in enumerate(s.external_reflectors)]
         self._watermarks = [*local_reflectors,
                             *(RemoteWatermarks(c, s.reflectors) for c in self.remote_reflectors)]

@@ -84,13 +84,13 @@ class EmbeddedHub:
 
     def __init__(self, settings: HubSettings, stores: HubStores, *, bus_url: str,
                  bus_namespace: str, fetcher: Fetcher, clock: Clock,
-                 resolver: AbstractResolver | None) -> None:
+                 resolver: AbstractResolver | None, bus_credentials: str = "") -> None:
         self.settings = s = settings
         self.stores = stores
         self.clock = clock
         self.metrics = metrics = HubMetrics()
         self.bus = bus = open_bus(bus_url, buffer_bytes=s.bus_buffer_bytes,
-                                  namespace=bus_namespace)
+                                  namespace=bus_namespace, credentials=bus_credentials)
         metrics.watch_queues(bus.depths)
         self.store, self.state, self.tokens = stores.ingest, stores.state, stores.tokens
         self.fetcher = fetcher
@@ -181,7 +181,7 @@ class EmbeddedHub:
 def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = None,
                  fetcher: Fetcher | None = None, resolver: AbstractResolver | None = None,
                  store_url: str = "", bus: str = "memory",
-                 bus_namespace: str = "feedmesh") -> EmbeddedHub:
+                 bus_namespace: str = "feedmesh", bus_credentials: str = "") -> EmbeddedHub:
     """Every tier in this process on SQLite files in ``settings.data_dir`` (or, given
     ``store_url``, on that PostgreSQL database, :func:`~.engines.open_hub_stores`) and the
     in-process bus (or, given ``bus``, a NATS server's, whose streams outlive this process).
@@ -200,6 +200,7 @@ def embedded_hub(settings: HubSettings | None = None, *, clock: Clock | None = N
                              named_crawler=bool(settings.crawler_name), now=clock.now())
     try:
         return EmbeddedHub(settings, stores, bus_url=bus, bus_namespace=bus_namespace,
+                           bus_credentials=bus_credentials,
                            fetcher=fetcher or Fetcher(settings.fetch, clock=clock,
                                                       resolver=resolver),
                            clock=clock, resolver=resolver)

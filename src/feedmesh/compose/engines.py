@@ -115,14 +115,16 @@ def open_reflector_log(location: str | Path, reflector: int) -> ReflectorLog:
     return SQLiteReflectorLog(location)
 
 
-def open_bus(url: str, *, buffer_bytes: int = 1024 * 1024, namespace: str = "feedmesh") -> Bus:
+def open_bus(url: str, *, buffer_bytes: int = 1024 * 1024, namespace: str = "feedmesh",
+             credentials: str = "") -> Bus:
     """The bus named by ``url``: ``memory`` (in this process, ``buffer_bytes`` per group) or
     ``nats://HOST:PORT`` (JetStream; its streams named after ``namespace``, connected on first
-    use). Anything else is a ValueError that says what is accepted."""
+    use, as the role whose nkey seed file is ``credentials`` when given). Anything else is a
+    ValueError that says what is accepted."""
     if url in ("", "memory"):
         return MemoryBus(buffer_bytes)
     if url.startswith(("nats://", "tls://")):
-        return JetStreamBus(url, namespace=namespace)
+        return JetStreamBus(url, namespace=namespace, credentials=credentials or None)
     raise ValueError(f"bus {url!r}: use 'memory' or a NATS URL such as nats://127.0.0.1:4222")
 
 

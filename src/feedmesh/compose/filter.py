@@ -108,7 +108,8 @@ def filter_process(settings: FilterSettings) -> tuple[FilterRole, list[Callable]
     data.mkdir(mode=0o700, parents=True, exist_ok=True)
     state, reopen = existing_hub_state(settings.state)
     metrics = HubMetrics()
-    bus = open_bus(settings.bus.url, namespace=settings.bus.namespace)
+    bus = open_bus(settings.bus.url, namespace=settings.bus.namespace,
+                   credentials=settings.bus.credentials)
     metrics.watch_queues(bus.depths)
     tier = filter_tier(*settings.shard, bus, SystemClock(), metrics, settings.delivery)
     role = FilterRole(tier, state=state, data_dir=data, open_state=reopen, metrics=metrics,

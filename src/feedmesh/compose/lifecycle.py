@@ -317,8 +317,8 @@ async def run_roles(roles: Sequence[Role], *, http: socket.socket | None = None,
                     stop: asyncio.Event | None = None,
                     ready_timeout_s: float = READY_TIMEOUT_S) -> int:
     """Run ``roles`` as one process (see the module) until SIGINT or SIGTERM; 0 once stopped
-    cleanly, 1 after a fault it cannot survive (:class:`Tasks`). ``announce`` is called (awaited, if it is a coroutine function) once every role is
-    ready: the process's ready line;
+    cleanly, 1 after a fault it cannot survive (:class:`Tasks`). ``announce`` is called
+    (awaited, if it is a coroutine function) once every role is ready: the process's ready line;
     ``until(stop)``, when given, runs beside them and stops the process when it returns."""
     stop = stop or asyncio.Event()
     with stopping(stop):

@@ -113,7 +113,7 @@ def _moves(table: FeedOwnership, mapping: dict[str, str], names: list[str]
 async def apply_mapping(location: str, sites: list, *, latency: Latency, fresh: bool,
                         algorithm: str, seed: int, cycle_s: float, max_polls: float,
                         bus_url: str = "", bus_namespace: str = "feedmesh",
-                        wait_s: float = 0.0) -> Applied:
+                        bus_credentials: str = "", wait_s: float = 0.0) -> Applied:
     """Map the feeds of the hub's store at ``location`` to ``sites`` (named crawlers) and write
     the mapping (see the module); with ``bus_url`` the crawlers are told, and waited for up to
     ``wait_s`` seconds to hand the staged feeds over."""
@@ -154,7 +154,7 @@ async def apply_mapping(location: str, sites: list, *, latency: Latency, fresh: 
         told = False
         dropped: list[str] = []
         if bus_url:
-            bus = open_bus(bus_url, namespace=bus_namespace)
+            bus = open_bus(bus_url, namespace=bus_namespace, credentials=bus_credentials)
             try:
                 await bus.publish("feeds", encode(OwnersChanged(by="map")))
                 told = True

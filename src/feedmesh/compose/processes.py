@@ -46,6 +46,8 @@ from feedmesh.compose.lifecycle import stop_on_signals
 from feedmesh.compose.settings import UpSettings
 from feedmesh.compose.supervised import listing_saver, supervise
 from feedmesh.compose.supervisor import RUNNING
+from feedmesh.compose.up_secrets import lock_up, nats_rows, secure_bus
+from feedmesh.secret_file import SecretFileError
 from feedmesh.store import StoreError
 from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 
@@ -166,7 +168,7 @@ def _owned_before(store: str, hub: Path) -> bool:
 
 
 def _map_by_locality(python: list[str], where: list[str], url: str, crawlers: dict[str, str],
-                     args: UpSettings, fresh: bool) -> None:
+                     args: UpSettings, fresh: bool, credentials: list[str]) -> None:
     """Map the loaded feeds to the nearest crawlers while they run (the handover is theirs);
     a failure leaves the feeds where the crawlers' own rule put them, and says so.
 
@@ -179,7 +181,7 @@ def _map_by_locality(python: list[str], where: list[str], url: str, crawlers: di
     feed near in 98% of 3,000 random sizings, reassigning from one crawler in 71%:
     benchmarks/locality_first_mapping.py). Otherwise (an earlier mapping in the table)
     reassign: few feeds move."""
-    argv = [*python, "map", "--apply", *where, "--bus", url, "--probes", "3",
+    argv = [*python, "map", "--apply", *where, "--bus", url, *credentials, "--probes", "3",
             *(["--fresh"] if fresh else []),
             *(f"--crawler={name}={address}" for name, address in crawlers.items()),
             *(f"--allow-network={network}" for network in args.allow_network)]
@@ -227,6 +229,10 @@ def up(args: UpSettings) -> int:
         print("feedmesh up: --filters and --reflectors must be in 1..64, --filter-replicas "
               "in 1..16", file=sys.stderr)
         return 2
+    if args.nats_cluster and (args.nats or not 3 <= args.nats_cluster <= 5):
+        print("feedmesh up: --nats-cluster starts 3 to 5 NATS servers of its own (not with "
+              "--nats)", file=sys.stderr)
+        return 2
     if args.republish:
         from feedmesh.mesh.keys import KeyFileError, KeyStore  # (only a republishing up)
         try:
@@ -241,26 +247,24 @@ def up(args: UpSettings) -> int:
         print(f"feedmesh up: cannot create {data}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     stop = stop_on_signals()
-    nats: LocalNats | None = None
+    servers: list[LocalNats] = []  # the NATS server, or the cluster's nodes
     postgres: LocalPostgres | None = None
     roles: list[_Role] = []
     python = [sys.executable, "-m", "feedmesh"]
     try:
-        if args.nats:
-            url = args.nats
-        else:
-            nats = LocalNats(data / "nats").start()
-            url = nats.url
+        locks = lock_up(data)  # every role's credentials, in files 0600
+        secured = not args.nats  # a server given with --nats has credentials of its own
+        url = args.nats or secure_bus(locks, data / "nats", args, servers)
         if args.store == "sqlite":
             store = ""
         elif args.store:
-            store = args.store
+            store = locks.store_url(None, args.store)  # its password, if any, to a passfile
         else:
             if os.geteuid() == 0:  # the server runs as its own user, who must reach its folder
                 _reachable_by_others(data)
                 data.chmod(0o711)  # (others may pass through DATA, not list it)
             postgres = LocalPostgres(data / "postgres").start()
-            store = postgres.url()
+            store = locks.store_url(postgres, "")  # its app login: no superuser, no password
         state = store or str(data / "hub" / "hub.db")
         _create_state(data / "hub", store)  # the reflectors read it before the hub starts
         reflectors = []
@@ -271,8 +275,10 @@ def up(args: UpSettings) -> int:
                          [*python, "reflector", "--bus", url, "--state", state, "--store", store,
                           "--shard", shard, "--data", str(data / "hub"), "--listen", listen,
                           "--delivery", args.delivery, "--log-level", "warning",
+                          *locks.flags("reflector", authenticated_bus=secured),
                           *(f"--allow-network={network}" for network in args.allow_network)],
-                         shard=shard, metrics=f"http://{listen}/metrics")
+                         shard=shard, metrics=f"http://{listen}/metrics",
+                         token_file=str(locks.token_file))
             roles.append(role)
             role.wait_ready("feedmesh reflector")
             reflectors.append(f"http://{listen}")
@@ -293,6 +299,7 @@ def up(args: UpSettings) -> int:
                             "--external-filters", "--host", "127.0.0.1", "--port",
                             str(metrics_port), "--reflectors", str(args.reflectors),
                             "--external-reflectors", ",".join(reflectors), *owned,
+                            *locks.flags("crawler", authenticated_bus=secured),
                             *_crawl_flags(args)]
             if args.opml:
                 crawler_argv += ["--opml", args.opml]
@@ -310,7 +317,9 @@ def up(args: UpSettings) -> int:
             crawler = _Role(f"crawler {share}", crawler_argv, shard=share,
                             metrics=f"http://127.0.0.1:{metrics_port}/metrics", **mesh)
             roles.insert(shard, crawler)  # stopped before the tiers: it drains what it sent
-            crawler.wait_ready("feedmesh crawler:")  # the first made the database and the key
+            said = crawler.wait_ready("feedmesh crawler:")  # the first made the database and key
+            if " feeds, metrics at " not in said:  # its one-line error has the same prefix
+                raise RuntimeError(f"{crawler.name} failed at start: {said}")
         webs = []
         for n in range(args.web):
             port = (args.port if n == 0 and args.port else _free_port(args.host))
@@ -319,7 +328,8 @@ def up(args: UpSettings) -> int:
                                       "--crawlers",
                                       ",".join(named) if named else str(args.crawlers),
                                       "--listen", f"{args.host}:{port}", "--log-level",
-                                      "warning", *(f"--allow-network={network}"
+                                      "warning", *locks.flags("web", authenticated_bus=secured),
+                                      *(f"--allow-network={network}"
                                                    for network in args.allow_network)],
                          metrics=f"http://{args.host}:{port}/metrics")
             roles.insert(n, role)  # stopped first: they hold nothing
@@ -334,17 +344,18 @@ def up(args: UpSettings) -> int:
                              [*python, "filter", "--bus", url, "--state", state,
                               "--shard", f"{shard}/{args.filters}", "--data",
                               str(data / folder), "--metrics", metrics,
-                              "--delivery", args.delivery, "--log-level", "warning"],
+                              "--delivery", args.delivery, "--log-level", "warning",
+                              *locks.flags("filter", authenticated_bus=secured)],
                              shard=f"{shard}/{args.filters}", metrics=f"http://{metrics}/metrics")
                 roles.insert(place, role)
                 place += 1
                 role.wait_ready("feedmesh filter shard")
         if named:
             where = ["--store", store] if store else ["--data", str(data / "hub")]
-            _map_by_locality(python, where, url, named, args, fresh=not mapped_before)
+            _map_by_locality(python, where, url, named, args, fresh=not mapped_before,
+                             credentials=locks.flags("admin", authenticated_bus=secured))
         listing = {"pid": os.getpid(), "web": web, "webs": webs, "bus": url, "processes": [
-            *([{"role": "nats", "pid": nats.process.pid, "address": url}]
-              if nats is not None and nats.process is not None else []),
+            *nats_rows(servers),
             *([{"role": "postgres", "pid": postgres.pid,
                 "address": f"{postgres.host}:{postgres.port}"}]
               if postgres is not None and postgres.pid is not None else []),
@@ -365,14 +376,15 @@ def up(args: UpSettings) -> int:
         supervise(roles, listing["processes"][-len(roles):], stop, save)
         print("feedmesh up: stopping (the crawler drains first)", file=sys.stderr, flush=True)
         return 0
-    except (RuntimeError, NatsServerError, LocalPostgresError, OSError, StoreError) as exc:
+    except (RuntimeError, NatsServerError, LocalPostgresError, OSError, StoreError,
+            SecretFileError) as exc:
         print(f"feedmesh up: {exc}", file=sys.stderr)
         return 2
     finally:
         for role in roles:  # the hub first: it drains what the others still hold
             role.stop()
-        if nats is not None:
-            nats.stop()
+        for server in servers:
+            server.stop()
         if postgres is not None:
             postgres.stop()
 

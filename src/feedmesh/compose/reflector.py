@@ -228,7 +228,8 @@ def reflector_process(settings: ReflectorRoleSettings) -> tuple[list, list[Calla
     state, _ = existing_hub_state(settings.state)
     push_state, _ = existing_hub_state(settings.state)  # push's reads and writes, its own
     metrics = HubMetrics()
-    bus = open_bus(settings.bus.url, namespace=settings.bus.namespace)
+    bus = open_bus(settings.bus.url, namespace=settings.bus.namespace,
+                   credentials=settings.bus.credentials)
     metrics.watch_queues(bus.depths)
     log = open_reflector_log(settings.store or data / f"reflector-{number}.db", number)
     worker_settings = settings.push

@@ -49,7 +49,7 @@ async def serve(settings: ServeSettings, *, say: Callable[[str], None] = _say) -
                 _address(s.republish_bootstrap, "--republish-bootstrap")
                 if s.republish_bootstrap else None)
         hub = embedded_hub(s.hub, bus=s.bus.url, bus_namespace=s.bus.namespace,
-                           store_url=s.store)
+                           bus_credentials=s.bus.credentials, store_url=s.store)
     except BaseException:
         sock.close()
         if endpoint is not None:

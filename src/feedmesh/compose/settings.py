@@ -91,6 +91,9 @@ class BusSettings(msgspec.Struct, frozen=True, kw_only=True):
 
     url: str = "memory"
     namespace: str = "feedmesh"
+    credentials: str = ""
+    """This role's NATS nkey seed file (0600; bus/nats_auth.py), for a server that asks for
+    one; empty: connect without credentials."""
 
     @property
     def in_process(self) -> bool:
@@ -104,6 +107,9 @@ class BusSettings(msgspec.Struct, frozen=True, kw_only=True):
 
 class HubSettings(msgspec.Struct, frozen=True, kw_only=True):
     data_dir: str = "var"
+    reflector_token_file: str = ""
+    """A file 0600 holding the bearer token the external reflectors' API asks for (empty:
+    none)."""
     filters: int = 1
     reflectors: int = 1
     crawl_interval_s: float = 900.0
@@ -220,6 +226,8 @@ class UpSettings(msgspec.Struct, frozen=True, kw_only=True):
     host: str = "127.0.0.1"
     port: int = 8080
     nats: str = ""
+    nats_cluster: int = 0
+    """Start this many NATS servers as one JetStream cluster (3: R3 streams); 0: one server."""
     store: str = ""
     opml: str = ""
     allow_network: list[str] = []
@@ -289,6 +297,8 @@ class WebSettings(msgspec.Struct, frozen=True, kw_only=True):
     push: PushSettings = PushSettings(sync_interval_s=1.0)
     guard: FetchSettings = FetchSettings()
     starting_entries: int = 500
+    reflector_token_file: str = ""
+    """A file 0600 holding the bearer token the reflectors' API asks for (empty: none)."""
 
     def __post_init__(self) -> None:
         if self.bus.in_process:

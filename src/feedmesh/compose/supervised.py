@@ -11,7 +11,6 @@ on nothing is restarted, and ``up`` stops the roles in drain order.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import sys
 import threading
@@ -22,6 +21,7 @@ from subprocess import Popen
 from typing import Any, Protocol
 
 from feedmesh.compose.supervisor import DOWN, RestartPolicy, Supervisor
+from feedmesh.secret_file import write_secret
 
 __all__ = ["Supervised", "listing_saver", "supervise"]
 
@@ -49,11 +49,7 @@ def listing_saver(path: Path, listing: dict) -> Callable[[], None]:
     of it), 0600: it names ports and pids."""
 
     def save() -> None:
-        part = path.with_name(path.name + ".part")
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(json.dumps(listing, indent=2))
-        os.replace(part, path)
+        write_secret(path, json.dumps(listing, indent=2).encode())
 
     return save
 
@@ -70,7 +66,7 @@ def supervise(roles: Sequence[Supervised], rows: Sequence[dict], stop: threading
     supervisor = Supervisor(range(len(roles)), policy)
     policy = supervisor.policy
     now = clock()
-    for index, role in enumerate(roles):
+    for index in range(len(roles)):
         supervisor.started(index, now, restart=False)
         supervisor.ready(index, now)  # up waited for each before it got here
     readied: queue.SimpleQueue[tuple[int, int]] = queue.SimpleQueue()

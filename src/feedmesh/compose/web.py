@@ -19,6 +19,7 @@ from aiohttp import web
 
 from feedmesh.bus import Bus
 from feedmesh.clock import Clock, SystemClock
+from feedmesh.compose.crawler import reflector_token
 from feedmesh.compose.engines import open_bus, open_web_stores, operator_token
 from feedmesh.compose.lifecycle import HttpPart, Tasks
 from feedmesh.compose.reflector import PushRole, push_worker
@@ -109,9 +110,11 @@ def web_process(settings: WebSettings, *, base_url: str,
     stores = open_web_stores(settings.data_dir, settings.store)
     clock = clock or SystemClock()
     metrics = HubMetrics()
-    bus = open_bus(settings.bus.url, namespace=settings.bus.namespace)
+    bus = open_bus(settings.bus.url, namespace=settings.bus.namespace,
+                   credentials=settings.bus.credentials)
     io = StoreThread()
-    clients = [ReflectorClient(n, url) for n, url in enumerate(settings.reflectors)]
+    token = reflector_token(settings.reflector_token_file)
+    clients = [ReflectorClient(n, url, token=token) for n, url in enumerate(settings.reflectors)]
     push = push_worker(stores.state, settings.push, settings.guard, clock, metrics)
     front = HubFront(state=stores.state, store=stores.ingest, bus=bus, clock=clock,
                      metrics=metrics, tokens=stores.tokens,

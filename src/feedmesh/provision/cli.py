@@ -29,6 +29,7 @@ import msgspec
 from prometheus_client.parser import text_string_to_metric_families
 
 from feedmesh.errors import FeedmeshError
+from feedmesh.secret_file import SecretFileError, read_token
 
 from .calibrate import BENCHMARKS, PROCESS_BENCHMARKS, model_from_benchmarks
 from .check import ROLES, Scrape, check, live_loads, role_load
@@ -92,6 +93,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check_group.add_argument("--metrics", nargs="+", default=[], metavar="URL",
                              help="hubs' /metrics URLs (or their base URLs), or one process of "
                              "a role as ROLE=URL (crawler=, filter=, reflector=)")
+    check_group.add_argument("--reflector-token-file", default="", metavar="FILE",
+                             help="the bearer token a reflector=URL asks for, a file 0600 "
+                             "(`feedmesh up`'s DATA/secrets/reflector.token; --up finds it)")
     check_group.add_argument("--up", default="", metavar="DIR",
                              help="every crawler, filter and reflector process of a `feedmesh "
                              "up --data DIR` topology (its DIR/up.json), each as its role")
@@ -292,11 +296,20 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 # -- check -----------------------------------------------------------------------------------
 
-def scrape(url: str) -> Scrape:
+def scrape(url: str, token_file: str = "") -> Scrape:
+    """``url``'s Prometheus figures; ``token_file``: the bearer token it asks for (a reflector
+    of ``feedmesh up``), a file 0600."""
+    headers = {}
+    if token_file:
+        try:
+            headers["Authorization"] = f"Bearer {read_token(token_file, 'reflector token').decode()}"
+        except SecretFileError as exc:
+            raise CommandError(str(exc)) from exc
     if not url.rstrip("/").endswith("/metrics"):
         url = url.rstrip("/") + "/metrics"
     try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=10) as answer:
             text = answer.read().decode()
     except OSError as exc:
         raise CommandError(f"cannot read {url}: {exc}") from exc
@@ -309,6 +322,23 @@ def scrape(url: str) -> Scrape:
     except ValueError as exc:
         raise CommandError(f"{url} is not a Prometheus exposition: {exc}") from exc
     return figures
+
+
+def _token_files(args: argparse.Namespace) -> dict[str, str]:
+    """Metrics URL -> the token file it asks for: ``--up DIR``'s reflectors' (from its
+    listing), and the reflector=URLs given, ``--reflector-token-file``'s."""
+    found = {}
+    if args.reflector_token_file:
+        found = {url: args.reflector_token_file for role, _, url in
+                 (given.partition("=") for given in args.metrics) if role == "reflector"}
+    if not args.up:
+        return found
+    try:
+        processes = json.loads((Path(args.up) / "up.json").read_text())["processes"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return found
+    return {**found, **{p["metrics"]: p["token_file"] for p in processes
+                        if "metrics" in p and p.get("token_file")}}
 
 
 def _targets(args: argparse.Namespace) -> list[tuple[str, str, str]]:
@@ -351,10 +381,11 @@ def _check(args: argparse.Namespace, model: ResourceModel, limits: NodeLimits) -
     if args.seconds <= 0:
         raise CommandError("--seconds must be > 0")
     targets = _targets(args)
-    first = {url: scrape(url) for _, _, url in targets}
+    tokens = _token_files(args)
+    first = {url: scrape(url, tokens.get(url, "")) for _, _, url in targets}
     started = time.monotonic()
     time.sleep(args.seconds)  # rates are taken between two scrapes, this far apart
-    second = {url: scrape(url) for _, _, url in targets}
+    second = {url: scrape(url, tokens.get(url, "")) for _, _, url in targets}
     elapsed = time.monotonic() - started
     loads, estimated, tiers = {}, {}, {}
     for name, role, url in targets:
