@@ -14,6 +14,12 @@
    memory after the flood (garbage collected, freed memory returned) minus before it (also
    ``stranger_flood_rss_growth_mb``; goal <= 10).
    The process holds the overlay and the attacker's socket; the attacker keeps nothing.
+3. **Markup**: a hostile set of entries (scripts, event handlers, ``javascript:``/``data:``
+   links, iframes, a date a month ahead) made into archive entries as a neighbour's FeedEx bundle
+   and as a record's entry object, then rendered as the local proxy renders them (RSS 2.0 and
+   JSON Feed): ``unsanitized_served`` counts hostile constructs that survive (goal 0);
+   ``future_dates_served`` the dates more than 5 minutes ahead (goal 0). The same path through a
+   real peer's proxy on loopback is ``tests/mesh/peer/test_hostile_entries.py``.
 
     PYTHONPATH=src .venv/bin/python benchmarks/mesh_attack.py
 
@@ -30,20 +36,55 @@ import os
 import random
 import socket
 import time
+from datetime import UTC, datetime
 
 from nacl.signing import SigningKey
 
+from feedmesh.feeds.render import render_feed
 from feedmesh.memory import release_memory
 from feedmesh.mesh.overlay.ids import group_id
 from feedmesh.mesh.overlay.messages import Route
 from feedmesh.mesh.overlay.scribe import Item, Publish, Recover, Rumour, Subscribe, Vouch
 from feedmesh.mesh.overlay.wire import MAGIC, decode_datagram, encode_datagram
+from feedmesh.mesh.peer.entries import from_wire, to_wire
+from feedmesh.mesh.peer.multicast import entry_from_record
 from feedmesh.mesh.records import FeedWriter
 from feedmesh.mesh.transport import UdpNode, handle_at
 from feedmesh.mesh.transport.udp import COOKIE_MAGIC
+from feedmesh.model import Entry, FeedInfo
 from feedmesh.procstat import rss_bytes
 
 URL = "https://attack.example.org/feed.xml"
+HOSTILE_SUMMARIES = (
+    '<script>alert(1)</script>', '<img src="http://127.0.0.1/x.png" onerror="alert(2)">',
+    '<iframe src="http://evil.example/"></iframe>', '<a href="javascript:alert(3)">a</a>',
+    '<a href="data:text/html,x">b</a>', '<svg onload="alert(4)"><script>alert(5)</script></svg>',
+    '<body onload="alert(6)">', '<object data="http://evil.example/x"></object>',
+)
+HOSTILE_LINKS = ("javascript:alert(7)", "data:text/html;base64,PHNjcmlwdD4=", " JaVaScRiPt:x")
+CONSTRUCTS = ("<script", "&lt;script", "onerror", "onload", "javascript:", "data:text", "iframe",
+              "<object", "alert(")
+
+
+def markup(now: float) -> dict:
+    ahead = datetime.fromtimestamp(now + 30 * 86400, UTC)
+    raw = [Entry(key=f"urn:h:{i}", title=f"<script>alert(0)</script>t{i}", summary=summary,
+                 link=HOSTILE_LINKS[i % len(HOSTILE_LINKS)], published=ahead)
+           for i, summary in enumerate(HOSTILE_SUMMARIES)]
+    archived = from_wire(to_wire(raw), URL, now)
+    for entry in raw:
+        record = entry_from_record({"key": entry.key + ":r", "title": entry.title,
+                                    "link": entry.link, "summary": entry.summary,
+                                    "published": ahead.isoformat()}, "KEY", URL, now)
+        if record is not None:
+            archived.append(record)
+    found = 0
+    for fmt in ("rss2.0", "json1.1"):
+        text = render_feed(FeedInfo(title="t"), archived, fmt).decode().lower()
+        found += sum(text.count(construct) for construct in CONSTRUCTS)
+    future = sum(1 for e in archived if e.published and e.published.timestamp() > now + 300)
+    return {"unsanitized_served": found, "future_dates_served": future,
+            "hostile_entries": len(archived)}
 
 
 class Socket:
@@ -193,6 +234,7 @@ async def measure(args: argparse.Namespace) -> dict:
     try:
         result = await amplification(nodes, gid, args.victims, args.records)
         result |= await flood(nodes, gid, args.flood_mb, args.seed)
+        result |= markup(time.time())
         # the names for the same figures
         result["amplification_max"] = result["amplification_ratio"]
         result["stranger_flood_rss_growth_mb"] = result["flood_rss_growth_mb"]
@@ -214,7 +256,9 @@ def main() -> None:
           f"(a {result['recover_bytes']}-byte Recover; {result['validated_ratio']}x once "
           f"validated); RSS growth from {result['flood_sent_mb']} MB of a validated child's "
           f"flood: {result['flood_rss_growth_mb']} MB ({result['groups_held']} groups held, "
-          f"waiting <= {result['waiting_max']}, asked <= {result['asked_max']})")
+          f"waiting <= {result['waiting_max']}, asked <= {result['asked_max']}); hostile "
+          f"constructs served: {result['unsanitized_served']} of {result['hostile_entries']} "
+          f"hostile entries, future dates {result['future_dates_served']}")
     print(json.dumps(result))
 
 
