@@ -94,6 +94,7 @@ def test_a_strangers_flood_leaves_every_structure_within_its_bound_and_recovery_
         BOUNDS.max_groups_per_child
     ours = target.groups[gid]
     assert max(ours.waiting, default=0) <= ours.newest + BOUNDS.seq_window
+    assert sum(stranger in w for w in ours.waiting.values()) <= BOUNDS.seq_window // 2
     assert target.counters["recover-refused"] > 100_000
     assert target.counters["groups-full"] > 0
     # ~1 MB for everything kept (the foreign buffers' 256 KB, 32 groups, Pastry's tables), from

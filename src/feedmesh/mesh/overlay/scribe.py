@@ -41,7 +41,8 @@ What a stranger can make a node do or remember (issue 32):
   source gets nothing, so a node is no reflector; the transport caps the rest (``udp.py``);
 * a requested seq beyond the newest we know plus ``seq_window`` is refused, and so is any seq we
   will never hold again (at or below our head, not buffered); only children's requests are
-  remembered (``waiting``), at most ``seq_window`` seqs per group, and our own outstanding asks
+  remembered (``waiting``), at most ``seq_window`` seqs per group and half of them per child (seqs
+  that can no longer come are forgotten each tick), and our own outstanding asks
   (``asked``) are as bounded; a heartbeat announcing far ahead moves us by ``seq_window`` at most;
 * groups held for others (no log of ours: forwarder or root) are at most ``max_foreign_groups``,
   their buffers at most ``max_foreign_bytes`` together, and one child holds a place in at most
@@ -678,6 +679,8 @@ class ScribeNode:
                     group.child_sent[child_id] = now
             if group.log is not None and group.log.missing:
                 self._ask(now, group, group.log.missing)
+            if group.waiting:
+                self._forget_waiting(group)
             if group.rumoured is not None:
                 self._follow_rumour(now, group)
 
@@ -735,6 +738,15 @@ class ScribeNode:
         group.buffer_bytes -= len(wire)
         if group.log is None:
             self._foreign_bytes -= len(wire)
+
+    def _forget_waiting(self, group: _Group) -> None:
+        """Seqs children wait for that can no longer come: at or below our head (a gap the HTTP
+        feed filled) or, without a log, older than the buffer holds."""
+        low = (group.log.seq if group.log is not None
+               else group.newest - self.config.buffer_size)
+        for seq in [s for s in group.waiting if s <= low and s not in group.buffer]:
+            del group.waiting[seq]
+            self.counters["waiting-forgotten"] += 1
 
     def _send_item(self, to: Handle, item: Item) -> None:
         self.ledger.sent(to.id, len(item.wire))
@@ -943,6 +955,8 @@ class ScribeNode:
         window = self.config.seq_window
         top = self._known(group) + window
         head = group.log.seq if group.log is not None else 0
+        share = window // 2   # one child never holds more than half of a group's waiting seqs
+        mine = sum(1 for waiting in group.waiting.values() if child in waiting) if is_child else 0
         lacking = []
         for seq in dict.fromkeys(seqs):
             wire = group.buffer.get(seq)
@@ -953,8 +967,11 @@ class ScribeNode:
                 self.counters["recover-refused"] += 1   # beyond the window, or never again ours
             elif not is_child:
                 self.counters["recover-lacking"] += 1   # a validated peer: served, not awaited
-            elif seq in group.waiting or len(group.waiting) < window:
-                group.waiting.setdefault(seq, set()).add(child)
+            elif mine < share and (seq in group.waiting or len(group.waiting) < window):
+                waiting = group.waiting.setdefault(seq, set())
+                if child not in waiting:
+                    waiting.add(child)
+                    mine += 1
                 lacking.append(seq)
             else:
                 self.counters["waiting-full"] += 1
