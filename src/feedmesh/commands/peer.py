@@ -106,7 +106,8 @@ async def _main(args: argparse.Namespace) -> int:
         proxy = role.peer.proxy.url  # type: ignore[union-attr]
         if role.feeds == 0:
             print("warning: no feeds followed yet (give --opml FILE, or POST "
-                  f"{{\"url\": ...}} to {proxy}/api/feeds)", file=sys.stderr)
+                  f"{{\"url\": ...}} as application/json to {proxy}/api/feeds)",
+                  file=sys.stderr)
         print(f"feedmesh peer {settings.listen[0]}:{settings.listen[1]}: {role.feeds} feeds, "
               f"policy {settings.schedule.policy}, data in {settings.data}")
         print(f"point your reader at {proxy}/all.rss (every feed), or import "

@@ -9,9 +9,10 @@ HTTP Content-Location). A base or URL with a script-capable scheme (``javascript
 
 from __future__ import annotations
 
-from urllib.parse import urljoin
+import ipaddress
+from urllib.parse import urljoin, urlsplit
 
-__all__ = ["XML_BASE", "XML_LANG", "resolve_url", "scoped_base"]
+__all__ = ["XML_BASE", "XML_LANG", "check_feed_url", "resolve_url", "scoped_base"]
 
 XML_BASE = "{http://www.w3.org/XML/1998/namespace}base"
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
@@ -57,3 +58,42 @@ def _scheme(url: str) -> str:
     if candidate[0].isalpha() and all(c.isalnum() or c in "+-." for c in candidate):
         return candidate.lower().strip()
     return ""
+
+
+MAX_FEED_URL = 2048
+
+
+def check_feed_url(url: str) -> str:
+    """``url`` stripped, if it can be followed as a feed: http(s), a host name or address, a port
+    in 1-65535, no spaces or control characters, no credentials, at most 2048 characters.
+    ValueError saying what is wrong otherwise (one line, the URL quoted)."""
+    url = url.strip()
+    shown = repr(url[:200])
+    if len(url) > MAX_FEED_URL:
+        raise ValueError(f"the feed URL is longer than {MAX_FEED_URL} characters")
+    if not url.lower().startswith(_ABSOLUTE):
+        raise ValueError(f"{shown} is not an http:// or https:// URL")
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        raise ValueError(f"{shown} holds a space or a control character (encode it as %20)")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:  # "http://[::1" (unclosed), "http://h:99999" (port range)
+        if "port" in str(error).lower():
+            raise ValueError(f"{shown} has a port outside 1-65535") from None
+        raise ValueError(f"{shown} is not a valid URL: {error}") from None
+    host = parts.hostname or ""
+    if not host:
+        raise ValueError(f"{shown} names no host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(f"{shown} carries credentials; a feed URL may not")
+    if port == 0:
+        raise ValueError(f"{shown} has a port outside 1-65535")
+    if "[" in parts.netloc:
+        try:
+            ipaddress.IPv6Address(host.split("%")[0])
+        except ValueError:
+            raise ValueError(f"{shown} has an invalid IPv6 address") from None
+    elif not all(c.isalnum() or c in "-._~%" for c in host):
+        raise ValueError(f"{shown} has an invalid host name {host!r}")
+    return url

@@ -33,11 +33,28 @@ without the record asks its own parent and relays the answer. Subscribers verify
 (:class:`~feedmesh.mesh.records.FeedLog`) and deliver only verified ones; a subscriber forwards to
 its children only records its log did not refuse. A forwarder that does not subscribe has no key and
 forwards what its parent sent; the subscribers below it verify.
+
+What a stranger can make a node do or remember (issue 32):
+
+* ``Recover`` and ``Vouch`` are answered only to a child of the group or to a sender the transport
+  validated (:attr:`ScribeNode.validated`: on UDP, an address that returned our cookie): a forged
+  source gets nothing, so a node is no reflector; the transport caps the rest (``udp.py``);
+* a requested seq beyond the newest we know plus ``seq_window`` is refused, and so is any seq we
+  will never hold again (at or below our head, not buffered); only children's requests are
+  remembered (``waiting``), at most ``seq_window`` seqs per group and half of them per child (seqs
+  that can no longer come are forgotten each tick), and our own outstanding asks
+  (``asked``) are as bounded; a heartbeat announcing far ahead moves us by ``seq_window`` at most;
+* groups held for others (no log of ours: forwarder or root) are at most ``max_foreign_groups``,
+  their buffers at most ``max_foreign_bytes`` together, and one child holds a place in at most
+  ``max_groups_per_child`` of our groups; joins and publishes beyond that are passed on or dropped
+  (counted: ``groups-full``, ``child-groups-full``, ``buffer-full``);
+* a rumour is one (teller, seq, time) per group we hold: bounded by the groups.
 """
 
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +67,7 @@ from feedmesh.mesh.records import FeedLog, Record
 
 __all__ = [
     "Adopt", "Delivery", "Heartbeat", "Item", "JoinAck", "Publish", "Recover", "Redirect", "Refresh",
-    "Rumour", "ScribeConfig", "Vouch", "ScribeNode", "Subscribe", "Unsubscribe",
+    "Rumour", "ScribeConfig", "ScribeNode", "Subscribe", "Unsubscribe", "Vouch",
 ]
 
 
@@ -204,6 +221,15 @@ class ScribeConfig:
     """Every this many ticks (heartbeat periods) a member tells one leaf-set neighbour the newest
     seq it holds of its groups (``Rumour``), so a child under a parent that hides newer records
     hears of them from others (0: never)."""
+    seq_window: int = 64
+    """A ``Recover``/``Vouch`` for a seq beyond the newest we know plus this many is refused; a
+    group remembers at most this many seqs children wait for, and as many asked of its parent."""
+    max_foreign_groups: int = 256
+    """Groups without a log of ours (forwarding or root for others) a node holds at most."""
+    max_foreign_bytes: int = 8_000_000
+    """Bytes the buffers of those groups hold together at most (oldest records go first)."""
+    max_groups_per_child: int = 64
+    """Groups of ours in which one node may be our child."""
 
 
 @dataclass(slots=True)
@@ -231,6 +257,7 @@ class _Group:
     evidence: int = 0   # newest seq verified from someone other than the parent (via a Rumour)
     rumoured: tuple[Handle, int, float] | None = None   # (teller, its newest, when heard)
     waiting: dict[int, set[Handle]] = field(default_factory=dict)   # seq -> children to answer
+    buffer_bytes: int = 0
     # a striped feed (stripes.py): this group carries the records with seq % stripes == stripe;
     # siblings are all the feed's stripe groups, which share one log
     stripe: int = 0
@@ -260,6 +287,10 @@ class ScribeNode:
                              allowance=self.config.balance_allowance,
                              strikes=self.config.balance_strikes)
         self._repay_asked: dict[int, set[int]] = {}   # child id -> groups we asked it to adopt us
+        self.validated: Callable[[Handle], bool] | None = None
+        """Set by a transport: True for a sender whose address it proved (a cookie round trip);
+        None (the simulator): every sender is."""
+        self._foreign_bytes = 0
 
     # ---- the transport's side: same as Pastry's ----------------------------------------------
     def start(self, now: float, bootstrap: Handle | None = None) -> None:
@@ -331,6 +362,8 @@ class ScribeNode:
                 return payload   # adopting our own ancestor would close a loop: pass it on
             self._adopt(now, group, payload.child)
             return None
+        if group is None and not self._room_for_group(payload.child):
+            return payload   # full: the join goes on toward the root, nothing kept here
         group = self._group(payload.group)
         self._adopt(now, group, payload.child)
         group.joining_since = now
@@ -339,11 +372,15 @@ class ScribeNode:
     def deliver(self, now: float, route: Route) -> None:
         payload = route.payload
         if type(payload) is Subscribe:
+            if payload.group not in self.groups and not self._room_for_group(payload.child):
+                return
             group = self._group(payload.group)
             self._become_root(now, group)
             if payload.child.id != self.handle.id:
                 self._adopt(now, group, payload.child)
         elif type(payload) is Publish:
+            if payload.group not in self.groups and not self._room_for_group(None):
+                return
             group = self._group(payload.group)
             if not group.root:
                 self._become_root(now, group)
@@ -378,7 +415,8 @@ class ScribeNode:
                 group.path = body.path   # it starts with the parent itself
                 # what others proved to exist counts as announced, one heartbeat later than a
                 # parent's own announcement would (the parent is asked for it meanwhile)
-                newest = max(body.newest, group.evidence)
+                newest = min(max(body.newest, group.evidence),
+                             self._known(group) + self.config.seq_window)
                 before = group.announced
                 if self._judge_parent(now, group, newest):
                     return
@@ -453,7 +491,31 @@ class ScribeNode:
     def _drop(self, group: _Group) -> None:
         if group.parent is not None:
             self.pastry.send(group.parent, Unsubscribe(group.id))
+        if group.log is None:
+            self._foreign_bytes -= group.buffer_bytes
         del self.groups[group.id]
+
+    def _room_for_group(self, child: Handle | None) -> bool:
+        """May a datagram make us hold one more group for others (on ``child``'s behalf)?"""
+        foreign = sum(1 for g in self.groups.values() if g.log is None)
+        if foreign >= self.config.max_foreign_groups:
+            self.counters["groups-full"] += 1
+            return False
+        return child is None or self._room_for_child(child)
+
+    def _room_for_child(self, child: Handle) -> bool:
+        held = sum(1 for g in self.groups.values() if child.id in g.children)
+        if held >= self.config.max_groups_per_child:
+            self.counters["child-groups-full"] += 1
+            return False
+        return True
+
+    def _known(self, group: _Group) -> int:
+        """The newest seq of ``group`` we hold or were told of by our parent."""
+        return max(group.newest, group.announced, group.log.seq if group.log is not None else 0)
+
+    def _is_validated(self, sender: Handle) -> bool:
+        return self.validated is None or self.validated(sender)
 
     def _ensure_tick(self, now: float) -> None:
         if not self._ticking:
@@ -483,6 +545,9 @@ class ScribeNode:
             return
         if self._is_shunned(now, child):
             self.counters["shunned-refused"] += 1   # a freeloader is denied service
+            self.pastry.send(child, Unsubscribe(group.id))
+            return
+        if child.id not in group.children and not self._room_for_child(child):
             self.pastry.send(child, Unsubscribe(group.id))
             return
         limit = self.config.max_children
@@ -614,6 +679,8 @@ class ScribeNode:
                     group.child_sent[child_id] = now
             if group.log is not None and group.log.missing:
                 self._ask(now, group, group.log.missing)
+            if group.waiting:
+                self._forget_waiting(group)
             if group.rumoured is not None:
                 self._follow_rumour(now, group)
 
@@ -640,9 +707,7 @@ class ScribeNode:
                                                 or len(verdict.delivered) > 1))
             if verdict.missing:
                 self._ask(now, group, verdict.missing)
-        group.buffer[item.seq] = item.wire
-        while len(group.buffer) > self.config.buffer_size:
-            group.buffer.popitem(last=False)
+        self._buffer(group, item)
         group.newest = max(group.newest, item.seq)
         group.asked.pop(item.seq, None)
         if from_parent and self.config.forward:
@@ -651,6 +716,37 @@ class ScribeNode:
                 group.child_sent[child_id] = now
                 self.counters["forwarded"] += 1
         self._answer_waiting(group, item)
+
+    def _buffer(self, group: _Group, item: Item) -> None:
+        foreign = group.log is None
+        size = len(item.wire)
+        cap = self.config.max_foreign_bytes
+        while foreign and group.buffer and self._foreign_bytes + size > cap:
+            self._unbuffer_oldest(group)
+        if foreign and self._foreign_bytes + size > cap:
+            self.counters["buffer-full"] += 1   # forwarded, not kept
+            return
+        group.buffer[item.seq] = item.wire
+        group.buffer_bytes += size
+        if foreign:
+            self._foreign_bytes += size
+        while len(group.buffer) > self.config.buffer_size:
+            self._unbuffer_oldest(group)
+
+    def _unbuffer_oldest(self, group: _Group) -> None:
+        _, wire = group.buffer.popitem(last=False)
+        group.buffer_bytes -= len(wire)
+        if group.log is None:
+            self._foreign_bytes -= len(wire)
+
+    def _forget_waiting(self, group: _Group) -> None:
+        """Seqs children wait for that can no longer come: at or below our head (a gap the HTTP
+        feed filled) or, without a log, older than the buffer holds."""
+        low = (group.log.seq if group.log is not None
+               else group.newest - self.config.buffer_size)
+        for seq in [s for s in group.waiting if s <= low and s not in group.buffer]:
+            del group.waiting[seq]
+            self.counters["waiting-forgotten"] += 1
 
     def _send_item(self, to: Handle, item: Item) -> None:
         self.ledger.sent(to.id, len(item.wire))
@@ -829,10 +925,20 @@ class ScribeNode:
         self._ask_parent(now, group, seqs)
 
     def _ask_parent(self, now: float, group: _Group, seqs) -> None:
-        wanted = tuple(s for s in seqs if s not in group.buffer
+        window = self.config.seq_window
+        top = self._known(group) + window
+        wanted = tuple(s for s in seqs if 0 < s <= top and s not in group.buffer
                        and now - group.asked.get(s, -1e9) >= self.config.recover_retry)
         if not wanted or group.parent is None:
             return
+        if len(group.asked) + len(wanted) > window:
+            # forget asks answered long ago (or never): what is still missing is asked again
+            stale = now - 4 * self.config.recover_retry
+            group.asked = {s: t for s, t in group.asked.items() if t > stale and s not in wanted}
+            wanted = wanted[:max(0, window - len(group.asked))]
+            if not wanted:
+                self.counters["asked-full"] += 1
+                return
         for seq in wanted:
             group.asked[seq] = now
         self.counters["recover-asked"] += len(wanted)
@@ -842,15 +948,33 @@ class ScribeNode:
                     holder: bool = False) -> None:
         if not self.config.forward:
             return
+        is_child = child.id in group.children
+        if not is_child and not self._is_validated(child):
+            self.counters["recover-unvalidated"] += 1   # a forged source: no reflection
+            return
+        window = self.config.seq_window
+        top = self._known(group) + window
+        head = group.log.seq if group.log is not None else 0
+        share = window // 2   # one child never holds more than half of a group's waiting seqs
+        mine = sum(1 for waiting in group.waiting.values() if child in waiting) if is_child else 0
         lacking = []
-        for seq in seqs:
+        for seq in dict.fromkeys(seqs):
             wire = group.buffer.get(seq)
             if wire is not None:
                 self._send_item(child, Item(group.id, seq, wire, recovered=True))
                 self.counters["recover-served"] += 1
-            else:
-                group.waiting.setdefault(seq, set()).add(child)
+            elif not 0 < seq <= top or seq <= head:
+                self.counters["recover-refused"] += 1   # beyond the window, or never again ours
+            elif not is_child:
+                self.counters["recover-lacking"] += 1   # a validated peer: served, not awaited
+            elif mine < share and (seq in group.waiting or len(group.waiting) < window):
+                waiting = group.waiting.setdefault(seq, set())
+                if child not in waiting:
+                    waiting.add(child)
+                    mine += 1
                 lacking.append(seq)
+            else:
+                self.counters["waiting-full"] += 1
         if lacking and holder:
             self.pastry.send(child, Recover(group.id, tuple(lacking)))   # it holds them
         elif lacking:

@@ -142,7 +142,8 @@ class Peer:
             self.multicast = ScribeExchange(settings.multicast, self.archive.keep, fetcher.fetch,
                                             settings.data, stored=self.archive.info_of,
                                             on_pushed=self.archive.set_pushed,
-                                            peers=lambda: list(self.feedex.node.neighbours))
+                                            peers=lambda: list(self.feedex.node.neighbours),
+                                            now=clock.now)
             self.exchanges.append(self.multicast)
         self.proxy = LocalProxy(settings.local[0], settings.local[1], self.archive, self)
         self._saver: asyncio.Task[None] | None = None

@@ -5,6 +5,10 @@ A wire entry's key is the feed's own entry key (``feeds/identity.py``); on arriv
 stored entry's key and, unless it is one of our hash keys, its guid, so a reader of the local
 proxy sees the publisher's id. Text over the wire caps is cut (a summary longer than 16 KB loses
 its end), never refused: the entry is still news.
+
+What a peer sends is not trusted to be what its parser made: :func:`from_wire` passes every entry
+through the hub parser's own rules (:func:`feedmesh.feeds.foreign.clean_foreign`: plain-text
+title, http(s) link, sanitized summary, no date beyond now) before it reaches the archive.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+import msgspec
+
+from feedmesh.feeds.foreign import clean_foreign
 from feedmesh.feeds.identity import content_hash
 from feedmesh.mesh.feedex.messages import Entry as WireEntry
 from feedmesh.model import Entry
@@ -36,8 +43,10 @@ def to_wire(entries: Iterable[Entry]) -> list[WireEntry]:
     return out
 
 
-def from_wire(entries: Iterable[WireEntry]) -> list[Entry]:
-    """Stored entries made from what a peer sent."""
+def from_wire(entries: Iterable[WireEntry], feed: str = "", now: float | None = None
+              ) -> list[Entry]:
+    """Stored entries made from what a peer sent, cleaned as the parser cleans (relative links
+    against ``feed``; dates after ``now`` clamped)."""
     out = []
     for wire in entries:
         published = None
@@ -47,7 +56,8 @@ def from_wire(entries: Iterable[WireEntry]) -> list[Entry]:
             except (OverflowError, OSError, ValueError):
                 published = None
         guid = "" if wire.key.startswith("hash:") else wire.key
-        out.append(Entry(key=wire.key, guid=guid, title=wire.title, link=wire.link,
-                         published=published, summary=wire.summary,
-                         content_hash=content_hash(wire.title, wire.link, wire.summary, "")))
+        entry = clean_foreign(Entry(key=wire.key, guid=guid, title=wire.title, link=wire.link,
+                                    published=published, summary=wire.summary), feed, now)
+        out.append(msgspec.structs.replace(entry, content_hash=content_hash(
+            entry.title, entry.link, entry.summary, "")))
     return out

@@ -134,7 +134,8 @@ class FeedExExchange:
                 return  # our own fetch: the archive has it already
             source = f"{output.source[0]}:{output.source[1]}"
             self.delivered[source] = self.delivered.get(source, 0) + len(output.entries)
-            task = asyncio.ensure_future(self.keep(output.feed, from_wire(output.entries), source))
+            task = asyncio.ensure_future(self.keep(
+                output.feed, from_wire(output.entries, output.feed, self.clock.now()), source))
             self._keeping.add(task)
             task.add_done_callback(self._keeping.discard)
         elif isinstance(output, QueryResult):
@@ -167,7 +168,8 @@ class FeedExExchange:
                 log.info("archive_pull_failed feed=%s holder=%s:%s error=%s", feed, *address,
                          error)
                 continue
-            new = await self.keep(feed, from_wire(wire), f"{address[0]}:{address[1]}")
+            new = await self.keep(feed, from_wire(wire, feed, self.clock.now()),
+                                  f"{address[0]}:{address[1]}")
             return new, address
         return 0, None
 

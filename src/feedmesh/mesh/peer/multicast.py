@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from feedmesh.feeds.foreign import clean_foreign
 from feedmesh.feeds.identity import content_hash
 from feedmesh.mesh.feedex.messages import Address
 from feedmesh.mesh.transport import UdpNode, handle_at
@@ -68,9 +70,10 @@ def _parse_time(text: object) -> datetime | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        return datetime.fromisoformat(text)
+        moment = datetime.fromisoformat(text)
     except ValueError:
         return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _text(entry: dict[str, Any], name: str, limit: int = 16_384) -> str:
@@ -78,9 +81,14 @@ def _text(entry: dict[str, Any], name: str, limit: int = 16_384) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
 
-def entry_from_record(entry: dict[str, Any], republished_by: str | None) -> Entry | None:
+def entry_from_record(entry: dict[str, Any], republished_by: str | None, feed: str = "",
+                      now: float | None = None) -> Entry | None:
     """The stored entry made from a record's entry object (or an HTTP-recovered one); None if it
-    has no usable key. A republication carries the category ``republished-by:KEY``."""
+    has no usable key. A republication carries the category ``republished-by:KEY``.
+
+    A signature proves who sent the record, not that its markup is safe: title, link and summary
+    are cleaned as the hub's parser cleans (:func:`feedmesh.feeds.foreign.clean_foreign`,
+    relative links against ``feed``, dates after ``now`` clamped)."""
     key = _text(entry, "key", 2048) or _text(entry, "guid", 2048) or _text(entry, "id", 2048)
     if not key:
         return None
@@ -91,9 +99,11 @@ def entry_from_record(entry: dict[str, Any], republished_by: str | None) -> Entr
     # it; its summary may be cut): a later fetch of the document then finds the same entry, not
     # an edit of it
     carried = _text(entry, "content_hash", 128)
-    return Entry(key=key, guid=guid, title=title, link=link, summary=summary,
-                 published=_parse_time(entry.get("published")), categories=categories,
-                 content_hash=carried or content_hash(title, link, summary, ""))
+    raw = Entry(key=key, guid=guid, title=title, link=link, summary=summary,
+                published=_parse_time(entry.get("published")), categories=categories)
+    clean = clean_foreign(raw, feed, now)
+    return msgspec.structs.replace(clean, content_hash=carried or content_hash(
+        clean.title, clean.link, clean.summary, ""))
 
 
 @dataclass
@@ -117,14 +127,17 @@ class ScribeExchange:
                  fetch: Callable[[str], Awaitable[FetchResult]], data: Path, *,
                  stored: Callable[[str], Awaitable[FeedInfo | None]] | None = None,
                  on_pushed: Callable[[str, bool], None] | None = None,
-                 peers: Callable[[], Iterable[Address]] | None = None) -> None:
+                 peers: Callable[[], Iterable[Address]] | None = None,
+                 now: Callable[[], float] = time.time) -> None:
         """``stored(url)``: the feed-level data of the archive's last document of ``url``, so a
         known feed's element is read without a request. ``on_pushed(url, attached)`` says when
         a followed feed's group is attached (records arrive pushed) or no longer is. ``peers()``:
         other peers known from the FeedEx tracker (their FeedEx address, where a peer's overlay
         node listens too unless ``--scribe`` moved it), joined through when neither
-        ``--scribe-bootstrap`` nor any followed feed's element names a bootstrap node."""
+        ``--scribe-bootstrap`` nor any followed feed's element names a bootstrap node. ``now()``:
+        the peer's clock (Unix seconds), against which records' dates are clamped."""
         self.settings = settings
+        self.now = now
         self.keep = keep
         self.fetch = fetch
         self.pinned = PinnedKeys(data / PINNED_FILE)
@@ -386,7 +399,8 @@ class ScribeExchange:
             return
         element = state.element
         entry = entry_from_record(received.entry,
-                                  element.public_key if element.republication else None)
+                                  element.public_key if element.republication else None,
+                                  state.url, self.now())
         if entry is None:
             self.counters["entries-without-key"] += 1
             return

@@ -14,6 +14,17 @@ polls the peer as often as it likes and the publisher never sees it::
 
 This listener is not the peer API (which neighbours call on the node's address); it refuses to
 bind anything but a loopback address (:func:`check_loopback`).
+
+Loopback is not enough: any web page the person opens can make their browser call it. So it
+answers only its own origin:
+
+* **Host**: a request whose ``Host`` is not ``localhost``, ``127.0.0.1``, ``[::1]`` or the bound
+  address, with the bound port, gets 421 (a DNS-rebinding page reaches us under its own name);
+* **state-changing calls** (every POST) need ``Content-Type: application/json``, which a page
+  can only send after a CORS preflight this proxy never grants, and no ``Origin`` but our own
+  (403 otherwise): a cross-origin ``text/plain`` form cannot make the peer follow a feed;
+* feed URLs are checked as followable (:func:`feedmesh.feeds.urls.check_feed_url`): http(s), a
+  valid host and port 1-65535, no spaces or credentials; a 400 says what is wrong.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from aiohttp import web
 
 from feedmesh.feeds.opml import OpmlOutline, render_opml
 from feedmesh.feeds.render import CONTENT_TYPES, render_feed
+from feedmesh.feeds.urls import check_feed_url
 from feedmesh.model import FeedInfo
 
 from .archive import Archive
@@ -77,10 +89,45 @@ class LocalProxy:
         self.reader_requests = 0
         """Feed documents served to readers: each one a request the publisher did not get."""
         self.not_modified = 0
+        self.refused: dict[str, int] = {"foreign_host": 0, "foreign_origin": 0,
+                                        "simple_content_type": 0}
+        """Requests refused as not from this machine's own pages (see the module docstring)."""
         self._runner: web.AppRunner | None = None
 
+    def allowed_hosts(self) -> frozenset[str]:
+        """The ``Host`` values this proxy answers (lower case, port included; the port alone may
+        be left out only when it is 80)."""
+        bound = f"[{self.host}]" if ":" in self.host else self.host
+        names = {"localhost", "127.0.0.1", "[::1]", bound.lower()}
+        hosts = {f"{name}:{self.port}" for name in names}
+        if self.port == 80:
+            hosts |= names
+        return frozenset(hosts)
+
+    @web.middleware
+    async def _own_origin(self, request: web.Request,
+                          handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                          ) -> web.StreamResponse:
+        host = request.headers.get("Host", "").strip().lower()
+        if host not in self.allowed_hosts():
+            self.refused["foreign_host"] += 1
+            return _json_response({"error": f"Host {host[:100]!r} is not this proxy's; ask "
+                                            f"{self.url}"}, status=421)
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("Origin")
+            if origin is not None and origin.lower().removeprefix("http://") not in \
+                    self.allowed_hosts():
+                self.refused["foreign_origin"] += 1
+                return _json_response({"error": f"a page from {origin[:100]!r} may not change "
+                                                "this peer"}, status=403)
+            if request.content_type != "application/json":
+                self.refused["simple_content_type"] += 1
+                return _json_response({"error": "a call that changes the peer must be sent as "
+                                                "Content-Type: application/json"}, status=403)
+        return await handler(request)
+
     async def start(self) -> None:
-        app = web.Application(client_max_size=64 * 1024)
+        app = web.Application(client_max_size=64 * 1024, middlewares=[self._own_origin])
         app.router.add_get("/", self._index)
         app.router.add_get("/feeds.opml", self._opml)
         app.router.add_get(r"/feeds/{feed_id:\d+}.{suffix:rss|atom|json}", self._feed)
@@ -183,9 +230,12 @@ class LocalProxy:
 
 def _url(body: dict) -> str:
     url = body.get("url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")) or len(url) > 2048:
+    if not isinstance(url, str):
         raise BadRequest('"url" must be an http(s) feed URL')
-    return url
+    try:
+        return check_feed_url(url)
+    except ValueError as error:
+        raise BadRequest(f'"url": {error}') from None
 
 
 def _time(body: dict, name: str) -> float | None:
