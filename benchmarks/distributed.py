@@ -19,7 +19,9 @@
    (``benchmarks/up_kills.py``): ``kill_restart_s`` (median seconds from a kill to the role
    serving again), ``kill_web_errors`` (a poller's requests to private feeds that got no HTTP
    answer during the kills; 503s apart as ``kill_web_503``), ``up_kill_lost``,
-   ``up_kill_duplicated``. ``--kills``: these runs alone.
+   ``up_kill_duplicated``; and ``up --nats-cluster 3`` losing the node that leads the articles
+   stream: ``nats_node_kill_lost``, ``nats_node_kill_duplicated``. ``--kills``: these runs
+   alone.
 4. **The crawl ceiling** (``--ceiling default`` or ``--ceiling 500,1000``): each mode's highest
    fetch rate held with p99 <= 1 s, the crawl interval shortened step by step on case (a)
    (``<mode>_ceiling_fetches_per_s``).
@@ -411,11 +413,12 @@ def main() -> None:
         figures |= filter_scaling(args.subs, args.articles, args.words, args.runs, forms,
                                   args.profile)
     if "kills" not in skip:
-        from up_kills import supervised_kill_run
+        from up_kills import nats_node_kill_run, supervised_kill_run
 
         figures |= kill_run()
         figures |= (supervised_kill_run(kills=6, feeds=20) if args.quick
                     else supervised_kill_run(kills=12, feeds=30))
+        figures |= nats_node_kill_run(feeds=20 if args.quick else 30)
     if args.ceiling:
         rates = (CEILING_RATES if args.ceiling == "default"
                  else tuple(int(r) for r in args.ceiling.split(",")))

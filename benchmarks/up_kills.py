@@ -11,7 +11,10 @@ through the web process (each feed about every 5.5 s, under its rate limit). Fig
   ``kill_web_503``: those answered 503 (a feed whose reflector is restarting:
   ``feed_unavailable`` with Retry-After), counted apart; ``kill_web_requests`` in all;
 * ``up_kill_lost`` / ``up_kill_duplicated``: entry-subscription pairs the reflectors lack or hold
-  twice, by the offline re-match of tests/hub/test_distributed_faults.py (goal 0 and 0).
+  twice, by the offline re-match of tests/hub/test_distributed_faults.py (goal 0 and 0);
+* ``nats_node_kill_lost`` / ``nats_node_kill_duplicated``: the same after ``up --nats-cluster 3``
+  lost the node leading the articles stream to SIGKILL mid-run (goal 0 and 0), and
+  ``nats_node_kill_leader_moved_s``.
 """
 
 from __future__ import annotations
@@ -134,6 +137,90 @@ async def _kill_run(kills: int, feeds: int, polled: int, seed: int) -> dict:
             "up_kill_pairs": expected, "up_kills": len(done), "up_killed": done}
 
 
+async def _leader(admin, stream: str) -> str | None:
+    import nats
+
+    try:
+        info = await admin._js.stream_info(stream)
+    except nats.errors.Error:  # no stream yet, or no leader while one is elected
+        return None
+    return info.cluster.leader if info.cluster else None
+
+
+async def _until(check, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = await check()
+        if found:
+            return found
+        await asyncio.sleep(0.25)
+    raise RuntimeError(f"not within {seconds:.0f} s: {what}")
+
+
+async def _nats_node_kill_run(feeds: int, seed: int) -> dict:
+    """``up --nats-cluster 3``: the node leading the articles stream killed mid-run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package
+    from tests.hub.test_distributed_faults import held, oracle, subscriptions
+    from tests.upprocess import running_up
+
+    from feedmesh.bus.jetstream import JetStreamBus
+
+    data = Path(tempfile.mkdtemp(prefix="feedmesh-bench-up-cluster-")) / "up"
+    (data / "hub").mkdir(parents=True, mode=0o700)
+    subs = subscriptions(str(data / "hub" / "hub.db"))
+    config = FarmConfig(feeds=feeds, seed=seed % 1000, faults="none", speed=3600.0,
+                        origin=ORIGIN)
+    async with FarmServer(config) as farm, running_up(
+            "--data", str(data), "--store", "sqlite", "--nats-cluster", "3", "--filters", "1",
+            "--reflectors", "2", "--port", "0", "--crawl-interval", "0.5",
+            "--opml", farm.opml_url, "--allow-network", "127.0.0.0/8", timeout=180) as up:
+        listing = json.loads((data / "up.json").read_text())
+        nodes = {p["node"]: p for p in listing["processes"] if p["role"] == "nats"}
+        admin = await JetStreamBus.connect(listing["bus"], connect_timeout=10,
+                                           credentials=data / "secrets/nats/admin.nk")
+        try:
+            await asyncio.sleep(3.0)  # crawling and matching under way
+            victim = await _until(lambda: _leader(admin, "feedmesh_articles"), 60,
+                                  "the articles stream's leader")
+            os.kill(nodes[victim]["pid"], signal.SIGKILL)
+            killed = time.monotonic()
+
+            async def moved() -> bool:
+                found = await _leader(admin, "feedmesh_articles")
+                return found is not None and found != victim
+
+            await _until(moved, 60, "a new leader of the articles stream")
+            moved_s = time.monotonic() - killed
+            await asyncio.sleep(5.0)  # the hub goes on crawling and matching
+        finally:
+            await admin.close()
+        code, err = await _feedmesh("down", "--data", str(data))
+        if code != 0:
+            raise RuntimeError(f"feedmesh down: {err}")
+        await asyncio.wait_for(up.process.wait(), 180)
+    truth = oracle(str(data / "hub" / "feedmesh.db"), subs)
+    lost = duplicated = 0
+    for reflector in (0, 1):
+        for sub_id, pairs in held(str(data / "hub" / f"reflector-{reflector}.db"), reflector,
+                                  subs).items():
+            ids = [entry_id for entry_id, _ in pairs]
+            duplicated += len(ids) - len(set(ids))
+            lost += len(truth.want[sub_id] - set(ids))
+    shutil.rmtree(data.parent, ignore_errors=True)
+    return {"nats_node_kill_lost": lost, "nats_node_kill_duplicated": duplicated + truth.twice,
+            "nats_node_kill_pairs": sum(len(w) for w in truth.want.values()),
+            "nats_node_kill_leader_moved_s": round(moved_s, 2)}
+
+
+def nats_node_kill_run(feeds: int = 20, seed: int = 20261202) -> dict:
+    figures = asyncio.run(_nats_node_kill_run(feeds, seed))
+    print(f"NATS node kill (3-node cluster, the articles leader): leader moved after "
+          f"{figures['nats_node_kill_leader_moved_s']} s; {figures['nats_node_kill_pairs']} pairs "
+          f"expected, lost {figures['nats_node_kill_lost']}, doubled "
+          f"{figures['nats_node_kill_duplicated']} (goal 0 and 0)", flush=True)
+    return figures
+
+
 def supervised_kill_run(kills: int = 9, feeds: int = 30, polled: int = 10,
                         seed: int = 20261202) -> dict:
     figures = asyncio.run(_kill_run(kills, feeds, polled, seed))
@@ -148,4 +235,4 @@ def supervised_kill_run(kills: int = 9, feeds: int = 30, polled: int = 10,
 
 
 if __name__ == "__main__":
-    print(json.dumps(supervised_kill_run()))
+    print(json.dumps(supervised_kill_run() | nats_node_kill_run()))
