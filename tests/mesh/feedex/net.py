@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import replace
 
-from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, QueryResult, Send, Tracker
+from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, QueryResult, Tracker
 from feedmesh.mesh.feedex.messages import Address, Entry, Message, decode, encode
 
 TRACKER: Address = ("127.0.9.1", 9000)
@@ -41,34 +41,37 @@ class Net:
                           tracker=TRACKER if tracker else None)
         self.nodes[node.address] = node
         self.delivered[node.address] = []
-        self.carry(node, node.start(self.now))
+        node.start(self.now)
+        self.carry(node)
         return node
 
-    def carry(self, node: FeedExNode, outputs: list) -> None:
-        for output in outputs:
-            if isinstance(output, Send):
-                # every message crosses the codec, as on a real wire
-                body = decode(encode(output.message, node.address[1])).body
-                self.sent.append((node.address, output.to, body))
-                self._seq += 1
-                heapq.heappush(self._queue, (self.now + self.latency, self._seq, node.address,
-                                             output.to, body))
-            elif isinstance(output, Deliver):
+    def carry(self, node: FeedExNode) -> None:
+        """Send what ``node`` made (``take``), keep what it delivered (``take_deliveries``)."""
+        for to, message in node.take():
+            # every message crosses the codec, as on a real wire
+            body = decode(encode(message, node.address[1])).body
+            self.sent.append((node.address, to, body))
+            self._seq += 1
+            heapq.heappush(self._queue, (self.now + self.latency, self._seq, node.address,
+                                         to, body))
+        for output in node.take_deliveries():
+            if isinstance(output, Deliver):
                 self.delivered[node.address].append(output)
             elif isinstance(output, QueryResult):
                 self.results.append(output)
 
     def connect(self, a: FeedExNode, b: FeedExNode) -> None:
         """Make a and b neighbours through the real handshake."""
-        self.carry(a, a.connect(self.now, b.address))
+        a.connect(self.now, b.address)
+        self.carry(a)
         self.run(1.0)
 
     def run(self, seconds: float) -> None:
         """Deliver messages and fire timers until ``seconds`` from now."""
         until = self.now + seconds
         while True:
-            timers = [(n.next_timer(), a) for a, n in self.nodes.items()
-                      if a not in self.down and n.next_timer() is not None]
+            timers = [(n.next_deadline(), a) for a, n in self.nodes.items()
+                      if a not in self.down and n.next_deadline() is not None]
             next_timer = min(timers) if timers else (float("inf"), None)
             next_message = self._queue[0][0] if self._queue else float("inf")
             at = min(next_timer[0], next_message)
@@ -86,17 +89,21 @@ class Net:
                 if dst in self.down or dst not in self.nodes:
                     sender = self.nodes.get(src)
                     if sender is not None and src not in self.down:
-                        self.carry(sender, sender.unreachable(self.now, dst))
+                        sender.unreachable(self.now, dst)
+                        self.carry(sender)
                     continue
                 node = self.nodes[dst]
-                self.carry(node, node.receive(self.now, src, body))
+                node.receive(self.now, src, body)
+                self.carry(node)
             else:
                 node = self.nodes[next_timer[1]]
-                self.carry(node, node.handle_timer(self.now))
+                node.fire(self.now)
+                self.carry(node)
         self.now = until
 
     def fetch(self, node: FeedExNode, feed: str, entries: list[Entry]) -> None:
-        self.carry(node, node.fetched(self.now, feed, entries))
+        node.fetched(self.now, feed, entries)
+        self.carry(node)
 
     def calls(self, kind: type, to: Address | None = None) -> list:
         return [m for s, d, m in self.sent if isinstance(m, kind) and (to is None or d == to)]

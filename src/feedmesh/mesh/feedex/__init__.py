@@ -16,12 +16,25 @@ Errors: :class:`~.messages.MessageError` (bytes that are not a valid message),
 """
 
 from .didcache import BloomFilter, DidCache
-from .events import Deliver, Output, QueryResult, Send, bundle_did
+from .events import Deliver, Event, QueryResult, Send, bundle_did
 from .messages import MessageError, decode, encode
 from .node import FeedExNode
 from .settings import FeedExSettings, FeedExSettingsError
 from .tracker import Tracker
 
-__all__ = ["BloomFilter", "Deliver", "DidCache", "FeedExNode", "FeedExSettings", "MessageError",
-           "Output", "QueryResult", "Send", "FeedExSettingsError", "Tracker", "bundle_did", "decode",
-           "encode"]
+__all__ = [
+           "BloomFilter",
+           "Deliver",
+           "DidCache",
+           "Event",
+           "FeedExNode",
+           "FeedExSettings",
+           "FeedExSettingsError",
+           "MessageError",
+           "QueryResult",
+           "Send",
+           "Tracker",
+           "bundle_did",
+           "decode",
+           "encode",
+]
