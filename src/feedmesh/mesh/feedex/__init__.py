@@ -2,8 +2,9 @@
 
 The front door. Pure, sans-IO cores only: :class:`FeedExNode` (the peer's protocol state machine),
 :class:`Tracker` (the list server), the wire format (:mod:`.messages`), and the discrete-event
-simulator that drives many nodes on a simulated clock (:mod:`.sim`). A transport feeds a node the
-messages it receives and carries out what the node returns. Layers, bottom-up::
+simulation that drives many nodes on the mesh's one event loop (:mod:`.sim`). The node speaks the
+mesh's one dialect (:mod:`feedmesh.mesh.sansio`): a transport feeds it the messages it receives,
+fires it at ``next_deadline()`` and carries out what ``take()`` and ``take_deliveries()`` give. Layers, bottom-up::
 
     settings, messages, didcache, subsets
     events, peers, tracker, phases

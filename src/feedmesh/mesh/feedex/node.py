@@ -1,19 +1,22 @@
-"""A FeedEx node as a sans-IO state machine: (now, message from an address) and (now, local event)
-in; messages to addresses, new entries for the archive and a next wake-up time out.
+"""A FeedEx node as a sans-IO state machine in the mesh's one dialect (:mod:`feedmesh.mesh.sansio`,
+as Pastry and Scribe): (now, message from an address) and (now, local event) in; messages to
+addresses, new entries for the archive and a next wake-up time out.
 
-Nothing here opens a socket, sleeps or reads a clock. A driver (an aiohttp transport, or
-:mod:`feedmesh.mesh.feedex.sim`) does this::
+Nothing here opens a socket, sleeps or reads a clock. A driver (the live
+:class:`~feedmesh.mesh.transport.driver.NodeDriver` under the aiohttp transport, or
+:mod:`feedmesh.mesh.feedex.sim` on the one event loop) does this::
 
-    outputs = node.start(now)                        # ask the tracker for candidates
-    outputs = node.receive(now, (host, port), msg)   # host from the connection, port as stated
-    outputs = node.fetched(now, feed, entries)       # our own fetch of a feed found these entries
-    outputs = node.handle_timer(now)                 # when now >= node.next_timer()
-    outputs = node.unreachable(now, address)         # a send to address failed
-    outputs = node.malformed(now, address, why)      # bytes from address did not decode
-    outputs = node.listed(now, feed, entries)        # our fetch got a whole document of feed
+    node.start(now)                        # ask the tracker for candidates
+    node.receive(now, (host, port), msg)   # host from the connection, port as stated
+    node.fire(now)                         # when now >= node.next_deadline()
+    node.fetched(now, feed, entries)       # our own fetch of a feed found these entries
+    node.unreachable(now, address)         # a send to address failed
+    node.malformed(now, address, why)      # bytes from address did not decode
+    node.listed(now, feed, entries)        # our fetch got a whole document of feed
 
-and carries out each output: :class:`Send` (deliver the message), :class:`Deliver` (store the
-entries, show them to the reader), :class:`QueryResult`. A peer is known by the address the
+and after each call carries out what the node made: ``take()`` gives the :class:`Send` pairs
+(deliver each message), ``take_deliveries()`` the :class:`Deliver` items (store the entries, show
+them to the reader) and :class:`QueryResult` answers. A peer is known by the address the
 transport gives, never by anything it claims about itself.
 
 The protocol, section by section of the paper: bootstrapping and advertisements (3.1:
