@@ -366,6 +366,7 @@ def test_query_times_out_when_a_neighbour_is_silent():
     net.nodes.pop(b.address)
     qid = a.query(net.now, F1, hops=1)
     assert {to for to, _ in a.take()} == {b.address}  # b is down: its query never leaves
+    net.carry(a)  # nothing left to send: a's wait for the answer goes on the loop
     net.run(10)
     assert [r.qid for r in net.results] == [qid]
     assert [h.address for h in net.results[0].holders] == [a.address]
