@@ -48,13 +48,16 @@ class Timers:
         return None if live is None else live[1]
 
     def next_deadline(self) -> float | None:
-        self._drop_stale()
-        return self._heap[0][0] if self._heap else None
+        heap = self._heap
+        if heap and heap[0][3]:
+            self._drop_stale()
+        return heap[0][0] if heap else None
 
     def pop_due(self, now: float) -> Any | None:
         """The first token due at ``now`` (popped), or None: nothing is due."""
-        self._drop_stale()
         heap = self._heap
+        if heap and heap[0][3]:
+            self._drop_stale()
         if not heap or heap[0][0] > now:
             return None
         _, _, token, keyed = heapq.heappop(heap)
