@@ -48,10 +48,16 @@ class Timers:
         return None if live is None else live[1]
 
     def next_deadline(self) -> float | None:
-        heap = self._heap
-        if heap and heap[0][3]:
-            self._drop_stale()
-        return heap[0][0] if heap else None
+        heap, keyed = self._heap, self._keyed
+        while heap:
+            when, order, token, is_keyed = heap[0]
+            if not is_keyed:
+                return when
+            live = keyed.get(token)
+            if live is not None and live[0] == order:
+                return when
+            heapq.heappop(heap)       # replaced or cancelled
+        return None
 
     def pop_due(self, now: float) -> Any | None:
         """The first token due at ``now`` (popped), or None: nothing is due."""
