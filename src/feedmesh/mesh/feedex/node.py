@@ -252,7 +252,7 @@ class FeedExNode:
     # -- the dialect: timers, outputs --------------------------------------------------------
 
     def next_deadline(self) -> float | None:
-        """When :meth:`fire` wants to run next (None before :meth:`start`)."""
+        """When :meth:`fire` wants to run next (None: nothing pending, as before :meth:`start`)."""
         return self._timers.next_deadline()
 
     def fire(self, now: float) -> None:
