@@ -24,7 +24,8 @@ def lint_imports(src: Path) -> tuple[int, str]:
     """Run import-linter on the ``feedmesh`` package found in ``src``."""
     environment = {**os.environ, "PYTHONPATH": str(src)}
     done = subprocess.run([str(LINT_IMPORTS), "--no-cache", str(ROOT / ".importlinter")],
-                          capture_output=True, text=True, env=environment, cwd=src, timeout=120)
+                          capture_output=True, text=True, env=environment, cwd=src, timeout=120,
+                          check=False)
     return done.returncode, done.stdout + done.stderr
 
 
@@ -91,6 +92,10 @@ VIOLATIONS = [
      "The feed mapping is pure: only its probe touches the network"),
     ("feedmesh/mesh/overlay/pastry.py", "import socket",
      "Mesh protocol cores are sans-IO: no sockets, no event loop, no databases"),
+    ("feedmesh/mesh/sansio/timers.py", "import asyncio",
+     "Mesh protocol cores are sans-IO: no sockets, no event loop, no databases"),
+    ("feedmesh/mesh/sansio/simulator.py", "import feedmesh.mesh.overlay.ids",
+     "mesh/sansio is the floor of the mesh: it imports no mesh part"),
 ]
 
 
@@ -100,11 +105,11 @@ def test_each_contract_catches_its_violation(tmp_path, path, line, contract):
     src = tmp_path / "src"
     shutil.copytree(ROOT / "src" / "feedmesh", src / "feedmesh",
                     ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
-    before = dict(re.findall(r"^(.+) (KEPT|BROKEN)", lint_imports(src)[1], re.M))
+    before = dict(re.findall(r"^(.+) (KEPT|BROKEN)", lint_imports(src)[1], re.MULTILINE))
     assert before.get(contract) == "KEPT", before
     _append(src / path, line)
     status, report = lint_imports(src)
-    after = dict(re.findall(r"^(.+) (KEPT|BROKEN)", report, re.M))
+    after = dict(re.findall(r"^(.+) (KEPT|BROKEN)", report, re.MULTILINE))
     assert status != 0 and after.get(contract) == "BROKEN", report
 
 
@@ -191,3 +196,125 @@ def test_only_the_environment_module_reads_feedmesh_variables():
                                        for p in _modules())
                if re.search(r"""(os\.environ(\.get)?|getenv)\(?\[?\s*["']FEEDMESH_""", text)}
     assert readers == set(), readers
+
+
+# -- the mesh's one dialect (issue "Every role assembled once", item 5) ----------------------
+
+DIALECT = {"receive": ["now", "sender", "message"], "fire": ["now"], "next_deadline": [],
+           "take": []}
+"""Each method of the dialect and its parameters after ``self`` (``message`` may be ``body``)."""
+SANS_IO = ("feedmesh/mesh/overlay/", "feedmesh/mesh/feedex/", "feedmesh/mesh/records/")
+HEAP_MODULES = {"feedmesh/mesh/sansio/simulator.py", "feedmesh/mesh/sansio/timers.py"}
+
+
+def _trees(root: Path) -> dict[str, ast.Module]:
+    return {str(path.relative_to(root)): ast.parse(path.read_text("utf-8"))
+            for path in (root / "feedmesh" / "mesh").rglob("*.py")}
+
+
+def _node_classes(trees: dict[str, ast.Module]) -> dict[str, ast.ClassDef]:
+    """Protocol nodes: classes of the sans-IO cores named ``*Node`` (not a typing Protocol)."""
+    return {f"{path}:{node.name}": node for path, tree in trees.items()
+            if path.startswith(SANS_IO) for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Node")
+            and "Protocol" not in {ast.unparse(base).split("[")[0] for base in node.bases}}
+
+
+def dialect_problems(root: Path) -> list[str]:
+    """Node classes that do not speak the dialect: a method missing, other parameters, an input
+    that returns something (outputs wait for ``take``), or the old timer names."""
+    problems = []
+    for name, cls in _node_classes(_trees(root)).items():
+        methods = {f.name: f for f in cls.body if isinstance(f, ast.FunctionDef)}
+        for method, params in DIALECT.items():
+            function = methods.get(method)
+            if function is None:
+                problems.append(f"{name} has no {method}()")
+                continue
+            got = [a.arg for a in function.args.args[1:]]
+            if [("message" if a == "body" else a) for a in got] != params:
+                problems.append(f"{name}.{method}({', '.join(got)}), not ({', '.join(params)})")
+            returns = ast.unparse(function.returns) if function.returns else ""
+            if method in ("receive", "fire") and returns != "None":
+                problems.append(f"{name}.{method} returns {returns or 'unannotated'}, not None")
+            if method == "take" and not returns.startswith("list["):
+                problems.append(f"{name}.take returns {returns or 'unannotated'}, not a list")
+        problems += [f"{name} still has {old}()" for old in ("handle_timer", "next_timer")
+                     if old in methods]
+    return problems
+
+
+def loop_problems(root: Path) -> list[str]:
+    """Event loops and timer heaps outside mesh/sansio: a module that imports ``heapq``, a
+    ``*Simulator`` class or a ``simulate`` function not built on the one ``EventLoop``, a live
+    driver that fires a node itself instead of through ``NodeDriver``."""
+    problems = []
+    for path, tree in _trees(root).items():
+        imports = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imports |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        if "heapq" in imports and path not in HEAP_MODULES:
+            problems.append(f"{path} imports heapq: a second event loop or timer heap")
+        for node in ast.walk(tree):
+            simulator = (isinstance(node, ast.ClassDef) and node.name.endswith("Simulator")) or (
+                isinstance(node, ast.FunctionDef) and node.name == "simulate")
+            uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            if simulator and "EventLoop" not in uses and path not in HEAP_MODULES:
+                problems.append(f"{path}:{node.name} is not built on sansio.EventLoop")
+        if path.startswith(("feedmesh/mesh/transport/", "feedmesh/mesh/peer/")) \
+                and path != "feedmesh/mesh/transport/driver.py":
+            firing = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+                      and isinstance(n.func, ast.Attribute)
+                      and (n.func.attr in ("fire", "handle_timer") or (
+                          n.func.attr in ("next_deadline", "next_timer")
+                          and "node" in ast.unparse(n.func.value)))]
+            problems += [f"{path}:{line} drives a node itself, not through NodeDriver"
+                         for line in firing]
+    return problems
+
+
+def test_every_mesh_node_speaks_the_one_dialect():
+    nodes = {name.split(":")[1] for name in _node_classes(_trees(SRC.parent))}
+    assert {"PastryNode", "ScribeNode", "FeedExNode"} <= nodes, nodes
+    assert dialect_problems(SRC.parent) == []
+
+
+def test_one_simulator_loop_one_timer_structure_one_driver_loop():
+    assert loop_problems(SRC.parent) == []
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text("utf-8")
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1), "utf-8")
+
+
+# (file, text replaced, replacement, check, what the check must say)
+MESH_VIOLATIONS = [
+    ("feedmesh/mesh/feedex/node.py", "def fire(self, now: float) -> None:",
+     "def handle_timer(self, now: float) -> None:", dialect_problems, "FeedExNode has no fire()"),
+    ("feedmesh/mesh/feedex/node.py",
+     "def receive(self, now: float, sender: Address, message: Message) -> None:",
+     "def receive(self, now: float, sender: Address, message: Message) -> list[Send]:",
+     dialect_problems, "FeedExNode.receive returns list[Send], not None"),
+    ("feedmesh/mesh/overlay/pastry.py", "def take(self) -> list[tuple[Handle, Any]]:",
+     "def take(self, limit: int = 0) -> list[tuple[Handle, Any]]:", dialect_problems,
+     "PastryNode.take(limit), not ()"),
+    ("feedmesh/mesh/feedex/sim.py", "import bisect\n", "import bisect\nimport heapq\n",
+     loop_problems, "feedex/sim.py imports heapq"),
+    ("feedmesh/mesh/overlay/sim.py", "class Simulator:",
+     "class FastSimulator:\n    queue: list = []\n\n\nclass Simulator:", loop_problems,
+     "FastSimulator is not built on sansio.EventLoop"),
+    ("feedmesh/mesh/peer/transport.py", "        self._driver.flush(sends)\n",
+     "        self._driver.flush(sends)\n        self.node.fire(self.clock.now())\n",
+     loop_problems, "drives a node itself, not through NodeDriver"),
+]
+
+
+@pytest.mark.parametrize("path, old, new, check, expected", MESH_VIOLATIONS,
+                         ids=[v[4].split(",")[0] for v in MESH_VIOLATIONS])
+def test_each_mesh_check_catches_its_violation(tmp_path, path, old, new, check, expected):
+    shutil.copytree(SRC, tmp_path / "feedmesh", ignore=shutil.ignore_patterns("__pycache__"))
+    assert check(tmp_path) == []
+    _edit(tmp_path / path, old, new)
+    found = check(tmp_path)
+    assert any(expected in problem for problem in found), found

@@ -13,6 +13,8 @@ MODULES = [
     "feedmesh.mesh.overlay.pastry", "feedmesh.mesh.overlay.scribe", "feedmesh.mesh.overlay.sim",
     "feedmesh.mesh.overlay.scenario", "feedmesh.mesh.peer", "feedmesh.mesh.peer.multicast",
     "feedmesh.mesh.peer.trust", "feedmesh.mesh.overlay.wire", "feedmesh.mesh.transport.wheel",
+    "feedmesh.mesh.transport.driver", "feedmesh.mesh.sansio", "feedmesh.mesh.sansio.dialect",
+    "feedmesh.mesh.sansio.timers", "feedmesh.mesh.sansio.simulator",
     "feedmesh.mesh.transport.fleet",
 ]
 

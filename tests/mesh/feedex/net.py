@@ -1,13 +1,14 @@
-"""A tiny driver for FeedEx node tests: nodes on a manual clock, messages delivered after a fixed
-latency, in order. Not the simulator: small enough to read next to each test."""
+"""A tiny driver for FeedEx node tests: nodes on the mesh's one event loop
+(:class:`~feedmesh.mesh.sansio.EventLoop`), messages delivered after a fixed latency, in order.
+Not FeedEx's simulation: small enough to read next to each test."""
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import replace
 
-from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, QueryResult, Send, Tracker
+from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, QueryResult, Tracker
 from feedmesh.mesh.feedex.messages import Address, Entry, Message, decode, encode
+from feedmesh.mesh.sansio import EventLoop
 
 TRACKER: Address = ("127.0.9.1", 9000)
 
@@ -24,15 +25,17 @@ class Net:
     def __init__(self, settings: FeedExSettings | None = None, latency: float = 0.05) -> None:
         self.settings = settings or FeedExSettings()
         self.latency = latency
-        self.now = 0.0
+        self.loop = EventLoop()
         self.nodes: dict[Address, FeedExNode] = {}
         self.tracker = Tracker()
         self.down: set[Address] = set()
         self.sent: list[tuple[Address, Address, Message]] = []  # (from, to, message)
         self.delivered: dict[Address, list[Deliver]] = {}
         self.results: list[QueryResult] = []
-        self._queue: list = []
-        self._seq = 0
+
+    @property
+    def now(self) -> float:
+        return self.loop.now
 
     def add(self, i: int, feeds: list[str], *, tracker: bool = False, **settings) -> FeedExNode:
         """A started node (its timers run) subscribed to ``feeds``."""
@@ -41,62 +44,60 @@ class Net:
                           tracker=TRACKER if tracker else None)
         self.nodes[node.address] = node
         self.delivered[node.address] = []
-        self.carry(node, node.start(self.now))
+        node.start(self.now)
+        self.carry(node)
         return node
 
-    def carry(self, node: FeedExNode, outputs: list) -> None:
-        for output in outputs:
-            if isinstance(output, Send):
-                # every message crosses the codec, as on a real wire
-                body = decode(encode(output.message, node.address[1])).body
-                self.sent.append((node.address, output.to, body))
-                self._seq += 1
-                heapq.heappush(self._queue, (self.now + self.latency, self._seq, node.address,
-                                             output.to, body))
-            elif isinstance(output, Deliver):
+    def carry(self, node: FeedExNode) -> None:
+        """Send what ``node`` made (``take``), keep what it delivered (``take_deliveries``)."""
+        for to, message in node.take():
+            # every message crosses the codec, as on a real wire
+            body = decode(encode(message, node.address[1])).body
+            self.sent.append((node.address, to, body))
+            self.loop.at(self.now + self.latency, self._arrive, node.address, to, body)
+        for output in node.take_deliveries():
+            if isinstance(output, Deliver):
                 self.delivered[node.address].append(output)
             elif isinstance(output, QueryResult):
                 self.results.append(output)
+        deadline = node.next_deadline()
+        if deadline is not None:
+            self.loop.wake(node.address, deadline, self._fire)
 
     def connect(self, a: FeedExNode, b: FeedExNode) -> None:
         """Make a and b neighbours through the real handshake."""
-        self.carry(a, a.connect(self.now, b.address))
+        a.connect(self.now, b.address)
+        self.carry(a)
         self.run(1.0)
 
     def run(self, seconds: float) -> None:
         """Deliver messages and fire timers until ``seconds`` from now."""
-        until = self.now + seconds
-        while True:
-            timers = [(n.next_timer(), a) for a, n in self.nodes.items()
-                      if a not in self.down and n.next_timer() is not None]
-            next_timer = min(timers) if timers else (float("inf"), None)
-            next_message = self._queue[0][0] if self._queue else float("inf")
-            at = min(next_timer[0], next_message)
-            if at > until:
-                break
-            self.now = max(self.now, at)
-            if next_message <= next_timer[0]:
-                _, _, src, dst, body = heapq.heappop(self._queue)
-                if dst == TRACKER:
-                    reply = self.tracker.receive(self.now, src, body)
-                    self._seq += 1
-                    heapq.heappush(self._queue, (self.now + self.latency, self._seq, TRACKER,
-                                                 src, reply))
-                    continue
-                if dst in self.down or dst not in self.nodes:
-                    sender = self.nodes.get(src)
-                    if sender is not None and src not in self.down:
-                        self.carry(sender, sender.unreachable(self.now, dst))
-                    continue
-                node = self.nodes[dst]
-                self.carry(node, node.receive(self.now, src, body))
-            else:
-                node = self.nodes[next_timer[1]]
-                self.carry(node, node.handle_timer(self.now))
-        self.now = until
+        self.loop.run_until(self.now + seconds)
+
+    def _arrive(self, now: float, src: Address, dst: Address, body: Message, _d: object) -> None:
+        if dst == TRACKER:
+            reply = self.tracker.receive(now, src, body)
+            self.loop.at(now + self.latency, self._arrive, TRACKER, src, reply)
+            return
+        if dst in self.down or dst not in self.nodes:
+            sender = self.nodes.get(src)
+            if sender is not None and src not in self.down:
+                sender.unreachable(now, dst)
+                self.carry(sender)
+            return
+        node = self.nodes[dst]
+        node.receive(now, src, body)
+        self.carry(node)
+
+    def _fire(self, now: float, at: Address) -> None:
+        node = self.nodes.get(at)
+        if node is not None and at not in self.down:
+            node.fire(now)
+            self.carry(node)
 
     def fetch(self, node: FeedExNode, feed: str, entries: list[Entry]) -> None:
-        self.carry(node, node.fetched(self.now, feed, entries))
+        node.fetched(self.now, feed, entries)
+        self.carry(node)
 
     def calls(self, kind: type, to: Address | None = None) -> list:
         return [m for s, d, m in self.sent if isinstance(m, kind) and (to is None or d == to)]

@@ -40,7 +40,8 @@ def test_entries_the_source_never_had_lower_the_senders_standing_until_it_is_dro
     assert net.keys(b) == ["real0", "real1", "invented1", "invented2"]  # not known yet
     net.run(120)
     # b's own fetch: the publisher lists the real entries (and a newer one), never the invented
-    net.carry(b, b.listed(net.now, F1, [*real, entry("older", net.now - 1000)]))
+    b.listed(net.now, F1, [*real, entry("older", net.now - 1000)])
+    net.carry(b)
     net.run(1)
     assert b.stats["fake_entries"] == 2 and b.stats["confirmed_entries"] == 2
     assert b.standing.score(liar.address) == -5.0
@@ -52,12 +53,14 @@ def test_entries_the_source_never_had_lower_the_senders_standing_until_it_is_dro
     # two more: -10, dropped and banned; the honest neighbour stays
     net.fetch(liar, F1, [entry("invented3", net.now), entry("invented4", net.now)])
     net.run(120)
-    net.carry(b, b.listed(net.now, F1, real))
+    b.listed(net.now, F1, real)
+    net.carry(b)
     net.run(1)
     assert liar.address not in b.neighbours and honest.address in b.neighbours
     assert any(isinstance(m, Disconnect) and d == liar.address for s, d, m in net.sent
                if s == b.address)
-    assert b.receive(net.now, liar.address, Connect({F1: 0}))[0].message.accepted is False
+    b.receive(net.now, liar.address, Connect({F1: 0}))
+    assert b.take()[0].message.accepted is False
 
 
 def test_only_entries_within_the_documents_window_and_older_than_the_grace_are_judged():
@@ -70,11 +73,13 @@ def test_only_entries_within_the_documents_window_and_older_than_the_grace_are_j
     net.fetch(liar, F1, [entry("just-now", net.now)])
     net.run(5)
     document = [entry("newest", net.now), entry("oldest-listed", 500.0)]
-    net.carry(b, b.listed(net.now, F1, document))
+    b.listed(net.now, F1, document)
+    net.carry(b)
     assert b.stats["fake_entries"] == 0 and b.standing.score(honest.address) == 0.0
     assert b._audit.pending(F1) == 1  # "just-now" came 5 s ago: the next fetch judges it
     net.run(120)
-    net.carry(b, b.listed(net.now, F1, document))
+    b.listed(net.now, F1, document)
+    net.carry(b)
     assert b.stats["fake_entries"] == 1 and b.standing.score(liar.address) == -2.5
     assert b._audit.pending(F1) == 0
 
@@ -85,8 +90,8 @@ def test_entries_of_feeds_we_do_not_fetch_are_not_sampled_and_a_sample_is_a_samp
     relay = net.add(2, [F2])  # b is a relay for F2: it never fetches it, cannot judge it
     net.connect(relay, b)
     net.run(301)
-    out = b.listed(net.now, F2, [])
-    assert out == [] and b._audit.pending(F2) == 0
+    b.listed(net.now, F2, [])
+    assert b.take() == [] and b._audit.pending(F2) == 0
     audit = EntryAudit(0.25, 10_000, 0.0, 1e9, random.Random(3))
     audit.note(0.0, F1, address(9), [Entry(f"k{i}", 1.0) for i in range(4000)])
     assert 900 < audit.pending(F1) < 1100

@@ -127,7 +127,8 @@ def test_seen_did_gets_no_put_and_uninterested_neighbours_get_nothing():
     assert not net.calls(CheckDid, to=c.address)  # c advertised no F1 (max hops 0)
     # a second offer of the same did is answered "seen"
     did = bundle_did(F1, ["e"])
-    out = a.receive(net.now, b.address, CheckDid([did]))
+    a.receive(net.now, b.address, CheckDid([did]))
+    out = a.take()
     assert out[0].message == DidStatus([], [did])
 
 
@@ -139,20 +140,25 @@ def test_loops_are_dropped_and_forged_paths_lower_standing_until_dropped():
     did = bundle_did(F1, ["e"])
     # b sends the bundle back to a with a in the path: a loop, dropped quietly
     looped = Bundle(did, F1, [entry("e")], [a.address])
-    assert a.receive(net.now, b.address, PutEntries([looped])) == []
+    a.receive(net.now, b.address, PutEntries([looped]))
+    assert a.take() == []
     assert a.stats["loops"] == 1
     # a path naming a for a bundle a never saw: forged
     fake = Bundle(bundle_did(F1, ["f"]), F1, [entry("f")], [a.address])
-    out = a.receive(net.now, b.address, PutEntries([fake]))
+    a.receive(net.now, b.address, PutEntries([fake]))
+    out = a.take()
     assert isinstance(out[0].message, Error) and out[0].message.code == "forged_path"
     assert a.standing.score(b.address) == -4.0
     # a path that lists its own sender, and an origin bundle whose did is not its digest
     a.receive(net.now, b.address, PutEntries([Bundle(did, F1, [entry("g")], [b.address])]))
+    a.take()
     assert b.address in a.neighbours
-    out = a.receive(net.now, b.address, PutEntries([Bundle(did, F1, [entry("h")], [])]))
+    a.receive(net.now, b.address, PutEntries([Bundle(did, F1, [entry("h")], [])]))
+    out = a.take()
     assert b.address not in a.neighbours  # -12 <= -10: dropped and banned
     assert any(isinstance(o.message, Disconnect) for o in out)
-    refused = a.receive(net.now, b.address, Connect({F1: 0}))
+    a.receive(net.now, b.address, Connect({F1: 0}))
+    refused = a.take()
     assert refused[0].message.accepted is False
     assert net.keys(a) == ["e"]  # nothing of the forged bundles reached the reader
 
@@ -160,11 +166,15 @@ def test_loops_are_dropped_and_forged_paths_lower_standing_until_dropped():
 def test_malformed_calls_count_against_the_sender_and_floods_are_cut():
     net = Net(FeedExSettings(max_calls_per_minute=5))
     a, b = chain(net, [F1], [F1])
-    out = a.malformed(net.now, b.address, "truncated msgpack")
+    a.malformed(net.now, b.address, "truncated msgpack")
+    out = a.take()
     assert out[0].message.code == "malformed"
     assert a.standing.score(b.address) == -1.0
     net.run(60)
-    answered = [a.receive(net.now, b.address, CheckDid([bytes(20)])) for _ in range(8)]
+    answered = []
+    for _ in range(8):
+        a.receive(net.now, b.address, CheckDid([bytes(20)]))
+        answered.append(a.take())
     assert all(answered[:5]) and not any(answered[5:])
     assert a.standing.score(b.address) < -1.0
 
@@ -175,7 +185,8 @@ def test_calls_from_strangers_are_refused():
     stranger = address(99)
     for message in (CheckDid([bytes(20)]), UpdateSubset(),
                     QueryFeed(bytes(8), F1, hops_left=1)):
-        out = a.receive(net.now, stranger, message)
+        a.receive(net.now, stranger, message)
+        out = a.take()
         assert out[0].message.code == "not_neighbour"
 
 
@@ -205,8 +216,10 @@ def test_a_free_rider_that_reconnects_keeps_its_deficit_until_the_ledger_memory_
         net.run(2)
     assert net.keys(b) == ["e0", "e1", "e2", "e3"] and a.stats["refused_deficit"] == 1
     # whitewashing: b leaves and comes back under the same identity (address, stated port)
-    net.carry(b, b.unreachable(net.now, a.address))  # b drops a (it tells a nothing)
-    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
+    b.unreachable(net.now, a.address)  # b drops a (it tells a nothing)
+    net.carry(b)
+    a.receive(net.now, b.address, Disconnect("bye"))
+    net.carry(a)
     assert b.address not in a.neighbours
     net.connect(b, a)
     assert b.address in a.neighbours and a.neighbours[b.address].deficit == 4.0
@@ -214,8 +227,10 @@ def test_a_free_rider_that_reconnects_keeps_its_deficit_until_the_ledger_memory_
     net.run(2)
     assert net.keys(b)[-1] == "e3" and a.stats["refused_deficit"] == 2  # still not served
     # a ledger is kept for ledger_memory_s only: after that a newcomer starts clean
-    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
-    net.carry(b, b.unreachable(net.now, a.address))
+    a.receive(net.now, b.address, Disconnect("bye"))
+    net.carry(a)
+    b.unreachable(net.now, a.address)
+    net.carry(b)
     net.run(7300)
     net.connect(b, a)
     assert a.neighbours[b.address].deficit == 0.0
@@ -230,8 +245,10 @@ def test_with_no_ledger_memory_a_reconnect_starts_clean_as_in_the_paper():
     for i in range(5):
         net.fetch(a, F1, [entry(f"e{i}")])
         net.run(2)
-    net.carry(a, a.receive(net.now, b.address, Disconnect("bye")))
-    net.carry(b, b.unreachable(net.now, a.address))
+    a.receive(net.now, b.address, Disconnect("bye"))
+    net.carry(a)
+    b.unreachable(net.now, a.address)
+    net.carry(b)
     net.connect(b, a)
     assert a.neighbours[b.address].deficit == 0.0
     net.fetch(a, F1, [entry("e5")])
@@ -306,8 +323,8 @@ def test_query_is_recursive_aggregated_and_cached():
     a, b, c, d = chain(net, [F1], [F2], [F1], [F2])
     net.fetch(c, F1, [entry("old1", 100.0), entry("old2", 200.0)])
     net.run(5)
-    qid, out = a.query(net.now, F1, since=150.0, hops=3)
-    net.carry(a, out)
+    qid = a.query(net.now, F1, since=150.0, hops=3)
+    net.carry(a)
     net.run(30)
     result = net.results[-1]
     assert result.qid == qid
@@ -317,8 +334,8 @@ def test_query_is_recursive_aggregated_and_cached():
     assert d.address not in holders  # d neither follows nor relays F1
     # b answers a second query for the same feed and range from its cache, without relaying
     relayed = len(net.calls(QueryFeed, to=c.address))
-    qid2, out = a.query(net.now, F1, since=150.0, hops=3)
-    net.carry(a, out)
+    qid2 = a.query(net.now, F1, since=150.0, hops=3)
+    net.carry(a)
     net.run(30)
     assert net.results[-1].qid == qid2 and net.results[-1].holders
     assert len(net.calls(QueryFeed, to=c.address)) == relayed
@@ -329,8 +346,8 @@ def test_entries_remembered_from_an_archive_are_answered_for_and_stripped_not_de
     a, b = chain(net, [F1], [F1])
     a.remember(F1, [entry("old1", 100.0), entry("old2", 200.0)])  # held before a restart
     assert net.delivered[a.address] == [] and not net.calls(CheckDid)
-    qid, out = b.query(net.now, F1, since=150.0)
-    net.carry(b, out)
+    b.query(net.now, F1, since=150.0)
+    net.carry(b)
     net.run(30)
     holders = {h.address: h for h in net.results[-1].holders}
     assert holders[a.address].count == 1 and holders[a.address].newest == 200.0
@@ -347,8 +364,9 @@ def test_query_times_out_when_a_neighbour_is_silent():
     net.run(2)
     net.down.add(b.address)
     net.nodes.pop(b.address)
-    qid, out = a.query(net.now, F1, hops=1)
-    net.carry(a, [o for o in out if o.to != b.address] if out else [])
+    qid = a.query(net.now, F1, hops=1)
+    assert {to for to, _ in a.take()} == {b.address}  # b is down: its query never leaves
+    net.carry(a)  # nothing left to send: a's wait for the answer goes on the loop
     net.run(10)
     assert [r.qid for r in net.results] == [qid]
     assert [h.address for h in net.results[0].holders] == [a.address]
@@ -359,7 +377,8 @@ def test_query_without_hops_answers_locally(hops):
     net = Net()
     a = net.add(1, [F1])
     net.fetch(a, F1, [entry("e", 1.0)])
-    qid, out = a.query(net.now, F1, hops=hops)
+    qid = a.query(net.now, F1, hops=hops)
+    out = a.take_deliveries()
     assert out[-1].qid == qid and out[-1].holders[0].count == 1
 
 
@@ -383,14 +402,18 @@ def test_clients_a_publisher_listed_are_candidates_connected_below_the_minimum()
     a = net.add(1, [F1])
     b = net.add(2, [F1])
     c = net.add(3, [F1])
-    net.carry(a, a.publisher_listed(net.now, [b.address, a.address]))  # itself is skipped
+    a.publisher_listed(net.now, [b.address, a.address])  # itself is skipped
+    net.carry(a)
     net.run(1)
     assert set(a.neighbours) == {b.address}
-    net.carry(a, a.publisher_listed(net.now, [c.address]))  # at the minimum: kept for later
+    a.publisher_listed(net.now, [c.address])  # at the minimum: kept for later
+    net.carry(a)
     net.run(1)
     assert set(a.neighbours) == {b.address}
-    net.carry(b, b.unreachable(net.now, a.address))
-    net.carry(a, a.unreachable(net.now, b.address))  # b is gone: the listed c fills in
+    b.unreachable(net.now, a.address)
+    net.carry(b)
+    a.unreachable(net.now, b.address)  # b is gone: the listed c fills in
+    net.carry(a)
     net.run(1)
     assert set(a.neighbours) == {c.address}
 
@@ -398,5 +421,6 @@ def test_clients_a_publisher_listed_are_candidates_connected_below_the_minimum()
 def test_a_node_answers_get_neighbors_with_its_neighbours():
     net = Net()
     a, b, c = chain(net, [F1], [F1], [F1])
-    out = b.receive(net.now, address(7), GetNeighbors(5))
+    b.receive(net.now, address(7), GetNeighbors(5))
+    out = b.take()
     assert sorted(out[0].message.peers) == sorted([a.address, c.address])

@@ -2,8 +2,9 @@
 
 The front door. Pure, sans-IO cores only: :class:`FeedExNode` (the peer's protocol state machine),
 :class:`Tracker` (the list server), the wire format (:mod:`.messages`), and the discrete-event
-simulator that drives many nodes on a simulated clock (:mod:`.sim`). A transport feeds a node the
-messages it receives and carries out what the node returns. Layers, bottom-up::
+simulation that drives many nodes on the mesh's one event loop (:mod:`.sim`). The node speaks the
+mesh's one dialect (:mod:`feedmesh.mesh.sansio`): a transport feeds it the messages it receives,
+fires it at ``next_deadline()`` and carries out what ``take()`` and ``take_deliveries()`` give. Layers, bottom-up::
 
     settings, messages, didcache, subsets
     events, peers, tracker, phases
@@ -16,12 +17,25 @@ Errors: :class:`~.messages.MessageError` (bytes that are not a valid message),
 """
 
 from .didcache import BloomFilter, DidCache
-from .events import Deliver, Output, QueryResult, Send, bundle_did
+from .events import Deliver, Event, QueryResult, Send, bundle_did
 from .messages import MessageError, decode, encode
 from .node import FeedExNode
 from .settings import FeedExSettings, FeedExSettingsError
 from .tracker import Tracker
 
-__all__ = ["BloomFilter", "Deliver", "DidCache", "FeedExNode", "FeedExSettings", "MessageError",
-           "Output", "QueryResult", "Send", "FeedExSettingsError", "Tracker", "bundle_did", "decode",
-           "encode"]
+__all__ = [
+           "BloomFilter",
+           "Deliver",
+           "DidCache",
+           "Event",
+           "FeedExNode",
+           "FeedExSettings",
+           "FeedExSettingsError",
+           "MessageError",
+           "QueryResult",
+           "Send",
+           "Tracker",
+           "bundle_did",
+           "decode",
+           "encode",
+]

@@ -1,4 +1,6 @@
-"""What a FeedEx node hands back to whoever drives it (a socket transport or the simulator)."""
+"""What a FeedEx node hands whoever drives it (a socket transport or the simulator): messages to
+send (:class:`Send`, from :meth:`~.node.FeedExNode.take`) and events for its own side
+(:class:`Deliver`, :class:`QueryResult`, from :meth:`~.node.FeedExNode.take_deliveries`)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from typing import NamedTuple
 
 from .messages import Address, Entry, Holder, Message
 
-__all__ = ["Deliver", "Output", "QueryResult", "Send", "bundle_did"]
+__all__ = ["Deliver", "Event", "QueryResult", "Send", "bundle_did"]
 
 
 class Send(NamedTuple):
-    """Send ``message`` to the node at ``to`` (the transport adds the envelope and our port)."""
+    """Send ``message`` to the node at ``to`` (the transport adds the envelope and our port): the
+    ``(destination, message)`` pair of the mesh's dialect."""
 
     to: Address
     message: Message
@@ -35,7 +38,8 @@ class QueryResult(NamedTuple):
     holders: list[Holder]
 
 
-Output = Send | Deliver | QueryResult
+Event = Deliver | QueryResult
+"""What :meth:`~.node.FeedExNode.take_deliveries` returns."""
 
 
 def bundle_did(feed: str, keys: Iterable[str]) -> bytes:

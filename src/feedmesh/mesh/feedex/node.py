@@ -1,19 +1,22 @@
-"""A FeedEx node as a sans-IO state machine: (now, message from an address) and (now, local event)
-in; messages to addresses, new entries for the archive and a next wake-up time out.
+"""A FeedEx node as a sans-IO state machine in the mesh's one dialect (:mod:`feedmesh.mesh.sansio`,
+as Pastry and Scribe): (now, message from an address) and (now, local event) in; messages to
+addresses, new entries for the archive and a next wake-up time out.
 
-Nothing here opens a socket, sleeps or reads a clock. A driver (an aiohttp transport, or
-:mod:`feedmesh.mesh.feedex.sim`) does this::
+Nothing here opens a socket, sleeps or reads a clock. A driver (the live
+:class:`~feedmesh.mesh.transport.driver.NodeDriver` under the aiohttp transport, or
+:mod:`feedmesh.mesh.feedex.sim` on the one event loop) does this::
 
-    outputs = node.start(now)                        # ask the tracker for candidates
-    outputs = node.receive(now, (host, port), msg)   # host from the connection, port as stated
-    outputs = node.fetched(now, feed, entries)       # our own fetch of a feed found these entries
-    outputs = node.handle_timer(now)                 # when now >= node.next_timer()
-    outputs = node.unreachable(now, address)         # a send to address failed
-    outputs = node.malformed(now, address, why)      # bytes from address did not decode
-    outputs = node.listed(now, feed, entries)        # our fetch got a whole document of feed
+    node.start(now)                        # ask the tracker for candidates
+    node.receive(now, (host, port), msg)   # host from the connection, port as stated
+    node.fire(now)                         # when now >= node.next_deadline()
+    node.fetched(now, feed, entries)       # our own fetch of a feed found these entries
+    node.unreachable(now, address)         # a send to address failed
+    node.malformed(now, address, why)      # bytes from address did not decode
+    node.listed(now, feed, entries)        # our fetch got a whole document of feed
 
-and carries out each output: :class:`Send` (deliver the message), :class:`Deliver` (store the
-entries, show them to the reader), :class:`QueryResult`. A peer is known by the address the
+and after each call carries out what the node made: ``take()`` gives the :class:`Send` pairs
+(deliver each message), ``take_deliveries()`` the :class:`Deliver` items (store the entries, show
+them to the reader) and :class:`QueryResult` answers. A peer is known by the address the
 transport gives, never by anything it claims about itself.
 
 The protocol, section by section of the paper: bootstrapping and advertisements (3.1:
@@ -31,10 +34,12 @@ import random
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 
+from feedmesh.mesh.sansio import Timers
+
 from . import phases, subsets
 from .audit import EntryAudit
 from .didcache import DidCache
-from .events import Deliver, Output, Send, bundle_did
+from .events import Deliver, Event, QueryResult, Send, bundle_did
 from .messages import (
     Address,
     Bundle,
@@ -65,6 +70,7 @@ _MAX_HOLDER_DIDS = 4096
 _MAX_PUT_BUNDLES = 64
 _MAX_CHECK_DIDS = 64
 _RETRY_CANDIDATE_S = 600.0
+_FLUSH, _MAINTAIN, _ADVERTISE = "flush", "maintain", "advertise"   # the node's own timers
 
 
 class FeedExNode:
@@ -92,10 +98,12 @@ class FeedExNode:
         self._holders: OrderedDict[bytes, set[Address]] = OrderedDict()  # did -> known holders
         self._outgoing: dict[Address, dict[bytes, tuple[Bundle, float]]] = {}
         self._batched: dict[Address, list[bytes]] = {}
-        self._flush_at: float | None = None
+        self._timers = Timers()   # _FLUSH, _MAINTAIN, _ADVERTISE and each query's wait
+        self._out: list[Send] = []
+        self._deliveries: list[Event] = []
         self._known: dict[str, OrderedDict[str, float | None]] = {}
         self._queries = QueryRelay(self._holding, s.query_timeout_s, s.query_max_hops,
-                                   s.answer_cache_s)
+                                   s.answer_cache_s, self._timers, self._deliveries_append)
         self._query_counter = 0
         # its own generator, seeded by our address: sampling must not move the phases drawn
         # from ``rng`` (the simulator's figures)
@@ -103,23 +111,20 @@ class FeedExNode:
                                  s.audit_max_age_s, random.Random(f"audit {address}"))
         self._dirty = True  # the advertisement may have changed
         self.fetch_plans: dict[str, float] = {}
-        self._next_advertise: float | None = None
-        self._next_maintain: float | None = None
         self.stats = {"check_did": 0, "put_entries": 0, "update_subset": 0, "forged": 0,
                       "malformed": 0, "loops": 0, "refused_deficit": 0,
                       "fake_entries": 0, "confirmed_entries": 0}
 
     # -- local events --------------------------------------------------------------------------
 
-    def start(self, now: float, candidates: Iterable[Address] = ()) -> list[Output]:
+    def start(self, now: float, candidates: Iterable[Address] = ()) -> None:
         """Join: take known candidates (earlier neighbours from disk), ask the tracker for more."""
         self.add_candidates(candidates)
-        self._next_advertise = now + self.settings.advertise_interval_s
-        self._next_maintain = now + self.settings.maintain_interval_s
-        out: list[Output] = []
+        self._timers.set(now + self.settings.advertise_interval_s, _ADVERTISE)
+        self._timers.set(now + self.settings.maintain_interval_s, _MAINTAIN)
+        out = self._out
         self._ask_tracker(now, out)
         self._fill(now, out)
-        return out
 
     def add_candidates(self, addresses: Iterable[Address]) -> None:
         for address in addresses:
@@ -129,56 +134,50 @@ class FeedExNode:
         while len(self._candidates) > _MAX_CANDIDATES:
             self._candidates.popitem(last=False)
 
-    def publisher_listed(self, now: float, addresses: Iterable[Address]) -> list[Output]:
+    def publisher_listed(self, now: float, addresses: Iterable[Address]) -> None:
         """A publisher listed these recent clients of one of our feeds (3.1): candidates like
         the tracker's; connected to at once when we are below ``min_neighbours``."""
         self.add_candidates(addresses)
-        out: list[Output] = []
-        self._fill(now, out)
-        return out
+        self._fill(now, self._out)
 
-    def connect(self, now: float, address: Address) -> list[Output]:
+    def connect(self, now: float, address: Address) -> None:
         """Connect to ``address`` now (an earlier neighbour kept on disk, a node the user named)."""
         address = (address[0], address[1])
         if (address in self.neighbours or address in self._pending_connects
                 or address == self.address or self.standing.banned(now, address)):
-            return []
+            return
         self._tried[address] = now
         self._pending_connects[address] = now
-        return [Send(address, self._connect_message(address))]
+        self._out.append(Send(address, self._connect_message(address)))
 
-    def subscribe(self, now: float, feed: str, weight: float = 1.0) -> list[Output]:
+    def subscribe(self, now: float, feed: str, weight: float = 1.0) -> None:
         """Add ``feed`` to the direct set; neighbours learn it at the next advertisement."""
         self.weights[feed] = weight
         self._dirty = True
-        return []
 
-    def unsubscribe(self, now: float, feed: str) -> list[Output]:
+    def unsubscribe(self, now: float, feed: str) -> None:
         self.weights.pop(feed, None)
         self.fetch_plans.pop(feed, None)
         self._audit.forget(feed)
         self._dirty = True
-        return []
 
-    def fetched(self, now: float, feed: str, entries: Sequence[Entry]) -> list[Output]:
+    def fetched(self, now: float, feed: str, entries: Sequence[Entry]) -> None:
         """Our fetch of ``feed`` returned ``entries``: keep the new ones, send them as a bundle."""
         new = self._keep_new(feed, entries)
-        out: list[Output] = []
         if not new:
-            return out
-        out.append(Deliver(feed, new, None, now))
+            return
+        self._deliveries.append(Deliver(feed, new, None, now))
         bundle = Bundle(bundle_did(feed, (e.key for e in new)), feed, new, [], now)
         self._seen.add(bundle.did)
-        self._forward(now, bundle, None, out)
-        return out
+        self._forward(now, bundle, None, self._out)
 
-    def listed(self, now: float, feed: str, entries: Sequence[Entry]) -> list[Output]:
+    def listed(self, now: float, feed: str, entries: Sequence[Entry]) -> None:
         """Our fetch of ``feed`` got a whole document (not a delta) listing ``entries``: it judges
         the sampled entries neighbours sent of the feed; each the source never had lowers its
         sender's standing by ``fake_entry_penalty`` (:mod:`.audit`)."""
         verdicts = self._audit.judge(now, feed, entries)
         self.stats["confirmed_entries"] += verdicts.confirmed
-        out: list[Output] = []
+        out = self._out
         fakes: dict[Address, list[str]] = {}
         for sender, key in verdicts.fake:
             fakes.setdefault(sender, []).append(key)
@@ -187,7 +186,6 @@ class FeedExNode:
             detail = f"the source never listed {len(keys)} entries you sent, e.g. {keys[0]}"
             out.append(Send(sender, Error("fake_entries", detail[:500])))
             self._penalize(now, sender, self.settings.fake_entry_penalty * len(keys), out)
-        return out
 
     def remember(self, feed: str, entries: Sequence[Entry]) -> None:
         """``entries`` of ``feed`` were held before (the archive, after a restart), oldest first:
@@ -225,75 +223,78 @@ class FeedExNode:
         return known
 
     def query(self, now: float, feed: str, since: float | None = None, until: float | None = None,
-              hops: int | None = None) -> tuple[bytes, list[Output]]:
+              hops: int | None = None) -> bytes:
         """Ask the network who holds entries of ``feed`` published in [since, until] (3.6); the
         answer comes as a :class:`QueryResult` output once every neighbour answered or timed out."""
         hops = self.settings.query_max_hops if hops is None else min(hops, 16)
         self._query_counter += 1
         qid = hashlib.sha1(f"{self.address}|{self._query_counter}|{now}".encode(),
                            usedforsecurity=False).digest()[:16]
-        out: list[Output] = []
-        self._queries.start(now, qid, None, feed, since, until, hops, self.neighbours, out)
-        return qid, out
+        self._queries.start(now, qid, None, feed, since, until, hops, self.neighbours, self._out)
+        return qid
 
-    def unreachable(self, now: float, address: Address) -> list[Output]:
+    def unreachable(self, now: float, address: Address) -> None:
         """The transport could not reach ``address``: a neighbour there is dead (3.2)."""
-        out: list[Output] = []
+        out = self._out
         self._pending_connects.pop(address, None)
         self._candidates.pop(address, None)
         if address in self.neighbours:
             self._drop(now, address, None, out)
             self._fill(now, out)
-        return out
 
-    def malformed(self, now: float, address: Address, why: str) -> list[Output]:
+    def malformed(self, now: float, address: Address, why: str) -> None:
         """Bytes from ``address`` were not a valid message: it counts against the sender."""
         self.stats["malformed"] += 1
-        out: list[Output] = [Send(address, Error("malformed", why[:500]))]
+        out = self._out
+        out.append(Send(address, Error("malformed", why[:500])))
         self._penalize(now, address, self.settings.malformed_penalty, out)
-        return out
 
-    # -- timers --------------------------------------------------------------------------------
+    # -- the dialect: timers, outputs --------------------------------------------------------
 
-    def next_timer(self) -> float | None:
-        """When :meth:`handle_timer` wants to run next (None before :meth:`start`)."""
-        at = self._next_maintain
-        if at is None:
-            return None
-        if self._next_advertise is not None and self._next_advertise < at:
-            at = self._next_advertise
-        if self._flush_at is not None and self._flush_at < at:
-            at = self._flush_at
-        deadline = self._queries.next_deadline()
-        if deadline is not None and deadline < at:
-            at = deadline
-        return at
+    def next_deadline(self) -> float | None:
+        """When :meth:`fire` wants to run next (None: nothing pending, as before :meth:`start`)."""
+        return self._timers.next_deadline()
 
-    def handle_timer(self, now: float) -> list[Output]:
-        out: list[Output] = []
-        if self._flush_at is not None and now >= self._flush_at:
+    def fire(self, now: float) -> None:
+        """Run what is due: the batched check_did flush, upkeep, advertisements, query waits."""
+        due = self._timers.due(now)
+        out = self._out
+        if _FLUSH in due:
             self._flush(now, out)
-        if self._next_maintain is not None and now >= self._next_maintain:
-            self._next_maintain = now + self.settings.maintain_interval_s
+        if _MAINTAIN in due:
+            self._timers.set(now + self.settings.maintain_interval_s, _MAINTAIN)
             self._maintain(now, out)
-        if self._next_advertise is not None and now >= self._next_advertise:
-            self._next_advertise = now + self.settings.advertise_interval_s
+        if _ADVERTISE in due:
+            self._timers.set(now + self.settings.advertise_interval_s, _ADVERTISE)
             self._advertise(now, out)
         self._queries.expire(now, out)
+
+    def take(self) -> list[Send]:
+        """The messages to send, ``Send(to, message)`` pairs, in the order they were made."""
+        out, self._out = self._out, []
         return out
+
+    def take_deliveries(self) -> list[Event]:
+        """New entries for the archive and the reader (:class:`Deliver`) and the answers to
+        our own queries (:class:`QueryResult`), in order."""
+        out, self._deliveries = self._deliveries, []
+        return out
+
+    def _deliveries_append(self, event: QueryResult) -> None:
+        self._deliveries.append(event)
 
     # -- messages ------------------------------------------------------------------------------
 
-    def receive(self, now: float, sender: Address, message: Message) -> list[Output]:
+    def receive(self, now: float, sender: Address, message: Message) -> None:
         """Handle one message from ``sender`` = (host of the connection, stated port)."""
-        out: list[Output] = []
+        out = self._out
         if self.standing.banned(now, sender):
             if isinstance(message, Connect):
                 out.append(Send(sender, ConnectReply(False, reason="refused: low standing")))
-            return out
+            return
         if not self.standing.allow_call(now, sender):
             self._penalize(now, sender, 0.1, out)
-            return out
+            return
         neighbour = self.neighbours.get(sender)
         if neighbour is not None:
             neighbour.last_heard = now
@@ -338,16 +339,15 @@ class FeedExNode:
                 self._queries.answer(now, sender, message, out)
             case Error():
                 self._pending_connects.pop(sender, None)
-        return out
 
     # -- 3.1 bootstrapping and advertisements --------------------------------------------------
 
-    def _ask_tracker(self, now: float, out: list[Output]) -> None:
+    def _ask_tracker(self, now: float, out: list[Send]) -> None:
         if self.tracker is not None:
             self._tracker_asked_at = now
             out.append(Send(self.tracker, GetNeighbors(4 * self.settings.max_neighbours)))
 
-    def _fill(self, now: float, out: list[Output]) -> None:
+    def _fill(self, now: float, out: list[Send]) -> None:
         """Below the minimum, connect to candidates until the maximum is reached (3.2)."""
         s = self.settings
         if len(self.neighbours) >= s.min_neighbours and self.neighbours:
@@ -390,7 +390,7 @@ class FeedExNode:
         return dict(self.fetch_plans), {f: sorted(ts)[-cap:] for f, ts in relayed.items()}
 
     def _on_connect(self, now: float, sender: Address, message: Connect,
-                    out: list[Output]) -> None:
+                    out: list[Send]) -> None:
         s = self.settings
         subset = {f: h for f, h in message.subset.items() if h <= s.max_subset_hops}
         if sender not in self.neighbours and len(self.neighbours) >= s.max_neighbours:
@@ -415,7 +415,7 @@ class FeedExNode:
         out.append(Send(sender, ConnectReply(True, mine, fetch_times=own, relayed_times=relayed)))
 
     def _on_connect_reply(self, now: float, sender: Address, message: ConnectReply,
-                          out: list[Output]) -> None:
+                          out: list[Send]) -> None:
         if self._pending_connects.pop(sender, None) is None and sender not in self.neighbours:
             return  # a reply we did not ask for
         if not message.accepted:
@@ -439,7 +439,7 @@ class FeedExNode:
         self._past.restore(now, neighbour)
         return neighbour
 
-    def _advertise(self, now: float, out: list[Output]) -> None:
+    def _advertise(self, now: float, out: list[Send]) -> None:
         """Periodic, incremental, per neighbour without its own advertisement (3.1). Nothing is
         sent to a neighbour whose view did not change; a silent one gets a keep-alive instead."""
         if not self._dirty:
@@ -468,7 +468,7 @@ class FeedExNode:
     def usefulness_of(self, neighbour: Neighbour) -> float:
         return subsets.usefulness(self.weights, neighbour.subset, self.settings.usefulness_base)
 
-    def _maintain(self, now: float, out: list[Output]) -> None:
+    def _maintain(self, now: float, out: list[Send]) -> None:
         s = self.settings
         for address, at in list(self._pending_connects.items()):
             if now - at > s.connect_timeout_s:
@@ -494,7 +494,7 @@ class FeedExNode:
         self._fill(now, out)
 
     def _drop(self, now: float, address: Address, reason: str | None,
-              out: list[Output]) -> None:
+              out: list[Send]) -> None:
         """Forget a neighbour; tell it why unless it is dead (``reason`` None)."""
         neighbour = self.neighbours.pop(address, None)
         if neighbour is None:
@@ -506,7 +506,7 @@ class FeedExNode:
         if reason is not None:
             out.append(Send(address, Disconnect(reason)))
 
-    def _penalize(self, now: float, address: Address, amount: float, out: list[Output]) -> None:
+    def _penalize(self, now: float, address: Address, amount: float, out: list[Send]) -> None:
         if self.standing.lower(now, address, amount):
             self._candidates.pop(address, None)
             self._drop(now, address, "low standing", out)
@@ -528,7 +528,7 @@ class FeedExNode:
         return new
 
     def _forward(self, now: float, bundle: Bundle, sender: Address | None,
-                 out: list[Output]) -> None:
+                 out: list[Send]) -> None:
         """Offer ``bundle`` to each neighbour interested in its feed within max hops, not on its
         path, not known to hold it, and not in deficit past D: check_did first (3.4, 3.5)."""
         max_hops = self.settings.max_subset_hops
@@ -550,14 +550,13 @@ class FeedExNode:
             pending[bundle.did] = (bundle, now)
             if batch > 0:
                 self._batched.setdefault(address, []).append(bundle.did)
-                if self._flush_at is None:
-                    self._flush_at = now + batch
+                if self._timers.at(_FLUSH) is None:
+                    self._timers.set(now + batch, _FLUSH)
             else:
                 self.stats["check_did"] += 1
                 out.append(Send(address, CheckDid([bundle.did])))
 
-    def _flush(self, now: float, out: list[Output]) -> None:
-        self._flush_at = None
+    def _flush(self, now: float, out: list[Send]) -> None:
         for address, dids in self._batched.items():
             for i in range(0, len(dids), _MAX_CHECK_DIDS):
                 self.stats["check_did"] += 1
@@ -573,7 +572,7 @@ class FeedExNode:
         holders.add(address)
 
     def _on_check_did(self, now: float, sender: Address, neighbour: Neighbour | None,
-                      message: CheckDid, out: list[Output]) -> None:
+                      message: CheckDid, out: list[Send]) -> None:
         if neighbour is None:
             out.append(Send(sender, Error("not_neighbour", "check_did from a node that is not "
                                                            "a neighbour")))
@@ -593,7 +592,7 @@ class FeedExNode:
         out.append(Send(sender, DidStatus(unseen, seen)))
 
     def _on_did_status(self, now: float, sender: Address, neighbour: Neighbour | None,
-                       message: DidStatus, out: list[Output]) -> None:
+                       message: DidStatus, out: list[Send]) -> None:
         pending = self._outgoing.get(sender)
         if neighbour is None or pending is None:
             return
@@ -617,7 +616,7 @@ class FeedExNode:
             out.append(Send(sender, PutEntries(bundles[i:i + _MAX_PUT_BUNDLES])))
 
     def _on_put(self, now: float, sender: Address, neighbour: Neighbour | None,
-                message: PutEntries, out: list[Output]) -> None:
+                message: PutEntries, out: list[Send]) -> None:
         if neighbour is None:
             out.append(Send(sender, Error("not_neighbour", "put_entries from a node that is not "
                                                            "a neighbour")))
@@ -654,12 +653,12 @@ class FeedExNode:
             neighbour.received += len(new) * weight * alpha ** -hops
             neighbour.entries_from += len(new)
             if bundle.feed in self.weights:
-                out.append(Deliver(bundle.feed, new, sender, now))
+                self._deliveries.append(Deliver(bundle.feed, new, sender, now))
                 self._audit.note(now, bundle.feed, sender, new)
             forward = Bundle(bundle.did, bundle.feed, new, [*path, sender], bundle.fetched_at)
             self._forward(now, forward, sender, out)
 
-    def _forged(self, now: float, sender: Address, out: list[Output], why: str) -> None:
+    def _forged(self, now: float, sender: Address, out: list[Send], why: str) -> None:
         self.stats["forged"] += 1
         out.append(Send(sender, Error("forged_path", why)))
         self._penalize(now, sender, self.settings.forged_path_penalty, out)
@@ -681,7 +680,7 @@ class FeedExNode:
         return Holder(self.address, count, max(times) if times else None)
 
     def _on_query(self, now: float, sender: Address, neighbour: Neighbour | None,
-                  message: QueryFeed, out: list[Output]) -> None:
+                  message: QueryFeed, out: list[Send]) -> None:
         if neighbour is None:
             out.append(Send(sender, Error("not_neighbour", "query_feed from a node that is not "
                                                            "a neighbour")))

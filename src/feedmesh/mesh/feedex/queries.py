@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .events import Output, QueryResult, Send
+from feedmesh.mesh.sansio import Timers
+
+from .events import QueryResult, Send
 from .messages import Address, Holder, QueryAnswer, QueryFeed
 
 __all__ = ["QueryRelay"]
@@ -34,8 +36,12 @@ class QueryRelay:
     """The queries a node has in flight, the qids it has seen, and its cached answers."""
 
     def __init__(self, holding: Holding, timeout_s: float, max_hops: int,
-                 cache_s: float) -> None:
+                 cache_s: float, timers: Timers, done: Callable[[QueryResult], None]) -> None:
+        """Each query's wait is a ``("query", qid)`` deadline on the node's ``timers`` (the node
+        calls :meth:`expire` when it fires); ``done`` takes the answers to the node's own."""
         self._holding = holding
+        self._timers = timers
+        self._done = done
         self.timeout_s = timeout_s
         self.max_hops = max_hops
         self.cache_s = cache_s
@@ -43,17 +49,12 @@ class QueryRelay:
         self._seen: dict[bytes, float] = {}
         self._answers: dict[tuple, tuple[float, list[Holder]]] = {}
 
-    def next_deadline(self) -> float | None:
-        if not self._queries:
-            return None
-        return min(q.deadline for q in self._queries.values())
-
     def seen(self, qid: bytes) -> bool:
         return qid in self._seen
 
     def start(self, now: float, qid: bytes, origin: Address | None, feed: str,
               since: float | None, until: float | None, hops: int,
-              neighbours: Iterable[Address], out: list[Output]) -> None:
+              neighbours: Iterable[Address], out: list[Send]) -> None:
         """Answer with what we hold and relay to ``neighbours`` (but the origin) if hops remain."""
         self._seen[qid] = now
         waiting = {a for a in neighbours if a != origin} if hops > 0 else set()
@@ -62,13 +63,14 @@ class QueryRelay:
         if mine is not None:
             state.holders[mine.address] = mine
         self._queries[qid] = state
+        self._timers.set(state.deadline, ("query", qid))
         for address in waiting:
             out.append(Send(address, QueryFeed(qid, feed, since, until, hops - 1)))
         if not waiting:
             self._finish(now, qid, out)
 
     def relay(self, now: float, sender: Address, message: QueryFeed,
-              neighbours: Iterable[Address], out: list[Output]) -> None:
+              neighbours: Iterable[Address], out: list[Send]) -> None:
         """A neighbour's query: a repeat gets an empty answer, a cached one its answer."""
         if message.qid in self._seen:
             out.append(Send(sender, QueryAnswer(message.qid, [])))
@@ -82,7 +84,7 @@ class QueryRelay:
                    min(message.hops_left, self.max_hops), neighbours, out)
 
     def answer(self, now: float, sender: Address, message: QueryAnswer,
-               out: list[Output]) -> None:
+               out: list[Send]) -> None:
         state = self._queries.get(message.qid)
         if state is None or sender not in state.waiting:
             return  # not asked, or already timed out
@@ -93,7 +95,7 @@ class QueryRelay:
         if not state.waiting:
             self._finish(now, message.qid, out)
 
-    def expire(self, now: float, out: list[Output]) -> None:
+    def expire(self, now: float, out: list[Send]) -> None:
         """Answer the queries whose wait is over with what came in; forget old qids and answers."""
         for qid in [q for q, state in self._queries.items() if state.deadline <= now]:
             self._finish(now, qid, out)
@@ -105,13 +107,14 @@ class QueryRelay:
             self._answers = {k: v for k, v in self._answers.items()
                              if now - v[0] <= self.cache_s}
 
-    def _finish(self, now: float, qid: bytes, out: list[Output]) -> None:
+    def _finish(self, now: float, qid: bytes, out: list[Send]) -> None:
         state = self._queries.pop(qid, None)
         if state is None:
             return
+        self._timers.cancel(("query", qid))
         holders = sorted(state.holders.values(), key=lambda h: -h.count)
         self._answers[(state.feed, state.since, state.until)] = (now, holders)
         if state.origin is None:
-            out.append(QueryResult(qid, state.feed, holders))
+            self._done(QueryResult(qid, state.feed, holders))
         else:
             out.append(Send(state.origin, QueryAnswer(qid, holders)))

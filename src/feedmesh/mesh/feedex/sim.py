@@ -1,6 +1,8 @@
-"""FeedEx section 4 as a discrete-event simulation: many real :class:`FeedExNode` cores, one heap.
+"""FeedEx section 4 as a discrete-event simulation: many real :class:`FeedExNode` cores on the
+mesh's one event loop (:class:`~feedmesh.mesh.sansio.EventLoop`).
 
-The same node code that a socket transport drives runs here; the network is a heap of timed
+The same node code that a socket transport drives runs here, through the same dialect
+(``receive``, ``fire`` at ``next_deadline()``, ``take``); the network is the loop's timed
 deliveries. What is simulated and how:
 
 * **Publishers**: ``feeds`` (70) feeds of the farm's catalog (``farm/catalog.py``) posting at least
@@ -27,7 +29,6 @@ minute, bytes it sent and received per minute; and requests to publishers per fe
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 import random
 import time
@@ -38,8 +39,9 @@ import numpy as np
 from feedmesh.farm.catalog import FeedCatalog
 from feedmesh.farm.config import FarmConfig
 from feedmesh.farm.posting import PROFILES, PostingProcess
+from feedmesh.mesh.sansio import EventLoop
 
-from .events import Deliver, Send
+from .events import Deliver
 from .messages import Address, CheckDid, Entry, PutEntries, size_of
 from .node import FeedExNode
 from .settings import FeedExSettings
@@ -47,7 +49,6 @@ from .tracker import Tracker
 
 __all__ = ["ModeResult", "SimConfig", "SimResult", "simulate"]
 
-_DELIVER, _TIMER, _FETCH, _LEAVE, _UNREACHABLE, _START, _PLAN = range(7)
 _DAY = 86400.0
 
 
@@ -230,19 +231,8 @@ def simulate(config: SimConfig) -> SimResult:
                                     config.interval_s, start, config.phase_oracle,
                                     oracle_rng)
                 oracle.update({(i, k): a for i, a in zip(followers, at, strict=True)})
-    heap: list = []
-    seq = 0
-
-    def push(t: float, kind: int, a, b=None, c=None, d=0) -> None:
-        nonlocal seq
-        seq += 1
-        heapq.heappush(heap, (t, seq, kind, a, b, c, d))
-
-    for i in range(n):
-        push(start + rng.random() * config.join_spread_s, _START, i)
-        if i in leaving:
-            push(start + rng.random() * (end - start), _LEAVE, i)
-    timer_at: list[float | None] = [None] * n
+    loop = EventLoop(start)
+    at = loop.at
     # window: posts published in [start, end)
     window = [(bisect.bisect_left(f.times, start), bisect.bisect_left(f.times, end))
               for f in feeds]
@@ -259,7 +249,6 @@ def simulate(config: SimConfig) -> SimResult:
     puts = [0] * n
     traffic = [0] * n
     fetches = 0
-    events = 0
     check_type, put_type = CheckDid, PutEntries
     base, span, bandwidth = config.base_latency_s, config.span_latency_s, config.bandwidth
     exchange = config.exchange
@@ -268,103 +257,124 @@ def simulate(config: SimConfig) -> SimResult:
         (x1, y1), (x2, y2) = points[i], points[j]
         return base + span * math.hypot(x1 - x2, y1 - y2)
 
-    def carry(i: int, t: float, outputs: list) -> None:
-        for output in outputs:
-            if type(output) is Send:
-                message = output.message
-                if i in free and type(message) in (check_type, put_type):
-                    continue  # a free rider offers nothing
-                size = size_of(message)
-                traffic[i] += size
-                if output.to == tracker_address:
-                    reply = tracker.receive(t, addresses[i], message)
-                    push(t + 2 * (base + span / 2), _DELIVER, i, tracker_address, reply)
-                    continue
-                j = index.get(output.to)
-                if j is None or not alive[j]:
-                    push(t + config.unreachable_after_s, _UNREACHABLE, i, output.to)
-                    continue
-                push(t + latency(i, j) + size / bandwidth, _DELIVER, j, addresses[i], message, size)
-            elif type(output) is Deliver:
-                for entry in output.entries:
+    def carry(i: int, t: float) -> None:
+        """Send what node ``i`` made, count what it delivered, wake it at its next deadline."""
+        node = nodes[i]
+        for to, message in node.take():
+            if i in free and type(message) in (check_type, put_type):
+                continue  # a free rider offers nothing
+            size = size_of(message)
+            traffic[i] += size
+            if to == tracker_address:
+                reply = tracker.receive(t, addresses[i], message)
+                at(t + 2 * (base + span / 2), deliver, i, tracker_address, reply, 0)
+                continue
+            j = index.get(to)
+            if j is None or not alive[j]:
+                at(t + config.unreachable_after_s, unreachable, i, to)
+                continue
+            at(t + latency(i, j) + size / bandwidth, deliver, j, addresses[i], message, size)
+        for event in node.take_deliveries():
+            if type(event) is Deliver:
+                for entry in event.entries:
                     published = entry.published
                     if start <= published < end:
                         xch_sum[i] += t - published
                         xch_count[i] += 1
-        node_timer = nodes[i].next_timer()
-        if node_timer is not None and (timer_at[i] is None or node_timer < timer_at[i]):
-            timer_at[i] = node_timer
-            push(max(node_timer, t), _TIMER, i)
+        deadline = node.next_deadline()
+        if deadline is not None:
+            loop.wake(i, deadline, fire)
 
-    while heap:
-        t, _, kind, a, b, c, d = heapq.heappop(heap)
-        if t >= end:
-            break
-        events += 1
+    # the events: each handler is (t, node index, and what the event carries)
+    def deliver(t: float, a: int, sender: Address, message, size: int) -> None:
         if not alive[a]:
-            continue
+            return
+        if type(message) is check_type:
+            checks[a] += 1
+        elif type(message) is put_type:
+            puts[a] += 1
+        traffic[a] += size
+        nodes[a].receive(t, sender, message)
+        carry(a, t)
+
+    def fire(t: float, a: int) -> None:
+        if alive[a]:
+            nodes[a].fire(t)
+            carry(a, t)
+
+    def fetch(t: float, a: int, b: int, _c, _d) -> None:
+        nonlocal fetches
+        if not alive[a] or next_fetch[a].get(b) != t:
+            return  # left, or moved by a re-plan
+        planned[a].pop(b, None)
+        fetches += 1
+        feed = feeds[b]
+        j = bisect.bisect_right(feed.times, t)
+        seen = sln_seen[a][b]
+        visible = max(seen + 1, j - feed.cap)
+        lo, hi = max(visible, window[b][0]), min(j, window[b][1])
+        if hi > lo:
+            sln_count[a] += hi - lo
+            sln_sum[a] += (hi - lo) * t - (feed.prefix[hi] - feed.prefix[lo])
+        sln_seen[a][b] = max(seen, j - 1)
+        captured[b][max(0, j - feed.cap):j] = True
+        if exchange:
+            document = feed.document(t)
+            node = nodes[a]
+            node.fetched(t, feed.url, document)
+            carry(a, t)
+            node.listed(t, feed.url, document)
+            carry(a, t)
+        next_fetch[a][b] = t + config.interval_s
+        at(t + config.interval_s, fetch, a, b)
+
+    def begin(t: float, a: int, _b, _c, _d) -> None:
+        if not alive[a]:
+            return
         node = nodes[a]
-        if kind == _DELIVER:
-            if type(c) is check_type:
-                checks[a] += 1
-            elif type(c) is put_type:
-                puts[a] += 1
-            traffic[a] += d
-            carry(a, t, node.receive(t, b, c))
-        elif kind == _TIMER:
-            if timer_at[a] != t:
-                continue
-            timer_at[a] = None
-            carry(a, t, node.handle_timer(t))
-        elif kind == _FETCH:
-            if next_fetch[a].get(b) != t:
-                continue  # moved by a re-plan
-            planned[a].pop(b, None)
-            fetches += 1
-            feed = feeds[b]
-            j = bisect.bisect_right(feed.times, t)
-            seen = sln_seen[a][b]
-            visible = max(seen + 1, j - feed.cap)
-            lo, hi = max(visible, window[b][0]), min(j, window[b][1])
-            if hi > lo:
-                sln_count[a] += hi - lo
-                sln_sum[a] += (hi - lo) * t - (feed.prefix[hi] - feed.prefix[lo])
-            sln_seen[a][b] = max(seen, j - 1)
-            captured[b][max(0, j - feed.cap):j] = True
-            if exchange:
-                document = feed.document(t)
-                carry(a, t, node.fetched(t, feed.url, document))
-                carry(a, t, node.listed(t, feed.url, document))
-            next_fetch[a][b] = t + config.interval_s
-            push(t + config.interval_s, _FETCH, a, b)
-        elif kind == _START:
-            if exchange:
-                carry(a, t, node.start(t))
-            if spread:  # random phases, advertised; then relaxed every advertisement round
-                for k in subs[a]:
-                    planned[a][k] = next_fetch[a][k] = at = node.plan_fetch(
-                        t, feeds[k].url, config.interval_s)
-                    push(at, _FETCH, a, k)
-                push(t + relax_s * (0.5 + rng.random()), _PLAN, a)
-            else:
-                for k in subs[a]:
-                    next_fetch[a][k] = at = t + rng.random() * config.interval_s
-                    if oracle:
-                        next_fetch[a][k] = at = oracle[(a, k)]
-                    push(at, _FETCH, a, k)
-        elif kind == _PLAN:
-            for k in list(planned[a]):
-                at = node.replan_fetch(t, feeds[k].url, config.interval_s)
-                if at is not None:
-                    planned[a][k] = next_fetch[a][k] = at
-                    push(at, _FETCH, a, k)
-            if planned[a]:
-                push(t + relax_s, _PLAN, a)
-        elif kind == _UNREACHABLE:
-            carry(a, t, node.unreachable(t, b))
-        elif kind == _LEAVE:
+        if exchange:
+            node.start(t)
+            carry(a, t)
+        if spread:  # random phases, advertised; then relaxed every advertisement round
+            for k in subs[a]:
+                planned[a][k] = next_fetch[a][k] = when = node.plan_fetch(
+                    t, feeds[k].url, config.interval_s)
+                at(when, fetch, a, k)
+            at(t + relax_s * (0.5 + rng.random()), plan, a)
+        else:
+            for k in subs[a]:
+                next_fetch[a][k] = when = t + rng.random() * config.interval_s
+                if oracle:
+                    next_fetch[a][k] = when = oracle[(a, k)]
+                at(when, fetch, a, k)
+
+    def plan(t: float, a: int, _b, _c, _d) -> None:
+        if not alive[a]:
+            return
+        for k in list(planned[a]):
+            when = nodes[a].replan_fetch(t, feeds[k].url, config.interval_s)
+            if when is not None:
+                planned[a][k] = next_fetch[a][k] = when
+                at(when, fetch, a, k)
+        if planned[a]:
+            at(t + relax_s, plan, a)
+
+    def unreachable(t: float, a: int, to: Address, _c, _d) -> None:
+        if alive[a]:
+            nodes[a].unreachable(t, to)
+            carry(a, t)
+
+    def leave(t: float, a: int, _b, _c, _d) -> None:
+        if alive[a]:
             alive[a] = False
             tracker.forget(addresses[a])
+
+    for i in range(n):
+        at(start + rng.random() * config.join_spread_s, begin, i)
+        if i in leaving:
+            at(start + rng.random() * (end - start), leave, i)
+    loop.run_until(end, inclusive=False)
+    events = loop.events
 
     stay = [i for i in range(n) if i not in leaving]
     published = [hi - lo for lo, hi in window]

@@ -1,7 +1,8 @@
 """The overlay: Pastry key-based routing and Scribe multicast trees, as sans-IO state machines.
 
 Front door: :class:`ScribeNode` (one overlay node; Pastry inside) and :class:`Simulator` (drives
-many of them with a latency matrix). A real transport does what the simulator does: hands each
+many of them with a latency matrix, on the mesh's one event loop). Both nodes speak the mesh's one
+dialect (:mod:`feedmesh.mesh.sansio`). A real transport does what the simulator does: hands each
 node ``receive(now, sender, message)`` and ``fire(now)`` at ``next_deadline()``, and sends what
 ``take()`` returns.
 

@@ -20,7 +20,6 @@ nothing is sent here, so a UDP endpoint and the discrete-event simulator drive t
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -42,6 +41,7 @@ from feedmesh.mesh.overlay.messages import (
     StateRows,
 )
 from feedmesh.mesh.overlay.tables import LeafSet, RoutingTable
+from feedmesh.mesh.sansio import Timers
 
 __all__ = ["Application", "PastryConfig", "PastryNode"]
 
@@ -90,8 +90,7 @@ class PastryNode:
         self.joined = False
         self.alive = True
         self._out: list[tuple[Handle, Any]] = []
-        self._timers: list[tuple[float, int, Any]] = []
-        self._counter = itertools.count()
+        self._timers = Timers()
         self._hop_ids = itertools.count(1)
         self._awaiting_ack: dict[int, tuple[Handle, Route, float]] = {}
         self._last_heard: dict[int, float] = {}
@@ -172,11 +171,11 @@ class PastryNode:
             self.table.consider(handle, self.rtt)
 
     def next_deadline(self) -> float | None:
-        return self._timers[0][0] if self._timers else None
+        return self._timers.next_deadline()
 
     def fire(self, now: float) -> None:
-        while self._timers and self._timers[0][0] <= now and self.alive:
-            _, _, token = heapq.heappop(self._timers)
+        timers = self._timers
+        while self.alive and (token := timers.pop_due(now)) is not None:
             kind = token[0]
             if kind == "leaf-tick":
                 self._leaf_tick(now)
@@ -268,7 +267,7 @@ class PastryNode:
         self._out.append((destination, body))
 
     def _set(self, deadline: float, token: tuple) -> None:
-        heapq.heappush(self._timers, (deadline, next(self._counter), token))
+        self._timers.add(deadline, token)
 
     def _heard(self, now: float, sender: Handle) -> None:
         self._dead.pop(sender.id, None)

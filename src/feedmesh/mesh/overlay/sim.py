@@ -1,15 +1,14 @@
-"""A discrete-event simulator for overlay nodes: an injected clock, a latency matrix, no I/O.
+"""The overlay's discrete-event simulation: the mesh's one event loop, a latency matrix, no I/O.
 
-It drives the very objects a real transport drives (anything with ``receive``/``fire``/
-``next_deadline``/``take``), delivering each sent message after the link's latency. Links are
+It drives the very objects a real transport drives (any node of the mesh's dialect,
+:mod:`feedmesh.mesh.sansio`), on :class:`~feedmesh.mesh.sansio.EventLoop`, delivering each sent
+message after the link's latency. Links are
 25 ms +-10% by default, fixed per pair (so each link is FIFO), drawn from a seeded hash of the pair:
 an N x N matrix computed on demand, which keeps 100,000 nodes in memory.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any, Protocol
 
 from feedmesh.mesh.overlay.ids import Handle
 from feedmesh.mesh.overlay.messages import Route
+from feedmesh.mesh.sansio import EventLoop, MeshNode
 
 __all__ = ["LatencyMatrix", "SimNode", "Simulator"]
 
@@ -45,13 +45,10 @@ class LatencyMatrix:
         return self.base * (1.0 + self.spread * (2.0 * unit - 1.0))
 
 
-class SimNode(Protocol):
-    handle: Handle
+class SimNode(MeshNode[Handle, Any], Protocol):
+    """What the simulator drives: a node of the mesh's one dialect, known by its handle."""
 
-    def receive(self, now: float, sender: Handle, body: Any) -> None: ...
-    def fire(self, now: float) -> None: ...
-    def next_deadline(self) -> float | None: ...
-    def take(self) -> list[tuple[Handle, Any]]: ...
+    handle: Handle
 
 
 def message_kind(body: Any) -> str:
@@ -61,11 +58,12 @@ def message_kind(body: Any) -> str:
 
 
 class Simulator:
-    """Events in time order: message arrivals, node wake-ups, scheduled calls."""
+    """The overlay's scenario on the mesh's one event loop: message arrivals after the link's
+    latency, node wake-ups, scheduled calls."""
 
     def __init__(self, latency: Callable[[Any, Any], float] | None = None) -> None:
         self.latency = latency or LatencyMatrix()
-        self.now = 0.0
+        self.loop = EventLoop()
         self.nodes: dict[Hashable, SimNode] = {}
         self.dead: set[Hashable] = set()
         self.sent: Counter[str] = Counter()
@@ -74,21 +72,22 @@ class Simulator:
         self.after_step: Callable[[SimNode], None] | None = None
         # fault injection for tests: return True to lose a message (sender addr, destination, body)
         self.lose: Callable[[Hashable, Handle, Any], bool] | None = None
-        self._events: list[tuple[float, int, int, Any, Any, Any]] = []
-        self._order = itertools.count()
-        self._wake: dict[Hashable, float] = {}
+
+    @property
+    def now(self) -> float:
+        return self.loop.now
 
     def add(self, node: SimNode) -> None:
         self.nodes[node.handle.addr] = node
 
     def at(self, when: float, call: Callable[[float], None], addr: Hashable | None = None) -> None:
         """Run ``call(now)`` at ``when``; with ``addr``, flush that node's outputs afterwards."""
-        heapq.heappush(self._events, (when, next(self._order), 2, call, addr, None))
+        self.loop.at(when, self._call, call, addr)
 
     def act(self, addr: Hashable, call: Callable[[SimNode, float], None]) -> None:
         """Run ``call(node, now)`` now and send what it produced."""
         node = self.nodes[addr]
-        call(node, self.now)
+        call(node, self.loop.now)
         self._flush(node)
 
     def kill(self, addr: Hashable) -> None:
@@ -96,33 +95,33 @@ class Simulator:
         self.dead.add(addr)
 
     def run_until(self, until: float) -> None:
-        events = self._events
-        while events and events[0][0] <= until:
-            when, _, kind, first, second, third = heapq.heappop(events)
-            self.now = when
-            if kind == 0:
-                if first in self.dead or first not in self.nodes:
-                    continue
-                node = self.nodes[first]
-                node.receive(when, second, third)
-                self._flush(node)
-            elif kind == 1:
-                if first in self.dead or self._wake.get(first) != when:
-                    continue
-                del self._wake[first]
-                node = self.nodes[first]
-                node.fire(when)
-                self._flush(node)
-            else:
-                first(when)
-                if second is not None and second not in self.dead:
-                    self._flush(self.nodes[second])
-        self.now = max(self.now, until)
+        self.loop.run_until(until)
+
+    def _arrive(self, when: float, addr: Hashable, sender: Handle, body: Any, _d: Any) -> None:
+        if addr in self.dead or addr not in self.nodes:
+            return
+        node = self.nodes[addr]
+        node.receive(when, sender, body)
+        self._flush(node)
+
+    def _fire(self, when: float, addr: Hashable) -> None:
+        if addr in self.dead:
+            return
+        node = self.nodes[addr]
+        node.fire(when)
+        self._flush(node)
+
+    def _call(self, when: float, call: Callable[[float], None], addr: Hashable | None,
+              _c: Any, _d: Any) -> None:
+        call(when)
+        if addr is not None and addr not in self.dead:
+            self._flush(self.nodes[addr])
 
     def _flush(self, node: SimNode) -> None:
         addr = node.handle.addr
         sender = node.handle
-        now = self.now
+        loop = self.loop
+        now = loop.now
         for destination, body in node.take():
             if self.lose is not None and self.lose(addr, destination, body):
                 continue
@@ -130,13 +129,10 @@ class Simulator:
             self.sent[kind] += 1
             self.sent_by[addr] += 1
             self.sent_by_kind[addr, kind] += 1
-            heapq.heappush(self._events, (now + self.latency(addr, destination.addr),
-                                          next(self._order), 0, destination.addr, sender, body))
+            loop.at(now + self.latency(addr, destination.addr), self._arrive, destination.addr,
+                    sender, body)
         deadline = node.next_deadline()
         if deadline is not None:
-            deadline = max(deadline, now)
-            if deadline < self._wake.get(addr, float("inf")):
-                self._wake[addr] = deadline
-                heapq.heappush(self._events, (deadline, next(self._order), 1, addr, None, None))
+            loop.wake(addr, deadline, self._fire)
         if self.after_step is not None:
             self.after_step(node)

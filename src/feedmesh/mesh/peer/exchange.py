@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 from feedmesh.clock import Clock
-from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, Output, QueryResult
+from feedmesh.mesh.feedex import Deliver, Event, FeedExNode, FeedExSettings, QueryResult
 from feedmesh.mesh.feedex.messages import Address, CheckDid, Message, PutEntries
 from feedmesh.mesh.feedex.messages import Entry as WireEntry
 from feedmesh.model import Entry
@@ -73,7 +73,7 @@ class FeedExExchange:
         self.keep = keep
         self.node = FeedExNode(address, settings, tracker=tracker, rng=rng)
         self._archive = archive
-        self.transport = FeedExTransport(self.node, clock, on_output=self._on_output,
+        self.transport = FeedExTransport(self.node, clock, on_delivery=self._on_delivery,
                                          archive=self._archived if archive else None,
                                          settings=transport,
                                          withhold=None if forward else _forwarding)
@@ -111,24 +111,25 @@ class FeedExExchange:
             await asyncio.gather(*self._keeping, return_exceptions=True)
 
     def subscribe(self, feed: str) -> None:
-        self.transport.dispatch(self.node.subscribe(self.clock.now(), feed))
+        self.transport.act(lambda node, now: node.subscribe(now, feed))
 
     def fetched(self, feed: str, entries: list[Entry]) -> None:
         wire = to_wire(entries)
         if not wire:
             return
-        self.transport.dispatch(self.node.fetched(self.clock.now(), feed, wire))
+        self.transport.act(lambda node, now: node.fetched(now, feed, wire))
 
     def publisher_listed(self, addresses: list[Address]) -> None:
         """A publisher listed these recent FeedEx clients: candidate neighbours."""
-        self.transport.dispatch(self.node.publisher_listed(self.clock.now(), addresses))
+        self.transport.act(lambda node, now: node.publisher_listed(now, addresses))
 
     def listed(self, feed: str, entries: list[Entry]) -> None:
         """Our fetch of ``feed`` got a whole document listing ``entries``: the node checks the
         entries neighbours sent against it (fake entries)."""
-        self.transport.dispatch(self.node.listed(self.clock.now(), feed, to_wire(entries)))
+        wire = to_wire(entries)
+        self.transport.act(lambda node, now: node.listed(now, feed, wire))
 
-    def _on_output(self, output: Output) -> None:
+    def _on_delivery(self, output: Event) -> None:
         if isinstance(output, Deliver):
             if output.source is None:
                 return  # our own fetch: the archive has it already
@@ -148,9 +149,9 @@ class FeedExExchange:
         """Who holds entries of ``feed`` in [since, until] (3.6)? Answered once every neighbour
         answered or timed out, as the node decides."""
         future: asyncio.Future[QueryResult] = asyncio.get_running_loop().create_future()
-        qid, outputs = self.node.query(self.clock.now(), feed, since, until)
+        qid = self.node.query(self.clock.now(), feed, since, until)
         self._queries[qid] = future
-        self.transport.dispatch(outputs)
+        self.transport.flush()
         return await future
 
     async def pull(self, feed: str, since: float | None = None,

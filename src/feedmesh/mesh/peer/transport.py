@@ -17,7 +17,12 @@ the sender's stated port, msgpack). What the transport does, and nothing else:
   that peer (:mod:`.channel`; archive downloads use an aiohttp session); a message in the
   response body is handed to the node as received from the callee. A peer that cannot be reached (refused,
   timed out, 5xx) is reported with ``node.unreachable``.
-* **Time.** The node's timers run on the injected :class:`~feedmesh.clock.Clock`;
+* **Driving.** The node speaks the mesh's one dialect and is driven by its one live driver loop
+  (:class:`~feedmesh.mesh.transport.driver.NodeDriver`, the UDP endpoints' too): each input is
+  followed by sending what ``take()`` returns and handing ``take_deliveries()`` to
+  ``on_delivery``; ``fire`` runs at ``next_deadline()``.
+* **Time.** The node's timers run on the injected :class:`~feedmesh.clock.Clock` (a
+  :class:`~feedmesh.mesh.transport.wheel.ClockWheel`);
   rate limits count real seconds (``monotonic``, injectable), since what they protect is this
   machine's CPU.
 * **Archive downloads** (3.6): ``GET /feedex/v1/entries?feed=URL&since=T&until=T`` answers with
@@ -43,8 +48,10 @@ from aiohttp import web
 from msgspec import Meta
 
 from feedmesh.clock import Clock
-from feedmesh.mesh.feedex import FeedExNode, MessageError, Output, Send, decode, encode
+from feedmesh.mesh.feedex import Event, FeedExNode, MessageError, Send, decode, encode
 from feedmesh.mesh.feedex.messages import MAX_MESSAGE_BYTES, Address, Entry, Error, Message
+from feedmesh.mesh.transport.driver import NodeDriver
+from feedmesh.mesh.transport.wheel import ClockWheel
 
 from .channel import Channels
 
@@ -117,12 +124,13 @@ ArchiveReader = Callable[[str, float | None, float | None, int], Awaitable[list[
 class FeedExTransport:
     """Runs ``node`` on real sockets: ``await start()``, ``await stop()``.
 
-    ``on_output`` receives what the node hands out besides messages (:class:`Deliver`,
+    ``on_delivery`` receives what the node hands out besides messages (:class:`Deliver`,
     :class:`QueryResult`). ``archive`` answers archive downloads (None: none are served).
+    Local calls go through :meth:`act` (``act(lambda node, now: node.fetched(now, ...))``).
     """
 
     def __init__(self, node: FeedExNode, clock: Clock, *,
-                 on_output: Callable[[Output], None],
+                 on_delivery: Callable[[Event], None],
                  archive: ArchiveReader | None = None,
                  settings: TransportSettings | None = None,
                  monotonic: Callable[[], float] = time.monotonic,
@@ -132,7 +140,7 @@ class FeedExTransport:
         self.node = node
         self.withhold = withhold
         self.clock = clock
-        self.on_output = on_output
+        self.on_delivery = on_delivery
         self.archive = archive
         self.settings = settings or TransportSettings()
         self.monotonic = monotonic
@@ -145,11 +153,8 @@ class FeedExTransport:
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._kick = asyncio.Event()
-        self._wake_at: float | None = None
-        """When (clock time) the timer task wakes next: a dispatch kicks it only if the node's
-        next timer moved before that, not after every message."""
-        self._timer_task: asyncio.Task[None] | None = None
+        self._wheel = ClockWheel(clock)
+        self._driver = NodeDriver(node, self._wheel, self._send_message, on_delivery)
         self._channels = Channels(self.host, connect_timeout_s=self.settings.connect_timeout_s,
                                   call_timeout_s=self.settings.send_timeout_s,
                                   max_body_bytes=self.settings.max_body_bytes)
@@ -171,15 +176,11 @@ class FeedExTransport:
         connector = aiohttp.TCPConnector(local_addr=(self.host, 0), limit=64,
                                          limit_per_host=4)
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
-        self.dispatch(self.node.start(self.clock.now(), candidates))
-        self._timer_task = asyncio.create_task(self._timers())
+        self.act(lambda node, now: node.start(now, candidates))
 
     async def stop(self) -> None:
         self._stopping = True
-        self._kick.set()
-        if self._timer_task is not None:
-            self._timer_task.cancel()
-            await asyncio.gather(self._timer_task, return_exceptions=True)
+        await self._wheel.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -195,19 +196,20 @@ class FeedExTransport:
 
     # -- the node's outputs --------------------------------------------------------------------
 
-    def dispatch(self, outputs: Iterable[Output]) -> None:
-        """Carry out what the node returned: send its messages, hand on everything else."""
-        for output in outputs:
-            if isinstance(output, Send):
-                if self.withhold is not None and self.withhold(output.message):
-                    self.stats["withheld"] = self.stats.get("withheld", 0) + 1
-                elif not self._stopping:
-                    self._spawn(self._send(output.to, output.message))
-            else:
-                self.on_output(output)
-        at = self.node.next_timer()
-        if at is not None and (self._wake_at is None or at < self._wake_at):
-            self._kick.set()  # the node wants to wake earlier than planned
+    def act(self, call: Callable[[FeedExNode, float], object]) -> object:
+        """Run ``call(node, now)`` and carry out what the node made; its result."""
+        return self._driver.act(call)
+
+    def flush(self) -> None:
+        """Carry out what the node made since (a call made on the node directly)."""
+        self._driver.flush()
+
+    def _send_message(self, to: Address, message: Message) -> None:
+        """The driver's ``send``: one POST each, unless withheld or stopping."""
+        if self.withhold is not None and self.withhold(message):
+            self.stats["withheld"] = self.stats.get("withheld", 0) + 1
+        elif not self._stopping:
+            self._spawn(self._send(to, message))
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
@@ -230,13 +232,13 @@ class FeedExTransport:
             self.stats[kind] += 1
             log.debug("feedex_unreachable to=%s:%s error=%r", to[0], to[1], error)
             if not self._stopping:
-                self.dispatch(self.node.unreachable(self.clock.now(), to))
+                self.act(lambda node, now: node.unreachable(now, to))
             return
         self.stats["sent"] += 1
         self.stats["bytes_out"] += len(data)
         self.stats["bytes_in"] += len(body)
         if status >= 500:
-            self.dispatch(self.node.unreachable(self.clock.now(), to))
+            self.act(lambda node, now: node.unreachable(now, to))
             return
         if status < 300:
             self._alive(to)
@@ -246,7 +248,7 @@ class FeedExTransport:
             except MessageError:
                 return  # an answer we cannot read is no answer; the node's timeouts handle it
             if not self._stopping:
-                self.dispatch(self.node.receive(self.clock.now(), to, reply))
+                self._driver.receive(to, reply)
 
     def _alive(self, address: Address) -> None:
         """A call to ``address`` was answered: it is alive. The core's keep-alive is one-way (an
@@ -257,25 +259,6 @@ class FeedExTransport:
         if neighbour is not None:
             neighbour.last_heard = max(neighbour.last_heard, self.clock.now())
             neighbour.probed_at = None
-
-    async def _timers(self) -> None:
-        while not self._stopping:
-            now = self.clock.now()
-            at = self.node.next_timer()
-            if at is not None and at <= now:
-                self.dispatch(self.node.handle_timer(now))
-                await asyncio.sleep(0)
-                continue
-            wait = 60.0 if at is None else min(60.0, at - now)
-            self._wake_at = now + wait
-            self._kick.clear()
-            sleeper = asyncio.ensure_future(self.clock.sleep(wait))
-            kicked = asyncio.ensure_future(self._kick.wait())
-            try:
-                await asyncio.wait({sleeper, kicked}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                sleeper.cancel()
-                kicked.cancel()
 
     # -- the peer API --------------------------------------------------------------------------
 
@@ -301,9 +284,10 @@ class FeedExTransport:
             return self._malformed(host, stated, str(error))
         self.stats["received"] += 1
         sender = (host, envelope.port)
-        outputs = self.node.receive(self.clock.now(), sender, envelope.body)
-        reply = _take_reply(outputs, sender)
-        self.dispatch(outputs)
+        self.node.receive(self.clock.now(), sender, envelope.body)
+        sends = self.node.take()
+        reply = _take_reply(sends, sender)
+        self._driver.flush(sends)
         if reply is not None and self.withhold is not None and self.withhold(reply):
             self.stats["withheld"] = self.stats.get("withheld", 0) + 1
             reply = None
@@ -318,16 +302,19 @@ class FeedExTransport:
         why = (f"a {size}-byte body is over the {self.settings.max_body_bytes}-byte cap of a "
                "FeedEx call")
         if port is not None:
-            self.dispatch([o for o in self.node.malformed(self.clock.now(), (host, port), why)
-                           if not _is_error_to(o, (host, port))])
+            self._malformed_sender(host, port, why)
         return self._refuse(413, "too_large", why)
 
     def _malformed(self, host: str, port: int | None, why: str) -> web.Response:
         self.stats["malformed"] += 1
         if port is not None:
-            self.dispatch([o for o in self.node.malformed(self.clock.now(), (host, port), why)
-                           if not _is_error_to(o, (host, port))])
+            self._malformed_sender(host, port, why)
         return self._refuse(400, "malformed", why)
+
+    def _malformed_sender(self, host: str, port: int, why: str) -> None:
+        """Tell the node; its error to the sender is not sent (the refusal says it)."""
+        self.node.malformed(self.clock.now(), (host, port), why)
+        self._driver.flush([o for o in self.node.take() if not _is_error_to(o, (host, port))])
 
     def _refuse(self, status: int, code: str, detail: str) -> web.Response:
         return web.Response(status=status, body=encode(Error(code, detail[:500]), self.port),
@@ -408,15 +395,15 @@ def _port(value: str) -> int | None:
     return port if 1 <= port <= 65535 else None
 
 
-def _is_error_to(output: Output, address: Address) -> bool:
-    return isinstance(output, Send) and output.to == address and isinstance(output.message, Error)
+def _is_error_to(output: Send, address: Address) -> bool:
+    return output.to == address and isinstance(output.message, Error)
 
 
-def _take_reply(outputs: list[Output], sender: Address) -> Message | None:
+def _take_reply(sends: list[Send], sender: Address) -> Message | None:
     """Remove and return the first message the node addressed to ``sender``: it travels back
     as the response body instead of a call of its own."""
-    for i, output in enumerate(outputs):
-        if isinstance(output, Send) and output.to == sender:
-            del outputs[i]
+    for i, output in enumerate(sends):
+        if output.to == sender:
+            del sends[i]
             return output.message
     return None

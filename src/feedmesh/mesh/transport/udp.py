@@ -1,8 +1,9 @@
 """A UDP endpoint that drives one sans-IO :class:`~feedmesh.mesh.overlay.ScribeNode` on a real socket.
 
-It does for one node what the simulator does for all: hands it each datagram
-(``receive(now, sender, message)``), wakes it at ``next_deadline()`` (``fire``), and sends what
-``take()`` returns. Time is the event loop's clock (monotonic seconds), injected into the node on
+It does for one node what the simulator does for all, through the mesh's one live driver loop
+(:class:`~feedmesh.mesh.transport.driver.NodeDriver`, which the FeedEx HTTP transport runs too):
+hands it each datagram (``receive(now, sender, message)``), wakes it at ``next_deadline()``
+(``fire``), and sends what ``take()`` returns. Time is the event loop's clock (monotonic seconds), injected into the node on
 every call. Several endpoints share one process and one loop; each binds its own loopback address
 and port (``127.0.4.x``).
 
@@ -54,6 +55,7 @@ from typing import Any
 from feedmesh.logs import Throttled
 from feedmesh.mesh.overlay import Delivery, Handle, LatencyMatrix, ScribeNode, node_id
 from feedmesh.mesh.overlay.wire import MAX_DATAGRAM, WireError, decode_datagram, encode_datagram
+from feedmesh.mesh.transport.driver import NodeDriver
 from feedmesh.mesh.transport.wheel import TimerWheel
 
 __all__ = ["Address", "UdpNode", "address_key", "handle_at", "pair_latency"]
@@ -128,7 +130,7 @@ class UdpNode:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sock: socket.socket | None = None
         self._wheel: TimerWheel | None = None
-        self._timer_at = float("inf")
+        self._driver: NodeDriver | None = None
         self._log = Throttled(log, every_s=10.0)
         self.closed = False
         self.amplification = amplification
@@ -162,6 +164,7 @@ class UdpNode:
         self.addr = (host, port)
         self.node = self.make_node(handle_at(host, port))
         self.node.validated = lambda handle: self.is_validated(tuple(handle.addr))
+        self._driver = NodeDriver(self.node, self._wheel, self._send_message, self._delivered)
         # our own reader, not asyncio's datagram transport: one wake-up drains every datagram
         # queued on the socket instead of one callback per datagram
         self._loop.add_reader(sock.fileno(), self._readable)
@@ -174,7 +177,8 @@ class UdpNode:
     def close(self) -> None:
         """Stop at once, like a crash: no goodbye, nothing more sent or received."""
         self.closed = True
-        self._timer_at = float("inf")
+        if self._driver is not None:
+            self._driver.close()
         sock, self._sock = self._sock, None
         if sock is not None:
             if self._loop is not None and not self._loop.is_closed():
@@ -187,9 +191,8 @@ class UdpNode:
 
     def act(self, call: Callable[[ScribeNode, float], Any]) -> Any:
         """Run ``call(node, now)`` and send what it produced (subscribe, publish, leave...)."""
-        result = call(self.node, self.now())
-        self._flush()
-        return result
+        assert self._driver is not None, "the endpoint is not open"
+        return self._driver.act(call)
 
     def subscribe(self, url: str, feed_key: str, *, republication: bool = False,
                   topic: str | None = None) -> int:
@@ -238,8 +241,8 @@ class UdpNode:
             stranger = self._stranger(source)
             stranger.received += len(data)
             self._challenge(source, stranger)
-        self.node.receive(self.now(), sender, message)
-        self._flush()
+        assert self._driver is not None
+        self._driver.receive(sender, message)
 
     def error_received(self, exc: Exception) -> None:
         # ICMP port unreachable from a dead peer: the overlay notices by missing acks
@@ -350,38 +353,24 @@ class UdpNode:
         self._log.log(logging.WARNING, kind, "datagram_refused node=%s:%d from=%s:%s kind=%s "
                       "why=%r", self.addr[0], self.addr[1], addr[0], addr[1], kind, why)
 
-    def _wake(self, at: float) -> None:
-        if at != self._timer_at:
-            return                 # an earlier deadline replaced this one, and has run
-        self._timer_at = float("inf")
-        if not self.closed and self.node is not None:
-            self.node.fire(self.now())
-            self._flush()
-
-    def _flush(self) -> None:
-        if self.closed or self._wheel is None or self.node is None:
+    def _send_message(self, destination: Handle, body: Any) -> None:
+        """The driver's ``send``: encode, then leave after the link's latency (on the wheel)."""
+        assert self._wheel is not None and self.node is not None
+        try:
+            data = encode_datagram(self.node.handle, body, max_bytes=self.max_datagram)
+        except WireError as error:
+            self.counters["unsendable"] += 1
+            self._log.log(logging.WARNING, "unsendable", "datagram_unsendable node=%s:%d "
+                          "to=%s why=%r", self.addr[0], self.addr[1], destination.addr, str(error))
             return
-        wheel = self._wheel
-        handle = self.node.handle
-        for destination, body in self.node.take():
-            try:
-                data = encode_datagram(handle, body, max_bytes=self.max_datagram)
-            except WireError as error:
-                self.counters["unsendable"] += 1
-                self._log.log(logging.WARNING, "unsendable", "datagram_unsendable node=%s:%d "
-                              "to=%s why=%r", self.addr[0], self.addr[1], destination.addr, str(error))
-                continue
-            self.counters["sent"] += 1
-            self._send_out(data, (destination.addr[0], destination.addr[1]))
-        for delivery in self.node.take_deliveries():
-            if self.keep_deliveries:
-                self.deliveries.append(delivery)
-            if self.on_delivery is not None:
-                self.on_delivery(delivery)
-        deadline = self.node.next_deadline()
-        if deadline is not None and deadline < self._timer_at:
-            self._timer_at = deadline
-            wheel.call_at(deadline, self._wake, deadline)
+        self.counters["sent"] += 1
+        self._send_out(data, (destination.addr[0], destination.addr[1]))
+
+    def _delivered(self, delivery: Delivery) -> None:
+        if self.keep_deliveries:
+            self.deliveries.append(delivery)
+        if self.on_delivery is not None:
+            self.on_delivery(delivery)
 
     def _send(self, data: bytes, addr: Any) -> None:
         if self.closed or self._sock is None:
