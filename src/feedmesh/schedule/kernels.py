@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 __all__ = [
-    "F_FIELDS", "I_FIELDS", "K_FIELDS", "MODE_ADAPTIVE", "MODE_ADAPTIVE_LITERAL", "MODE_PLAN",
+    "FULL_RECHECK_S", "F_FIELDS", "I_FIELDS", "K_FIELDS", "MODE_ADAPTIVE", "MODE_ADAPTIVE_LITERAL", "MODE_PLAN",
     "bucket_refill", "heap_remove", "heap_update", "learn_batch", "next_allowed", "plan_next",
     "pop_due", "push", "record_success", "replan", "respace_line",
 ]
@@ -61,8 +61,11 @@ FLAG_URGENT = 128  # a person just added it: waits for its host at the head of t
 # -- per-host fields ----------------------------------------------------------------------------
 H_LAST, H_SPACING, H_BLOCKED, H_QUEUE, H_LATENCY = range(5)
 H_FIELDS = 5
-HI_PER_MINUTE, HI_HEAD, HI_COUNT, HI_IN_FLIGHT, HI_URGENT = range(5)
-HI_FIELDS = 5
+HI_PER_MINUTE, HI_HEAD, HI_COUNT, HI_IN_FLIGHT, HI_URGENT, HI_HELD = range(6)
+HI_FIELDS = 6
+FULL_RECHECK_S = 5.0
+"""A feed whose host has its fetches in flight looks again this much later at the latest (the
+end of one of them gives it its place sooner: :func:`respace_line`)."""
 # -- settings the kernels read ------------------------------------------------------------------
 K_MIN_INTERVAL, K_MAX_GAP, K_HINT_MAX, K_WEBSUB_S, K_HONOUR_SKIP, K_BASE_INTERVAL, \
     K_TARGET_SHARE, K_T_MIN, K_T_MAX, K_SKEW, K_DAY, K_WINDOW_DAYS, K_HOST_CONCURRENCY = range(13)
@@ -281,9 +284,10 @@ def pop_due(now, limit, keys, slots, heap_n, F, I, K, HF, HI, ring, bucket, out)
                 oldest = ring[host, HI[host, HI_HEAD]] + 60.0
                 ready = max(ready, oldest)
         if concurrency > 0 and HI[host, HI_IN_FLIGHT] >= concurrency:
-            # the end of a fetch wakes the crawler earlier; this is the latest it looks again
-            ready = max(ready, now + max(spacing, 1e-3))
+            # the end of one of them gives the feed its place; this is the latest it looks again
+            ready = max(ready, now + max(spacing, FULL_RECHECK_S))
         if ready > now:
+            HI[host, HI_HELD] = 1
             flags = I[slot, I_FLAGS]
             if flags & FLAG_URGENT:
                 when = ready
@@ -319,24 +323,27 @@ def pop_due(now, limit, keys, slots, heap_n, F, I, K, HF, HI, ring, bucket, out)
 
 
 @njit(cache=True)
-def respace_line(host, start, step, keys, slots, heap_n, F, I, K):
-    """Give the feeds in ``host``'s line (held back by its pacing) their places again, in the
-    order they hold: the first at ``start``, each next ``step`` later (the host's pace now: it
-    answered faster or slower than when they took their places, or a pause moved its ready
-    time). Returns where the line ends (the next place to give)."""
+def respace_line(host, start, step, keys, slots, heap_n, F, I, K, HI):
+    """Give the feeds ``host`` holds back (its line, and the feeds people just added, which
+    go first) their places again: the first at ``start``, each next ``step`` later, in the
+    order they hold (the host answered faster or slower than when they took their places, one
+    of its fetches ended, or a pause moved its ready time). Returns where the line ends (the
+    next place to give); a host that holds nothing back any more is marked so."""
     n = heap_n[0]
     members = np.empty(n, dtype=np.int64)
-    dues = np.empty(n)
+    order_keys = np.empty(n)
     m = 0
     for i in range(n):
         slot = slots[i]
-        if I[slot, I_HOST] == host and I[slot, I_FLAGS] & FLAG_QUEUED:
+        if I[slot, I_HOST] == host and I[slot, I_FLAGS] & (FLAG_QUEUED | FLAG_URGENT):
             members[m] = slot
-            dues[m] = keys[i]
+            # people's feeds first, then the line in its order
+            order_keys[m] = keys[i] - (1e18 if I[slot, I_FLAGS] & FLAG_URGENT else 0.0)
             m += 1
     if m == 0:
+        HI[host, HI_HELD] = 0
         return start
-    order = np.argsort(dues[:m], kind="mergesort")
+    order = np.argsort(order_keys[:m], kind="mergesort")
     t = start
     for k in range(m):
         push(keys, slots, heap_n, F, I, K, members[order[k]], t)

@@ -301,7 +301,9 @@ class Scheduler:
         if I[slot, I_FLAGS] & FLAG_IN_FLIGHT:
             I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
             self.state.hosts.ended(I[[slot], I_HOST])
-            self.state.push(slot, self.upkeep.tick(now) + self.settings.min_interval_s)
+            now = self.upkeep.tick(now)
+            self.state.push(slot, now + self.settings.min_interval_s)
+            self._respace(int(I[slot, I_HOST]), now)
 
     def pause_host(self, host: str, until: float) -> None:
         """Start no fetch from ``host`` before ``until`` (it could not be reached lately:
@@ -312,17 +314,18 @@ class Scheduler:
         self._respace(hosts.row(host), until)
 
     def _respace(self, row: int, now: float) -> None:
-        """Feeds wait in the host's line: give them their places again at the host's pace now,
-        from when it is next ready (a fetch of it just ended, or it was paused), so that each
-        due time stays when the feed will be fetched and the host never idles while its line
-        waits on places given at an older, slower pace."""
+        """The host holds feeds back: give them their places again at the host's pace now,
+        from when it is next ready (one of its fetches just ended, or it was paused), feeds
+        people just added first, so that each due time stays when the feed will be fetched
+        and the host never idles while its line waits on places given at an older, slower
+        pace."""
         hosts = self.state.hosts
-        if not hosts.has_line(row, now):
+        if not hosts.holds_back(row):
             return
         table = self.state.table
         hosts.HF[row, H_QUEUE] = kernels.respace_line(
-            row, hosts.line_starts_at(row, now), hosts.step(row), table.heap_keys, table.heap_slots,
-            table.heap_n, table.F, table.I, self.state.kernel_settings)
+            row, hosts.ready_at(row, now), hosts.step(row), table.heap_keys, table.heap_slots,
+            table.heap_n, table.F, table.I, self.state.kernel_settings, hosts.HI)
 
     # ------------------------------------------------------------------ fetch reports
     def record(self, report: FetchReport) -> float:

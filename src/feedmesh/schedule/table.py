@@ -24,6 +24,7 @@ from .kernels import (
     HI_COUNT,
     HI_FIELDS,
     HI_HEAD,
+    HI_HELD,
     HI_IN_FLIGHT,
     HI_PER_MINUTE,
     HI_URGENT,
@@ -186,7 +187,7 @@ class HostTable:
         self.index[host] = row
         self.names.append(host)
         self.HF[row] = (_NEVER, self.default_spacing_s, 0.0, _NEVER, 0.0)
-        self.HI[row] = (self.default_per_minute, 0, 0, 0, 0)
+        self.HI[row] = (self.default_per_minute, 0, 0, 0, 0, 0)
         return row
 
     def recent(self, row: int) -> list[float]:
@@ -242,18 +243,13 @@ class HostTable:
         HF = self.HF
         return max(now, float(HF[row, H_LAST] + HF[row, H_SPACING]), float(HF[row, H_BLOCKED]))
 
-    def line_starts_at(self, row: int, now: float) -> float:
-        """Where the host's line begins: when it is ready, after the feeds people just added,
-        which wait at its head."""
-        return self.ready_at(row, now) + int(self.HI[row, HI_URGENT]) * self.step(row)
-
     def urgent(self, row: int, change: int) -> None:
         """One more (+1) or one fewer (-1) feed a person just added waits for the host."""
         self.HI[row, HI_URGENT] = max(0, int(self.HI[row, HI_URGENT]) + change)
 
-    def has_line(self, row: int, now: float) -> bool:
-        """Whether feeds wait in the host's line (places were given beyond the next)."""
-        return float(self.HF[row, H_QUEUE]) > now + self.step(row)
+    def holds_back(self, row: int) -> bool:
+        """Whether the host held feeds back since its line was last given its places."""
+        return bool(self.HI[row, HI_HELD])
 
     def spacing(self, row: int) -> float:
         """The time between two fetch starts to the host now."""
