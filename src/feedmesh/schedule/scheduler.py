@@ -363,7 +363,8 @@ class Scheduler:
         if state.table.I[slot, I_FLAGS] & FLAG_IN_FLIGHT:  # a fetch's answer (not a push)
             row = int(state.table.I[slot, I_HOST])
             state.hosts.paced(row, elapsed_s, host_overloaded)
-            self._respace(row, self.upkeep.report_time(fetched_at))
+            # (``fetched_at`` is when the fetch began; its end is now, the latest time seen)
+            self._respace(row, max(self.upkeep.report_time(fetched_at), self.upkeep.clock_high))
         if outcome in _SUCCESS and not error_streak:
             if not_before > 0:  # kernels.push keeps every due time at or after the backoff
                 state.table.F[slot, F_BACKOFF] = not_before
