@@ -113,7 +113,7 @@ class ScheduledCrawler:
             return False
 
     def _add(self, feed_id: int, now: float, postings: Iterable, row: object | None,
-             first_fetch_within_s: float | None = None) -> None:
+             first_fetch_within_s: float | None = None, urgent: bool = False) -> None:
         state = self.crawler.states[feed_id]
         history = [p.first_seen_at for p in postings if not p.backlog]
         info = getattr(row, "info", None)
@@ -123,18 +123,22 @@ class ScheduledCrawler:
             history=history,
             history_since=getattr(row, "added_at", None) if history else None,
             last_fetched_at=state.last_fetched_at or None,
-            first_fetch_within_s=first_fetch_within_s)
+            first_fetch_within_s=first_fetch_within_s, urgent=urgent)
 
     def add_feeds(self, feed_ids: Iterable[int]) -> None:
-        """Schedule newly added feeds: the first fetch of one a person just added comes within
-        a second or so; a long list's first fetches are spread out (politeness applies)."""
+        """Schedule newly added feeds: the first fetch of one a person just added (or of a few,
+        as many as ``new_feeds_per_s``) is due at once and waits for its host at the head of
+        its line, so it comes within about a second however many feeds of its host are queued;
+        a long list's first fetches are spread out at ``new_feeds_per_s`` (each host's pacing
+        applies either way)."""
         now = self.clock.now()
         known = set(self.scheduler.feed_ids())
         new = [f for f in dict.fromkeys(feed_ids)
                if str(f) not in known and f in self.crawler.states]
         window = self.scheduler.first_fetch_window(len(new))
+        urgent = window <= 1.0
         for feed_id in new:
-            self._add(feed_id, now, (), None, first_fetch_within_s=window)
+            self._add(feed_id, now, (), None, first_fetch_within_s=window, urgent=urgent)
         self._wake.set()
 
     def adopt(self, feed_ids: Iterable[int]) -> None:
@@ -164,11 +168,14 @@ class ScheduledCrawler:
             pass
 
     def next_fetch_at(self, feed_id: int) -> float | None:
-        """When the scheduler will fetch ``feed_id`` next (None: not scheduled)."""
+        """When the scheduler will fetch ``feed_id`` next (None: not scheduled, or being fetched
+        now). A feed its host holds back has been given its place in the host's line and says
+        when that is; one that is due and about to start says now, never a time past."""
         try:
-            return self.scheduler.due_at(str(feed_id))
+            due = self.scheduler.due_at(str(feed_id))
         except UnknownFeedError:
             return None
+        return None if due is None else max(due, self.clock.now())
 
     # -- push --------------------------------------------------------------------------------
 

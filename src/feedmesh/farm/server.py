@@ -80,11 +80,14 @@ class _Connection(asyncio.Protocol):
         self.host = transport.get_extra_info("sockname")[0]
         self.client = transport.get_extra_info("peername")[0]
         self.farm._connections.add(self)
+        self.farm._opened(self.host)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._can_write.set()
-        self.farm._connections.discard(self)
+        if self in self.farm._connections:
+            self.farm._connections.discard(self)
+            self.farm._open_by_host[self.host] -= 1
         if self.task is not None:
             self.task.cancel()
 
@@ -239,6 +242,11 @@ class FarmServer:
         self.model: FarmModel | None = None
         self._servers: list[asyncio.AbstractServer] = []
         self._connections: set[_Connection] = set()
+        self._open_by_host: dict[str, int] = {}
+        self.connections_opened = 0
+        self.peak_connections: dict[str, int] = {}
+        """The most connections each host address held open at once (a client's politeness,
+        as the server sees it)."""
         self._gate: dict[int, float] = {}
         self._nonces: dict[int, int] = {}
         self._rendering: dict[int, asyncio.Future] = {}
@@ -323,6 +331,12 @@ class FarmServer:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    def _opened(self, host: str) -> None:
+        self.connections_opened += 1
+        count = self._open_by_host[host] = self._open_by_host.get(host, 0) + 1
+        if count > self.peak_connections.get(host, 0):
+            self.peak_connections[host] = count
+
     # -- where things are ------------------------------------------------------------------------
 
     @property
@@ -357,7 +371,8 @@ class FarmServer:
                 "seed": self.config.seed, "speed": self.config.speed, "origin": self.origin,
                 "farm_time": self.clock.now(), "uptime_s": time.time() - self._started_real,
                 "requests": self.log.next_seq, "by_status": dict(self._status_counts),
-                "connections": len(self._connections), "cache": self.model.cache_stats()}
+                "connections": len(self._connections),
+                "peak_connections": dict(self.peak_connections), "cache": self.model.cache_stats()}
 
     # -- serving ----------------------------------------------------------------------------------
 

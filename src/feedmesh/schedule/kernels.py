@@ -29,9 +29,9 @@ import math
 import numpy as np
 
 __all__ = [
-    "F_FIELDS", "I_FIELDS", "K_FIELDS", "MODE_ADAPTIVE", "MODE_ADAPTIVE_LITERAL", "MODE_PLAN",
+    "FULL_RECHECK_S", "F_FIELDS", "I_FIELDS", "K_FIELDS", "MODE_ADAPTIVE", "MODE_ADAPTIVE_LITERAL", "MODE_PLAN",
     "bucket_refill", "heap_remove", "heap_update", "learn_batch", "next_allowed", "plan_next",
-    "pop_due", "push", "record_success", "replan",
+    "pop_due", "push", "record_success", "replan", "respace_line",
 ]
 
 try:  # pragma: no cover - exercised whichever way the environment is
@@ -56,15 +56,20 @@ I_HOST, I_FLAGS, I_ERRORS, I_PLAN_START, I_PLAN_COUNT, I_PLAN_CAP, I_SKIP_HOURS,
 I_FIELDS = 9
 # flags
 FLAG_HELD, FLAG_IN_FLIGHT, FLAG_GONE, FLAG_AWAITING, FLAG_WEBSUB, FLAG_SKIP_ALL = 1, 2, 4, 8, 16, 32
+FLAG_QUEUED = 64  # holds a place in its host's line (moved there by host pacing)
+FLAG_URGENT = 128  # a person just added it: waits for its host at the head of the line
 # -- per-host fields ----------------------------------------------------------------------------
-H_LAST, H_SPACING, H_BLOCKED, H_QUEUE = range(4)
-H_FIELDS = 4
-HI_PER_MINUTE, HI_HEAD, HI_COUNT = range(3)
-HI_FIELDS = 3
+H_LAST, H_SPACING, H_BLOCKED, H_QUEUE, H_LATENCY = range(5)
+H_FIELDS = 5
+HI_PER_MINUTE, HI_HEAD, HI_COUNT, HI_IN_FLIGHT, HI_URGENT, HI_HELD = range(6)
+HI_FIELDS = 6
+FULL_RECHECK_S = 5.0
+"""A feed whose host has its fetches in flight looks again this much later at the latest (the
+end of one of them gives it its place sooner: :func:`respace_line`)."""
 # -- settings the kernels read ------------------------------------------------------------------
 K_MIN_INTERVAL, K_MAX_GAP, K_HINT_MAX, K_WEBSUB_S, K_HONOUR_SKIP, K_BASE_INTERVAL, \
-    K_TARGET_SHARE, K_T_MIN, K_T_MAX, K_SKEW, K_DAY, K_WINDOW_DAYS = range(12)
-K_FIELDS = 12
+    K_TARGET_SHARE, K_T_MIN, K_T_MAX, K_SKEW, K_DAY, K_WINDOW_DAYS, K_HOST_CONCURRENCY = range(13)
+K_FIELDS = 13
 # -- how the next fetch is chosen ----------------------------------------------------------------
 MODE_PLAN, MODE_ADAPTIVE, MODE_ADAPTIVE_LITERAL = 0, 1, 2
 
@@ -251,11 +256,16 @@ def bucket_refill(bucket, now):
 @njit(cache=True)
 def pop_due(now, limit, keys, slots, heap_n, F, I, K, HF, HI, ring, bucket, out):
     """Write into ``out`` the feeds to fetch at ``now`` (at most ``limit``; < 0: no limit) and
-    return how many. A due feed whose host is not ready is moved to the host's next free instant
-    (feeds queued behind a busy host are spaced out, so they are not all offered at once); when
-    the budget is out, everyone keeps their place."""
+    return how many. A due feed whose host is not ready (its fetches in flight at the host's
+    concurrency, inside the spacing its answers set, paused, or at its per-minute cap) takes the
+    next place in the host's line: its due time moves to that place, one spacing after the
+    last, so what it reports is when it will be fetched, and a long line is not offered again at
+    every call. A feed that already holds a place, or that a person just added, waits at the
+    head instead (it is moved to the instant the host is ready). When the budget is out,
+    everyone keeps their place."""
     bucket_refill(bucket, now)
     n = 0
+    concurrency = K[K_HOST_CONCURRENCY]
     while heap_n[0] > 0 and keys[0] <= now:
         if limit >= 0 and n >= limit:
             break
@@ -267,31 +277,78 @@ def pop_due(now, limit, keys, slots, heap_n, F, I, K, HF, HI, ring, bucket, out)
         ready = HF[host, H_LAST] + spacing
         ready = max(ready, HF[host, H_BLOCKED])
         per_minute = HI[host, HI_PER_MINUTE]
-        if HI[host, HI_COUNT] >= per_minute:
-            oldest = ring[host, HI[host, HI_HEAD]] + 60.0
-            ready = max(ready, oldest)
+        step = spacing
+        if per_minute > 0:
+            step = max(step, 60.0 / per_minute)
+            if HI[host, HI_COUNT] >= per_minute:
+                oldest = ring[host, HI[host, HI_HEAD]] + 60.0
+                ready = max(ready, oldest)
+        if concurrency > 0 and HI[host, HI_IN_FLIGHT] >= concurrency:
+            # the end of one of them gives the feed its place; this is the latest it looks again
+            ready = max(ready, now + max(spacing, FULL_RECHECK_S))
         if ready > now:
-            when = max(HF[host, H_QUEUE], ready)
-            step = 60.0 / per_minute
-            HF[host, H_QUEUE] = when + (max(step, spacing))
+            HI[host, HI_HELD] = 1
+            flags = I[slot, I_FLAGS]
+            if flags & FLAG_URGENT:
+                when = ready
+            elif flags & FLAG_QUEUED:  # after the host's urgent feeds (ties go to them)
+                when = ready + HI[host, HI_URGENT] * step
+            else:
+                when = max(HF[host, H_QUEUE], ready + HI[host, HI_URGENT] * step)
+                HF[host, H_QUEUE] = when + step
+                I[slot, I_FLAGS] = flags | FLAG_QUEUED
             push(keys, slots, heap_n, F, I, K, slot, when)
             continue
         heap_remove(keys, slots, heap_n, I, slot)
         bucket[0] -= 1.0
         HF[host, H_LAST] = now
-        count = HI[host, HI_COUNT]
-        head = HI[host, HI_HEAD]
-        if count < per_minute:
-            ring[host, (head + count) % per_minute] = now
-            HI[host, HI_COUNT] = count + 1
-        else:
-            ring[host, head] = now
-            HI[host, HI_HEAD] = (head + 1) % per_minute
+        HF[host, H_QUEUE] = max(HF[host, H_QUEUE], now + step)  # the line starts after it
+        if per_minute > 0:
+            count = HI[host, HI_COUNT]
+            head = HI[host, HI_HEAD]
+            if count < per_minute:
+                ring[host, (head + count) % per_minute] = now
+                HI[host, HI_COUNT] = count + 1
+            else:
+                ring[host, head] = now
+                HI[host, HI_HEAD] = (head + 1) % per_minute
+        HI[host, HI_IN_FLIGHT] += 1
+        if I[slot, I_FLAGS] & FLAG_URGENT:
+            HI[host, HI_URGENT] = max(0, HI[host, HI_URGENT] - 1)
         F[slot, F_DUE] = np.inf
-        I[slot, I_FLAGS] |= FLAG_IN_FLIGHT
+        I[slot, I_FLAGS] = (I[slot, I_FLAGS] | FLAG_IN_FLIGHT) & ~(FLAG_QUEUED | FLAG_URGENT)
         out[n] = slot
         n += 1
     return n
+
+
+@njit(cache=True)
+def respace_line(host, start, step, keys, slots, heap_n, F, I, K, HI):
+    """Give the feeds ``host`` holds back (its line, and the feeds people just added, which
+    go first) their places again: the first at ``start``, each next ``step`` later, in the
+    order they hold (the host answered faster or slower than when they took their places, one
+    of its fetches ended, or a pause moved its ready time). Returns where the line ends (the
+    next place to give); a host that holds nothing back any more is marked so."""
+    n = heap_n[0]
+    members = np.empty(n, dtype=np.int64)
+    order_keys = np.empty(n)
+    m = 0
+    for i in range(n):
+        slot = slots[i]
+        if I[slot, I_HOST] == host and I[slot, I_FLAGS] & (FLAG_QUEUED | FLAG_URGENT):
+            members[m] = slot
+            # people's feeds first, then the line in its order
+            order_keys[m] = keys[i] - (1e18 if I[slot, I_FLAGS] & FLAG_URGENT else 0.0)
+            m += 1
+    if m == 0:
+        HI[host, HI_HELD] = 0
+        return start
+    order = np.argsort(order_keys[:m], kind="mergesort")
+    t = start
+    for k in range(m):
+        push(keys, slots, heap_n, F, I, K, members[order[k]], t)
+        t += step
+    return t
 
 
 # -- fetched: what was learned, and when next ----------------------------------------------------

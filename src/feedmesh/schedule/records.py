@@ -71,6 +71,16 @@ class FetchReport(msgspec.Struct, frozen=True, omit_defaults=True):
     error_streak: int | None = None
     """Consecutive failed fetches, as the fetch state counts them (a page that is not a feed
     counts, though HTTP said 200). None: the scheduler counts them itself."""
+    elapsed_s: float | None = None
+    """How long the host took to answer (what paces the next fetch start to it). None: unknown."""
+    status: int | None = None
+    """The HTTP status of the answer (a 503 slows its host down), None without one."""
+
+    @property
+    def host_overloaded(self) -> bool:
+        """The answer says the host is overloaded: 429, 503, or no answer in time."""
+        return (self.outcome in (FetchOutcome.RATE_LIMITED, FetchOutcome.TIMEOUT)
+                or self.status == 503)
 
     @classmethod
     def from_fetch(cls, feed_id: str, result: FetchResult, *, new_entries: Sequence[Entry] = (),
@@ -85,7 +95,8 @@ class FetchReport(msgspec.Struct, frozen=True, omit_defaults=True):
             entries_in_document=entries_in_document, max_age_s=result.max_age_s,
             retry_after_s=result.retry_after_s, hints=hints,
             not_before=0.0 if state is None else state.not_before,
-            error_streak=None if state is None else state.errors)
+            error_streak=None if state is None else state.errors,
+            elapsed_s=result.elapsed_s or None, status=result.status)
 
 
 class FeedStatus(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -19,9 +19,12 @@ most T_max later; no earlier than ttl / max-age allow (capped); outside skipHour
 earlier than the report's ``not_before``, the feed's fetch state's decision on backoff,
 Retry-After and pages that are not feeds (:mod:`feedmesh.fetch.state`: the scheduler follows it
 rather than deciding again); only every safety interval for feeds whose WebSub push is live.
-``pop_due`` then holds a due feed back while its host is inside its minimum spacing, its
-per-minute cap or a server-requested pause (a 429 or Retry-After pauses the host until the
-feed's ``not_before``), or while the budget bucket is empty. A batch of successful fetches can
+``pop_due`` then holds a due feed back while its host has ``host_concurrency`` fetches in
+flight, is inside the spacing its answers set (its smoothed latency: see
+:meth:`~.table.HostTable.paced`; a 429, 503 or timeout doubles it), at its per-minute cap if one
+is set, or in a server-requested pause (a 429 or Retry-After pauses the host until the feed's
+``not_before``), or while the budget bucket is empty. A feed held back by its host takes the
+next place in the host's line, and its due time says when that is. A batch of successful fetches can
 be reported at once with :meth:`record_batch` (what the simulator does; the crawler may too).
 """
 
@@ -50,8 +53,11 @@ from .kernels import (
     FLAG_AWAITING,
     FLAG_GONE,
     FLAG_IN_FLIGHT,
+    FLAG_URGENT,
+    H_QUEUE,
     I_ERRORS,
     I_FLAGS,
+    I_HOST,
 )
 from .policies import Plan, Policy, make_policy
 from .posting_times import PostingTimes
@@ -110,7 +116,7 @@ class Scheduler:
                  hints: FeedHints | None = None, history: Sequence[float] = (),
                  history_since: float | None = None,
                  last_fetched_at: float | None = None,
-                 first_fetch_within_s: float | None = None) -> None:
+                 first_fetch_within_s: float | None = None, urgent: bool = False) -> None:
         """Start scheduling ``feed_id``.
 
         ``history``: publish times of the feed's past posts (e.g. from the store, or a trace's
@@ -121,6 +127,8 @@ class Scheduler:
         follows it. A feed never fetched gets its first fetch at a random moment within
         ``first_fetch_within_s`` (the caller's: see :meth:`first_fetch_window`), or within
         ``first_fetch_spread_s`` when not given (so finding 100k feeds is not a burst).
+        ``urgent``: a person just added it and waits for it; its first fetch is due now and, when
+        its host is busy, it waits at the head of the host's line, not at its end.
         """
         state = self.state
         if feed_id in state.slot_of:
@@ -149,11 +157,16 @@ class Scheduler:
             state.note(slot, "history_dates", "history times in the future were ignored")
         self.upkeep.plans_stale = True
         self.upkeep.update_kernel_settings()
+        self.upkeep.follow_budget(now)
         self.policy.on_added(slot, self.base_interval_s())
         if last_fetched_at is not None:
             F[slot, F_LAST_FETCH] = F[slot, F_LAST_SUCCESS] = float(last_fetched_at)
             state.table.I[slot, I_FLAGS] |= FLAG_AWAITING
             state.awaiting_count += 1
+        elif urgent:
+            state.table.I[slot, I_FLAGS] |= FLAG_URGENT
+            state.hosts.urgent(int(state.table.I[slot, I_HOST]), +1)
+            state.push(slot, now)
         else:
             window = (self.settings.first_fetch_spread_s if first_fetch_within_s is None
                       else min(max(0.0, first_fetch_within_s), self.settings.first_fetch_spread_s))
@@ -182,6 +195,10 @@ class Scheduler:
         del state.slot_of[feed_id]
         table = state.table
         flags = table.I[slot, I_FLAGS]
+        if flags & FLAG_IN_FLIGHT:  # its fetch's end reaches no one: its host counts it done
+            state.hosts.ended(table.I[[slot], I_HOST])
+        if flags & FLAG_URGENT:
+            state.hosts.urgent(int(table.I[slot, I_HOST]), -1)
         if not flags & FLAG_GONE:
             state.active_count -= 1
         if flags & FLAG_AWAITING:
@@ -292,12 +309,32 @@ class Scheduler:
         I = self.state.table.I
         if I[slot, I_FLAGS] & FLAG_IN_FLIGHT:
             I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
-            self.state.push(slot, self.upkeep.tick(now) + self.settings.min_interval_s)
+            self.state.hosts.ended(I[[slot], I_HOST])
+            now = self.upkeep.tick(now)
+            self.state.push(slot, now + self.settings.min_interval_s)
+            self._respace(int(I[slot, I_HOST]), now)
 
     def pause_host(self, host: str, until: float) -> None:
         """Start no fetch from ``host`` before ``until`` (it could not be reached lately:
-        :mod:`feedmesh.fetch.host_state`); a longer pause already set stands."""
-        self.state.hosts.block(host, until)
+        :mod:`feedmesh.fetch.host_state`); a longer pause already set stands. The feeds in the
+        host's line move after the pause (their due times say so)."""
+        hosts = self.state.hosts
+        hosts.block(host, until)
+        self._respace(hosts.row(host), until)
+
+    def _respace(self, row: int, now: float) -> None:
+        """The host holds feeds back: give them their places again at the host's pace now,
+        from when it is next ready (one of its fetches just ended, or it was paused), feeds
+        people just added first, so that each due time stays when the feed will be fetched
+        and the host never idles while its line waits on places given at an older, slower
+        pace."""
+        hosts = self.state.hosts
+        if not hosts.holds_back(row):
+            return
+        table = self.state.table
+        hosts.HF[row, H_QUEUE] = kernels.respace_line(
+            row, hosts.ready_at(row, now), hosts.step(row), table.heap_keys, table.heap_slots,
+            table.heap_n, table.F, table.I, self.state.kernel_settings, hosts.HI)
 
     # ------------------------------------------------------------------ fetch reports
     def record(self, report: FetchReport) -> float:
@@ -308,21 +345,35 @@ class Scheduler:
         return self.record_slot(slot, report.fetched_at, report.outcome, report.new_entries,
                                 report.published, report.entries_in_document,
                                 max_age_s=report.max_age_s, retry_after_s=report.retry_after_s,
-                                not_before=report.not_before, error_streak=report.error_streak)
+                                not_before=report.not_before, error_streak=report.error_streak,
+                                elapsed_s=report.elapsed_s,
+                                host_overloaded=report.host_overloaded)
 
     def record_slot(self, slot: int, fetched_at: float, outcome: FetchOutcome,
                     new_entries: int = 0, published: Sequence[float | None] = (),
                     entries_in_document: int = 0, *, max_age_s: float | None = None,
                     retry_after_s: float | None = None, not_before: float = 0.0,
-                    error_streak: int | None = None) -> float:
+                    error_streak: int | None = None, elapsed_s: float | None = None,
+                    host_overloaded: bool | None = None) -> float:
         """:meth:`record` by slot number, without building a report.
 
         The next fetch is due no earlier than ``not_before``, the fetch state's decision (see
         :class:`~.records.FetchReport`). A fetch is a failure when its outcome is one or when
         the fetch state counts it as one (``error_streak`` > 0: a page that is not a feed comes
         with HTTP 200); a failed fetch teaches nothing about postings.
+
+        The fetch's host is paced by the answer: ``elapsed_s`` (how long it took) sets the
+        spacing of the host's next fetch starts, ``host_overloaded`` (default: a 429 or a
+        timeout) doubles it (:meth:`~.table.HostTable.paced`).
         """
         state = self.state
+        if host_overloaded is None:
+            host_overloaded = outcome in (FetchOutcome.RATE_LIMITED, FetchOutcome.TIMEOUT)
+        if state.table.I[slot, I_FLAGS] & FLAG_IN_FLIGHT:  # a fetch's answer (not a push)
+            row = int(state.table.I[slot, I_HOST])
+            state.hosts.paced(row, elapsed_s, host_overloaded)
+            # (``fetched_at`` is when the fetch began; its end is now, the latest time seen)
+            self._respace(row, max(self.upkeep.report_time(fetched_at), self.upkeep.clock_high))
         if outcome in _SUCCESS and not error_streak:
             if not_before > 0:  # kernels.push keeps every due time at or after the backoff
                 state.table.F[slot, F_BACKOFF] = not_before
@@ -334,6 +385,8 @@ class Scheduler:
             return float(state.table.F[slot, F_DUE])
         now = self.upkeep.report_time(fetched_at)
         F, I = state.table.F, state.table.I
+        if I[slot, I_FLAGS] & FLAG_IN_FLIGHT:
+            state.hosts.ended(I[[slot], I_HOST])
         I[slot, I_FLAGS] &= ~FLAG_IN_FLIGHT
         F[slot, F_LAST_FETCH] = now
         if outcome is FetchOutcome.GONE:
@@ -374,6 +427,8 @@ class Scheduler:
             max_age_s = self._no_hint
         state = self.state
         table = state.table
+        flags = table.I[slots, I_FLAGS]
+        state.hosts.ended(table.I[slots[(flags & FLAG_IN_FLIGHT) != 0], I_HOST])
         kernels.record_success(slots, now, new_entries, entries_in_document, max_age_s,
                                table.heap_keys, table.heap_slots, table.heap_n, table.F, table.I,
                                state.kernel_settings, table.pool, self.policy.mode,
@@ -400,7 +455,7 @@ class Scheduler:
             state.note(slot, "retry_after",
                        f"Retry-After {asked:.0f}s capped at {until - now:.0f}s")
         if outcome is FetchOutcome.RATE_LIMITED or asked is not None:
-            state.hosts.block(state.host_names[slot], until)
+            self.pause_host(state.host_names[slot], until)
         return until
 
     # ------------------------------------------------------------------ inspection

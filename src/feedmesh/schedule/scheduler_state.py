@@ -56,8 +56,12 @@ class SchedulerState:
         """The validated settings this scheduler runs with."""
         self.table = FeedTable()
         """Per-feed fields (``F``, ``I``), the due-time heap and the plans' offsets."""
-        self.hosts = HostTable(settings.host_min_spacing_s, settings.host_max_per_minute)
-        """Per-host politeness: last fetch, recent fetches, server-requested pauses."""
+        self.hosts = HostTable(settings.host_min_spacing_s, settings.host_max_per_minute,
+                               max_spacing_s=settings.host_max_spacing_s,
+                               concurrency=settings.host_concurrency,
+                               delay_factor=settings.host_delay_factor)
+        """Per-host politeness: fetches in flight, spacing paced by the host's answers, last
+        fetch, recent fetches, server-requested pauses."""
         self.learner = LearnedState(window_days=settings.rate_window_days,
                                     half_life_days=settings.memory_half_life_days)
         """What was learned of each feed's postings."""

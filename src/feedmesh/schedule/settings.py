@@ -77,10 +77,23 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     # -- politeness and hints ----------------------------------------------------------------
     # (When to retry a failed feed is not set here: the fetch state decides it, see
     # feedmesh.fetch.state.BackoffPolicy, and the scheduler follows that decision.)
-    host_min_spacing_s: float = 2.0
-    """Minimum time between two fetches to the same host."""
-    host_max_per_minute: int = 30
-    """At most this many fetches to one host in any 60 seconds (NewsBlur uses 30)."""
+    host_concurrency: int = 2
+    """At most this many fetches in flight to one host at once (many feeds on one host is normal:
+    hosted blogs, podcast hosts). A fetch that ends wakes the crawler for the host's next."""
+    host_delay_factor: float = 1.0
+    """The time between two fetch starts to one host is this times the host's smoothed answer
+    time, divided by ``host_concurrency`` (so a host is kept at most about that busy), within
+    the minimum and maximum spacing below; a 429, a 503 or a timeout doubles it."""
+    host_min_spacing_s: float = 0.1
+    """The least time between two fetch starts to one host, however fast it answers."""
+    host_max_spacing_s: float = 60.0
+    """The most that pacing by a slow or overloaded host's answers stretches that time to (a
+    server's own Retry-After pauses the host for as long as it asks, within the fetch state's
+    cap)."""
+    host_max_per_minute: int = 0
+    """At most this many fetches to one host in any 60 seconds; 0: no such cap (pacing by the
+    host's answers holds it back instead). NewsBlur uses 30, which makes the first pass of 200
+    feeds on one host take 7 minutes."""
     hint_max_s: float = DAY_S
     """ttl, Cache-Control max-age and Expires can delay a fetch by at most this much."""
     honour_skip_hours: bool = True
@@ -92,7 +105,7 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     first_fetch_spread_s: float = 600.0
     """Feeds without history get their first fetch spread uniformly over this window at most:
     found at start-up, or added many at once (an OPML list of 100k feeds is not a burst)."""
-    new_feeds_per_s: float = 5.0
+    new_feeds_per_s: float = 50.0
     """Feeds added together (:meth:`Scheduler.add_feed`'s ``first_fetch_within_s``) get their first
     fetches at this rate, so a feed a person just added is fetched within a second or so, and a
     list of thousands is spread over ``first_fetch_spread_s``; politeness applies either way."""
@@ -157,10 +170,20 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
             raise SettingsError(
                 f"adaptive_target_new_share must be in [0, 1], got {self.adaptive_target_new_share}"
             )
-        if self.host_max_per_minute < 1:
+        if self.host_max_per_minute < 0:
             raise SettingsError(
-                f"host_max_per_minute must be >= 1, got {self.host_max_per_minute}"
+                f"host_max_per_minute must be >= 0 (0: no cap), got {self.host_max_per_minute}"
             )
+        if self.host_concurrency < 1:
+            raise SettingsError(f"host_concurrency must be >= 1, got {self.host_concurrency}")
+        if not (math.isfinite(self.host_delay_factor) and self.host_delay_factor >= 0):
+            raise SettingsError(
+                f"host_delay_factor must be a finite number >= 0, got {self.host_delay_factor}")
+        if not (math.isfinite(self.host_max_spacing_s)
+                and self.host_max_spacing_s >= self.host_min_spacing_s):
+            raise SettingsError(
+                f"host_max_spacing_s ({self.host_max_spacing_s}) must be finite and at least "
+                f"host_min_spacing_s ({self.host_min_spacing_s})")
         return self
 
     def total_budget_per_day(self, feed_count: int) -> float:

@@ -18,11 +18,16 @@ from .kernels import (
     H_BLOCKED,
     H_FIELDS,
     H_LAST,
+    H_LATENCY,
     H_QUEUE,
+    H_SPACING,
     HI_COUNT,
     HI_FIELDS,
     HI_HEAD,
+    HI_HELD,
+    HI_IN_FLIGHT,
     HI_PER_MINUTE,
+    HI_URGENT,
     I_FIELDS,
     I_HEAP_POS,
     I_PLAN_CAP,
@@ -149,9 +154,15 @@ class FeedTable:
 class HostTable:
     """Per-host politeness rows: last fetch, spacing, server-requested pause, per-minute ring."""
 
-    def __init__(self, min_spacing_s: float, max_per_minute: int) -> None:
+    def __init__(self, min_spacing_s: float, max_per_minute: int, *,
+                 max_spacing_s: float = 60.0, concurrency: int = 2,
+                 delay_factor: float = 1.0) -> None:
         self.default_spacing_s = float(min_spacing_s)
         self.default_per_minute = int(max_per_minute)
+        self.min_spacing_s = float(min_spacing_s)
+        self.max_spacing_s = max(float(max_spacing_s), self.min_spacing_s)
+        self.concurrency = int(concurrency)
+        self.delay_factor = float(delay_factor)
         self.index: dict[str, int] = {}
         self.names: list[str] = []
         self.HF = np.zeros((0, H_FIELDS))
@@ -175,20 +186,78 @@ class HostTable:
             self.HF, self.HI, self.ring = HF, HI, ring
         self.index[host] = row
         self.names.append(host)
-        self.HF[row] = (_NEVER, self.default_spacing_s, 0.0, _NEVER)
-        self.HI[row] = (self.default_per_minute, 0, 0)
+        self.HF[row] = (_NEVER, self.default_spacing_s, 0.0, _NEVER, 0.0)
+        self.HI[row] = (self.default_per_minute, 0, 0, 0, 0, 0)
         return row
 
     def recent(self, row: int) -> list[float]:
         """The host's last fetch times (oldest first), at most its per-minute cap."""
-        per_minute, head, count = (int(x) for x in self.HI[row])
+        per_minute, head, count = (int(x) for x in self.HI[row, :HI_IN_FLIGHT])
+        if per_minute <= 0:
+            return []
         return [float(self.ring[row, (head + k) % per_minute]) for k in range(count)]
 
     def _set_recent(self, row: int, times: list[float]) -> None:
-        times = times[-int(self.HI[row, HI_PER_MINUTE]):]
+        per_minute = int(self.HI[row, HI_PER_MINUTE])
+        times = times[-per_minute:] if per_minute > 0 else []
         self.ring[row, : len(times)] = times
         self.HI[row, HI_HEAD] = 0
         self.HI[row, HI_COUNT] = len(times)
+
+    def ended(self, rows: np.ndarray) -> None:
+        """Fetches to these hosts' rows (one per fetch) ended: each holds one fewer in flight."""
+        if len(rows):
+            np.subtract.at(self.HI[:, HI_IN_FLIGHT], rows, 1)
+            np.maximum(self.HI[:, HI_IN_FLIGHT], 0, out=self.HI[:, HI_IN_FLIGHT])
+
+    def paced(self, row: int, elapsed_s: float | None, overloaded: bool) -> None:
+        """Pace the host by how it answered: the time between two fetch starts follows its
+        latency (``delay_factor`` x its smoothed answer time / ``concurrency``: with that many in
+        flight, a host is kept at most about that busy), within the minimum and maximum spacing;
+        an overloaded host (429, 503, a timeout) doubles it, and answers that follow bring it
+        back down a fifth at a time."""
+        HF = self.HF
+        if elapsed_s is not None and math.isfinite(elapsed_s) and elapsed_s > 0:
+            latency = float(HF[row, H_LATENCY])
+            HF[row, H_LATENCY] = elapsed_s if latency <= 0 else latency + 0.3 * (
+                elapsed_s - latency)
+        spacing = float(HF[row, H_SPACING])
+        if overloaded:
+            spacing = min(self.max_spacing_s, max(2.0 * spacing, 1.0))
+        else:
+            target = self.delay_factor * float(HF[row, H_LATENCY]) / max(1, self.concurrency)
+            target = min(max(target, self.min_spacing_s), self.max_spacing_s)
+            spacing = target if target >= spacing else max(target, 0.8 * spacing)
+        HF[row, H_SPACING] = spacing
+
+    def step(self, row: int) -> float:
+        """The time between two places in the host's line: its spacing, or the per-minute
+        cap's, whichever is longer."""
+        per_minute = int(self.HI[row, HI_PER_MINUTE])
+        spacing = float(self.HF[row, H_SPACING])
+        return max(spacing, 60.0 / per_minute) if per_minute > 0 else spacing
+
+    def ready_at(self, row: int, now: float) -> float:
+        """When the host may next start a fetch, as far as spacing and pauses say (its fetches
+        in flight aside)."""
+        HF = self.HF
+        return max(now, float(HF[row, H_LAST] + HF[row, H_SPACING]), float(HF[row, H_BLOCKED]))
+
+    def urgent(self, row: int, change: int) -> None:
+        """One more (+1) or one fewer (-1) feed a person just added waits for the host."""
+        self.HI[row, HI_URGENT] = max(0, int(self.HI[row, HI_URGENT]) + change)
+
+    def holds_back(self, row: int) -> bool:
+        """Whether the host held feeds back since its line was last given its places."""
+        return bool(self.HI[row, HI_HELD])
+
+    def spacing(self, row: int) -> float:
+        """The time between two fetch starts to the host now."""
+        return float(self.HF[row, H_SPACING])
+
+    def in_flight(self, row: int) -> int:
+        """Fetches to the host in flight now."""
+        return int(self.HI[row, HI_IN_FLIGHT])
 
     def block(self, host: str, until: float) -> None:
         """Start nothing from ``host`` before ``until``: the server asked (429 / 503

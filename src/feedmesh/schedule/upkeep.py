@@ -107,14 +107,28 @@ class Upkeep:
         K[kernels.K_SKEW] = CLOCK_SKEW_S
         K[kernels.K_DAY] = DAY_S
         K[kernels.K_WINDOW_DAYS] = s.rate_window_days
+        K[kernels.K_HOST_CONCURRENCY] = s.host_concurrency
+
+    def follow_budget(self, now: float) -> None:
+        """Set the budget bucket for the feeds held now, at once (feeds were added or removed):
+        without it a scheduler started empty kept a bucket of rate 0 and one token until the
+        next refit, a minute later, and an imported list waited that long for all but its first
+        fetch."""
+        self._set_budget_rate(self.budget_per_day(), now)
 
     def _set_budget_rate(self, per_day: float, now: float) -> None:
+        """The bucket's rate for ``per_day`` fetches a day; a new bucket starts full, and one
+        that grows (feeds were added) gains what it grew by (each feed brings its burst)."""
         bucket = self.state.bucket
         kernels.bucket_refill(bucket, now)
         was_unset = bucket[1] <= 0
+        grown = 0.0 if was_unset else bucket[2]
         bucket[1] = per_day / DAY_S
         bucket[2] = max(1.0, bucket[1] * self.state.settings.budget_burst_s)
-        bucket[0] = bucket[2] if was_unset else min(bucket[0], bucket[2])  # a new one is full
+        if was_unset:  # a new one is full
+            bucket[0] = bucket[2]
+        else:
+            bucket[0] = min(bucket[0] + max(0.0, bucket[2] - grown), bucket[2])
 
     def refit(self, now: float) -> None:
         """Recompute rates, clusters (when due) and every plan at ``now`` (already ticked)."""
