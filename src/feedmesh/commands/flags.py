@@ -30,6 +30,7 @@ from feedmesh.compose.settings import (
     WebLimits,
     parse_shard,
 )
+from feedmesh.websub.signature import METHODS as SIGNATURE_METHODS
 
 __all__ = ["add_bus", "add_data", "add_fetch_arguments", "add_log_level", "add_push_arguments",
            "add_serve_arguments", "add_state", "add_store", "add_web_limits", "bus_settings",
@@ -166,6 +167,12 @@ def add_push_arguments(parser: argparse.ArgumentParser, *, guard: bool = False) 
                        help="webhooks one subscription may have")
     group.add_argument("--push-verifications", metavar="N", type=integer, default=_PUSH.max_verifications,
                        help="verifications of intent waiting at once (beyond: 429)")
+    group.add_argument("--websub-signature", metavar="METHOD", choices=SIGNATURE_METHODS,
+                       default=_PUSH.websub_signature,
+                       help="X-Hub-Signature method of a new WebSub subscriber's deliveries, "
+                       f"one of {', '.join(SIGNATURE_METHODS)} (default %(default)s; a feed's "
+                       "owner may choose another per subscriber, e.g. sha1 for an older "
+                       "PubSubHubbub 0.4 subscriber)")
 
 
 def push_settings(args: argparse.Namespace) -> PushSettings:
@@ -185,7 +192,8 @@ def push_settings(args: argparse.Namespace) -> PushSettings:
         timeout_s=args.push_timeout, max_in_flight=args.push_concurrency,
         max_deliveries_per_s=args.push_rate, max_verifications=args.push_verifications,
         max_subscribers_per_feed=args.websub_per_feed,
-        max_webhooks_per_subscription=args.webhooks_per_subscription)
+        max_webhooks_per_subscription=args.webhooks_per_subscription,
+        websub_signature=args.websub_signature)
 
 
 def push_guard(args: argparse.Namespace) -> FetchSettings:
