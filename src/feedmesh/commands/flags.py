@@ -15,6 +15,7 @@ import msgspec
 from feedmesh import environment
 from feedmesh.compose.settings import (
     POLICY_NAMES,
+    SIGNATURE_METHODS,
     BusSettings,
     CrawlSettings,
     FetchSettings,
@@ -30,7 +31,6 @@ from feedmesh.compose.settings import (
     WebLimits,
     parse_shard,
 )
-from feedmesh.websub.signature import METHODS as SIGNATURE_METHODS
 
 __all__ = ["add_bus", "add_data", "add_fetch_arguments", "add_log_level", "add_push_arguments",
            "add_serve_arguments", "add_state", "add_store", "add_web_limits", "bus_settings",

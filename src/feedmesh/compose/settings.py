@@ -18,11 +18,13 @@ from feedmesh.schedule import POLICY_NAMES, SchedulerSettings
 from feedmesh.websub.delivery import RetryPolicy
 from feedmesh.websub.hub_requests import LeaseBounds
 from feedmesh.websub.lease import SubscriberSettings
+from feedmesh.websub.signature import METHODS as SIGNATURE_METHODS
 
-__all__ = ["POLICY_NAMES", "BusSettings", "CrawlSettings", "FetchSettings", "FilterSettings",
-           "HubSettings", "Listen", "LeaseBounds", "PushSettings", "ReflectorRoleSettings",
-           "ReflectorSettings", "RetryPolicy", "SchedulerSettings", "ServeSettings",
-           "SubscriberSettings", "UpSettings", "WebLimits", "WebSettings", "crawler_groups", "parse_shard"]
+__all__ = ["POLICY_NAMES", "SIGNATURE_METHODS", "BusSettings", "CrawlSettings", "FetchSettings",
+           "FilterSettings", "HubSettings", "LeaseBounds", "Listen", "PushSettings",
+           "ReflectorRoleSettings", "ReflectorSettings", "RetryPolicy", "SchedulerSettings",
+           "ServeSettings", "SubscriberSettings", "UpSettings", "WebLimits", "WebSettings",
+           "crawler_groups", "parse_shard"]
 
 
 def parse_shard(text: str, flag: str = "--shard") -> tuple[int, int]:
