@@ -336,11 +336,11 @@ def openapi(base_url: str) -> dict[str, Any]:
                                                  subscriber=_ref("WebSubSubscriber"))),
                     **{code: _answer(text, _ref("Error")) for code, text in (
                         ("400", "hub.topic or hub.callback missing"),
-                        ("404", "The topic is not a private feed of this hub, or the callback "
-                                "has no subscription to it"),
+                        ("404", ("The topic is not a private feed of this hub, or the "
+                                 "callback has no subscription to it")),
                         ("429", "Rate limited; see Retry-After"),
-                        ("503", "Push is not served by this process, or storage is "
-                                "unavailable"))}}}},
+                        ("503", ("Push is not served by this process, or storage is "
+                                 "unavailable")))}}}},
             "/f/{token}": {"get": {
                 "summary": "A subscription's private feed (append .rss, .atom or .json, or "
                            "choose with Accept)",
