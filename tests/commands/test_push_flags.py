@@ -37,7 +37,7 @@ def test_each_flag_reaches_its_setting():
         "--push-retries", "3", "--push-retry-first", "0.5", "--push-retry-max", "30",
         "--lease-default", "7200", "--lease-min", "60", "--lease-max", "86400",
         "--websub-per-feed", "7", "--webhooks-per-subscription", "2",
-        "--push-verifications", "11"))
+        "--push-verifications", "11", "--websub-signature", "sha1"))
     assert settings.max_deliveries_per_s == 50 and settings.max_in_flight == 8
     assert settings.timeout_s == 2.5
     assert (settings.retry.max_failures, settings.retry.first_delay_s,
@@ -46,6 +46,16 @@ def test_each_flag_reaches_its_setting():
         7200, 60, 86400)
     assert (settings.max_subscribers_per_feed, settings.max_webhooks_per_subscription,
             settings.max_verifications) == (7, 2, 11)
+    assert settings.websub_signature == "sha1"
+
+
+def test_an_unknown_signature_method_is_refused_naming_the_methods(capsys):
+    assert PushSettings().websub_signature == "sha256"
+    with pytest.raises(SystemExit):
+        parsed("--websub-signature", "md5")
+    assert "--websub-signature: invalid choice: 'md5'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="'md5' is not one of sha1, sha256, sha384, sha512"):
+        PushSettings(websub_signature="md5")
 
 
 @pytest.mark.parametrize(("flags", "says"), [
@@ -70,7 +80,7 @@ def test_bad_values_are_usage_errors(flags, capsys):
 def test_serve_refuses_flags_that_do_not_fit_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "feedmesh", "serve", "--data", str(tmp_path),
                            "--port", "0", "--lease-min", "100", "--lease-max", "50"],
-                          capture_output=True, text=True, timeout=120)
+                          check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().startswith("feedmesh serve: --lease-min (100)")
 

@@ -18,6 +18,7 @@ import aiohttp
 
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.feeds.parser import parse_feed
+from feedmesh.websub.signature import verify
 from tests.eventually import eventually
 from tests.websub.subscriber import LoopbackSubscriber, loopback_subscriber
 
@@ -93,7 +94,7 @@ async def test_web_processes_take_push_requests_and_reflector_workers_deliver(
             topic = subs["ann"]["feed_urls"]["atom"]
             callbacks.want("subscribe", topic, "/ws")
             async with session.post(f"{base}/hub", data={
-                    "hub.mode": "subscribe", "hub.topic": topic,
+                    "hub.mode": "subscribe", "hub.topic": topic, "hub.secret": "ws secret",
                     "hub.callback": callbacks.callback("/ws")}) as answer:
                 assert answer.status == 202, await answer.text()
             await eventually(lambda: any(v.path == "/ws" for v in callbacks.verifications))
@@ -120,6 +121,11 @@ async def test_web_processes_take_push_requests_and_reflector_workers_deliver(
             listed = await call("GET", f"/api/subscriptions/{subs['ann']['id']}/websub",
                                 auths["ann"])
             assert [s["callback"] for s in listed["subscribers"]] == [callbacks.callback("/ws")]
+            # Its owner chooses sha1 through the web process; the workers read it from the store.
+            changed = await call("PATCH", f"/api/subscriptions/{subs['ann']['id']}/websub/"
+                                 f"{listed['subscribers'][0]['id']}", auths["ann"],
+                                 {"signature": "sha1"})
+            assert changed["subscriber"]["signature"] == "sha1"
 
             async with session.get(farm.opml_url) as answer:
                 opml = await answer.read()
@@ -182,6 +188,7 @@ async def test_web_processes_take_push_requests_and_reflector_workers_deliver(
             last = callbacks.to("/ws")[-1]
             assert last.headers["Content-Type"].startswith("application/atom+xml")
             assert parse_feed(last.body, url=topic).feed.self_link == topic
+            assert verify("ws secret", last.body, last.headers["X-Hub-Signature"]) == "sha1"
             log = await call("GET", f"/api/subscriptions/{subs['bob']['id']}/webhooks",
                              auths["bob"])
             assert log["webhooks"][0]["deliveries"][0]["status"] == 200

@@ -4,6 +4,7 @@ subscriptions, follows, and a change log that forgets nothing. Run against each 
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from feedmesh.store import FollowedSource, PushAttempt, PushTarget
@@ -150,6 +151,29 @@ def test_delivery_marks_start_where_given_move_only_forward_and_survive_resubscr
     hub_state.delete_push_target(two.id)
     hub_state.mark_push_targets({two.id: 99.0})  # deleted meanwhile: skipped
     assert [t.id for t in hub_state.push_targets()] == [one.id]
+
+
+def test_a_signature_method_is_saved_changed_and_kept_when_subscribing_again(
+        hub_state_opener):
+    state = hub_state_opener()
+    ann, _ = state.create_account("ann", 1.0)
+    sub = state.add_subscription(ann.id, name="", query="a", keep=5, reflector=0, now=1.0)
+    plain = state.save_push_target(_websub(sub.id, "http://cb.test/1"))
+    chosen = state.save_push_target(_websub(sub.id, "http://cb.test/2", signature="sha512"))
+    assert (plain.signature, chosen.signature) == ("sha256", "sha512")
+    changed = state.set_push_signature(plain.id, "sha1")
+    assert changed == msgspec.structs.replace(plain, signature="sha1")
+    assert state.set_push_signature(chosen.id + 999, "sha1") is None
+    # The subscriber subscribes again (the hub's default in the request): the owner's choice stays.
+    again = state.save_push_target(_websub(sub.id, "http://cb.test/1", secret="new",
+                                           signature="sha256"))
+    assert again.id == plain.id and (again.secret, again.signature) == ("new", "sha1")
+    state.close()
+    state = hub_state_opener()
+    try:
+        assert [t.signature for t in state.push_targets(sub.id)] == ["sha1", "sha512"]
+    finally:
+        state.close()
 
 
 def test_the_delivery_log_keeps_the_newest_attempts_of_each_target(hub_state):

@@ -62,8 +62,8 @@ def test_stores_opening_a_new_database_at_once_migrate_it_once(postgres_url):
         store.close()
     assert errors == [] and len(opened) == len(openers)
     assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4),
-                                      ("hub", 5), ("ingest", 1), ("ingest", 2), ("ingest", 3),
-                                      ("ownership", 1), ("reflector", 1)]
+                                      ("hub", 5), ("hub", 6), ("ingest", 1), ("ingest", 2),
+                                      ("ingest", 3), ("ownership", 1), ("reflector", 1)]
 
 
 def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
@@ -71,7 +71,7 @@ def test_a_database_a_newer_feedmesh_made_is_refused(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         conn.execute("INSERT INTO feedmesh_migrations (component, version) VALUES ('hub', 99)")
     with pytest.raises(StoreError, match=r"cannot open hub database postgresql://.*: its hub "
-                                         r"schema is at version 99, this feedmesh knows 5"):
+                                         r"schema is at version 99, this feedmesh knows 6"):
         PostgresHubState(postgres_url)
 
 
@@ -93,7 +93,7 @@ def test_a_hub_database_of_before_push_gains_its_tables(postgres_url):
     assert state.feed_secret(lambda: b"k" * 32) == b"k" * 32  # and the feed-URL key's (4)
     state.close()
     assert versions(postgres_url) == [("hub", 1), ("hub", 2), ("hub", 3), ("hub", 4),
-                                      ("hub", 5)]
+                                      ("hub", 5), ("hub", 6)]
 
 
 def test_an_ingest_database_of_before_the_entry_count_gains_it_counted(postgres_url):
@@ -138,6 +138,29 @@ def test_push_targets_of_before_the_marks_count_as_delivered_up_to_the_upgrade(p
     (target,) = state.push_targets()
     assert isinstance(target, PushTarget) and before - 5 <= target.delivered_before <= time.time()
     state.close()
+
+
+def test_push_targets_of_before_the_signature_method_sign_sha256_as_they_did(postgres_url):
+    from feedmesh.store.postgres_db import PostgresDatabase
+    from feedmesh.store.postgres_hub import COMPONENT, MIGRATIONS
+
+    PostgresDatabase(postgres_url, what="hub database", component=COMPONENT,
+                     migrations=MIGRATIONS[:5]).close()  # before the signature method
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute("INSERT INTO accounts (name, token_hash, created_at) VALUES "
+                     "('ann', 'x'::bytea, 1.0)")
+        conn.execute("INSERT INTO subscriptions (account_id, name, query, keep, reflector, "
+                     "generation, created_at, changed_at) SELECT id, '', 'a', 5, 0, 0, 1.0, 1.0 "
+                     "FROM accounts")
+        conn.execute("INSERT INTO push_targets (sub_id, kind, url, topic, format, secret, "
+                     "created_at, delivered_before) SELECT id, 'websub', 'http://cb.test/', "
+                     "'http://h/f/t.atom', 'atom1.0', 's', 1.0, 5.0 FROM subscriptions")
+    state = PostgresHubState(postgres_url)
+    (target,) = state.push_targets()
+    assert (target.signature, target.delivered_before) == ("sha256", 5.0)
+    assert state.set_push_signature(target.id, "sha1").signature == "sha1"
+    state.close()
+    assert ("hub", 6) in versions(postgres_url)
 
 
 def test_a_read_only_database_opens_and_refuses_writes_precisely(postgres_url):

@@ -137,3 +137,30 @@ def test_push_targets_of_before_the_marks_count_as_delivered_up_to_the_upgrade(t
     state.mark_push_targets({7: time.time() + 100})
     assert state.push_targets()[0].delivered_before > time.time() + 50
     state.close()
+
+
+def test_push_targets_of_before_the_signature_method_sign_sha256_as_they_did(tmp_path):
+    import sqlite3
+
+    from feedmesh.store.sqlite_hub import SQLiteHubState
+
+    SQLiteHubState(tmp_path / "hub.db").close()
+    old = sqlite3.connect(tmp_path / "hub.db")  # as a hub before the signature method left it
+    old.executescript("""
+        PRAGMA foreign_keys = OFF;
+        CREATE TABLE old_targets AS SELECT id, sub_id, kind, url, topic, format, secret,
+            lease_seconds, expires_at, created_at, delivered_before FROM push_targets;
+        DROP TABLE push_targets;
+        ALTER TABLE old_targets RENAME TO push_targets;
+        INSERT INTO push_targets VALUES (7, 1, 'websub', 'http://cb.test/', 'http://h/f/t.atom',
+            'atom1.0', 's', 60, 100.0, 1.0, 5.0);
+    """)
+    old.close()
+    state = SQLiteHubState(tmp_path / "hub.db")
+    (target,) = state.push_targets()
+    assert (target.id, target.signature, target.delivered_before) == (7, "sha256", 5.0)
+    assert state.set_push_signature(7, "sha1").signature == "sha1"
+    state.close()
+    state = SQLiteHubState(tmp_path / "hub.db")  # upgraded once: the choice stays
+    assert state.push_targets()[0].signature == "sha1"
+    state.close()

@@ -15,6 +15,7 @@ import msgspec
 from feedmesh import environment
 from feedmesh.compose.settings import (
     POLICY_NAMES,
+    SIGNATURE_METHODS,
     BusSettings,
     CrawlSettings,
     FetchSettings,
@@ -183,6 +184,12 @@ def add_push_arguments(parser: argparse.ArgumentParser, *, guard: bool = False) 
     group.add_argument("--push-verifications", metavar="N", type=integer,
                        default=_PUSH.max_verifications,
                        help="verifications of intent waiting at once (beyond: 429)")
+    group.add_argument("--websub-signature", metavar="METHOD", choices=SIGNATURE_METHODS,
+                       default=_PUSH.websub_signature,
+                       help="X-Hub-Signature method of a new WebSub subscriber's deliveries, "
+                       f"one of {', '.join(SIGNATURE_METHODS)} (default %(default)s; a feed's "
+                       "owner may choose another per subscriber, e.g. sha1 for an older "
+                       "PubSubHubbub 0.4 subscriber)")
 
 
 def push_settings(args: argparse.Namespace) -> PushSettings:
@@ -202,7 +209,8 @@ def push_settings(args: argparse.Namespace) -> PushSettings:
         timeout_s=args.push_timeout, max_in_flight=args.push_concurrency,
         max_deliveries_per_s=args.push_rate, max_verifications=args.push_verifications,
         max_subscribers_per_feed=args.websub_per_feed,
-        max_webhooks_per_subscription=args.webhooks_per_subscription)
+        max_webhooks_per_subscription=args.webhooks_per_subscription,
+        websub_signature=args.websub_signature)
 
 
 def push_guard(args: argparse.Namespace) -> FetchSettings:

@@ -18,9 +18,11 @@ from feedmesh.schedule import POLICY_NAMES, SchedulerSettings
 from feedmesh.websub.delivery import RetryPolicy
 from feedmesh.websub.hub_requests import LeaseBounds
 from feedmesh.websub.lease import SubscriberSettings
+from feedmesh.websub.signature import METHODS as SIGNATURE_METHODS
 
 __all__ = [
     "POLICY_NAMES",
+    "SIGNATURE_METHODS",
     "BusSettings",
     "CrawlSettings",
     "FetchSettings",

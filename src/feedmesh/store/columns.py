@@ -30,7 +30,7 @@ def subscription_columns(rows: Iterable[Sequence[float]]) -> dict[str, np.ndarra
 
 
 PUSH_TARGET_COLUMNS = ("id, sub_id, kind, url, topic, format, secret, lease_seconds, expires_at, "
-                       "created_at, delivered_before")
+                       "created_at, delivered_before, signature")
 PUSH_ATTEMPT_COLUMNS = "target_id, at, attempt, status, error, entries, elapsed_ms"
 
 
@@ -38,7 +38,8 @@ def push_target(row: Sequence) -> PushTarget:
     """A ``PUSH_TARGET_COLUMNS`` row."""
     return PushTarget(id=row[0], sub_id=row[1], kind=row[2], url=row[3], topic=row[4],
                       format=row[5], secret=row[6], lease_seconds=row[7], expires_at=row[8],
-                      created_at=row[9], delivered_before=row[10])
+                      created_at=row[9], delivered_before=row[10],
+                      signature=row[11])
 
 
 def push_attempt(row: Sequence) -> PushAttempt:

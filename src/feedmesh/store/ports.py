@@ -274,6 +274,10 @@ class PushTarget(msgspec.Struct, frozen=True, kw_only=True):
     """The delivery worker's durable mark: every entry a reflector stored (``stored_at``) before
     this time has been delivered (or given up on); 0: nothing yet. It only moves forward; after
     a restart the worker resends what its reflector holds from the mark on (at least once)."""
+    signature: str = "sha256"
+    """The HMAC method of a WebSub subscriber's ``X-Hub-Signature`` (one of
+    :data:`feedmesh.websub.signature.METHODS`): chosen when it subscribes (the hub's default),
+    changed by its feed's owner, kept when it subscribes again. Webhooks always sign sha256."""
 
 
 class PushAttempt(msgspec.Struct, frozen=True, kw_only=True):
@@ -373,6 +377,11 @@ class HubState(Protocol):
     def mark_push_targets(self, marks: Mapping[int, float]) -> None:
         """Move targets' ``delivered_before`` marks forward (never back); targets deleted
         meanwhile are skipped."""
+        ...
+
+    def set_push_signature(self, target_id: int, signature: str) -> PushTarget | None:
+        """Set a target's ``signature`` method (the caller checks it is one); the target as
+        it is now, or None when there is no such target."""
         ...
 
     def delete_push_target(self, target_id: int) -> bool: ...

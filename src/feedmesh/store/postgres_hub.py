@@ -157,6 +157,11 @@ MIGRATIONS = (
     ALTER TABLE push_targets ADD COLUMN delivered_before double precision NOT NULL DEFAULT 0;
     UPDATE push_targets SET delivered_before = extract(epoch from now());
     """,
+    # 6: each WebSub subscriber's X-Hub-Signature method (older PubSubHubbub 0.4 subscribers
+    # check sha1 only); targets of before signed sha256, as every delivery did
+    """
+    ALTER TABLE push_targets ADD COLUMN signature text NOT NULL DEFAULT 'sha256';
+    """,
 )
 
 FEED_URL_KEY = "feed_urls"
@@ -392,14 +397,14 @@ class PostgresHubState:
         with self._db.write(f"saving a {target.kind} push target") as cur:
             cur.execute(
                 "INSERT INTO push_targets (sub_id, kind, url, topic, format, secret, "
-                "lease_seconds, expires_at, created_at, delivered_before) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "lease_seconds, expires_at, created_at, delivered_before, signature) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (sub_id, kind, topic, url) DO UPDATE SET format = EXCLUDED.format, "
                 "secret = EXCLUDED.secret, lease_seconds = EXCLUDED.lease_seconds, "
                 f"expires_at = EXCLUDED.expires_at RETURNING {PUSH_TARGET_COLUMNS}",
                 (target.sub_id, target.kind, target.url, target.topic, target.format,
                  target.secret, target.lease_seconds, target.expires_at, target.created_at,
-                 target.delivered_before))
+                 target.delivered_before, target.signature))
             row = cur.fetchone()
         return push_target(row)
 
@@ -418,6 +423,13 @@ class PostgresHubState:
             cur.executemany("UPDATE push_targets SET delivered_before = "
                             "GREATEST(delivered_before, %s) WHERE id = %s",
                             [(mark, target_id) for target_id, mark in sorted(marks.items())])
+
+    def set_push_signature(self, target_id: int, signature: str) -> PushTarget | None:
+        with self._db.write(f"setting push target {target_id}'s signature") as cur:
+            cur.execute(f"UPDATE push_targets SET signature = %s WHERE id = %s "
+                        f"RETURNING {PUSH_TARGET_COLUMNS}", (signature, target_id))
+            row = cur.fetchone()
+        return push_target(row) if row is not None else None
 
     def delete_push_target(self, target_id: int) -> bool:
         with self._db.write(f"deleting push target {target_id}") as cur:

@@ -87,6 +87,7 @@ CREATE TABLE IF NOT EXISTS push_targets (
     expires_at REAL,
     created_at REAL NOT NULL,
     delivered_before REAL NOT NULL DEFAULT 0,
+    signature TEXT NOT NULL DEFAULT 'sha256',
     UNIQUE (sub_id, kind, topic, url)
 );
 CREATE TABLE IF NOT EXISTS push_attempts (
@@ -155,6 +156,12 @@ class SQLiteHubState:
                 # again after the upgrade).
                 db.execute("UPDATE push_targets SET delivered_before = "
                            "(julianday('now') - 2440587.5) * 86400.0")
+        if "signature" not in {row[1] for row in self._file.read(
+                "PRAGMA table_info(push_targets)")}:
+            # Targets of before signed sha256, as every delivery did: the default keeps them so.
+            with self._file.write("adding push_targets.signature") as db:
+                db.execute("ALTER TABLE push_targets ADD COLUMN signature TEXT NOT NULL "
+                           "DEFAULT 'sha256'")
 
     def legacy_feed_secret(self) -> bytes | None:
         """The feed-URL key as hubs before the key file kept it in this database (None: none),
@@ -317,14 +324,14 @@ class SQLiteHubState:
         with self._file.write(f"saving a {target.kind} push target") as db:
             db.execute(
                 "INSERT INTO push_targets (sub_id, kind, url, topic, format, secret, "
-                "lease_seconds, expires_at, created_at, delivered_before) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "lease_seconds, expires_at, created_at, delivered_before, signature) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (sub_id, kind, topic, url) DO UPDATE SET format = excluded.format, "
                 "secret = excluded.secret, lease_seconds = excluded.lease_seconds, "
                 "expires_at = excluded.expires_at",
                 (target.sub_id, target.kind, target.url, target.topic, target.format,
                  target.secret, target.lease_seconds, target.expires_at, target.created_at,
-                 target.delivered_before))
+                 target.delivered_before, target.signature))
             row = db.execute(f"SELECT {PUSH_TARGET_COLUMNS} FROM push_targets "
                              "WHERE sub_id = ? AND kind = ? AND topic = ? AND url = ?",
                              (target.sub_id, target.kind, target.topic, target.url)).fetchone()
@@ -345,6 +352,14 @@ class SQLiteHubState:
             db.executemany("UPDATE push_targets SET delivered_before = max(delivered_before, ?) "
                            "WHERE id = ?", [(mark, target_id)
                                             for target_id, mark in sorted(marks.items())])
+
+    def set_push_signature(self, target_id: int, signature: str) -> PushTarget | None:
+        with self._file.write(f"setting push target {target_id}'s signature") as db:
+            db.execute("UPDATE push_targets SET signature = ? WHERE id = ?",
+                       (signature, target_id))
+            row = db.execute(f"SELECT {PUSH_TARGET_COLUMNS} FROM push_targets WHERE id = ?",
+                             (target_id,)).fetchone()
+        return push_target(row) if row is not None else None
 
     def delete_push_target(self, target_id: int) -> bool:
         with self._file.write(f"deleting push target {target_id}") as db:

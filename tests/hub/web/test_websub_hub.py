@@ -7,6 +7,8 @@ retries and the drop after repeated failures."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import logging
 from typing import Any
@@ -376,3 +378,93 @@ async def test_a_failed_verification_logs_no_private_feed_url(hub_env, ann, capl
         await eventually(lambda: "websub_not_verified" in caplog.text)
     assert "127.0.0.2:9/cb" in caplog.text
     assert token not in caplog.text and "hub.topic" not in caplog.text
+
+
+def sha1_only_accepts(secret: str, delivery) -> bool:
+    """What an older PubSubHubbub 0.4 subscriber checks: ``sha1=`` and nothing else (any other
+    method, or none, it answers 200 and drops the body)."""
+    method, _, digest = delivery.headers.get("X-Hub-Signature", "").partition("=")
+    return method == "sha1" and hmac.compare_digest(
+        digest, hmac.new(secret.encode(), delivery.body, hashlib.sha1).hexdigest())
+
+
+async def test_a_sha1_only_subscriber_gets_verifiable_pushes_once_its_owner_chooses_sha1(
+        hub_env, ann):
+    sub = await filled_subscription(hub_env, ann)
+    topic, secret = sub["feed_urls"]["atom"], "a pubsubhubbub 0.4 secret"
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, topic, hub_secret=secret)
+        await eventually(lambda: subscriber.to("/cb"), timeout=60.0)
+        # Signed sha256 by default: such a subscriber drops every push (the issue).
+        first = subscriber.to("/cb")[0]
+        assert first.headers["X-Hub-Signature"].startswith("sha256=")
+        assert not sha1_only_accepts(secret, first)
+        status, body = await ann.call("GET", f"/api/subscriptions/{sub['id']}/websub")
+        (listed,) = body["subscribers"]
+        assert (listed["signed"], listed["signature"]) == (True, "sha256")
+
+        status, body = await ann.call(
+            "PATCH", f"/api/subscriptions/{sub['id']}/websub/{listed['id']}",
+            {"signature": "sha1"})
+        assert status == 200, body
+        assert (body["subscriber"]["id"], body["subscriber"]["signature"]) == (listed["id"],
+                                                                              "sha1")
+        status, body = await ann.call("GET", f"/api/subscriptions/{sub['id']}/websub")
+        assert body["subscribers"][0]["signature"] == "sha1"
+        saved = await hub_env.hub.io.call(hub_env.hub.state.push_targets, sub["id"])
+        assert [t.signature for t in saved] == ["sha1"]
+
+        # The farm keeps posting: the next pushes pass the sha1-only check.
+        seen = len(subscriber.to("/cb"))
+        await eventually(lambda: any(sha1_only_accepts(secret, d)
+                                     for d in subscriber.to("/cb")[seen:]), timeout=60.0)
+        accepted = next(n for n, d in enumerate(subscriber.to("/cb")) if n >= seen
+                        and sha1_only_accepts(secret, d))
+
+        # Subscribing again (as leases are renewed) keeps the owner's choice.
+        await subscribed(hub_env, subscriber, topic, hub_secret=secret, hub_lease_seconds="100")
+        await eventually(lambda: hub_env.hub.front.push_targets(sub["id"])[0].lease_seconds
+                         == 100)
+        (again,) = hub_env.hub.front.push_targets(sub["id"])
+        assert (again.id, again.signature) == (listed["id"], "sha1")
+        saved = await hub_env.hub.io.call(hub_env.hub.state.push_targets, sub["id"])
+        assert [(t.lease_seconds, t.signature) for t in saved] == [(100, "sha1")]
+        await eventually(lambda: len(subscriber.to("/cb")) > accepted + 1, timeout=60.0)
+        later = subscriber.to("/cb")[accepted:]
+        assert all(sha1_only_accepts(secret, d) for d in later), [
+            d.headers.get("X-Hub-Signature", "")[:8] for d in later]
+
+
+async def test_choosing_a_signature_method_is_checked_and_only_for_the_owner(hub_env, ann, bob):
+    sub = await filled_subscription(hub_env, ann, entries=1)
+    topic = sub["feed_urls"]["rss"]
+    async with loopback_subscriber() as subscriber:
+        await subscribed(hub_env, subscriber, topic, hub_secret="s")
+        (target,) = hub_env.hub.front.push_targets(sub["id"])
+        path = f"/api/subscriptions/{sub['id']}/websub/{target.id}"
+        for body, says in (({"signature": "md5"}, '"md5" is not an X-Hub-Signature method'),
+                           ({"signature": 1}, "1 is not an X-Hub-Signature method"),
+                           ({}, "signature is required")):
+            status, answer = await ann.call("PATCH", path, body)
+            error = assert_error(status, answer, 400, "invalid_signature")
+            assert says in error["message"] and "sha1, sha256, sha384, sha512" in error["message"]
+            assert error["field"] == "signature"
+        # Another account's subscriber, or one that is not there, is not found (and unchanged).
+        status, answer = await bob.call("PATCH", path, {"signature": "sha1"})
+        assert_error(status, answer, 404, "not_found")
+        status, answer = await ann.call(
+            "PATCH", f"/api/subscriptions/{sub['id']}/websub/{target.id + 999}",
+            {"signature": "sha1"})
+        assert_error(status, answer, 404, "not_found")
+        # A webhook is not a WebSub subscriber: its X-Feedmesh-Signature stays sha256.
+        status, made = await ann.call("POST", f"/api/subscriptions/{sub['id']}/webhooks",
+                                      {"url": subscriber.callback("/hook")})
+        assert status == 201, made
+        status, answer = await ann.call(
+            "PATCH", f"/api/subscriptions/{sub['id']}/websub/{made['webhook']['id']}",
+            {"signature": "sha1"})
+        assert_error(status, answer, 404, "not_found")
+        assert {t.signature for t in hub_env.hub.front.push_targets(sub["id"])} == {"sha256"}
+        # Case and spaces are forgiven; the method is stored as WebSub names it.
+        status, answer = await ann.call("PATCH", path, {"signature": " SHA512 "})
+        assert status == 200 and answer["subscriber"]["signature"] == "sha512"

@@ -1,6 +1,7 @@
 """What push sends: a WebSub fat ping (the topic's document, its ``Link`` header, signed with the
-subscriber's secret when it gave one) and a webhook's JSON of new entries (always signed), and the
-documents rendered for push, kept per version so the subscribers of one topic share them."""
+subscriber's secret when it gave one, by its target's method: sha256 unless its owner chose
+another) and a webhook's JSON of new entries (always signed, sha256), and the documents rendered
+for push, kept per version so the subscribers of one topic share them."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def websub_message(target: PushTarget, document: bytes,
     document and the ``Link`` header the topic is served with."""
     headers = {"Content-Type": CONTENT_TYPES[target.format], "Link": link}
     if target.secret:
-        headers["X-Hub-Signature"] = sign(target.secret, document, "sha256")
+        headers["X-Hub-Signature"] = sign(target.secret, document, target.signature)
     return document, headers
 
 

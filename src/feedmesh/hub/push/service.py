@@ -35,6 +35,7 @@ Every address is judged by the crawler's address guard (:mod:`.http`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import secrets
@@ -73,6 +74,7 @@ from feedmesh.websub.hub_requests import (
     denial_url,
     verification_url,
 )
+from feedmesh.websub.signature import METHODS
 
 __all__ = ["WEBHOOK", "WEBSUB", "PushService", "PushSettings"]
 
@@ -108,6 +110,17 @@ class PushSettings(msgspec.Struct, frozen=True, kw_only=True):
     sync_interval_s: float = 0.0
     """How often the targets are read again from the store, where other processes (web
     processes of their own) save them; 0: this process saves every target itself."""
+    websub_signature: str = "sha256"
+    """The ``X-Hub-Signature`` method a new WebSub subscriber's deliveries are signed with
+    (one of :data:`feedmesh.websub.signature.METHODS`; its feed's owner may choose another
+    per subscriber). sha256, as WebSub recommends: an HMAC with SHA-1 is not broken, but
+    SHA-1 is deprecated; sha1 only for the older PubSubHubbub 0.4 subscribers that check
+    nothing else (docs/websub-hub.md)."""
+
+    def __post_init__(self) -> None:
+        if self.websub_signature not in METHODS:
+            raise ValueError(f"PushSettings.websub_signature {self.websub_signature!r} is not "
+                             f"one of {', '.join(METHODS)}")
 
 
 class PrivateFeeds(Protocol):
@@ -408,7 +421,7 @@ class PushService:
                 sub_id=sub_id, kind=WEBSUB, url=request.callback, topic=request.topic,
                 format=fmt, secret=request.secret, lease_seconds=request.lease_seconds,
                 expires_at=now + request.lease_seconds, created_at=now,
-                delivered_before=now))
+                delivered_before=now, signature=self.settings.websub_signature))
         except StoreError as exc:  # e.g. the subscription was deleted meanwhile
             log.warning("websub_not_saved sub=%d error=%s", sub_id, exc)
             return False
@@ -416,6 +429,30 @@ class PushService:
         log.info("websub_subscribed target=%d sub=%d lease_s=%d", saved.id, sub_id,
                  request.lease_seconds)
         return True
+
+    async def set_signature(self, target: PushTarget, method: object) -> PushTarget:
+        """Sign the WebSub subscriber ``target``'s deliveries with ``method`` from now on (its
+        next subscription keeps it). Raises :class:`PushRefusedError` for an unknown method."""
+        if target.kind != WEBSUB:
+            raise PushRefusedError(400, "invalid_signature", "only WebSub subscribers choose "
+                                   "a signature method; webhooks sign X-Feedmesh-Signature "
+                                   "with sha256")
+        if not isinstance(method, str) or method.strip().lower() not in METHODS:
+            given = ("is required" if method is None
+                     else f"{json.dumps(method)[:40]} is not an X-Hub-Signature method")
+            raise PushRefusedError(400, "invalid_signature", f"signature {given}: give one "
+                                   f"of {', '.join(METHODS)}", field="signature",
+                                   allowed=list(METHODS))
+        saved = await self._io.call(self.state.set_push_signature, target.id,
+                                    method.strip().lower())
+        if saved is None:
+            raise PushRefusedError(404, "not_found", f"WebSub subscriber {target.id} is gone "
+                                   "(unsubscribed or its lease ran out)")
+        if saved.id in self.targets:
+            self.targets[saved.id] = saved
+        log.info("websub_signature target=%d sub=%d method=%s", saved.id, saved.sub_id,
+                 saved.signature)
+        return saved
 
     # -- webhooks ----------------------------------------------------------------------------
 

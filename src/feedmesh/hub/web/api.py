@@ -122,6 +122,7 @@ class Api:
             web.delete("/api/subscriptions/{id}", a(self.delete_subscription)),
             web.get("/api/subscriptions/{id}/entries", a(self.subscription_entries)),
             web.get("/api/subscriptions/{id}/websub", a(self.list_websub)),
+            web.patch("/api/subscriptions/{id}/websub/{target}", a(self.change_websub)),
             web.get("/api/subscriptions/{id}/websub/{target}/deliveries",
                     a(self.websub_deliveries)),
             web.get("/api/subscriptions/{id}/webhooks", a(self.list_webhooks)),
@@ -321,6 +322,19 @@ class Api:
         return _json({"subscribers": [
             websub_subscriber_json(t, (await self.hub.push_attempts(t.id))[:5])
             for t in self.hub.push_targets(sub.id) if t.kind == "websub"]})
+
+    async def change_websub(self, request: web.Request, account: Account) -> web.Response:
+        """Choose how a WebSub subscriber of this feed's deliveries are signed:
+        ``{"signature": "sha1"}`` for an older PubSubHubbub 0.4 subscriber that checks nothing
+        else (docs/websub-hub.md)."""
+        found = await self._target(request, account, "websub", "target", "WebSub subscriber")
+        body = await self._body(request)
+        try:
+            changed = await self.hub.set_push_signature(found, body.get("signature"))
+        except PushRefusedError as exc:
+            raise push_error(exc) from exc
+        return _json({"subscriber": websub_subscriber_json(
+            changed, (await self.hub.push_attempts(changed.id))[:5])})
 
     async def websub_deliveries(self, request: web.Request, account: Account) -> web.Response:
         found = await self._target(request, account, "websub", "target", "WebSub subscriber")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from feedmesh import __version__
+from feedmesh.websub.signature import METHODS as SIGNATURE_METHODS
 
 __all__ = ["openapi"]
 
@@ -112,8 +113,11 @@ _SCHEMAS: dict[str, Any] = {
                                                               "#/components/schemas/Delivery"},
                                    "description": "the last attempts, newest first"}),
     "WebSubSubscriber": _object(
-        ("id", "callback", "format", "signed", "lease_seconds", "expires_at", "created_at"),
+        ("id", "callback", "format", "signed", "signature", "lease_seconds", "expires_at",
+         "created_at"),
         id=_ID, callback=_STR, format=_STR, signed={"type": "boolean"},
+        signature={"type": "string", "enum": list(SIGNATURE_METHODS),
+                   "description": "the X-Hub-Signature method of its deliveries when signed"},
         lease_seconds={"type": "integer"}, expires_at={"type": ["number", "null"]},
         created_at={"type": "number"},
         deliveries={"type": "array", "items": {"$ref": "#/components/schemas/Delivery"},
@@ -129,6 +133,9 @@ def openapi(base_url: str) -> dict[str, Any]:
     hook_path = {"parameters": [*sub_path["parameters"],
                                 {"name": "hook", "in": "path", "required": True,
                                  "schema": _ID}]}
+    target_path = {"parameters": [*sub_path["parameters"],
+                                  {"name": "target", "in": "path", "required": True,
+                                   "schema": _ID}]}
     webhook = _object(("webhook",), webhook=_ref("Webhook"))
     subscription = _object(("subscription",), subscription=_ref("Subscription"))
 
@@ -192,10 +199,17 @@ def openapi(base_url: str) -> dict[str, Any]:
                                           ("subscribers",), subscribers={
                                               "type": "array",
                                               "items": _ref("WebSubSubscriber")}))})},
+            "/api/subscriptions/{id}/websub/{target}": {
+                **target_path,
+                "patch": op("Choose the X-Hub-Signature method of a WebSub subscriber's "
+                            "deliveries (sha256 by default; sha1 for PubSubHubbub 0.4 "
+                            "subscribers that check only sha1); kept when it subscribes again",
+                            {"200": _answer("OK", _object(
+                                ("subscriber",), subscriber=_ref("WebSubSubscriber")))},
+                            _json_body(_object(("signature",), signature={
+                                "type": "string", "enum": list(SIGNATURE_METHODS)})))},
             "/api/subscriptions/{id}/websub/{target}/deliveries": {
-                "parameters": [*sub_path["parameters"],
-                               {"name": "target", "in": "path", "required": True,
-                                "schema": _ID}],
+                **target_path,
                 "get": op("A WebSub subscriber's delivery log, newest first",
                           {"200": _answer("OK", _object(
                               ("deliveries",), deliveries={"type": "array",

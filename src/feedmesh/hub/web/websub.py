@@ -42,6 +42,7 @@ def websub_subscriber_json(target: PushTarget,
     """A WebSub subscription as its feed's owner (and its subscriber) sees it."""
     return {"id": target.id, "callback": redact_credentials(target.url),
             "format": target.format, "signed": bool(target.secret),
+            "signature": target.signature,
             "lease_seconds": target.lease_seconds, "expires_at": target.expires_at,
             "created_at": target.created_at, "deliveries": [attempt_json(a) for a in attempts]}
 

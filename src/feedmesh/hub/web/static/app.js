@@ -198,7 +198,28 @@ async function loadPush(id, panel) {
   }
   const subscribers = element("ul", { class: "websub" });
   for (const s of websub.subscribers) {
-    subscribers.append(element("li", { text: `${s.callback} · ${s.format}${s.signed ? " · signed" : ""} · until ${when(s.expires_at)}` }));
+    const item = element("li", { "data-testid": "websub-subscriber" },
+                         `${s.callback} · ${s.format}${s.signed ? " · signed" : ""} · until ${when(s.expires_at)}`);
+    if (s.signed) {
+      // sha256 unless its subscriber checks only sha1 (PubSubHubbub 0.4): docs/websub-hub.md
+      const method = element("select", { "aria-label": "X-Hub-Signature method",
+                                         "data-testid": "websub-signature-" + s.id });
+      for (const m of ["sha256", "sha1", "sha384", "sha512"]) {
+        const option = element("option", { value: m, text: m });
+        if (m === s.signature) option.selected = true;
+        method.append(option);
+      }
+      const problem = element("span", { class: "error", role: "alert" });
+      method.addEventListener("change", async () => {
+        problem.textContent = "";
+        try {
+          await api("PATCH", `/api/subscriptions/${id}/websub/${s.id}`, { signature: method.value });
+          await loadPush(id, panel);
+        } catch (error) { problem.textContent = error.message; }
+      });
+      item.append(" · ", element("label", {}, "X-Hub-Signature ", method), " ", problem);
+    }
+    subscribers.append(item);
   }
   panel.replaceChildren(element("h3", { text: "Webhooks" }), list, form,
                         element("h3", { text: "WebSub subscribers" }),
