@@ -111,7 +111,7 @@ async def test_changing_guids_are_not_new_twice(faulty_farm, tmp_path):
     store = SQLiteStore(tmp_path / "guids.db")
     async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",))) as fetcher:
         crawler = Crawler(store, fetcher, SystemClock())
-        (fid,) = await crawler.add_feeds([farm.feed_url(index)])
+        (_fid,) = await crawler.add_feeds([farm.feed_url(index)])
         first = await crawler.crawl()
         second = await crawler.crawl()
         await crawler.aclose()

@@ -498,7 +498,8 @@ async def test_a_batch_commits_while_the_one_before_is_handed_on_and_order_is_ke
 
 
 async def test_a_hand_on_that_fails_loses_no_entry_and_stalls_no_fetch(site, tmp_path):
-    """A bug downstream (the consumer's ``ingested`` raises once): the cycle still ends (no fetch waits
+    """A bug downstream (the consumer's ``ingested`` raises once): the cycle still ends (no fetch
+    waits
     forever), and the next commit hands on every entry that was stored but not handed on."""
     base, s = site
     for name in "abcd":

@@ -4,6 +4,7 @@ clock, so hours of posting pass in seconds and the farm's request log is in the 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from bisect import bisect_left
 from collections import Counter
 
@@ -25,8 +26,9 @@ HOST_PER_MINUTE = 6
 
 
 def settings(**overrides) -> SchedulerSettings:
-    fields = dict(policy="feedmesh", budget_per_feed_per_day=96.0, host_max_per_minute=HOST_PER_MINUTE,
-                  host_min_spacing_s=5.0, first_fetch_spread_s=1800.0)
+    fields = {"policy": "feedmesh", "budget_per_feed_per_day": 96.0,
+              "host_max_per_minute": HOST_PER_MINUTE, "host_min_spacing_s": 5.0,
+              "first_fetch_spread_s": 1800.0}
     fields.update(overrides)
     return SchedulerSettings(**fields)
 
@@ -56,7 +58,8 @@ async def run_for(farm: FarmServer, clock: AcceleratedClock, path, snapshot, rea
     return live
 
 
-def record_grants(live: ScheduledCrawler, crawler: Crawler, grants: list[tuple[str, float]]) -> None:
+def record_grants(live: ScheduledCrawler, crawler: Crawler,
+                  grants: list[tuple[str, float]]) -> None:
     """Log (host, instant) of every fetch the scheduler grants, on the clock it was given."""
     pop_due = live.scheduler.pop_due
 
@@ -110,7 +113,7 @@ async def test_politeness_budget_and_restart_without_a_burst(farm_and_clock, tmp
         times.sort()
         busiest = max(bisect_left(times, t + 60.0) - i for i, t in enumerate(times))
         assert busiest <= HOST_PER_MINUTE, f"{host}: {busiest} fetches granted within 60 s"
-        assert min(b - a for a, b in zip(times, times[1:])) >= 5.0 - 1e-6
+        assert min(b - a for a, b in itertools.pairwise(times)) >= 5.0 - 1e-6
     # On the wire: every request the farm saw was one the scheduler granted (nothing bypasses
     # it). Arrival times are not checked against the 60 s window: at 1,800x one real millisecond
     # between the grant and the farm's handler is 1.8 farm seconds, so a fetch granted at the end
@@ -121,7 +124,7 @@ async def test_politeness_budget_and_restart_without_a_burst(farm_and_clock, tmp
         arrivals.setdefault(r.host, []).append(r.farm_time)
     for times in arrivals.values():
         times.sort()
-        gaps = sorted(b - a for a, b in zip(times, times[1:]))
+        gaps = sorted(b - a for a, b in itertools.pairwise(times))
         assert gaps[len(gaps) // 10] >= 5.0 - 0.5  # 90% of gaps honour the spacing exactly
     # Budget: 96 fetches a feed a day is 4 an hour; over ~6 hours of 60 feeds, well under 2x.
     hours = (clock.now() - ORIGIN) / 3600
@@ -160,7 +163,7 @@ async def test_a_page_that_is_not_a_feed_waits_for_the_fetch_states_backoff(tmp_
     page = live.crawler.states[feed_id]
     assert page.last_outcome == "not_a_feed" and page.errors == len(fetched) >= 3
     base = BackoffPolicy().base_s  # what the crawler's fetch state uses
-    for k, (a, b) in enumerate(zip(fetched, fetched[1:])):
+    for k, (a, b) in enumerate(itertools.pairwise(fetched)):
         assert b - a >= 0.98 * base * 2**k, f"fetch {k + 2} came {b - a:.0f} s after the last"
     assert live.scheduler.status(str(feed_id)).next_due_at >= page.not_before
 

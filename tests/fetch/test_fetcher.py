@@ -78,7 +78,7 @@ async def test_extra_headers_are_sent_and_checked(server):
         await fetcher.fetch(f"{base}/echo")
     assert rec.requests[-1].headers["FeedEx-Peer"] == "8400"
     for bad in (("Bad Name", "x"), ("X-Split", "a\r\nInjected: 1"), ("", "x")):
-        with pytest.raises(ValueError, match="FetchSettings.headers"):
+        with pytest.raises(ValueError, match=r"FetchSettings\.headers"):
             FetchSettings(headers=(bad,))
 
 
@@ -194,7 +194,7 @@ async def test_redirect_loop_and_limit(server, fetcher):
 @pytest.mark.parametrize("target", ["http://10.1.2.3/feed", "http://169.254.169.254/latest/",
                                     "http://[::1]:9/x", "http://192.168.0.1/"])
 async def test_redirect_to_private_address_is_blocked(server, target):
-    base, rec = server
+    base, _rec = server
     settings = FetchSettings(allow_networks=("127.0.0.1/32",), total_timeout_s=2.0)
     async with Fetcher(settings) as fetcher:
         result = await fetcher.fetch(f"{base}/redirect/302?to={target}")

@@ -9,9 +9,10 @@ from feedmesh.fetch.redact import redact_credentials
 
 
 @pytest.mark.parametrize("text, shown", [
-    ("https://ann:hunter2@example.org/feed: HTTP 500", "https://ann:***@example.org/feed: HTTP 500"),
-    ("http://a/b then https://u:p@h/x to http://v:q%40r@i/", "http://a/b then https://u:***@h/x "
-     "to http://v:***@i/"),
+    ("https://ann:hunter2@example.org/feed: HTTP 500",
+     "https://ann:***@example.org/feed: HTTP 500"),
+    ("http://a/b then https://u:p@h/x to http://v:q%40r@i/",
+     ("http://a/b then https://u:***@h/x to http://v:***@i/")),
     ("https://ann@example.org/feed", "https://ann@example.org/feed"),  # a user name alone
     ("mailto:x@y.org and https://h/p?mail=a@b.c", "mailto:x@y.org and https://h/p?mail=a@b.c"),
     ("no url at all", "no url at all"),

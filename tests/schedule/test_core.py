@@ -31,7 +31,8 @@ def test_indexed_heap_pops_in_order_after_random_moves_and_removals():
             due.pop(slot, None)
         else:
             when = float(rng.random() * 1000)
-            kernels.heap_update(table.heap_keys, table.heap_slots, table.heap_n, table.I, slot, when)
+            kernels.heap_update(table.heap_keys, table.heap_slots, table.heap_n, table.I, slot,
+                                when)
             due[slot] = when
     assert table.heap_n[0] == len(due)
     popped = []

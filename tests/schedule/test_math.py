@@ -94,7 +94,7 @@ def _brute_oracle(feeds, fetches):
             return 0.0
         result = np.inf
         for cuts in itertools.combinations(range(len(times) - 1), k - 1):
-            ends, start, delay = list(cuts) + [len(times) - 1], 0, 0.0
+            ends, start, delay = [*cuts, len(times) - 1], 0, 0.0
             for end in ends:
                 delay += sum(times[end] - times[i] for i in range(start, end + 1))
                 start = end + 1
@@ -102,7 +102,7 @@ def _brute_oracle(feeds, fetches):
         return result
 
     total = sum(len(t) for t in feeds)
-    return min(sum(best(t, k) for t, k in zip(feeds, ks))
+    return min(sum(best(t, k) for t, k in zip(feeds, ks, strict=True))
                for ks in itertools.product(*[range(1, len(t) + 1) for t in feeds])
                if sum(ks) <= fetches) / total
 

@@ -79,7 +79,7 @@ def test_evenly_spaced_plans_continue_from_the_last_fetch_when_their_period_chan
     batches = scheduler.policy.refit(_context(scheduler, now))  # rates moved: new periods
     assert batches and len(batches[0].slots)
     batch = batches[0]
-    for slot, period, origin in zip(batch.slots, batch.period_s, batch.origin_s):
+    for slot, origin in zip(batch.slots, batch.origin_s, strict=True):
         last = fetched[scheduler.feed_id_of(int(slot))]
         assert origin == pytest.approx(last)  # the new rhythm starts at the last fetch
         assert scheduler.plan_of(int(slot)) is not None

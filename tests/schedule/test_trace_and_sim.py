@@ -53,7 +53,7 @@ def test_synthetic_trace_round_trips_through_csv(tmp_path):
     write_trace(trace, tmp_path / "s.csv")
     again = load_trace(tmp_path / "s.csv")
     assert again.feed_ids == trace.feed_ids
-    for a, b in zip(trace.times, again.times):
+    for a, b in zip(trace.times, again.times, strict=True):
         assert np.allclose(a, b, atol=1e-3)
 
 

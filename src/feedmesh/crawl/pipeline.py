@@ -586,7 +586,8 @@ class Crawler:
 
     async def _commit_loop(self, queue: asyncio.Queue[_Pending | None]) -> None:
         """Takes the waiting updates a batch at a time and commits them. A batch's entries are
-        handed on (:meth:`CrawlEvents.ingested`) while the next batch commits, so the store and the bus work
+        handed on (:meth:`CrawlEvents.ingested`) while the next batch commits, so the store and the
+        bus work
         at the same time; they still leave in the order they were stored (a batch's hand-on
         begins once the one before it has ended), and at most one batch waits to be handed on
         (backpressure reaches the fetches as before). Taking turns instead, at case (b) with
@@ -682,7 +683,7 @@ class Crawler:
                 self._handed_upto = await self._db.call(self.store.max_entry_id)
             fenced: list[int] = []
             ingested = await self._db.call(self.store.apply, [p.update for p in batch], fenced)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever stopped the commit, the batch is redone
             # Nothing of this batch is stored: forget what its fetches taught us too (their
             # validators would hide the uncommitted entries behind 304s), and tell each caller.
             _commit_log.log(logging.ERROR, type(exc).__name__,

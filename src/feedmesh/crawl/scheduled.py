@@ -20,6 +20,7 @@ the real or an accelerated clock), instead of every feed every interval.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -162,10 +163,8 @@ class ScheduledCrawler:
     def remove_feed(self, feed_id: int) -> None:
         """Stop scheduling ``feed_id``."""
         self.live.discard(feed_id)
-        try:
+        with contextlib.suppress(UnknownFeedError):
             self.scheduler.remove_feed(str(feed_id))
-        except UnknownFeedError:
-            pass
 
     def next_fetch_at(self, feed_id: int) -> float | None:
         """When the scheduler will fetch ``feed_id`` next (None: not scheduled, or being fetched
@@ -275,10 +274,8 @@ class ScheduledCrawler:
             self.scheduler.release(feed_id, now=self.clock.now())
             self._wake.set()
             return
-        try:
+        with contextlib.suppress(UnknownFeedError):  # removed while it was being fetched
             self.scheduler.record(report_of(feed_id, outcome, live=int(feed_id) in self.live))
-        except UnknownFeedError:  # removed while it was being fetched
-            pass
         self._follow_host_pauses(self.clock.now())  # a pause this fetch began, held at once
         self._wake.set()
         if self.on_fetched is not None:

@@ -113,7 +113,7 @@ class Fetcher:
                                 failure.message, failure.status)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a bug or an aiohttp surprise must not take the crawl down
+        except Exception as exc:  # noqa: BLE001 - a bug or an aiohttp surprise must not stop the crawl
             return self._failed(request, fetched_at, started, progress,
                                 FetchOutcome.PROTOCOL_ERROR,
                                 f"unexpected {type(exc).__name__} fetching {request.url}: {exc}",

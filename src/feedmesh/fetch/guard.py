@@ -2,7 +2,8 @@
 network.
 
 By default every destination that is not a public unicast address is refused: loopback, private
-(RFC 1918, ULA), link-local (including the 169.254.169.254 cloud metadata service), CGNAT, multicast,
+(RFC 1918, ULA), link-local (including the 169.254.169.254 cloud metadata service), CGNAT,
+multicast,
 reserved, unspecified, and the IPv6 forms that carry such an IPv4 address (IPv4-mapped, NAT64,
 6to4, Teredo). The check runs on the *resolved* addresses of
 every hop (the resolver below wraps aiohttp's), so neither a DNS name pointing at 10.0.0.1 nor a

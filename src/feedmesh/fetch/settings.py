@@ -58,7 +58,8 @@ class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
                 f"max_body_bytes (got {self.max_body_bytes} and {self.max_decoded_bytes})"
             )
         if not 0 <= self.max_redirects <= 20:
-            raise ValueError(f"FetchSettings.max_redirects must be in 0..20, got {self.max_redirects}")
+            raise ValueError("FetchSettings.max_redirects must be in 0..20, got "
+                             f"{self.max_redirects}")
         if self.per_host_connections < 1 or self.max_connections < 1:
             raise ValueError("FetchSettings: connection limits must be >= 1")
         for name, value in self.headers:
@@ -74,4 +75,5 @@ class FetchSettings(msgspec.Struct, frozen=True, kw_only=True):
             try:
                 ipaddress.ip_network(block, strict=False)
             except ValueError as exc:
-                raise ValueError(f"FetchSettings.allow_networks: {block!r} is not a CIDR block") from exc
+                raise ValueError(f"FetchSettings.allow_networks: {block!r} is not a CIDR "
+                                 "block") from exc

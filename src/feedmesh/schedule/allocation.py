@@ -141,7 +141,8 @@ def cgm_freshness_allocation(rates: np.ndarray, weights: np.ndarray, budget: flo
                              warm: dict[str, float] | None = None) -> np.ndarray:
     """Fetches per day maximizing sum w_i F(lambda_i / f_i), F(r) = (1 - e^-r)/r, sum f_i = budget.
 
-    KKT: f_i = 0 when w_i / lambda_i <= mu, else g(r_i) = mu lambda_i / w_i and f_i = lambda_i / r_i.
+    KKT: f_i = 0 when w_i / lambda_i <= mu, else g(r_i) = mu lambda_i / w_i and f_i = lambda_i /
+    r_i.
     Fast-changing feeds get nothing (the effect the paper measured as a 40,105-minute delay);
     ``floors`` (e.g. one fetch per T_max) are applied inside the optimization, not after it.
     """

@@ -144,12 +144,13 @@ def _plot(window: SimWindow, policies: list[str], budgets: list[float], path: st
     for name, values in curves.items():
         axes.plot(budgets, values, marker="o", label=name)
     # the oracle is 0 once there are more fetches than postings: not drawable on a log axis
-    shown = [(b, o) for b, o in zip(budgets, oracle) if o > 0]
+    shown = [(b, o) for b, o in zip(budgets, oracle, strict=True) if o > 0]
     if shown:
         label = "oracle bound (clairvoyant)"
         if len(shown) < len(budgets):
-            label += f"; 0 from {min(b for b, o in zip(budgets, oracle) if o <= 0):g}/day"
-        axes.plot(*zip(*shown), linestyle="--", color="grey", label=label)
+            first_zero = min(b for b, o in zip(budgets, oracle, strict=True) if o <= 0)
+            label += f"; 0 from {first_zero:g}/day"
+        axes.plot(*zip(*shown, strict=True), linestyle="--", color="grey", label=label)
     axes.set_title(f"mean delay against the budget ({len(window.feed_ids)} feeds, "
                    f"{window.test_days:g} test days)")
     axes.set_xlabel("fetches per feed per day")

@@ -54,7 +54,8 @@ def assign_clusters(points: np.ndarray, centroids: np.ndarray, *,
 def fit_kmeans(points: np.ndarray, k: int, rng: np.random.Generator, *,
                init: np.ndarray | None = None, iterations: int = 50,
                tolerance: float = 1e-7) -> np.ndarray:
-    """Centroids (k x d) of ``points`` (n x d). Fewer distinct points than k: k-means on what exists,
+    """Centroids (k x d) of ``points`` (n x d). Fewer distinct points than k: k-means on what
+    exists,
     padded with copies so the caller always gets k rows."""
     n, d = points.shape
     if n == 0:

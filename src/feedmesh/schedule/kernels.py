@@ -29,7 +29,8 @@ import math
 import numpy as np
 
 __all__ = [
-    "FULL_RECHECK_S", "F_FIELDS", "I_FIELDS", "K_FIELDS", "MODE_ADAPTIVE", "MODE_ADAPTIVE_LITERAL", "MODE_PLAN",
+    "FULL_RECHECK_S", "F_FIELDS", "I_FIELDS", "K_FIELDS", "MODE_ADAPTIVE", "MODE_ADAPTIVE_LITERAL",
+    "MODE_PLAN",
     "bucket_refill", "heap_remove", "heap_update", "learn_batch", "next_allowed", "plan_next",
     "pop_due", "push", "record_success", "replan", "respace_line",
 ]

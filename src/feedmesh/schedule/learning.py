@@ -100,7 +100,7 @@ class LearnedState:
         grow = new - self._capacity
 
         def pad(a: np.ndarray) -> np.ndarray:
-            return np.concatenate([a, np.zeros((grow,) + a.shape[1:], dtype=a.dtype)])
+            return np.concatenate([a, np.zeros((grow, *a.shape[1:]), dtype=a.dtype)])
 
         self.ring = pad(self.ring)
         self.long_hourly = pad(self.long_hourly)
@@ -112,7 +112,7 @@ class LearnedState:
     def reset_slot(self, slot: int, observed_since: float, *, reused: bool = False) -> None:
         """Forget a slot (a new feed takes it; ``reused``: another feed held it before)."""
         if reused and self._pending_slots:  # drop the previous holder's observations
-            pairs = [(s, t) for s, t in zip(self._pending_slots, self._pending_times)]
+            pairs = [(s, t) for s, t in zip(self._pending_slots, self._pending_times, strict=True)]
             self._pending_slots = [s[s != slot] for s, _ in pairs]
             self._pending_times = [t[s != slot] for s, t in pairs]
         self.ring[slot] = 0
@@ -198,7 +198,8 @@ class LearnedState:
         self._decay_to(now)
         slots = np.asarray(slots, dtype=np.int64)
         n = len(slots)
-        if n and slots[0] == 0 and slots[-1] == n - 1 and (n == 1 or bool((np.diff(slots) == 1).all())):
+        if n and slots[0] == 0 and slots[-1] == n - 1 and (
+                n == 1 or bool((np.diff(slots) == 1).all())):
             ring = self.ring[:n]  # the common case: every slot, in order; no copy
         else:
             ring = self.ring[slots]

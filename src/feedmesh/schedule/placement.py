@@ -33,7 +33,8 @@ __all__ = ["RateGrid", "expected_delay", "place_batch"]
 
 
 class RateGrid:
-    """Piecewise-constant periodic rates for a batch of feeds: ``rates[g, B]`` on bins of ``width``."""
+    """Piecewise-constant periodic rates for a batch of feeds: ``rates[g, B]`` on bins of
+    ``width``."""
 
     def __init__(self, rates: np.ndarray, width: float) -> None:
         self.rates = np.maximum(np.asarray(rates, dtype=np.float64), 0.0)
@@ -65,11 +66,13 @@ class RateGrid:
     def moment(self, rows: np.ndarray, t: np.ndarray) -> np.ndarray:
         """G(t) = integral_0^t lambda(u) u du for t in [0, P]."""
         _, local, k = self._split(np.minimum(t, self.period * (1 - 1e-15)))
-        return self.cum_moment[rows, k] + self.rates[rows, k] * (local**2 - self.edges[k] ** 2) / 2.0
+        return (self.cum_moment[rows, k]
+                + self.rates[rows, k] * (local**2 - self.edges[k] ** 2) / 2.0)
 
 
 def expected_delay(grid: RateGrid, positions: np.ndarray) -> np.ndarray:
-    """Expected total delay per period of each feed fetched at ``positions[g, m]`` (sorted, in [0, P)).
+    """Expected total delay per period of each feed fetched at ``positions[g, m]`` (sorted, in [0,
+    P)).
 
     Sum over postings of (next fetch - posting time), in rate units x time^2 (divide by the expected
     count per period for the mean delay of one posting).

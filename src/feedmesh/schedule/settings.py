@@ -97,7 +97,8 @@ class SchedulerSettings(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     hint_max_s: float = DAY_S
     """ttl, Cache-Control max-age and Expires can delay a fetch by at most this much."""
     honour_skip_hours: bool = True
-    """Honour RSS skipHours/skipDays (unless they cover every hour or day; then they are ignored)."""
+    """Honour RSS skipHours/skipDays (unless they cover every hour or day; then they are
+    ignored)."""
     websub_safety_interval_s: float = DAY_S
     """Feeds whose WebSub push is live are polled only this often, as a safety net."""
 

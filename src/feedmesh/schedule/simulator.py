@@ -1,4 +1,5 @@
-"""Replay a posting trace against a policy, driving the real :class:`Scheduler` with a simulated clock.
+"""Replay a posting trace against a policy, driving the real :class:`Scheduler` with a simulated
+clock.
 
 The loop is the crawler's loop with the network replaced by the trace::
 
@@ -98,7 +99,7 @@ def window_of(trace: Trace, *, days: float | None = 90.0, train_days: float = 14
                          path=trace.source)
     ids, hosts, times = [], [], []
     dropped = 0
-    for feed_id, host, series in zip(trace.feed_ids, trace.hosts, trace.times):
+    for feed_id, host, series in zip(trace.feed_ids, trace.hosts, trace.times, strict=True):
         if only_complete_feeds and (len(series) == 0 or series[0] > start):
             dropped += 1
             continue
@@ -181,7 +182,7 @@ def simulate(window: SimWindow, settings: SchedulerSettings, *, feed_size: int =
     feed_start = feed_end - sizes
     seen = np.empty(n, dtype=np.int64)
     feed_of_slot = np.zeros(max(n, 1), dtype=np.int64)
-    for i, (feed_id, host) in enumerate(zip(window.feed_ids, window.hosts)):
+    for i, (feed_id, host) in enumerate(zip(window.feed_ids, window.hosts, strict=True)):
         a, b = feed_start[i], feed_end[i]
         k = a + int(np.searchsorted(times[a:b], t0, side="right"))
         scheduler.add_feed(feed_id, now=t0, host=host, history=times[a:k].tolist(),

@@ -174,7 +174,7 @@ def write_trace(trace: Trace, path: str | Path) -> None:
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["feed_id", "host", "published_utc"])
-        for feed_id, host, series in zip(trace.feed_ids, trace.hosts, trace.times):
+        for feed_id, host, series in zip(trace.feed_ids, trace.hosts, trace.times, strict=True):
             stamps = np.datetime_as_string((series * 1e3).astype("datetime64[ms]"), unit="ms")
             for stamp in stamps:
                 writer.writerow([feed_id, host, f"{stamp}Z"])

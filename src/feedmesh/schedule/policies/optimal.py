@@ -88,7 +88,7 @@ class OptimalPolicy(Policy):
             self._centroids = centroids.copy()
         placed = self._placed
         groups: dict[int, set[int]] = {}
-        for label, count in zip(labels[changed], counts[changed]):
+        for label, count in zip(labels[changed], counts[changed], strict=True):
             if (int(count), int(label)) not in placed:
                 groups.setdefault(int(count), set()).add(int(label))
         for count, clusters in groups.items():
@@ -97,7 +97,7 @@ class OptimalPolicy(Policy):
                 rows = place_batch(centroids[order], HOUR_S, count // 7)
             else:  # Theorem 3 on the daily profile repeated over the week
                 rows = place_batch(np.tile(centroids[order], (1, 7)), HOUR_S, count)
-            for cluster, row in zip(order, rows):
+            for cluster, row in zip(order, rows, strict=True):
                 placed[(count, cluster)] = row
         batches = []
         rows = np.flatnonzero(changed)
