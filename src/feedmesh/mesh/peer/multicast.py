@@ -92,7 +92,8 @@ def entry_from_record(entry: dict[str, Any], republished_by: str | None, feed: s
     key = _text(entry, "key", 2048) or _text(entry, "guid", 2048) or _text(entry, "id", 2048)
     if not key:
         return None
-    title, link, summary = _text(entry, "title"), _text(entry, "link", 2048), _text(entry, "summary")
+    title, link = _text(entry, "title"), _text(entry, "link", 2048)
+    summary = _text(entry, "summary")
     categories = (f"republished-by:{republished_by}",) if republished_by else ()
     guid = _text(entry, "guid", 2048) or ("" if key.startswith("hash:") else key)
     # the hash of the whole entry as the feed's document has it (a republished record carries

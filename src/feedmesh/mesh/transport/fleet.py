@@ -48,7 +48,8 @@ def digest(wire: bytes) -> bytes:
 
 
 def fleet_address(index: int, net: str = "127.4") -> str:
-    """Endpoint ``index``'s own loopback address: ``127.4.0.1`` .. ``127.4.0.250``, ``127.4.1.1``..."""
+    """Endpoint ``index``'s own loopback address: ``127.4.0.1`` .. ``127.4.0.250``,
+    ``127.4.1.1``..."""
     return f"{net}.{index // 250}.{1 + index % 250}"
 
 
@@ -272,7 +273,7 @@ class Fleet:
             if proc.is_alive():
                 try:
                     await asyncio.wait_for(self.call(index, "stop"), timeout=10)
-                except (FleetError, OSError, asyncio.TimeoutError):
+                except (TimeoutError, FleetError, OSError):
                     pass
         for proc in self._procs:
             proc.join(timeout=5)

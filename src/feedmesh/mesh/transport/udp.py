@@ -1,4 +1,5 @@
-"""A UDP endpoint that drives one sans-IO :class:`~feedmesh.mesh.overlay.ScribeNode` on a real socket.
+"""A UDP endpoint that drives one sans-IO :class:`~feedmesh.mesh.overlay.ScribeNode` on a real
+socket.
 
 It does for one node what the simulator does for all, through the mesh's one live driver loop
 (:class:`~feedmesh.mesh.transport.driver.NodeDriver`, which the FeedEx HTTP transport runs too):
@@ -323,7 +324,8 @@ class UdpNode:
             self._send_later(data, to)
             return
         stranger = self._stranger(to)
-        if not stranger.queue and stranger.sent + len(data) <= stranger.received * self.amplification:
+        allowed = stranger.received * self.amplification
+        if not stranger.queue and stranger.sent + len(data) <= allowed:
             stranger.sent += len(data)
             self._send_later(data, to)
             return
