@@ -359,7 +359,8 @@ class ScribeExchange:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.join_timeout_s
         self._join_deadline = deadline
-        while not self.endpoint.node.pastry.joined and loop.time() < deadline:
+        # ASYNC110: ``joined`` is a field of the sans-IO node, which has no event to set: polled.
+        while not self.endpoint.node.pastry.joined and loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         if not self.endpoint.node.pastry.joined:
             self._next_bootstrap()   # the groups are joined meanwhile, and again once we are in

@@ -4,9 +4,9 @@ socket.
 It does for one node what the simulator does for all, through the mesh's one live driver loop
 (:class:`~feedmesh.mesh.transport.driver.NodeDriver`, which the FeedEx HTTP transport runs too):
 hands it each datagram (``receive(now, sender, message)``), wakes it at ``next_deadline()``
-(``fire``), and sends what ``take()`` returns. Time is the event loop's clock (monotonic seconds), injected into the node on
-every call. Several endpoints share one process and one loop; each binds its own loopback address
-and port (``127.0.4.x``).
+(``fire``), and sends what ``take()`` returns. Time is the event loop's clock (monotonic seconds),
+injected into the node on every call. Several endpoints share one process and one loop; each binds
+its own loopback address and port (``127.0.4.x``).
 
 Link latency is emulated on the way out: each datagram leaves after the pair's one-way latency
 (by default 25 ms +-10%, fixed per pair like the simulator's matrix, so each link stays FIFO).
