@@ -185,7 +185,8 @@ async def test_two_peers_and_a_republisher_from_the_readme(tmp_path: Path) -> No
             delays = sorted(shown_at[key] - republisher.multicast[key][0] for key in expected)
             print(f"\nmulticast -> newsboat shows it: {len(delays)} items, median "
                   f"{delays[len(delays) // 2] * 1000:.0f} ms, max {delays[-1] * 1000:.0f} ms "
-                  f"(each newsboat reload took {min(reloads) * 1000:.0f}-{max(reloads) * 1000:.0f} ms)")
+                  f"(each newsboat reload took {min(reloads) * 1000:.0f}-"
+                  f"{max(reloads) * 1000:.0f} ms)")
             assert delays[-1] < 1.0, delays
 
             # every entry came by multicast, verified, to both peers; marked as republished

@@ -105,7 +105,7 @@ async def test_discover_fetches_a_key_named_by_uri_and_checks_its_fingerprint() 
         async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",))) as fetcher:
             found = await discover(fetcher.fetch, f"{base}/feed/good")
             assert found.public_key == text and found.group == f"{base}/feed/good"
-            with pytest.raises(NotMulticast, match="has fingerprint .* refused"):
+            with pytest.raises(NotMulticast, match=r"has fingerprint .* refused"):
                 await discover(fetcher.fetch, f"{base}/feed/bad")
             with pytest.raises(NotMulticast, match="cannot fetch"):
                 await discover(fetcher.fetch, f"{base}/nothing")
