@@ -36,6 +36,7 @@ import aiohttp
 from feedmesh.farm import FarmConfig, FarmServer
 
 ORIGIN = 1_760_000_000.0
+_REPOSITORY = Path(__file__).resolve().parent.parent   # resolved once, not in the event loop
 ROLES = ("filter", "reflector", "crawler")
 
 
@@ -52,7 +53,7 @@ async def _feedmesh(*argv: str) -> tuple[int, str]:
 
 
 async def _kill_run(kills: int, feeds: int, polled: int, seed: int) -> dict:
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package
+    sys.path.insert(0, str(_REPOSITORY))  # the tests package
     from tests.hub.test_distributed_faults import held, oracle, subscriptions
     from tests.upprocess import running_up
 
@@ -159,7 +160,7 @@ async def _until(check, seconds: float, what: str):
 
 async def _nats_node_kill_run(feeds: int, seed: int) -> dict:
     """``up --nats-cluster 3``: the node leading the articles stream killed mid-run."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests package
+    sys.path.insert(0, str(_REPOSITORY))  # the tests package
     from tests.hub.test_distributed_faults import held, oracle, subscriptions
     from tests.upprocess import running_up
 

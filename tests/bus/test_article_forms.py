@@ -14,10 +14,10 @@ import msgspec
 import pytest
 
 from feedmesh.clock import ManualClock
-from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.hub.idcodec import decode_ids
 from feedmesh.hub.messages import Article, Matched, article_of, decode, encode
 from feedmesh.hub.metrics import HubMetrics
+from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.match.packed import PACKED_VERSION
 from feedmesh.model import Entry
 from feedmesh.store import IngestedEntry

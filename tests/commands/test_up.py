@@ -243,8 +243,8 @@ def test_up_maps_from_scratch_only_when_no_feed_had_an_owner(tmp_path):
     """`up --by-locality`'s first mapping is fresh when the feeds were only just placed by the
     crawlers' provisional rule; once the table holds owners (an earlier `up` or `map --apply`),
     it reassigns from them (few feeds move)."""
-    from feedmesh.compose.processes import _owned_before
     from feedmesh.compose import open_feed_ownership
+    from feedmesh.compose.processes import _owned_before
 
     hub = tmp_path / "hub"
     assert not _owned_before("", hub)                     # no database yet

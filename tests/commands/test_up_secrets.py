@@ -34,7 +34,8 @@ def test_the_credentials_are_made_once_closed_to_others_and_kept(tmp_path):
     token = first.token_file.read_bytes()
     seed = first.nats.path("crawler").read_bytes()
     again = lock_up(tmp_path)
-    assert again.token_file.read_bytes() == token and again.nats.path("crawler").read_bytes() == seed
+    assert again.token_file.read_bytes() == token
+    assert again.nats.path("crawler").read_bytes() == seed
     assert stat.S_IMODE((tmp_path / "secrets").stat().st_mode) == 0o700
     for path in (first.token_file, *(first.nats.path(r) for r in first.nats.public_keys)):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

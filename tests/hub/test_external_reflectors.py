@@ -61,56 +61,56 @@ async def test_reflectors_in_their_own_processes_serve_and_survive_a_kill(tmp_pa
                             external_reflectors=tuple(f"http://{a}" for a in listens))
     reflectors = [start_reflector(tmp_path, nats_url, namespace, n, listens[n]) for n in (0, 1)]
     try:
-        async with FarmServer(config) as farm, aiohttp.ClientSession() as session:
-            async with running_hub(settings, "127.0.2.10", 0, resolver=StaticResolver({}),
-                                   bus=nats_url, bus_namespace=namespace) as (hub, base):
-                subs = []
-                for name in ("ann", "bob"):  # accounts 1 and 2: reflectors 1 and 0
-                    account, _ = await hub.front.create_account(name)
-                    sub = await hub.front.add_subscription(account.id, name="", query=QUERY,
-                                                     keep=5000)
-                    subs.append(sub)
-                assert sorted(s.reflector for s in subs) == [0, 1]
-                await hub.add_feeds([farm.feed_url(i) for i in range(30)])
-                urls = [f"{base}/f/{hub.front.feed_token(s)}.rss" for s in subs]
+        async with (FarmServer(config) as farm, aiohttp.ClientSession() as session,
+                    running_hub(settings, "127.0.2.10", 0, resolver=StaticResolver({}),
+                                bus=nats_url, bus_namespace=namespace) as (hub, base)):
+            subs = []
+            for name in ("ann", "bob"):  # accounts 1 and 2: reflectors 1 and 0
+                account, _ = await hub.front.create_account(name)
+                sub = await hub.front.add_subscription(account.id, name="", query=QUERY,
+                                                       keep=5000)
+                subs.append(sub)
+            assert sorted(s.reflector for s in subs) == [0, 1]
+            await hub.add_feeds([farm.feed_url(i) for i in range(30)])
+            urls = [f"{base}/f/{hub.front.feed_token(s)}.rss" for s in subs]
 
-                async def both_filled() -> bool:
-                    return all([len(await hub.front.feed_items(s.id)) >= 5 for s in subs])
+            async def both_filled() -> bool:
+                return all([len(await hub.front.feed_items(s.id)) >= 5 for s in subs])
 
-                await eventually(both_filled, timeout=60)
-                await hub.stop_crawling()  # no more crawling; what was published is drained below
-                await hub.crawler.aclose()
-                assert await hub.drain(timeout=60)
-                before = [await fetch(session, url) for url in urls]
-                assert [status for status, _, _ in before] == [200, 200]
-                assert all(etag for _, etag, _ in before)
+            await eventually(both_filled, timeout=60)
+            await hub.stop_crawling()  # no more crawling; what was published is drained below
+            await hub.crawler.aclose()
+            assert await hub.drain(timeout=60)
+            before = [await fetch(session, url) for url in urls]
+            assert [status for status, _, _ in before] == [200, 200]
+            assert all(etag for _, etag, _ in before)
 
-                # Reflector 0 dies without a word; its feed is unavailable, not broken.
-                zero = next(n for n, s in enumerate(subs) if s.reflector == 0)
-                reflectors[0].send_signal(signal.SIGKILL)
-                reflectors[0].wait(30)
-                # (Within a second: a web process reuses a feed's version that long.)
-                async def unavailable() -> bool:
-                    async with session.get(urls[zero]) as answer:
-                        body = await answer.read()
-                        retry = answer.headers.get("Retry-After", "")
-                    if answer.status != 503:
-                        return False
-                    # a reader is told when to come back: an up restarts the reflector
-                    assert b'"feed_unavailable"' in body and retry.isdigit() and \
-                        1 <= int(retry) <= 30, (body, retry)
-                    return True
+            # Reflector 0 dies without a word; its feed is unavailable, not broken.
+            zero = next(n for n, s in enumerate(subs) if s.reflector == 0)
+            reflectors[0].send_signal(signal.SIGKILL)
+            reflectors[0].wait(30)
+            # (Within a second: a web process reuses a feed's version that long.)
+            async def unavailable() -> bool:
+                async with session.get(urls[zero]) as answer:
+                    body = await answer.read()
+                    retry = answer.headers.get("Retry-After", "")
+                if answer.status != 503:
+                    return False
+                # a reader is told when to come back: an up restarts the reflector
+                assert b'"feed_unavailable"' in body and retry.isdigit() and \
+                    1 <= int(retry) <= 30, (body, retry)
+                return True
 
-                await eventually(unavailable, timeout=10, interval=0.5)  # under the rate limit
-                other = 1 - zero
-                assert (await fetch(session, urls[other], before[other][1]))[0] == 304
-                reflectors[0] = start_reflector(tmp_path, nats_url, namespace, 0, listens[0])
-                # The same validators: a reader's copy is still current...
-                assert (await fetch(session, urls[zero], before[zero][1]))[0] == 304
-                # ...and the same content for one that has none.
-                again = await fetch(session, urls[zero])
-                assert again[:2] == (200, before[zero][1])
-                assert again[2] == before[zero][2]
+            await eventually(unavailable, timeout=10, interval=0.5)  # under the rate limit
+            other = 1 - zero
+            assert (await fetch(session, urls[other], before[other][1]))[0] == 304
+            reflectors[0] = start_reflector(tmp_path, nats_url, namespace, 0, listens[0])
+            # The same validators: a reader's copy is still current...
+            assert (await fetch(session, urls[zero], before[zero][1]))[0] == 304
+            # ...and the same content for one that has none.
+            again = await fetch(session, urls[zero])
+            assert again[:2] == (200, before[zero][1])
+            assert again[2] == before[zero][2]
     finally:
         for process in reflectors:
             if process.poll() is None:

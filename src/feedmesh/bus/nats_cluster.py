@@ -34,8 +34,9 @@ found" (a node not yet told of a stream just made)."""
 async def prepare_placed(admin: Any, subjects: Sequence[str],
                          groups: Sequence[tuple[str, str]] = (), *,
                          timeout: float = 60.0) -> None:
-    """``admin.prepare(subjects, groups)`` (a JetStreamBus with the admin's key), tried again while the cluster settles (see
-    :data:`_SETTLING`); NatsServerError once ``timeout`` seconds have passed."""
+    """``admin.prepare(subjects, groups)`` (a JetStreamBus with the admin's key), tried again
+    while the cluster settles (see :data:`_SETTLING`); NatsServerError once ``timeout`` seconds
+    have passed."""
     deadline = time.monotonic() + timeout
     while True:
         try:

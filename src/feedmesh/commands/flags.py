@@ -33,9 +33,9 @@ from feedmesh.compose.settings import (
 )
 
 __all__ = ["add_bus", "add_data", "add_fetch_arguments", "add_log_level", "add_push_arguments",
-           "add_reflector_token", "add_serve_arguments", "add_state", "add_store", "add_web_limits", "bus_settings",
-           "fetch_settings", "parse_address", "parse_shard", "push_guard", "push_settings",
-           "serve_settings", "web_limits", "worker_settings"]
+           "add_reflector_token", "add_serve_arguments", "add_state", "add_store", "add_web_limits",
+           "bus_settings", "fetch_settings", "parse_address", "parse_shard", "push_guard",
+           "push_settings", "serve_settings", "web_limits", "worker_settings"]
 
 _PUSH = PushSettings()
 _LIMITS = WebLimits()

@@ -118,7 +118,8 @@ def _figures(url: str, token_file: str = "") -> dict[str, float]:
     headers = {}
     if token_file:
         try:
-            headers["Authorization"] = f"Bearer {read_token(token_file, 'reflector token').decode()}"
+            token = read_token(token_file, "reflector token").decode()
+            headers["Authorization"] = f"Bearer {token}"
         except SecretFileError:
             return {}
     try:

@@ -27,6 +27,7 @@ address) from which a client bootstraps with one fetch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter, deque
 from collections.abc import Iterable
@@ -122,10 +123,8 @@ class Republisher:
     async def run(self, interval: float, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.poll_once()
-            try:
+            with contextlib.suppress(TimeoutError):   # the interval passed: poll again
                 await asyncio.wait_for(stop.wait(), interval)
-            except TimeoutError:
-                pass
 
     async def _poll(self, url: str) -> int:
         etag, modified = self._validators.get(url, ("", ""))

@@ -302,7 +302,8 @@ def scrape(url: str, token_file: str = "") -> Scrape:
     headers = {}
     if token_file:
         try:
-            headers["Authorization"] = f"Bearer {read_token(token_file, 'reflector token').decode()}"
+            token = read_token(token_file, "reflector token").decode()
+            headers["Authorization"] = f"Bearer {token}"
         except SecretFileError as exc:
             raise CommandError(str(exc)) from exc
     if not url.rstrip("/").endswith("/metrics"):

@@ -40,7 +40,7 @@ class Net:
     def add(self, i: int, feeds: list[str], *, tracker: bool = False, **settings) -> FeedExNode:
         """A started node (its timers run) subscribed to ``feeds``."""
         s = replace(self.settings, **settings)
-        node = FeedExNode(address(i), s, weights={f: 1.0 for f in feeds},
+        node = FeedExNode(address(i), s, weights=dict.fromkeys(feeds, 1.0),
                           tracker=TRACKER if tracker else None)
         self.nodes[node.address] = node
         self.delivered[node.address] = []

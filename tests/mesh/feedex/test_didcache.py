@@ -11,7 +11,7 @@ from feedmesh.mesh.feedex import BloomFilter, DidCache
 
 
 def did(i: int) -> bytes:
-    return hashlib.sha1(str(i).encode()).digest()
+    return hashlib.sha1(str(i).encode(), usedforsecurity=False).digest()
 
 
 @given(st.lists(st.binary(min_size=1, max_size=40), max_size=300), st.integers(1, 200))

@@ -1,4 +1,5 @@
-"""The wire format: every message round-trips; bad bytes give a clear MessageError, never a crash."""
+"""The wire format: every message round-trips; bad bytes give a clear MessageError, never a
+crash."""
 
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def _setup(freeloading: bool):
 
 
 def test_a_child_in_debt_repays_by_adopting_its_parent_elsewhere_and_is_kept():
-    feeds, parent, child, first = _setup(freeloading=False)
+    _, parent, child, first = _setup(freeloading=False)
     assert parent.counters["repayment-asked"] >= 1
     assert parent.counters["balance-dropped"] == 0 and not parent.shunned
     assert child.handle.id in parent.groups[first].children

@@ -72,7 +72,7 @@ def test_a_strangers_flood_leaves_every_structure_within_its_bound_and_recovery_
             wire = rng.randbytes(4000)
             receive(other, Route(group, Publish(group, i, wire), other, 50_000 + i))
             receive(other, Item(group, i, wire))
-        for i in range(300):
+        for _ in range(300):
             groups = (gid, *(near | rng.getrandbits(24) for _ in range(200)))
             receive(stranger, Rumour(groups, (10**12,) * len(groups)))
             receive(stranger, Heartbeat(gid, (stranger.id,), 10**12))

@@ -118,7 +118,7 @@ def test_routing_tables_prefer_the_lower_latency_node_per_slot():
                 rivals = [other for other in nodes if other.id in node.rtt
                           and node.table.slot(other.id) == node.table.slot(holder.id)]
                 chosen += 1
-                best = min(rivals + [by_id[holder.id]],
+                best = min([*rivals, by_id[holder.id]],
                            key=lambda o: latency(node.handle.addr, o.handle.addr))
                 better_known += best.id != holder.id
     assert chosen > 200

@@ -1,5 +1,6 @@
 """Scribe trees in the simulator: delivery down the tree, gap recovery from the parent's buffer,
-re-joining when a parent goes silent, root hand-over, forged records stopped, the whole experiment."""
+re-joining when a parent goes silent, root hand-over, forged records stopped, the whole
+experiment."""
 
 from __future__ import annotations
 
@@ -220,7 +221,8 @@ def test_late_subscribers_under_new_forwarders_still_get_the_buffered_records():
     sim.run_until(sim.now + 3.0)
     for _ in range(3):
         wire = writer.append({"id": str(writer.seq + 1)})
-        sim.act(nodes[0].handle.addr, lambda n, now, w=wire, s=writer.seq: n.publish(now, URL, s, w))
+        sim.act(nodes[0].handle.addr,
+                lambda n, now, w=wire, s=writer.seq: n.publish(now, URL, s, w))
     sim.run_until(sim.now + 1.0)
     for node in late:
         sim.act(node.handle.addr, lambda n, now: n.subscribe(now, URL, writer.feed))

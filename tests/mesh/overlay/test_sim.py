@@ -1,4 +1,5 @@
-"""The simulator itself: links 25 ms +-10%, symmetric and fixed per pair; time only moves with it."""
+"""The simulator itself: links 25 ms +-10%, symmetric and fixed per pair; time only moves with
+it."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def run(stripes: int, feed_children: int = 20):
 
 
 def test_stripes_spread_the_forwarding_so_no_node_carries_more_than_its_share():
-    one_load, one_interior = run(1)
+    one_load, _ = run(1)
     striped_load, striped_interior = run(16)
     pushed_down = run.pushed_down   # children handed down to a sibling, none lost (run checks)
     unbounded_load, _ = run(16, feed_children=0)

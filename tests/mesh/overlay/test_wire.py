@@ -27,7 +27,8 @@ MESSAGES = [
     m.Route(G, s.Publish(G, 9, b"\x00signed"), H, 2), m.RouteAck(5), m.StateRows((H, H)),
     m.JoinDone(()), m.Announce(), m.LeafPing(), m.LeafPing((H,)), m.LeafRequest(),
     m.LeafReply((H,)), m.RowRequest(3), m.Leaving(), m.Probe(12.5), m.Pong(0.25),
-    s.JoinAck(G, (1, G), 4), s.Item(G, 1, b"r", True), s.Redirect(G, H), s.Adopt(G), s.Adopt(G, True),
+    s.JoinAck(G, (1, G), 4), s.Item(G, 1, b"r", True), s.Redirect(G, H), s.Adopt(G),
+    s.Adopt(G, True),
     s.Heartbeat(G, (), 0), s.Refresh(G), s.Unsubscribe(G), s.Recover(G, (1, 2, 3)),
     s.Rumour((G, 7), (3, 0), True), s.Vouch(G, (4,)),
 ]

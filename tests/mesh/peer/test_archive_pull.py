@@ -42,7 +42,8 @@ async def test_entries_no_longer_in_the_feed_come_back_from_peers(mesh):
     assert len(gone_from_feed) >= cap
     assert gone_from_feed <= now_held  # what the feed no longer lists came back from the peer
     # and they are real posts of the feed, with the publisher's guids and titles
-    truth = {mesh.guid(FEED, post) for post in mesh.farm.truth(FEED, since=TEST_ORIGIN - 86400.0 * 365)}
+    posts = mesh.farm.truth(FEED, since=TEST_ORIGIN - 86400.0 * 365)
+    truth = {mesh.guid(FEED, post) for post in posts}
     assert gone_from_feed <= truth
     assert late.archive.received[answer["holder"]] >= len(gone_from_feed)
     assert keeper.feedex.transport.stats["archive_served"] == 1

@@ -53,7 +53,8 @@ def test_rfc_appendix_b_numbers(bits, expected):
     assert canonical_bytes(number) == expected.encode()
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1: "non-string key"}, {"x": object()}])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), {1: "non-string key"}, {"x": object()}])
 def test_values_without_a_canonical_form_are_refused_with_a_reason(bad):
     with pytest.raises(NotCanonicalizable, match="cannot canonicalize"):
         canonical_bytes(bad)

@@ -138,8 +138,8 @@ async def test_the_republish_command(tmp_path: Path) -> None:
                 line = await asyncio.wait_for(process.stdout.readline(), 30)
                 assert line, (await process.stderr.read()).decode()
                 lines.append(line.decode().strip())
-            assert lines[0] == f"feed {urls[0]} key={keys.identity()} republication=true " \
-                               f"bootstrap=127.0.4.30:{port}"
+            assert lines[0] == (f"feed {urls[0]} key={keys.identity()} republication=true "
+                                f"bootstrap=127.0.4.30:{port}")
             base = f"http://127.0.4.30:{http_port}"
             assert f"http {base}/opml" in lines
             # a client bootstraps with one HTTP fetch of the republisher's feed
@@ -187,8 +187,10 @@ async def test_the_republish_command(tmp_path: Path) -> None:
 def test_bad_key_folder_is_a_clear_error(tmp_path: Path) -> None:
     opml = tmp_path / "x.opml"
     opml.write_bytes(render_opml("x", [OpmlOutline(url="http://127.0.4.99/feed")]))
-    done = subprocess.run(check=False, args=[sys.executable, "-m", "feedmesh.cli", "republish", "--opml", str(opml),
-                           "--key", str(tmp_path / "nokeys"), "--listen", "127.0.4.29:0"],
+    done = subprocess.run(check=False,
+                          args=[sys.executable, "-m", "feedmesh.cli", "republish",
+                                "--opml", str(opml), "--key", str(tmp_path / "nokeys"),
+                                "--listen", "127.0.4.29:0"],
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert done.returncode == 2

@@ -58,7 +58,8 @@ class Process:
         self.process = process
         self.stdout: list[str] = []
         self.stderr: list[str] = []
-        self.multicast: dict[str, tuple[float, str, int]] = {}   # entry key -> (wall time, url, seq)
+        # entry key -> (wall time, url, seq)
+        self.multicast: dict[str, tuple[float, str, int]] = {}
         self._readers = [asyncio.create_task(self._read(process.stdout, self.stdout)),
                          asyncio.create_task(self._read(process.stderr, self.stderr))]
 
@@ -183,8 +184,9 @@ async def test_two_peers_and_a_republisher_from_the_readme(tmp_path: Path) -> No
             assert set(republisher.multicast) == expected
             delays = sorted(shown_at[key] - republisher.multicast[key][0] for key in expected)
             print(f"\nmulticast -> newsboat shows it: {len(delays)} items, median "
-                  f"{delays[len(delays) // 2] * 1000:.0f} ms, max {delays[-1] * 1000:.0f} ms (each newsboat "
-                  f"reload took {min(reloads) * 1000:.0f}-{max(reloads) * 1000:.0f} ms)")
+                  f"{delays[len(delays) // 2] * 1000:.0f} ms, max {delays[-1] * 1000:.0f} ms "
+                  f"(each newsboat reload took {min(reloads) * 1000:.0f}-"
+                  f"{max(reloads) * 1000:.0f} ms)")
             assert delays[-1] < 1.0, delays
 
             # every entry came by multicast, verified, to both peers; marked as republished

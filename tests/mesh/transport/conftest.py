@@ -47,8 +47,8 @@ def ring_complete(nodes: list[UdpNode]) -> bool:
 async def subscribed(nodes: list[UdpNode], group: int) -> None:
     """Wait until every node has a place in the group's tree."""
     def attached() -> bool:
-        return all(n.closed or (g := n.node.groups.get(group)) is not None
-                   and (g.parent is not None or g.root) for n in nodes)
+        return all(n.closed or ((g := n.node.groups.get(group)) is not None
+                   and (g.parent is not None or g.root)) for n in nodes)
     await eventually(attached, timeout=20, what="every subscriber attached to the tree")
 
 

@@ -43,7 +43,8 @@ async def test_records_reach_every_endpoint_in_every_worker_and_survive_churn() 
 
         async def all_joined() -> bool:
             return sum(s["joined"] for s in await status()) == 29
-        await eventually(all_joined, interval=0.2, timeout=20, what="29 endpoints joined the overlay")
+        await eventually(all_joined, interval=0.2, timeout=20,
+                         what="29 endpoints joined the overlay")
 
         writer = FeedWriter(SigningKey.generate(), URL)
         now = publisher.now()
@@ -52,7 +53,8 @@ async def test_records_reach_every_endpoint_in_every_worker_and_survive_churn() 
 
         async def all_attached() -> bool:
             return sum(s["attached"] for s in await status()) == 29
-        await eventually(all_attached, interval=0.2, timeout=20, what="29 subscribers attached to the tree")
+        await eventually(all_attached, interval=0.2, timeout=20,
+                         what="29 subscribers attached to the tree")
 
         genuine = set()
 
@@ -69,7 +71,8 @@ async def test_records_reach_every_endpoint_in_every_worker_and_survive_churn() 
 
         async def everyone_has_3() -> bool:
             return await holding(3) == 29
-        await eventually(everyone_has_3, interval=0.2, timeout=15, what="every subscriber got records 1-3")
+        await eventually(everyone_has_3, interval=0.2, timeout=15,
+                         what="every subscriber got records 1-3")
 
         # 20% die at once, the group's root among them
         roots: list[tuple[int, int]] = []

@@ -65,7 +65,8 @@ async def test_a_gap_missing_from_every_buffer_comes_from_the_http_feed() -> Non
                 assert reader.counters["skipped-seqs"] == 1 and reader.counters["http-fetches"] >= 1
                 node = reader.endpoint.node
                 if node.groups[group_id(url)].parent is not None:       # the root has none
-                    assert node.counters["recover-asked"] >= 1           # the parent was asked first
+                    # the parent was asked first
+                    assert node.counters["recover-asked"] >= 1
             assert served
             # the chain goes on from record 3: record 4 arrives down the tree as usual
             nodes[0].publish(url, 4, writer.append({"key": "k4", "title": "entry 4"}))
@@ -104,7 +105,7 @@ async def test_discover_fetches_a_key_named_by_uri_and_checks_its_fingerprint() 
         async with Fetcher(FetchSettings(allow_networks=("127.0.0.0/8",))) as fetcher:
             found = await discover(fetcher.fetch, f"{base}/feed/good")
             assert found.public_key == text and found.group == f"{base}/feed/good"
-            with pytest.raises(NotMulticast, match="has fingerprint .* refused"):
+            with pytest.raises(NotMulticast, match=r"has fingerprint .* refused"):
                 await discover(fetcher.fetch, f"{base}/feed/bad")
             with pytest.raises(NotMulticast, match="cannot fetch"):
                 await discover(fetcher.fetch, f"{base}/nothing")

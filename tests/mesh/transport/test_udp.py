@@ -55,7 +55,8 @@ async def test_forged_items_are_refused_and_counted(rogue) -> None:
 
         good = writer.append({"id": "2"})
         tampered = good.replace(b'"id":"2"', b'"id":"3"')        # one byte changed
-        impostor = FeedWriter(SigningKey.generate(), URL, feed=writer.feed, head=(1, record_hash(first)))
+        impostor = FeedWriter(SigningKey.generate(), URL, feed=writer.feed,
+                              head=(1, record_hash(first)))
         wrong_key = impostor.append({"id": "2"})
         unsigned = RECORD_MAGIC + bytes(64) + good[68:]
         gid = group_id(URL)
@@ -114,7 +115,8 @@ async def test_a_killed_parent_is_repaired_around() -> None:
         publisher.publish(URL, 1, writer.append({"id": "1"}))
         await eventually(lambda: all(seqs(n) == [1] for n in subscribers), timeout=10)
 
-        # kill the node, not the publisher, that is the parent of the most (the root, or a forwarder)
+        # kill the node, not the publisher, that is the parent of the most (the root, or a
+        # forwarder)
         def orphans_of(candidate) -> list:
             return [n for n in nodes if n is not candidate and (g := n.node.groups.get(gid))
                     and g.parent is not None and g.parent.id == candidate.handle.id]

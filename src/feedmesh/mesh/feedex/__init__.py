@@ -4,7 +4,8 @@ The front door. Pure, sans-IO cores only: :class:`FeedExNode` (the peer's protoc
 :class:`Tracker` (the list server), the wire format (:mod:`.messages`), and the discrete-event
 simulation that drives many nodes on the mesh's one event loop (:mod:`.sim`). The node speaks the
 mesh's one dialect (:mod:`feedmesh.mesh.sansio`): a transport feeds it the messages it receives,
-fires it at ``next_deadline()`` and carries out what ``take()`` and ``take_deliveries()`` give. Layers, bottom-up::
+fires it at ``next_deadline()`` and carries out what ``take()`` and ``take_deliveries()`` give.
+Layers, bottom-up::
 
     settings, messages, didcache, subsets
     events, peers, tracker, phases

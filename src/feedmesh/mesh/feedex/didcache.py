@@ -64,7 +64,8 @@ class DidCache:
     def __init__(self, exact: int = 1000, bloom_capacity: int = 100_000,
                  error_rate: float = 0.01) -> None:
         if exact < 1 or bloom_capacity < 1:
-            raise ValueError(f"exact and bloom_capacity must be >= 1, got {exact}, {bloom_capacity}")
+            raise ValueError(
+                f"exact and bloom_capacity must be >= 1, got {exact}, {bloom_capacity}")
         self._exact = exact
         # an OrderedDict: dropping the oldest of a plain dict (del d[next(iter(d))]) skips the
         # dead slots left by earlier deletions, 5 us a call at 4,096 keys against 0.6
@@ -98,7 +99,8 @@ class DidCache:
         if did in self._latest:
             return True
         current, previous = self._current, self._previous
-        return (current is not None and did in current) or (previous is not None and did in previous)
+        return ((current is not None and did in current)
+                or (previous is not None and did in previous))
 
     def __len__(self) -> int:
         """Dids remembered (exactly or not)."""

@@ -75,7 +75,8 @@ class Bundle(msgspec.Struct, frozen=True):
 
 
 class Holder(msgspec.Struct, frozen=True, array_like=True):
-    """An answer to a query: ``address`` holds ``count`` entries of the feed, newest at ``newest``."""
+    """An answer to a query: ``address`` holds ``count`` entries of the feed, newest at
+    ``newest``."""
 
     address: Address
     count: Annotated[int, Meta(ge=0)]
@@ -138,7 +139,8 @@ class PutEntries(msgspec.Struct, frozen=True, tag="put_entries"):
 
 
 class QueryFeed(msgspec.Struct, frozen=True, tag="query_feed"):
-    """Who holds entries of ``feed`` published in [since, until]? Relayed ``hops_left`` more hops."""
+    """Who holds entries of ``feed`` published in [since, until]? Relayed ``hops_left`` more
+    hops."""
 
     qid: Annotated[bytes, Meta(min_length=8, max_length=32)]
     feed: Url

@@ -1,4 +1,5 @@
-"""FeedEx settings: one frozen object, Table 2 of the paper for defaults, checked on construction."""
+"""FeedEx settings: one frozen object, Table 2 of the paper for defaults, checked on
+construction."""
 
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ class FeedExSettings:
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_subset_hops <= 16:
-            raise FeedExSettingsError(f"max_subset_hops must be within 0..16, got {self.max_subset_hops}")
+            raise FeedExSettingsError(
+                f"max_subset_hops must be within 0..16, got {self.max_subset_hops}")
         if not 1 <= self.min_neighbours <= self.max_neighbours <= 1000:
             raise FeedExSettingsError("need 1 <= min_neighbours <= max_neighbours <= 1000, got "
                                 f"{self.min_neighbours} and {self.max_neighbours}")
@@ -101,7 +103,8 @@ class FeedExSettings:
             if getattr(self, name) <= 0:
                 raise FeedExSettingsError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.forward_batch_s < 0 or self.check_hold_s < 0 or self.ledger_memory_s < 0:
-            raise FeedExSettingsError("forward_batch_s, check_hold_s and ledger_memory_s must be >= 0")
+            raise FeedExSettingsError(
+                "forward_batch_s, check_hold_s and ledger_memory_s must be >= 0")
         if self.did_cache_exact < 1 or self.did_cache_bloom < 1 or self.known_entries_per_feed < 1:
             raise FeedExSettingsError("did_cache_exact, did_cache_bloom and known_entries_per_feed "
                                 "must be >= 1")

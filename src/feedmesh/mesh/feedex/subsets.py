@@ -36,7 +36,8 @@ def advertisement(direct: Iterable[str], neighbour_sets: Mapping[Hashable, Mappi
 def advertisements(direct: Iterable[str], neighbour_sets: Mapping[Hashable, Mapping[str, int]],
                    max_hops: int) -> dict[Hashable, dict[str, int]]:
     """:func:`advertisement` for every neighbour at once, in one pass over the sets: per feed the
-    two smallest hop counts (and who gave the smallest) are enough to leave any one neighbour out."""
+    two smallest hop counts (and who gave the smallest) are enough to leave any one neighbour
+    out."""
     direct = set(direct)
     best: dict[str, list] = {}  # feed -> [h1, peer1, h2]
     for peer, subset in neighbour_sets.items():

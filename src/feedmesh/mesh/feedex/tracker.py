@@ -1,4 +1,5 @@
-"""The tracker's core (3.1): a list of live nodes, like Gnutella's host cache or a BitTorrent tracker.
+"""The tracker's core (3.1): a list of live nodes, like Gnutella's host cache or a BitTorrent
+tracker.
 
 A node calls ``get_neighbors``; the tracker records the caller (its identity is the address the
 transport saw, with the stated port) and answers with a random sample of other nodes heard from

@@ -70,9 +70,11 @@ def _show(store: KeyStore, url: str) -> int:
             print(f"announcement  BAD: {error}")
             status = 1
             continue
-        linked = "ok" if note.old == chain else f"BROKEN: signed by {note.old[:12]}, not {chain[:12]}"
+        linked = ("ok" if note.old == chain
+                  else f"BROKEN: signed by {note.old[:12]}, not {chain[:12]}")
         status = status or (0 if note.old == chain else 1)
-        print(f"announcement  {note.type} {note.old[:12]}.. -> {(note.new or '-')[:12]}..  {linked}")
+        print(f"announcement  {note.type} {note.old[:12]}.. -> {(note.new or '-')[:12]}.."
+              f"  {linked}")
         chain = note.new or chain
     for log_url, head in store.logs().items():
         print(f"log       {log_url} seq {head.get('seq')}")

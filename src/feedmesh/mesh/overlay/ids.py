@@ -57,7 +57,8 @@ def closest(key: int, handles) -> Handle:
 
 def group_id(canonical_url: str) -> int:
     """The Scribe group of a feed: SHA-1 of its canonical URL, truncated to the id space."""
-    digest = hashlib.sha1(canonical_url.encode("utf-8")).digest()
+    # Scribe's group id is SHA-1 of the topic's name: an id, not a security check.
+    digest = hashlib.sha1(canonical_url.encode("utf-8"), usedforsecurity=False).digest()
     return int.from_bytes(digest, "big") >> (160 - ID_BITS)
 
 

@@ -35,7 +35,8 @@ class RouteAck:
 
 @dataclass(frozen=True, slots=True)
 class JoinPayload:
-    """Routed toward the joiner's own id: every hop sends the joiner its rows, the last its leaves."""
+    """Routed toward the joiner's own id: every hop sends the joiner its rows, the last its
+    leaves."""
 
     joiner: Handle
 

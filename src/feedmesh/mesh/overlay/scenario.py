@@ -129,7 +129,8 @@ def run_experiment(count: int, *, seed: int = 1, items: int = 10, interval: floa
     before = Counter(sim.sent)
     for subscriber in subscribers:
         sim.at(t0 + rng.random() * 2.0,
-               lambda now, s=subscriber: s.subscribe(now, FEED_URL, writer.feed), subscriber.handle.addr)
+               lambda now, s=subscriber: s.subscribe(now, FEED_URL, writer.feed),
+               subscriber.handle.addr)
     sim.run_until(t0 + 5.0)
     joined = Counter(sim.sent) - before
     scribe_join = sum(joined[k] for k in ("Route/Subscribe", "JoinAck", "Redirect", "Adopt")

@@ -66,8 +66,8 @@ from feedmesh.mesh.overlay.stripes import first_digit, stripe_groups
 from feedmesh.mesh.records import FeedLog, Record
 
 __all__ = [
-    "Adopt", "Delivery", "Heartbeat", "Item", "JoinAck", "Publish", "Recover", "Redirect", "Refresh",
-    "Rumour", "ScribeConfig", "ScribeNode", "Subscribe", "Unsubscribe", "Vouch",
+    "Adopt", "Delivery", "Heartbeat", "Item", "JoinAck", "Publish", "Recover", "Redirect",
+    "Refresh", "Rumour", "ScribeConfig", "ScribeNode", "Subscribe", "Unsubscribe", "Vouch",
 ]
 
 

@@ -13,8 +13,8 @@ Data flow, in steps:
 
 On disk, in the data folder: ``archive.db`` (entries and fetch state), ``schedule.bin`` (what
 the scheduler learned), ``neighbours.json`` (the neighbours of the last run, tried first at the
-next start) and ``peer.json`` (where the local API listens, for ``feedmesh peer status``) and, with multicast,
-``pinned-keys.json`` (the feed keys trusted on first use).
+next start) and ``peer.json`` (where the local API listens, for ``feedmesh peer status``) and,
+with multicast, ``pinned-keys.json`` (the feed keys trusted on first use).
 """
 
 from __future__ import annotations

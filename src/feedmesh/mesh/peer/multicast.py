@@ -92,7 +92,8 @@ def entry_from_record(entry: dict[str, Any], republished_by: str | None, feed: s
     key = _text(entry, "key", 2048) or _text(entry, "guid", 2048) or _text(entry, "id", 2048)
     if not key:
         return None
-    title, link, summary = _text(entry, "title"), _text(entry, "link", 2048), _text(entry, "summary")
+    title, link = _text(entry, "title"), _text(entry, "link", 2048)
+    summary = _text(entry, "summary")
     categories = (f"republished-by:{republished_by}",) if republished_by else ()
     guid = _text(entry, "guid", 2048) or ("" if key.startswith("hash:") else key)
     # the hash of the whole entry as the feed's document has it (a republished record carries
@@ -358,7 +359,8 @@ class ScribeExchange:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.join_timeout_s
         self._join_deadline = deadline
-        while not self.endpoint.node.pastry.joined and loop.time() < deadline:
+        # ASYNC110: ``joined`` is a field of the sans-IO node, which has no event to set: polled.
+        while not self.endpoint.node.pastry.joined and loop.time() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         if not self.endpoint.node.pastry.joined:
             self._next_bootstrap()   # the groups are joined meanwhile, and again once we are in

@@ -15,8 +15,8 @@ the sender's stated port, msgpack). What the transport does, and nothing else:
   pairs them), the rest as calls of their own.
 * **Out.** Each :class:`~feedmesh.mesh.feedex.Send` is one POST, on a kept-alive connection to
   that peer (:mod:`.channel`; archive downloads use an aiohttp session); a message in the
-  response body is handed to the node as received from the callee. A peer that cannot be reached (refused,
-  timed out, 5xx) is reported with ``node.unreachable``.
+  response body is handed to the node as received from the callee. A peer that cannot be
+  reached (refused, timed out, 5xx) is reported with ``node.unreachable``.
 * **Driving.** The node speaks the mesh's one dialect and is driven by its one live driver loop
   (:class:`~feedmesh.mesh.transport.driver.NodeDriver`, the UDP endpoints' too): each input is
   followed by sending what ``take()`` returns and handing ``take_deliveries()`` to

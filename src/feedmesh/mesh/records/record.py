@@ -1,4 +1,5 @@
-"""Signed records: the unit a feed multicasts, in the spirit of Secure Scuttlebutt's per-author logs.
+"""Signed records: the unit a feed multicasts, in the spirit of Secure Scuttlebutt's per-author
+logs.
 
 Wire form (what travels, what is stored, what is hashed)::
 
@@ -60,7 +61,8 @@ def encode_key(key: VerifyKey | bytes) -> str:
 
 
 def record_hash(wire: bytes) -> str:
-    """The hash a successor names in ``prev``: SHA-256 of the whole wire record, signature included."""
+    """The hash a successor names in ``prev``: SHA-256 of the whole wire record, signature
+    included."""
     return hashlib.sha256(wire).hexdigest()
 
 
@@ -132,7 +134,8 @@ def _parse(wire: bytes, body: dict[str, Any]) -> Record:
         raise InvalidRecord("malformed", f"version {body['v']!r} is not 1")
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
         raise InvalidRecord("malformed", f"seq {seq!r} is not a positive integer")
-    if not (prev is None and seq == 1 or isinstance(prev, str) and len(prev) == 64 and seq > 1):
+    if not ((prev is None and seq == 1)
+            or (isinstance(prev, str) and len(prev) == 64 and seq > 1)):
         raise InvalidRecord("malformed", f"prev {prev!r} does not fit seq {seq}")
     if kind not in RECORD_TYPES:
         raise InvalidRecord("malformed", f"type {kind!r} is not one of {RECORD_TYPES}")
@@ -175,7 +178,8 @@ class FeedWriter:
         return self._sign("entry", {"entry": entry})
 
     def rotate(self, new_key: SigningKey) -> bytes:
-        """Announce ``new_key`` in a record signed by the current key, then sign with the new one."""
+        """Announce ``new_key`` in a record signed by the current key, then sign with the new
+        one."""
         wire = self._sign("rotate", {"new_key": encode_key(new_key.verify_key)})
         self._key = new_key
         return wire

@@ -20,6 +20,7 @@ publisher endpoint where it cannot be the group's root.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import multiprocessing
 import time
@@ -48,7 +49,8 @@ def digest(wire: bytes) -> bytes:
 
 
 def fleet_address(index: int, net: str = "127.4") -> str:
-    """Endpoint ``index``'s own loopback address: ``127.4.0.1`` .. ``127.4.0.250``, ``127.4.1.1``..."""
+    """Endpoint ``index``'s own loopback address: ``127.4.0.1`` .. ``127.4.0.250``,
+    ``127.4.1.1``..."""
     return f"{net}.{index // 250}.{1 + index % 250}"
 
 
@@ -190,7 +192,7 @@ async def _serve(conn: Connection) -> None:
                 if asyncio.iscoroutine(result):
                     result = await result
                 reply = ("ok", result)
-            except Exception as error:   # answered, not raised: the coordinator decides
+            except Exception as error:  # noqa: BLE001 - answered, not raised: the coordinator decides
                 reply = ("error", f"{name}: {error!r}\n{traceback.format_exc()}")
             conn.send(reply)
     finally:
@@ -270,10 +272,8 @@ class Fleet:
         """Stop every worker (closing its endpoints) and wait for the processes to exit."""
         for index, proc in enumerate(self._procs):
             if proc.is_alive():
-                try:
+                with contextlib.suppress(TimeoutError, FleetError, OSError):
                     await asyncio.wait_for(self.call(index, "stop"), timeout=10)
-                except (FleetError, OSError, asyncio.TimeoutError):
-                    pass
         for proc in self._procs:
             proc.join(timeout=5)
             if proc.is_alive():
@@ -281,9 +281,7 @@ class Fleet:
                 proc.join(timeout=5)
         if self._loop is not None:
             for conn in self._conns:
-                try:
+                with contextlib.suppress(ValueError, OSError):   # already closed
                     self._loop.remove_reader(conn.fileno())
-                except (ValueError, OSError):
-                    pass
         for conn in self._conns:
             conn.close()

@@ -1,11 +1,12 @@
-"""A UDP endpoint that drives one sans-IO :class:`~feedmesh.mesh.overlay.ScribeNode` on a real socket.
+"""A UDP endpoint that drives one sans-IO :class:`~feedmesh.mesh.overlay.ScribeNode` on a real
+socket.
 
 It does for one node what the simulator does for all, through the mesh's one live driver loop
 (:class:`~feedmesh.mesh.transport.driver.NodeDriver`, which the FeedEx HTTP transport runs too):
 hands it each datagram (``receive(now, sender, message)``), wakes it at ``next_deadline()``
-(``fire``), and sends what ``take()`` returns. Time is the event loop's clock (monotonic seconds), injected into the node on
-every call. Several endpoints share one process and one loop; each binds its own loopback address
-and port (``127.0.4.x``).
+(``fire``), and sends what ``take()`` returns. Time is the event loop's clock (monotonic seconds),
+injected into the node on every call. Several endpoints share one process and one loop; each binds
+its own loopback address and port (``127.0.4.x``).
 
 Link latency is emulated on the way out: each datagram leaves after the pair's one-way latency
 (by default 25 ms +-10%, fixed per pair like the simulator's matrix, so each link stays FIFO).
@@ -323,7 +324,8 @@ class UdpNode:
             self._send_later(data, to)
             return
         stranger = self._stranger(to)
-        if not stranger.queue and stranger.sent + len(data) <= stranger.received * self.amplification:
+        allowed = stranger.received * self.amplification
+        if not stranger.queue and stranger.sent + len(data) <= allowed:
             stranger.sent += len(data)
             self._send_later(data, to)
             return

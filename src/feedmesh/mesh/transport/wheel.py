@@ -46,7 +46,8 @@ _WHEELS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TimerWheel] = \
 
 
 class TimerWheel:
-    """``call_at(when, callback, *args)`` rounded up to ``tick`` seconds, one loop timer per slot."""
+    """``call_at(when, callback, *args)`` rounded up to ``tick`` seconds, one loop timer per
+    slot."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, tick: float = 0.001) -> None:
         if tick <= 0:
