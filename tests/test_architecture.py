@@ -43,9 +43,6 @@ def ruff(*paths: Path) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
-@pytest.mark.xfail(strict=False, reason="the files being rewritten meanwhile (mesh, crawl, "
-                   "schedule, fetch, bus, up, stats, the crawler tier, processes) still have "
-                   "findings")
 def test_the_lint_rules_find_nothing():
     status, report = ruff(ROOT / "src", ROOT / "tests", ROOT / "benchmarks")
     assert status == 0, report
