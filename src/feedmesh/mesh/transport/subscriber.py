@@ -120,7 +120,7 @@ class Subscriber:
         self.counters: Counter[str] = Counter()
         self._known: dict[str, set[str]] = {}
         self._gap_since: dict[int, float] = {}
-        endpoint.on_delivery = self._on_delivery
+        endpoint.listen(self._on_delivery)
         self._task: asyncio.Task[None] | None = None
 
     def subscribe(self, url: str, feed_key: str, *, republication: bool = False) -> int:

@@ -123,7 +123,8 @@ class UdpNode:
         self.node: ScribeNode | None = None
         self.latency = latency if latency is not None else pair_latency()
         self._latency_to: dict[Address, float] = {}   # fixed per pair: computed once
-        self.on_delivery = on_delivery
+        self._listeners: list[Callable[[Delivery], None]] = (
+            [] if on_delivery is None else [on_delivery])
         self.keep_deliveries = keep_deliveries
         self.max_datagram = max_datagram
         self.counters: Counter[str] = Counter()
@@ -368,11 +369,16 @@ class UdpNode:
         self.counters["sent"] += 1
         self._send_out(data, (destination.addr[0], destination.addr[1]))
 
+    def listen(self, listener: Callable[[Delivery], None]) -> None:
+        """Hand each delivery to ``listener`` too (a reader of this endpoint: the sanctioned
+        place, beside ``on_delivery`` given at construction; nothing reassigns a hook)."""
+        self._listeners.append(listener)
+
     def _delivered(self, delivery: Delivery) -> None:
         if self.keep_deliveries:
             self.deliveries.append(delivery)
-        if self.on_delivery is not None:
-            self.on_delivery(delivery)
+        for listener in self._listeners:
+            listener(delivery)
 
     def _send(self, data: bytes, addr: Any) -> None:
         if self.closed or self._sock is None:
