@@ -12,6 +12,7 @@ from feedmesh.feeds.render_base import (
     FeedWriter,
     SourceRef,
     entry_id,
+    history_links,
     iri_id,
     rfc3339_date,
     source_parts,
@@ -66,6 +67,9 @@ class AtomWriter(FeedWriter):
                          f'href="{xml_attr(feed.self_link)}"/>\n')
         for hub in feed.hub_links:
             parts.append(f'<link rel="hub" href="{xml_attr(hub)}"/>\n')
+        history = history_links(feed, "link", "application/atom+xml")
+        if history:
+            parts.append(history + "\n")
         if updated is not None:
             parts.append(f"<updated>{rfc3339_date(updated)}</updated>\n")
         authors = feed.authors
