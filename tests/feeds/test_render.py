@@ -281,6 +281,10 @@ def test_rfc5005_links_and_archive_marker_in_xml(fmt, link):
     assert len(list(root.iter(f"{{{FH}}}archive"))) == 1
     assert not feedparser.parse(render_feed(ARCHIVED, entries(2), fmt)).bozo
     plain = etree.fromstring(render_feed(FEED, entries(2), fmt))
+    if fmt == "atom1.0":  # one logical feed: the archive page has the current feed's id
+        current = msgspec.structs.replace(FEED, self_link=ARCHIVED.current_link)
+        assert root.findtext("{http://www.w3.org/2005/Atom}id") == etree.fromstring(
+            render_feed(current, [], fmt)).findtext("{http://www.w3.org/2005/Atom}id")
     assert not list(plain.iter(f"{{{FH}}}archive"))
     assert {e.get("rel") for e in plain.iter(link)} & {"prev-archive", "current"} == set()
 

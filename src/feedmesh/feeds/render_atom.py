@@ -50,7 +50,8 @@ class AtomWriter(FeedWriter):
 
     def head(self, feed: FeedInfo, entries: Sequence[Entry]) -> str:
         updated = feed.updated or _latest(entries)
-        feed_id = iri_id(feed.self_link or feed.link or feed.title)
+        # An archive page is part of the feed it belongs to (RFC 5005): the same id.
+        feed_id = iri_id(feed.current_link or feed.self_link or feed.link or feed.title)
         lang = f' xml:lang="{xml_attr(feed.language)}"' if feed.language else ""
         parts = [
             XML_DECL,
