@@ -123,6 +123,10 @@ class HubFacade(Protocol):
         hub mints them)."""
         ...
 
+    def archive_sign(self, data: bytes) -> str:
+        """The MAC of archive page keys (see :func:`~.feed_document.archive_key`)."""
+        ...
+
     def read_archive_key(self, sub: Subscription, key: str) -> int | None:
         """The boundary of an archive page key the hub made for ``sub`` as it is now (its
         generation and query), else None."""

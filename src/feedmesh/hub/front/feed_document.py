@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from feedmesh.feeds.render import render_feed, writer_for
-from feedmesh.hub.front.archive import feed_ttl_minutes
+from feedmesh.hub.front.archive import feed_ttl_minutes, key_data, make_key
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store import ReflectedItem, Subscription
 
-__all__ = ["EXTENSIONS", "RenderedItems", "archive_url", "feed_urls", "hub_url", "link_header",
-           "published_entry", "render_private_feed"]
+__all__ = ["EXTENSIONS", "RenderedItems", "archive_key", "archive_url", "feed_urls", "hub_url",
+           "link_header", "prev_archive_url", "published_entry", "render_private_feed"]
 
 EXTENSIONS = {"rss": "rss2.0", "atom": "atom1.0", "json": "json1.1"}
 """A private feed URL's extension -> the format served there."""
@@ -30,6 +30,25 @@ def feed_urls(base_url: str, token: str) -> dict[str, str]:
 def archive_url(base_url: str, token: str, key: str, ext: str) -> str:
     """An archive page of the feed at ``token`` (RFC 5005), in the format of ``ext``."""
     return f"{base_url}/f/{token}/archive/{key}.{ext}"
+
+
+def archive_key(sign: Callable[[bytes], str], sub: Subscription, before: int) -> str:
+    """The key of ``sub``'s archive page below entry id ``before``, MAC'd by ``sign``
+    (:meth:`~.tokens.FeedTokens.sign`)."""
+    return make_key(before, sign(key_data(sub.id, sub.generation, sub.query, before)))
+
+
+def prev_archive_url(sign: Callable[[bytes], str] | None, sub: Subscription | None,
+                     items: Sequence[ReflectedItem], self_url: str) -> str:
+    """The ``prev-archive`` of the feed at ``self_url`` (``<base>/f/<token>.<ext>``) holding
+    ``items``: the page of the matches below the oldest it holds ("" when it holds none, or
+    no ``sign`` is given). The web's feeds and WebSub's fat pings name the same one."""
+    if sign is None or sub is None or not items:
+        return ""
+    base, _, name = self_url.rpartition("/f/")
+    token, _, ext = name.partition(".")
+    return archive_url(base, token, archive_key(sign, sub, min(i.entry_id for i in items)),
+                       ext)
 
 
 def hub_url(base_url: str) -> str:

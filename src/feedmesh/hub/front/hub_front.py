@@ -35,11 +35,11 @@ from feedmesh.hub.front.archive import (
     ARCHIVE_WINDOW_IDS,
     ArchivePage,
     key_data,
-    make_key,
     next_boundary,
     read_key,
 )
 from feedmesh.hub.front.facade import RecentMatch, SourceView
+from feedmesh.hub.front.feed_document import archive_key
 from feedmesh.hub.front.holders import FeedHolders
 from feedmesh.hub.front.sources import APPLY_TIMEOUT_S, SourceDesk
 from feedmesh.hub.front.tokens import FeedTokens
@@ -271,8 +271,10 @@ class HubFront:
     # -- archives: older matches, from the store (see :mod:`.archive`) -------------------------
 
     def archive_key(self, sub: Subscription, before: int) -> str:
-        return make_key(before, self.tokens.sign(key_data(sub.id, sub.generation, sub.query,
-                                                          before)))
+        return archive_key(self.tokens.sign, sub, before)
+
+    def archive_sign(self, data: bytes) -> str:
+        return self.tokens.sign(data)
 
     def read_archive_key(self, sub: Subscription, key: str) -> int | None:
         found = read_key(key)

@@ -38,6 +38,7 @@ from feedmesh.hub.front.feed_document import (
     archive_url,
     feed_urls,
     link_header,
+    prev_archive_url,
     published_entry,
     render_private_feed,
 )
@@ -143,13 +144,11 @@ class FeedServer:
         self.hub.metrics.feed_renders.inc()
         sub = await self.hub.subscription(sub_id)
         items = await self.hub.feed_items(sub_id)
-        older = ""
-        if sub is not None and items:  # the matches below the oldest held are archived
-            key = self.hub.archive_key(sub, min(item.entry_id for item in items))
-            older = archive_url(self.base_url, token, key, _ext(fmt))
-        return render_private_feed(sub, items, fmt, base_url=self.base_url,
-                                   self_url=self.urls(token)[_ext(fmt)], cache=self.items,
-                                   prev_archive=older)
+        self_url = self.urls(token)[_ext(fmt)]
+        # The matches below the oldest held are in the archive.
+        older = prev_archive_url(self.hub.archive_sign, sub, items, self_url)
+        return render_private_feed(sub, items, fmt, base_url=self.base_url, self_url=self_url,
+                                   cache=self.items, prev_archive=older)
 
     # -- archive pages (RFC 5005) -----------------------------------------------------------
 
