@@ -131,6 +131,14 @@ class FeedInfo(msgspec.Struct, frozen=True, omit_defaults=True):
     icon: str = ""
     subscribe: MeshSubscribe | None = None
     """The feed is multicast on the mesh (SCRIBE-RSS ``<subscribe>``); None when it is not."""
+    prev_archive: str = ""
+    """RFC 5005 ``prev-archive``: the archive document holding the entries just older than
+    these (JSON Feed: ``next_url``)."""
+    current_link: str = ""
+    """RFC 5005 ``current``: the subscription document an archive document belongs to."""
+    archive: bool = False
+    """This document is an archive page (RFC 5005 section 4, ``<fh:archive/>``): what it holds
+    does not change as the feed gets new entries."""
 
 
 class ParseProblem(msgspec.Struct, frozen=True, omit_defaults=True):

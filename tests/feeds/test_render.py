@@ -13,6 +13,7 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import feedparser
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -260,3 +261,41 @@ def test_any_text_is_escaped_into_a_valid_document(title, summary, fmt):
              and etree.QName(el).localname == "title"]
     # XML parsers normalize CR and CRLF line ends to LF.
     assert clean.replace("\r\n", "\n").replace("\r", "\n") in texts
+
+
+ARCHIVED = msgspec.structs.replace(FEED, prev_archive="http://127.0.0.1:8080/feeds/1/archive/7",
+                                   current_link="http://127.0.0.1:8080/feeds/1", archive=True)
+FH = "http://purl.org/syndication/history/1.0"
+
+
+@pytest.mark.parametrize(("fmt", "link"), [("rss2.0", "{http://www.w3.org/2005/Atom}link"),
+                                           ("rss1.0", "{http://www.w3.org/2005/Atom}link"),
+                                           ("atom1.0", "{http://www.w3.org/2005/Atom}link")])
+def test_rfc5005_links_and_archive_marker_in_xml(fmt, link):
+    """An archive page (RFC 5005 section 4) names its older page (``prev-archive``) and the
+    feed it belongs to (``current``), and says it is one (``fh:archive``, namespaced)."""
+    root = etree.fromstring(render_feed(ARCHIVED, entries(2), fmt))
+    links = {e.get("rel"): e.get("href") for e in root.iter(link)}
+    assert links["prev-archive"] == ARCHIVED.prev_archive
+    assert links["current"] == ARCHIVED.current_link
+    assert len(list(root.iter(f"{{{FH}}}archive"))) == 1
+    assert not feedparser.parse(render_feed(ARCHIVED, entries(2), fmt)).bozo
+    plain = etree.fromstring(render_feed(FEED, entries(2), fmt))
+    if fmt == "atom1.0":  # one logical feed: the archive page has the current feed's id
+        current = msgspec.structs.replace(FEED, self_link=ARCHIVED.current_link)
+        assert root.findtext("{http://www.w3.org/2005/Atom}id") == etree.fromstring(
+            render_feed(current, [], fmt)).findtext("{http://www.w3.org/2005/Atom}id")
+    assert not list(plain.iter(f"{{{FH}}}archive"))
+    assert {e.get("rel") for e in plain.iter(link)} & {"prev-archive", "current"} == set()
+
+
+@pytest.mark.parametrize("fmt", JSON_FORMATS)
+def test_json_feed_pages_back_by_next_url(fmt):
+    """JSON Feed's paging field is ``next_url`` ("the next n items": older ones), never the
+    feed's own URL; the archive marker and the current feed go in the ``_feedmesh`` object."""
+    doc = json.loads(render_feed(ARCHIVED, entries(2), fmt))
+    assert doc["next_url"] == ARCHIVED.prev_archive != doc["feed_url"]
+    assert doc["_feedmesh"]["archive"] is True
+    assert doc["_feedmesh"]["current_url"] == ARCHIVED.current_link
+    plain = json.loads(render_feed(FEED, entries(2), fmt))
+    assert "next_url" not in plain and "archive" not in plain["_feedmesh"]

@@ -34,7 +34,12 @@ from feedmesh.compose.engines import (
 from feedmesh.compose.lifecycle import HttpPart, Tasks, cancel, ended
 from feedmesh.compose.settings import ReflectorRoleSettings
 from feedmesh.fetch import FetchSettings
-from feedmesh.hub.front.feed_document import RenderedItems, link_header, render_private_feed
+from feedmesh.hub.front.feed_document import (
+    RenderedItems,
+    link_header,
+    prev_archive_url,
+    render_private_feed,
+)
 from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.push import PushService, PushSettings
@@ -59,8 +64,12 @@ class ReflectorFeeds:
     holds a feed here (None: not here). A document is rendered once per version for every
     subscriber of the topic."""
 
-    def __init__(self, serving: Callable[[int], Reflector | None]) -> None:
+    def __init__(self, serving: Callable[[int], Reflector | None],
+                 tokens: FeedTokens | None = None) -> None:
         self.serving = serving
+        self.tokens = tokens
+        """Signs the archive key of each document's ``prev-archive`` (the same link as the
+        topic's; none without)."""
         self._documents = RenderedDocuments()
         self._items = RenderedItems(16 * 1024 * 1024)
 
@@ -73,8 +82,10 @@ class ReflectorFeeds:
         body = self._documents.get(key)
         if body is None:
             items = await reflector.items(sub_id, known) if reflector is not None else []
+            sign = self.tokens.sign if self.tokens is not None else None
             body = render_private_feed(sub, items, fmt, base_url=base, self_url=topic,
-                                       cache=self._items)
+                                       cache=self._items,
+                                       prev_archive=prev_archive_url(sign, sub, items, topic))
             self._documents.put(key, body)
         return body, link_header(base, topic)
 
@@ -114,7 +125,7 @@ def reflectors_with_push(logs: Sequence[ReflectorLog], *, bus: Bus, clock: Clock
         reflector = reflectors[at]
         return reflector if reflector.holds(sub_id) else None
 
-    worker = push_worker(state, push, guard, clock, metrics, feeds=ReflectorFeeds(serving),
+    worker = push_worker(state, push, guard, clock, metrics, feeds=ReflectorFeeds(serving, tokens),
                          resolver=resolver, tokens=tokens)
     for at, log in enumerate(logs):
         number = numbers[at] if numbers is not None else at

@@ -12,6 +12,7 @@ from feedmesh.feeds.render_base import (
     FeedWriter,
     SourceRef,
     entry_id,
+    history_links,
     iri_id,
     rfc3339_date,
     source_parts,
@@ -49,7 +50,8 @@ class AtomWriter(FeedWriter):
 
     def head(self, feed: FeedInfo, entries: Sequence[Entry]) -> str:
         updated = feed.updated or _latest(entries)
-        feed_id = iri_id(feed.self_link or feed.link or feed.title)
+        # An archive page is part of the feed it belongs to (RFC 5005): the same id.
+        feed_id = iri_id(feed.current_link or feed.self_link or feed.link or feed.title)
         lang = f' xml:lang="{xml_attr(feed.language)}"' if feed.language else ""
         parts = [
             XML_DECL,
@@ -66,6 +68,9 @@ class AtomWriter(FeedWriter):
                          f'href="{xml_attr(feed.self_link)}"/>\n')
         for hub in feed.hub_links:
             parts.append(f'<link rel="hub" href="{xml_attr(hub)}"/>\n')
+        history = history_links(feed, "link", "application/atom+xml")
+        if history:
+            parts.append(history + "\n")
         if updated is not None:
             parts.append(f"<updated>{rfc3339_date(updated)}</updated>\n")
         authors = feed.authors

@@ -23,6 +23,7 @@ __all__ = [
     "atom_links",
     "clean",
     "entry_id",
+    "history_links",
     "iri_id",
     "is_web_url",
     "plain_text",
@@ -180,10 +181,27 @@ def skips(feed: FeedInfo) -> str:
 
 
 def atom_links(feed: FeedInfo, self_type: str) -> str:
-    """``atom:link`` self and hub links in an RSS channel (RSS 2.0 and 1.0)."""
+    """``atom:link`` self, hub and RFC 5005 archive links in an RSS channel (RSS 2.0 and
+    1.0)."""
     out = ""
     if feed.self_link:
         out += f'<atom:link rel="self" type="{self_type}" href="{xml_attr(feed.self_link)}"/>'
     for hub in feed.hub_links:
         out += f'<atom:link rel="hub" href="{xml_attr(hub)}"/>'
+    return out + history_links(feed, "atom:link", self_type)
+
+
+FH_NS = "http://purl.org/syndication/history/1.0"
+"""RFC 5005's namespace (``fh:archive``, ``fh:complete``)."""
+
+
+def history_links(feed: FeedInfo, tag: str, media_type: str) -> str:
+    """RFC 5005 links of a feed document (``current`` and ``prev-archive``), and
+    ``<fh:archive/>`` when it is an archive page (its namespace declared on it: no root changes)."""
+    out = ""
+    for rel, url in (("current", feed.current_link), ("prev-archive", feed.prev_archive)):
+        if url:
+            out += f'<{tag} rel="{rel}" type="{media_type}" href="{xml_attr(url)}"/>'
+    if feed.archive:
+        out += f'<fh:archive xmlns:fh="{FH_NS}"/>'
     return out

@@ -59,6 +59,8 @@ class JsonFeedWriter(FeedWriter):
                 doc[key] = clean(value)
         if self._v11 and feed.language:
             doc["language"] = clean(feed.language)
+        if feed.prev_archive:  # JSON Feed's paging: "the next n items", older ones
+            doc["next_url"] = clean(feed.prev_archive)
         self._people(feed.authors, doc)
         if feed.hub_links:
             doc["hubs"] = [{"type": "WebSub", "url": clean(h)} for h in feed.hub_links]
@@ -77,6 +79,10 @@ class JsonFeedWriter(FeedWriter):
             hints["updated"] = rfc3339_date(feed.updated)
         if feed.subscribe is not None:
             hints["subscribe"] = json_subscribe(feed.subscribe)
+        if feed.archive:  # RFC 5005's fh:archive and rel="current", which JSON Feed lacks
+            hints["archive"] = True
+        if feed.current_link:
+            hints["current_url"] = clean(feed.current_link)
         if hints:
             doc["_feedmesh"] = hints
         text = _json.encode(doc).decode()

@@ -88,6 +88,9 @@ class HubMetrics:
         self.feed_renders = Counter("feedmesh_feed_renders",
                                     "Private feeds rendered (once per version and format; the "
                                     "other 200s are served from memory)", registry=r)
+        self.archive_entries_scanned = Counter(
+            "feedmesh_archive_entries_scanned", "Stored entry ids looked at to make private "
+            "feeds' archive pages (read from the store, never from a reflector)", registry=r)
         self.feed_requests = Counter("feedmesh_feed_requests",
                                      "Personalized feed requests by status", ["status"],
                                      registry=r)

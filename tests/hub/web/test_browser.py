@@ -17,6 +17,7 @@ screen, the one in docs/img/) and ``artifacts/web-ui-full.png``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -200,6 +201,10 @@ async def _walk_the_path(env, page: Page, opml_file: Path) -> None:
     await form.locator("button[type=submit]").click()
     await expect(item.locator("strong")).to_have_text("my news, shorter")
     await expect(item.locator(".meta").first).to_contain_text("keeps 5 entries")
+    # What the feed holds and how far back its archive reaches (issue 33, item 4).
+    await expect(page.get_by_test_id(f"holds-{sub_id}")).to_contain_text(
+        re.compile(r"^feed holds \d+ of 5 · readers asked to poll every \d+ min · older "
+                   r"matches in its archive back to \S"))
 
     # 9. A new feed URL: the old one stops working, the new one is shown.
     page.once("dialog", lambda dialog: dialog.accept())

@@ -18,6 +18,7 @@ import msgspec
 from feedmesh.clock import Clock
 from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.hub.errors import FeedUnavailable, FollowLimitError, PushRefusedError
+from feedmesh.hub.front.archive import ArchivePage
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.reflector_api import FeedVersion
 from feedmesh.match import Query
@@ -33,8 +34,8 @@ from feedmesh.websub.hub_requests import HubRequest, LeaseBounds
 from feedmesh.websub.lease import Verdict
 from feedmesh.websub.subscriber import Delivery
 
-__all__ = ["FeedUnavailable", "FeedVersion", "FollowLimitError", "HubFacade", "PushRefusedError",
-           "RecentMatch", "SourceView"]
+__all__ = ["ArchivePage", "FeedUnavailable", "FeedVersion", "FollowLimitError", "HubFacade",
+           "PushRefusedError", "RecentMatch", "SourceView"]
 
 
 class SourceView(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,6 +115,33 @@ class HubFacade(Protocol):
     async def feed_items(self, sub_id: int) -> list[ReflectedItem]:
         """The entries a subscription's feed shows, newest first. Raises
         :class:`FeedUnavailable`."""
+        ...
+
+    # archives: older matches, read from the store by the subscription's query
+    def archive_key(self, sub: Subscription, before: int) -> str:
+        """The key naming ``sub``'s archive page below entry id ``before`` (MAC'd: only the
+        hub mints them)."""
+        ...
+
+    def archive_sign(self, data: bytes) -> str:
+        """The MAC of archive page keys (see :func:`~.feed_document.archive_key`)."""
+        ...
+
+    def read_archive_key(self, sub: Subscription, key: str) -> int | None:
+        """The boundary of an archive page key the hub made for ``sub`` as it is now (its
+        generation and query), else None."""
+        ...
+
+    async def archive_reach(self) -> float | None:
+        """When the oldest entry stored was first seen: how far back archives reach (None:
+        nothing stored)."""
+        ...
+
+    async def feed_archive(self, sub: Subscription, before: int, *, page_entries: int,
+                           scan_ids: int) -> ArchivePage:
+        """The newest (at most ``page_entries``) stored entries below id ``before`` that
+        ``sub``'s query matches, looking at no more than ``scan_ids`` ids; from the store,
+        no reflector asked."""
         ...
 
     # source feeds

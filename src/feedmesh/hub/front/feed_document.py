@@ -12,11 +12,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from feedmesh.feeds.render import render_feed, writer_for
+from feedmesh.hub.front.archive import feed_ttl_minutes, key_data, make_key
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store import ReflectedItem, Subscription
 
-__all__ = ["EXTENSIONS", "RenderedItems", "feed_urls", "hub_url", "link_header",
-           "published_entry", "render_private_feed"]
+__all__ = ["EXTENSIONS", "RenderedItems", "archive_key", "archive_url", "feed_urls", "hub_url",
+           "link_header", "prev_archive_url", "published_entry", "render_private_feed"]
 
 EXTENSIONS = {"rss": "rss2.0", "atom": "atom1.0", "json": "json1.1"}
 """A private feed URL's extension -> the format served there."""
@@ -24,6 +25,30 @@ EXTENSIONS = {"rss": "rss2.0", "atom": "atom1.0", "json": "json1.1"}
 
 def feed_urls(base_url: str, token: str) -> dict[str, str]:
     return {ext: f"{base_url}/f/{token}.{ext}" for ext in EXTENSIONS}
+
+
+def archive_url(base_url: str, token: str, key: str, ext: str) -> str:
+    """An archive page of the feed at ``token`` (RFC 5005), in the format of ``ext``."""
+    return f"{base_url}/f/{token}/archive/{key}.{ext}"
+
+
+def archive_key(sign: Callable[[bytes], str], sub: Subscription, before: int) -> str:
+    """The key of ``sub``'s archive page below entry id ``before``, MAC'd by ``sign``
+    (:meth:`~.tokens.FeedTokens.sign`)."""
+    return make_key(before, sign(key_data(sub.id, sub.generation, sub.query, before)))
+
+
+def prev_archive_url(sign: Callable[[bytes], str] | None, sub: Subscription | None,
+                     items: Sequence[ReflectedItem], self_url: str) -> str:
+    """The ``prev-archive`` of the feed at ``self_url`` (``<base>/f/<token>.<ext>``) holding
+    ``items``: the page of the matches below the oldest it holds ("" when it holds none, or
+    no ``sign`` is given). The web's feeds and WebSub's fat pings name the same one."""
+    if sign is None or sub is None or not items:
+        return ""
+    base, _, name = self_url.rpartition("/f/")
+    token, _, ext = name.partition(".")
+    return archive_url(base, token, archive_key(sign, sub, min(i.entry_id for i in items)),
+                       ext)
 
 
 def hub_url(base_url: str) -> str:
@@ -73,13 +98,23 @@ class RenderedItems:
 
 def render_private_feed(sub: Subscription | None, items: Sequence[ReflectedItem], fmt: str, *,
                         base_url: str, self_url: str,
-                        cache: RenderedItems | None = None) -> bytes:
+                        cache: RenderedItems | None = None, prev_archive: str = "",
+                        current_url: str = "", ttl_minutes: int | None = None) -> bytes:
     """The feed of ``sub`` holding ``items`` (newest first) in format ``fmt``; each entry
-    written by ``cache`` when given (the same bytes either way)."""
+    written by ``cache`` when given (the same bytes either way). ``prev_archive``: the archive
+    page of the matches just older; ``current_url``: this document is an archive page of the
+    feed there (RFC 5005); ``ttl_minutes``: the poll interval advertised (RSS ``ttl``), by
+    default :func:`~.archive.feed_ttl_minutes` of the items held."""
     title = sub.name if sub and sub.name else (sub.query if sub else "feedmesh")
-    info = FeedInfo(title=f"feedmesh: {title}", link=f"{base_url}/",
+    if ttl_minutes is None and not current_url:
+        ttl_minutes = feed_ttl_minutes([item.first_seen_at for item in items],
+                                       sub.keep if sub else len(items))
+    info = FeedInfo(title=f"feedmesh: {title}" + (" (archive)" if current_url else ""),
+                    link=f"{base_url}/",
                     description=f"Articles matching {sub.query if sub else ''!s}",
-                    self_link=self_url, hub_links=(hub_url(base_url),), ttl_minutes=15)
+                    self_link=self_url, hub_links=() if current_url else (hub_url(base_url),),
+                    ttl_minutes=ttl_minutes, prev_archive=prev_archive,
+                    current_link=current_url, archive=bool(current_url))
     entries = [published_entry(item) for item in items]
     sources = [(item.feed_title or item.feed_url, item.feed_url) for item in items]
     if cache is None:

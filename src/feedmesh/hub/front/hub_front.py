@@ -20,6 +20,7 @@ remote ones.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
@@ -30,7 +31,15 @@ from feedmesh.bus import Bus
 from feedmesh.clock import Clock
 from feedmesh.feeds.opml import OpmlOutline
 from feedmesh.hub.errors import FollowLimitError, PushRefusedError
+from feedmesh.hub.front.archive import (
+    ARCHIVE_WINDOW_IDS,
+    ArchivePage,
+    key_data,
+    next_boundary,
+    read_key,
+)
 from feedmesh.hub.front.facade import RecentMatch, SourceView
+from feedmesh.hub.front.feed_document import archive_key
 from feedmesh.hub.front.holders import FeedHolders
 from feedmesh.hub.front.sources import APPLY_TIMEOUT_S, SourceDesk
 from feedmesh.hub.front.tokens import FeedTokens
@@ -263,6 +272,47 @@ class HubFront:
     async def feed_items(self, sub_id: int) -> list[ReflectedItem]:
         return await self.holders.items(sub_id)
 
+    # -- archives: older matches, from the store (see :mod:`.archive`) -------------------------
+
+    def archive_key(self, sub: Subscription, before: int) -> str:
+        return archive_key(self.tokens.sign, sub, before)
+
+    def archive_sign(self, data: bytes) -> str:
+        return self.tokens.sign(data)
+
+    def read_archive_key(self, sub: Subscription, key: str) -> int | None:
+        found = read_key(key)
+        if found is None:
+            return None
+        before, tag = found
+        data = key_data(sub.id, sub.generation, sub.query, before)
+        return before if self.tokens.verify(data, tag) else None
+
+    async def archive_reach(self) -> float | None:
+        lowest = await self._io.call(self.store.entries_after, 0, 1)
+        return lowest[0].first_seen_at if lowest else None
+
+    async def feed_archive(self, sub: Subscription, before: int, *, page_entries: int,
+                           scan_ids: int) -> ArchivePage:
+        query = parse_query(sub.query)
+        lowest_rows = await self._io.call(self.store.entries_after, 0, 1)
+        lowest = lowest_rows[0].id if lowest_rows else before
+        found: list[ReflectedItem] = []
+        high, scanned = before, 0
+        while high > lowest and scanned < scan_ids and len(found) < page_entries:
+            low = max(lowest, high - min(ARCHIVE_WINDOW_IDS, scan_ids - scanned))
+            rows = [row for row in await self._io.call(self.store.entries_after, low - 1,
+                                                       high - low) if row.id < high]
+            scanned += high - low
+            high = low
+            meta = await self.desk.metas({row.feed_id for row in rows})
+            # Tokenizing is CPU: off the event loop, and off the store's thread (other reads).
+            matched = await asyncio.to_thread(_archived_matches, query, rows, meta)
+            found.extend(matched[:page_entries - len(found)])
+        self.metrics.archive_entries_scanned.inc(scanned)
+        return ArchivePage(before, found, next_boundary(found, page_entries, high, lowest),
+                           scanned)
+
     # -- source feeds -----------------------------------------------------------------------
 
     async def sources(self, account_id: int) -> list[SourceView]:
@@ -371,3 +421,17 @@ class HubFront:
         """Close what the front holds of its own (its role closes the stores and the bus)."""
         await self.holders.close()
         self._io.close()
+
+
+def _archived_matches(query: Query, rows: Sequence[IngestedEntry],
+                      meta: Mapping[int, FeedMeta]) -> list[ReflectedItem]:
+    """The rows ``query`` matches, newest first, as a feed shows them."""
+    out = []
+    for row in sorted(rows, key=lambda r: r.id, reverse=True):
+        source = meta.get(row.feed_id, _NO_SOURCE)
+        if query.matches(tokenize_article(article_from_entry(row.entry, source.url,
+                                                             source.language))):
+            out.append(ReflectedItem(entry_id=row.id, feed_id=row.feed_id, feed_url=source.url,
+                                     feed_title=source.title, first_seen_at=row.first_seen_at,
+                                     stored_at=row.first_seen_at, entry=row.entry))
+    return out

@@ -211,6 +211,23 @@ class FeedTokens:
             known[token] = found
         return found
 
+    def sign(self, data: bytes) -> str:
+        """A short MAC of ``data`` under the current key (16 hex digits, 64 bits): for the
+        boundaries in archive page URLs, which only the hub may mint."""
+        self._reload()
+        if not self._keys:
+            raise StoreError("no key for private feed URLs could be read yet")
+        return self._prf(self._keys[0], b"mac", data)[:8].hex()
+
+    def verify(self, data: bytes, tag: str) -> bool:
+        """Whether ``tag`` is :meth:`sign`'s of ``data`` under a key held (current or rotated
+        out but not retired), compared in constant time."""
+        if len(tag) != 16 or not tag.isascii():
+            return False
+        self._reload()
+        return any(hmac.compare_digest(tag, self._prf(key, b"mac", data)[:8].hex())
+                   for key in self._keys)
+
     def _read(self, raw: bytes) -> tuple[int, int] | None:
         tag, hidden = raw[:16], raw[16:]
         for key in self._keys:

@@ -8,6 +8,7 @@ client address for sign-up). Errors have one shape (:mod:`.errors`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -17,7 +18,14 @@ from aiohttp import web
 
 from feedmesh.feeds.opml import OpmlError, OpmlOutline, parse_opml, render_opml
 from feedmesh.fetch.redact import redact_credentials
-from feedmesh.hub.front.facade import FollowLimitError, HubFacade, PushRefusedError, SourceView
+from feedmesh.hub.front.archive import feed_ttl_minutes
+from feedmesh.hub.front.facade import (
+    FeedUnavailable,
+    FollowLimitError,
+    HubFacade,
+    PushRefusedError,
+    SourceView,
+)
 from feedmesh.hub.web.errors import ApiError
 from feedmesh.hub.web.feeds import FeedServer
 from feedmesh.hub.web.limits import RateLimiter, WebLimits
@@ -201,6 +209,30 @@ class Api:
                 "created_at": sub.created_at, "changed_at": sub.changed_at,
                 "feed_urls": self.feeds.urls(self.hub.feed_token(sub))}
 
+    async def _subscriptions_json(self, subs: list[Subscription]) -> list[dict[str, Any]]:
+        """Each subscription with what its feed holds now (``feed``): how many of the ``keep``
+        newest matches, the ``ttl_minutes`` it advertises, and how far back its archive
+        reaches (``archive_since``: when the oldest entry stored was first seen; None when
+        nothing is stored). ``holds`` is None while its reflector cannot be reached."""
+        since = await self.hub.archive_reach()
+
+        async def one(sub: Subscription) -> dict[str, Any]:
+            shown = self._subscription_json(sub)
+            try:
+                items = await self.hub.feed_items(sub.id)
+            except FeedUnavailable:
+                shown["feed"] = {"holds": None, "ttl_minutes": None, "archive_since": since}
+                return shown
+            shown["feed"] = {"holds": len(items), "archive_since": since,
+                             "ttl_minutes": feed_ttl_minutes([i.first_seen_at for i in items],
+                                                             sub.keep)}
+            return shown
+
+        return list(await asyncio.gather(*(one(sub) for sub in subs)))
+
+    async def _one_json(self, sub: Subscription) -> dict[str, Any]:
+        return (await self._subscriptions_json([sub]))[0]
+
     # -- accounts ---------------------------------------------------------------------------
 
     async def create_account(self, request: web.Request) -> web.Response:
@@ -257,8 +289,8 @@ class Api:
         return fields
 
     async def list_subscriptions(self, request: web.Request, account: Account) -> web.Response:
-        return _json({"subscriptions": [self._subscription_json(s)
-                                        for s in await self.hub.subscriptions(account.id)]})
+        return _json({"subscriptions": await self._subscriptions_json(
+            await self.hub.subscriptions(account.id))})
 
     async def create_subscription(self, request: web.Request, account: Account) -> web.Response:
         fields = self._query_fields(await self._body(request), required=True)
@@ -268,7 +300,7 @@ class Api:
                            f"{self.limits.max_subscriptions_per_account} subscriptions")
         sub = await self.hub.add_subscription(account.id, name=fields.get("name", ""),
                                               query=fields["query"], keep=fields.get("keep", 10))
-        return _json({"subscription": self._subscription_json(sub)}, 201)
+        return _json({"subscription": await self._one_json(sub)}, 201)
 
     async def subscriptions_opml(self, request: web.Request, account: Account) -> web.Response:
         """Every private feed of the account in one OPML file, for a reader to import at once:
@@ -287,8 +319,7 @@ class Api:
             "Content-Disposition": f'attachment; filename="feedmesh-subscriptions-{kind}.opml"'})
 
     async def get_subscription(self, request: web.Request, account: Account) -> web.Response:
-        return _json({"subscription": self._subscription_json(
-            await self._owned(request, account))})
+        return _json({"subscription": await self._one_json(await self._owned(request, account))})
 
     async def change_subscription(self, request: web.Request, account: Account) -> web.Response:
         sub = await self._owned(request, account)
@@ -300,7 +331,7 @@ class Api:
         changed = await self.hub.change_subscription(sub, name=fields.get("name"),
                                                      query=fields.get("query"),
                                                      keep=fields.get("keep"), new_url=new_url)
-        return _json({"subscription": self._subscription_json(changed)})
+        return _json({"subscription": await self._one_json(changed)})
 
     async def delete_subscription(self, request: web.Request, account: Account) -> web.Response:
         await self.hub.remove_subscription(await self._owned(request, account))

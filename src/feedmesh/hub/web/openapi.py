@@ -78,7 +78,17 @@ _SCHEMAS: dict[str, Any] = {
         ("id", "name", "query", "normalized", "keep", "created_at", "changed_at", "feed_urls"),
         id=_ID, query=_STR, name=_STR, keep={"type": "integer"}, normalized=_STR,
         created_at={"type": "number"}, changed_at={"type": "number"},
-        feed_urls=_object(("rss", "atom", "json"), rss=_STR, atom=_STR, json=_STR)),
+        feed_urls=_object(("rss", "atom", "json"), rss=_STR, atom=_STR, json=_STR),
+        feed=_object(("holds", "ttl_minutes", "archive_since"),
+                     holds={"type": ["integer", "null"], "description": (
+                         "Matches the feed holds now (at most keep; null: its reflector "
+                         "cannot be reached)")},
+                     ttl_minutes={"type": ["integer", "null"], "description": (
+                         "The poll interval the feed advertises: half the time in which keep "
+                         "matches arrive at its own rate")},
+                     archive_since={"type": ["number", "null"], "description": (
+                         "How far back its archive (prev-archive) reaches: when the oldest "
+                         "entry stored was first seen")})),
     "Source": _object(("id", "url", "title"), id=_ID, url=_STR, title=_STR,
                       added_at={"type": "number"}, active={"type": "boolean"},
                       last_outcome=_STR, last_error=_STR, category=_STR, html_url=_STR,
@@ -354,6 +364,22 @@ def openapi(base_url: str) -> dict[str, Any]:
                                       items={"type": "array"})}}},
                               "304": {"description": "Not modified"},
                               "404": _answer("No such feed", _ref("Error")),
+                              "429": _answer("Polled too often", _ref("Error"))}}},
+            "/f/{token}/archive/{page}": {"get": {
+                "summary": "An archive page of a private feed (RFC 5005): older matches, as "
+                           "linked by prev-archive (JSON Feed: next_url); <key>.rss|.atom|.json",
+                "parameters": [{"name": name, "in": "path", "required": True, "schema": _STR}
+                               for name in ("token", "page")],
+                "responses": {"200": {"description": "The archive page (it does not change as "
+                                                     "new matches arrive)", "content": {
+                                  "application/rss+xml": {"schema": _STR},
+                                  "application/atom+xml": {"schema": _STR},
+                                  "application/feed+json": {"schema": _object(
+                                      ("version", "title", "items"), version=_STR, title=_STR,
+                                      items={"type": "array"})}}},
+                              "304": {"description": "Not modified"},
+                              "404": _answer("No such feed, or a page key the hub did not make",
+                                             _ref("Error")),
                               "429": _answer("Polled too often", _ref("Error"))}}},
         },
     }

@@ -72,6 +72,7 @@ def web_routes(hub: HubFacade, *, base_url: str, limits: WebLimits | None = None
     routes += [
         web.get("/api/openapi.json", openapi_json),
         web.get("/f/{token}", feeds.handle),
+        web.get("/f/{token}/archive/{page}", feeds.archive),
         web.get("/", index),
         web.get("/static/{name}", static_file),
     ]

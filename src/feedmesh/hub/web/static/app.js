@@ -107,6 +107,16 @@ async function loadSubscriptions() {
   for (const sub of data.subscriptions) list.append(subscriptionItem(sub));
 }
 
+// What the feed holds now and how far back its archive (RFC 5005 prev-archive) reaches.
+function feedHolds(sub) {
+  const feed = sub.feed || {};
+  const holds = feed.holds == null ? "its reflector cannot be reached just now"
+    : `holds ${feed.holds} of ${sub.keep}` + (feed.ttl_minutes ? ` · readers asked to poll every ${feed.ttl_minutes} min` : "");
+  const since = feed.archive_since == null ? "no stored entries yet"
+    : "older matches in its archive back to " + new Date(feed.archive_since * 1000).toLocaleString();
+  return `feed ${holds} · ${since}`;
+}
+
 function subscriptionItem(sub) {
   const matches = element("ul", { class: "matches", "data-testid": "matches-" + sub.id });
   const urls = Object.entries(sub.feed_urls).map(([kind, url]) => {
@@ -139,6 +149,7 @@ function subscriptionItem(sub) {
   const item = element("li", { "data-testid": "subscription", "data-id": sub.id },
                        element("strong", { text: sub.name || sub.query }),
                        element("div", { class: "meta", text: `query: ${sub.normalized} · keeps ${sub.keep} entries` }),
+                       element("div", { class: "meta", "data-testid": "holds-" + sub.id, text: feedHolds(sub) }),
                        ...urls, refresh, " ", edit, " ", push, " ", newUrl, " ", remove, matches, pushPanel);
   edit.addEventListener("click", () => item.append(editForm(sub)));
   push.addEventListener("click", () => loadPush(sub.id, pushPanel));
