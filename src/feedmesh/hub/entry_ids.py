@@ -9,6 +9,7 @@ writes it in every format, push in every webhook's JSON.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 
@@ -24,9 +25,12 @@ def feed_mark(sub: Subscription | None) -> str:
     that two subscriptions match in both; the mark is stable across restarts and URL-key
     rotations (neither changes), and does not say which subscription it is or how many exist.
     No subscription (a feed being deleted): no mark."""
-    if sub is None:
-        return ""
-    digest = hashlib.blake2b(struct.pack(">qd", sub.id, sub.created_at), digest_size=8,
+    return "" if sub is None else _mark(sub.id, sub.created_at)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _mark(sub_id: int, created_at: float) -> str:
+    digest = hashlib.blake2b(struct.pack(">qd", sub_id, created_at), digest_size=8,
                              person=b"feedmesh entry")
     return "." + digest.hexdigest()
 

@@ -60,9 +60,11 @@ class RenderedItems:
         self.chars = 0
         self.hits = 0
         self.misses = 0
-        self._items: OrderedDict[tuple, str] = OrderedDict()
+        self._items: OrderedDict[tuple, tuple[str, ...]] = OrderedDict()
 
-    def get(self, fmt: str, item: ReflectedItem, make: Callable[[], str]) -> str:
+    def get(self, fmt: str, item: ReflectedItem,
+            make: Callable[[], tuple[str, ...]]) -> tuple[str, ...]:
+        """The item's text in pieces, between which each feed writes its mark."""
         key = (fmt, item.entry_id, item.stored_at, item.degraded, item.feed_title,
                item.feed_url)
         text = self._items.get(key)
@@ -73,9 +75,9 @@ class RenderedItems:
         text = make()
         self.misses += 1
         self._items[key] = text
-        self.chars += len(text)
+        self.chars += sum(map(len, text))
         while self.chars > self.max_chars and self._items:
-            self.chars -= len(self._items.popitem(last=False)[1])
+            self.chars -= sum(map(len, self._items.popitem(last=False)[1]))
         return text
 
 
@@ -93,12 +95,14 @@ def render_private_feed(sub: Subscription | None, items: Sequence[ReflectedItem]
     if cache is None:
         entries = [published_entry(item, mark) for item in items]
         return render_feed(info, entries, fmt, source_titles=sources)
-    # Items are cached as every feed writes them, with a placeholder for the feed's mark.
+    # Items are cached as every feed writes them, in pieces split where the feed's mark goes
+    # (a placeholder when written), and joined with this feed's mark.
     entries = [published_entry(item, _MARK) for item in items]
     writer = writer_for(fmt)
-    parts = [cache.get(fmt, item, lambda e=entry, s=source: writer.item(e, info, s))
+    parts = [mark.join(cache.get(fmt, item, lambda e=entry, s=source: tuple(
+                 writer.item(e, info, s).split(_MARK))))
              for item, entry, source in zip(items, entries, sources, strict=True)]
-    return (writer.head(info, entries) + writer.separator.join(parts).replace(_MARK, mark) +
+    return (writer.head(info, entries) + writer.separator.join(parts) +
             writer.tail(info)).encode("utf-8")
 
 
