@@ -299,3 +299,29 @@ async def test_request_log_pages_over_http(farm):
             break
         since = page["next"]
     assert seen == [0, 1, 2, 3, 4] and page["dropped"] == 0
+
+
+async def test_an_entrys_link_opens_its_article(manual_farm):
+    """A reader clicks an entry: its link answers 200 with a small page of that article (issue
+    33, item 15); a post not yet made or an unknown key answers 404."""
+    farm, clock = manual_farm
+    clock.advance(2 * 86400)
+    for fmt in ("rss2.0", "atom1.0"):
+        feed = find_feed(farm.model, format=fmt)
+        _, _, body = await fetch(farm.feed_url(feed))
+        entries = feedparser.parse(body).entries
+        assert entries
+        for entry in entries[:3]:
+            status, headers, page = await fetch(entry.link)
+            assert status == 200, (entry.link, page[:200])
+            assert headers["Content-Type"] == "text/html; charset=utf-8"
+            title = etree.HTML(page).findtext(".//h1")
+            assert title == entry.title
+            assert f"/feeds/{feed}".encode() in page
+    feed = find_feed(farm.model, format="rss2.0")
+    future = farm.model.process(feed).posts_between(clock.now(), clock.now() + 30 * 86400)[0]
+    base = f"{farm.model.base_url(feed)}/feeds/{feed}/posts"
+    assert (await fetch(f"{base}/{future.key}"))[0] == 404
+    for key in ("0.999999", "x.1", "1", "1.2.3.4", "99999999999999.1"):
+        assert (await fetch(f"{base}/{key}"))[0] == 404, key
+    assert (await fetch(f"{base.rsplit('/posts', 1)[0]}/moved/{future.key}"))[0] == 404

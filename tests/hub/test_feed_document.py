@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime
 
+import feedparser
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedmesh.hub.front.feed_document import EXTENSIONS, RenderedItems, render_private_feed
+from feedmesh.hub.push.messages import webhook_entry
 from feedmesh.model import Entry, Person
 from feedmesh.store import ReflectedItem, Subscription
 
@@ -85,3 +89,31 @@ def test_any_feed_renders_the_same_with_the_cache(numbers, fmt, title):
     feed = [item(n, title=title or None, dated=n % 4 != 0) for n in numbers]
     assert render(feed, fmt, cache) == render(feed, fmt)
     assert render(feed, fmt, cache) == render(feed, fmt)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_entry_has_an_id_of_its_own_in_each_feed_and_keeps_it(fmt):
+    """Readers key items by id across feeds (issue 33, item 5): an entry two subscriptions hold
+    has two ids, each the same on every render, cached or whole, and in the webhook's JSON."""
+    other = Subscription(id=8, account_id=1, name="", query="people", keep=10, reflector=0,
+                         generation=0, created_at=1.7e9 + 0.25, changed_at=0.0)
+    items = [item(n) for n in (3, 2, 1)]
+    cache = RenderedItems()
+
+    def ids(sub: Subscription, cache: RenderedItems | None) -> list[str]:
+        body = render(items, fmt, cache, sub=sub)
+        if fmt == "json1.1":
+            return [i["id"] for i in json.loads(body)["items"]]
+        return [e.id for e in feedparser.parse(body).entries]
+
+    mine, theirs = ids(SUB, cache), ids(other, cache)
+    assert len(set(mine)) == len(set(theirs)) == 3 and not set(mine) & set(theirs)
+    assert ids(SUB, None) == ids(SUB, cache) == mine  # a cache hit writes the feed's own id
+    assert ids(other, RenderedItems()) == theirs
+    # entry-<n>.<16 hex digits>: nothing in it counts subscriptions.
+    assert all(re.fullmatch(r"tag:feedmesh,2026:entry-\d+\.[0-9a-f]{16}", i) for i in mine)
+    assert [webhook_entry(i, SUB)["id"] for i in items] == mine
+    # The same subscription made at another instant (another hub, or re-created) differs.
+    again = Subscription(id=7, account_id=1, name="", query="people OR time", keep=10,
+                         reflector=0, generation=3, created_at=1.0, changed_at=5.0)
+    assert not set(ids(again, None)) & set(mine)

@@ -22,6 +22,7 @@ import feedparser
 import pytest
 
 from feedmesh.hub.web import WebLimits
+from tests.eventually import eventually
 from tests.hub.web.conftest import ROOMY_LIMITS, filled_subscription, settle
 
 NEWSBOAT = shutil.which("newsboat") or "/usr/bin/newsboat"
@@ -170,3 +171,41 @@ async def test_newsboat_takes_every_private_feed_from_one_opml_file(hub_env, tmp
     for sub in subs:
         url = sub["feed_urls"]["rss"]
         assert reader.feed(url)[0] == f"feedmesh: {sub['name']}" and reader.items(url)
+
+
+async def test_newsboat_shows_an_entry_in_every_feed_that_holds_it(hub_env, tmp_path):
+    """Two subscriptions that match the same articles, imported from the subscriptions OPML:
+    newsboat keys items by guid across all its feeds, so with one id per entry everywhere the
+    second feed showed empty (issue 33, item 5). Each feed's ids are its own: both show all."""
+    env = hub_env
+    ann = await env.anonymous.sign_up("ann")
+    subs = [await filled_subscription(env, ann, entries=3, name=f"feed {n}",
+                                      query="government OR music OR water OR people")
+            for n in range(2)]
+
+    async def shared() -> set[int]:
+        held = [{i.entry_id for i in await env.hub.front.feed_items(s["id"])} for s in subs]
+        return held[0] & held[1]
+
+    assert await eventually(shared, timeout=90.0)
+    for sub in subs:  # frozen: the reader's reload meets the feeds checked below
+        status, body = await ann.call("PATCH", f"/api/subscriptions/{sub['id']}",
+                                      {"query": "zzyzxqwv"})
+        assert status == 200, body
+    await settle(env)
+    assert await shared()
+    status, opml = await ann.call("GET", "/api/subscriptions.opml")
+    assert status == 200
+    (tmp_path / "mine.opml").write_text(opml)
+    reader = Newsboat(tmp_path / "reader", [])
+    await reader.run("-i", str(tmp_path / "mine.opml"))
+    await reader.reload()
+    urls = [s["feed_urls"]["rss"] for s in subs]
+    served = {url: await _served(env, url) for url in urls}
+    for url in urls:
+        assert len(served[url]) >= 3
+        assert reader.items(url) == served[url], url
+    # Ids differ between the feeds, and stay put: the same entry, the same id next time.
+    ids = [{guid for guid, _, _ in served[url]} for url in urls]
+    assert not ids[0] & ids[1]
+    assert {url: await _served(env, url) for url in urls} == served

@@ -33,9 +33,14 @@ CALLBACKS = "127.0.2.64"
 QUERY = "people OR time OR world"
 
 
+def _number(entry_id: str) -> int:
+    """n of ``tag:feedmesh,2026:entry-<n>.<mark>``."""
+    return int(entry_id.rsplit("-", 1)[1].split(".")[0])
+
+
 def hooked(subscriber: LoopbackSubscriber, path: str) -> list[int]:
     """The entry ids a webhook received (and acknowledged), in the order they came."""
-    return [int(entry["id"].rsplit("-", 1)[1]) for delivery in subscriber.to(path)
+    return [_number(entry["id"]) for delivery in subscriber.to(path)
             if delivery.status == 200 for entry in json.loads(delivery.body)["entries"]]
 
 
@@ -155,7 +160,7 @@ async def test_web_processes_take_push_requests_and_reflector_workers_deliver(
                              timeout=120, interval=0.2)
             await reflectors[1].kill()
             delivered_before_kill = set(hooked(callbacks, "/hook-ann"))
-            failed = {int(e["id"].rsplit("-", 1)[1]) for d in callbacks.to("/hook-ann")
+            failed = {_number(e["id"]) for d in callbacks.to("/hook-ann")
                       if d.status == 503 for e in json.loads(d.body)["entries"]}
             assert failed - delivered_before_kill  # entries that waited at the kill
             callbacks.status = 200

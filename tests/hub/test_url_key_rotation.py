@@ -12,6 +12,7 @@ import pytest
 from feedmesh import cli
 from feedmesh.compose import FEED_SECRET_FILE, FEED_SECRET_PREVIOUS_FILE
 from feedmesh.compose.embedded import embedded_hub
+from feedmesh.hub.entry_ids import entry_id_in
 from feedmesh.hub.front.tokens import FeedTokens, key_fingerprint
 
 from .conftest import hub_settings
@@ -114,3 +115,28 @@ def test_rotating_twice_drops_the_key_before_and_says_so(tmp_path, capsys):
     assert f"dropped {key_fingerprint(b'a' * 32)}" in out and "no longer work" in out
     assert b"a" * 32 not in ((tmp_path / FEED_SECRET_FILE).read_bytes(),
                              (tmp_path / FEED_SECRET_PREVIOUS_FILE).read_bytes())
+
+
+async def test_entry_ids_outlive_a_rotation_and_a_restart(tmp_path, capsys):
+    """An entry's id in a private feed (issue 33, item 5) depends on the subscription only, not
+    on the URL key: a reader sees no entry twice after a rotation or a restart."""
+    hub = embedded_hub(hub_settings(str(tmp_path)))
+    await hub.start()
+    try:
+        account, _ = await hub.front.create_account("ann")
+        sub = await hub.front.add_subscription(account.id, name="", query="law", keep=5)
+        other = await hub.front.add_subscription(account.id, name="", query="law", keep=5)
+        before = [entry_id_in(await hub.front.subscription(s.id), 42) for s in (sub, other)]
+        assert before[0] != before[1]
+        assert url_key(capsys, "rotate", "--data", str(tmp_path))[0] == 0
+        assert [entry_id_in(await hub.front.subscription(s.id), 42)
+                for s in (sub, other)] == before
+    finally:
+        await hub.stop()
+    again = embedded_hub(hub_settings(str(tmp_path)))
+    await again.start()
+    try:
+        assert [entry_id_in(await again.front.subscription(s.id), 42)
+                for s in (sub, other)] == before
+    finally:
+        await again.stop()

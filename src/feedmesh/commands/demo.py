@@ -23,13 +23,14 @@ from pathlib import Path
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from feedmesh import runloop
 from feedmesh.compose.demo import Demo, run_demo
 from feedmesh.errors import FeedmeshError
 from feedmesh.logs import setup_logging
 
-__all__ = ["configure", "run"]
+__all__ = ["configure", "layout", "run"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feeds", type=int, default=2000, help="synthetic feeds in the farm")
@@ -114,10 +115,12 @@ def run(args: argparse.Namespace) -> int:
 async def _live(demo: Demo, stop: asyncio.Event, console: Console, seconds: float) -> None:
     console.print(f"\n[bold]feedmesh is running:[/bold] open {demo.base}/ to sign up and "
                   "subscribe (Ctrl-C stops)")
-    console.print(f"demo account token: {demo.token}")
+    console.print("the demo account's private feeds (RSS), for your reader:")
     for query, url in demo.feeds:
         console.print(f"  {query!r:42} {url}")
     started = time.monotonic()
+    # The address and the token head the live view itself: in a 24-line terminal the lines
+    # printed above scroll away once the table draws, the view's own first lines do not.
     with Live(await _view(demo), console=console, refresh_per_second=2) as live:
         while not stop.is_set():
             if seconds and time.monotonic() - started > seconds:
@@ -129,9 +132,16 @@ async def _live(demo: Demo, stop: asyncio.Event, console: Console, seconds: floa
 
 
 async def _view(demo: Demo) -> Group:
-    hub = demo.hub
-    stats = await hub.stats()
+    counts = [len(await demo.hub.feed_items(sub.id)) for sub in demo.subs]
+    return layout(demo, await demo.hub.stats(), counts)
+
+
+def layout(demo: Demo, stats: dict, counts: list[int]) -> Group:
+    """The live view: where the hub is and the demo account's token first, then the crawl and
+    the tiers, then each demo subscription with the entries its feed holds (``counts``)."""
     metrics = stats["metrics"]
+    header = Text.assemble(("feedmesh is running at ", "bold"), f"{demo.base}/",
+                           " (Ctrl-C stops)\n", "demo account token: ", demo.token)
     table = Table(title="feedmesh demo (live)", show_header=False, min_width=70)
     cycle, running = stats["last_crawl"], stats.get("crawl_running")
     if cycle:
@@ -159,6 +169,6 @@ async def _view(demo: Demo) -> Group:
     subs = Table(title="demo subscriptions", show_header=True)
     subs.add_column("query")
     subs.add_column("entries in its feed", justify="right")
-    for sub in demo.subs:
-        subs.add_row(sub.query, str(len(await hub.feed_items(sub.id))))
-    return Group(table, subs)
+    for sub, held in zip(demo.subs, counts, strict=True):
+        subs.add_row(sub.query, str(held))
+    return Group(header, table, subs)

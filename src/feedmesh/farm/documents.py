@@ -173,6 +173,19 @@ class FarmModel:
         """Every post of the feed with ``start < time <= end``, oldest first (the ground truth)."""
         return self.process(feed_id).posts_between(start, end)
 
+    def post(self, feed_id: int, key: str, t: float) -> Post | None:
+        """The post named ``key`` (``block.index[.burst]``) if it was posted by farm time ``t``
+        (its article page answers; a later or unknown one does not exist yet)."""
+        parts = key.split(".")
+        if not 2 <= len(parts) <= 3 or not all(p.isdigit() and len(p) < 12 for p in parts):
+            return None
+        block, index, *burst = (int(p) for p in parts)
+        want = (block, index, burst[0] if burst else -1)
+        for post in self.process(feed_id).block_posts(block):
+            if post.order == want:
+                return post if post.time <= t else None
+        return None
+
     def guid(self, feed_id: int, post: Post) -> str:
         """The guid the healthy version of this feed gives ``post``."""
         return entry_guid(self.spec(feed_id), post, self.base_url(feed_id))

@@ -19,6 +19,7 @@ the server.
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Protocol
 
 from feedmesh.farm.documents import FarmModel, compress, http_date, parse_etag_version
@@ -30,8 +31,9 @@ from feedmesh.farm.reply import Reply, text_reply
 if TYPE_CHECKING:
     from feedmesh.farm.catalog import FeedSpec
     from feedmesh.farm.documents import FeedDocument
+    from feedmesh.farm.posting import Post
 
-__all__ = ["REDIRECT_STATUS", "FeedState", "feed_reply"]
+__all__ = ["REDIRECT_STATUS", "FeedState", "article_reply", "feed_reply"]
 
 REDIRECT_STATUS = {Fault.REDIRECT_301: 301, Fault.REDIRECT_302: 302, Fault.REDIRECT_307: 307,
                    Fault.REDIRECT_308: 308}
@@ -54,6 +56,22 @@ class FeedState(Protocol):
     async def render_off_loop(self, feed_id: int, now: float) -> FeedDocument:
         """The feed's document, rendered in a worker thread (for the 10,000-entry flood)."""
         ...
+
+
+def article_reply(model: FarmModel, feed_id: int, post: Post) -> Reply:
+    """The page an entry's link leads to: a small HTML article (its title, date and text, and
+    its feed), so that a reader's click on a farm entry opens something, as on the web."""
+    entry = model.maker(feed_id).entry(post)
+    feed = f"{model.base_url(feed_id)}/feeds/{feed_id}"
+    when = entry.published.isoformat() if entry.published else ""
+    page = ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(entry.title)}</title></head>\n<body><article>"
+            f"<h1>{html.escape(entry.title)}</h1>\n"
+            f"<p><time datetime=\"{when}\">{when}</time> · "
+            f"<a href=\"{html.escape(feed)}\">feed {feed_id}</a></p>\n"
+            f"<p>{html.escape(entry.summary or '')}</p>\n</article></body></html>\n")
+    return text_reply(200, page, "text/html; charset=utf-8",
+                      extra=[("Cache-Control", "max-age=3600")])
 
 
 def _coding(spec_compression: str, accept: str) -> str:

@@ -39,7 +39,7 @@ from feedmesh.farm.requestlog import (
     FarmRequest,
     RequestLog,
 )
-from feedmesh.farm.routes import feed_reply
+from feedmesh.farm.routes import article_reply, feed_reply
 
 __all__ = ["FarmServer"]
 
@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 _INDEX = ("feedmesh farm\n\n/opml                      every feed\n"
           "/feeds/<id>                a feed\n"
+          "/feeds/<id>/posts/<key>    an article (the link of an entry)\n"
           "/_farm/requests?since=N    request log (JSON)\n/_farm/truth/<id>          posts\n"
           "/_farm/spec/<id>           a feed's attributes\n/_farm/stats               counters\n")
 
@@ -448,6 +449,12 @@ class FarmServer:
         if request.method not in ("GET", "HEAD"):
             reply = text_reply(405, f"{request.method} is not served here\n",
                                extra=[("Allow", "GET, HEAD")])
+        elif (feed_id is not None and 0 <= feed_id < self.config.feeds
+              and variant.startswith("posts/")):
+            spec = self.model.spec(feed_id)
+            post = self.model.post(feed_id, variant[6:], now) if spec.host == host else None
+            reply = (article_reply(self.model, feed_id, post) if post is not None else
+                     text_reply(404, f"feed {feed_id} has no post {variant[6:]}\n"))
         elif feed_id is not None and 0 <= feed_id < self.config.feeds and variant in _VARIANTS:
             spec = self.model.spec(feed_id)
             if spec.host != host:

@@ -12,6 +12,7 @@ from datetime import datetime
 import feedparser
 from multidict import CIMultiDict
 
+from feedmesh.hub.entry_ids import entry_id_in
 from tests.eventually import eventually
 from tests.hub.web.conftest import filled_subscription, unchanged
 from tests.hub.web.jsonfeed import validate_json_feed
@@ -54,8 +55,8 @@ async def test_three_formats_are_valid_and_hold_the_same_entries(hub_env, ann):
             assert status == 200, body[:300]
             served[kind] = _entries(kind, body, headers)
             bodies[kind] = body
-        held = {f"tag:feedmesh,2026:entry-{i.entry_id}": i
-                for i in await _hub_items(hub_env, sub["id"])}
+        own = await hub_env.hub.front.subscription(sub["id"])
+        held = {entry_id_in(own, i.entry_id): i for i in await _hub_items(hub_env, sub["id"])}
         return served, bodies, held
 
     served, bodies, held = await unchanged(hub_env, sub["id"], read)

@@ -33,6 +33,9 @@ async def test_a_source_added_by_hand_is_fetched_within_seconds(hub_env, ann):
     now = hub_env.hub.clock.now()
     assert source["last_outcome"] == "ok"
     assert now < source["next_fetch_at"] < now + 2 * 86400  # planned, not "never"
+    # How the crawl of it goes, for the account to see (issue 33, item 15): when it was last
+    # fetched, and no failures in a row.
+    assert now - 60 < source["last_fetched_at"] <= now and source["errors"] == 0
 
 
 def test_only_many_feeds_added_together_are_spread():

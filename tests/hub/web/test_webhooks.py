@@ -17,6 +17,11 @@ from tests.hub.web.conftest import assert_error, filled_subscription
 from tests.websub.subscriber import loopback_subscriber
 
 
+def _number(entry_id: str) -> int:
+    """n of ``tag:feedmesh,2026:entry-<n>.<mark>``."""
+    return int(entry_id.rsplit("-", 1)[1].split(".")[0])
+
+
 @pytest.fixture
 def hub_overrides() -> dict[str, Any]:
     return {"push": PushSettings(timeout_s=3.0, retry=RetryPolicy(
@@ -40,7 +45,7 @@ async def test_new_entries_arrive_signed_in_order_and_the_log_shows_them(hub_env
             assert message["event"] == "entries" and message["entries"]
             assert message["subscription"] == {"id": sub["id"], "name": sub["name"],
                                                "query": sub["query"]}
-            seen += [int(e["id"].rsplit("-", 1)[1]) for e in message["entries"]]
+            seen += [_number(e["id"]) for e in message["entries"]]
             assert all(e["title"] and e["source"]["feed_url"] for e in message["entries"])
         assert seen == sorted(set(seen))  # in order, none twice
         status, body = await ann.call("GET", path)
@@ -155,7 +160,7 @@ async def test_entries_that_waited_at_a_restart_are_delivered_after_it(tmp_path,
         first_delay_s=0.05, max_delay_s=0.2, max_failures=1000)))
 
     def ids(deliveries, status: int) -> set[int]:
-        return {int(e["id"].rsplit("-", 1)[1]) for d in deliveries if d.status == status
+        return {_number(e["id"]) for d in deliveries if d.status == status
                 for e in json.loads(d.body)["entries"]}
 
     async with FarmServer(farm_config) as farm, loopback_subscriber() as receiver:

@@ -21,6 +21,7 @@ from flask_websub.subscriber import (
 from werkzeug.serving import make_server
 
 from feedmesh.feeds.parser import parse_feed
+from feedmesh.hub.entry_ids import entry_id_in
 from tests.eventually import eventually
 from tests.hub.web.conftest import filled_subscription
 
@@ -64,7 +65,7 @@ async def test_flask_websubs_subscriber_receives_a_matching_entry(hub_env, ann, 
         assert pushed_topic == topic
         parsed = parse_feed(body, url=topic)
         assert parsed.error is None and parsed.feed.self_link == topic
-        held = {f"tag:feedmesh,2026:entry-{i.entry_id}"
+        held = {entry_id_in(await hub_env.hub.front.subscription(sub["id"]), i.entry_id)
                 for i in await hub_env.hub.front.feed_items(sub["id"])}
         assert {e.guid for e in parsed.entries} & held
     finally:

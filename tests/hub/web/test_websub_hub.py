@@ -17,6 +17,7 @@ import pytest
 
 from feedmesh import cli
 from feedmesh.feeds.parser import parse_feed
+from feedmesh.hub.entry_ids import entry_id_in
 from feedmesh.hub.push.service import PushSettings
 from feedmesh.websub.delivery import RetryPolicy
 from feedmesh.websub.hub_requests import LeaseBounds
@@ -71,7 +72,7 @@ async def test_100_typical_subscriber_request_then_the_updated_feed_is_pushed(hu
         assert parsed.feed.self_link == topic
         assert parsed.feed.hub_links == (f"{hub_env.base}/hub",)
         pushed = {e.guid for e in parsed.entries}
-        held = {f"tag:feedmesh,2026:entry-{i.entry_id}"
+        held = {entry_id_in(await hub_env.hub.front.subscription(sub["id"]), i.entry_id)
                 for i in await hub_env.hub.front.feed_items(sub["id"])}
         assert pushed & held  # the feed as it is now, newest entries included
 

@@ -53,6 +53,10 @@ class SourceView(msgspec.Struct, frozen=True, kw_only=True):
     html_url: str = ""
     next_fetch_at: float | None = None
     """When it will be fetched next (None: not scheduled: gone, or being fetched now)."""
+    last_fetched_at: float = 0.0
+    """When it was last fetched (0: not yet)."""
+    errors: int = 0
+    """Its failed fetches in a row (0: the last one went well)."""
 
 
 class RecentMatch(msgspec.Struct, frozen=True):

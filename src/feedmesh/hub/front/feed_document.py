@@ -7,20 +7,28 @@ topic) and ``rel="hub"`` (``<base>/hub``), in the document and in the HTTP ``Lin
 
 from __future__ import annotations
 
+import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from feedmesh.feeds.render import render_feed, writer_for
+from feedmesh.hub.entry_ids import entry_id_in, feed_mark
 from feedmesh.hub.front.archive import feed_ttl_minutes, key_data, make_key
 from feedmesh.model import Entry, FeedInfo
 from feedmesh.store import ReflectedItem, Subscription
 
-__all__ = ["EXTENSIONS", "RenderedItems", "archive_key", "archive_url", "feed_urls", "hub_url",
-           "link_header", "prev_archive_url", "published_entry", "render_private_feed"]
+__all__ = ["EXTENSIONS", "RenderedItems", "archive_key", "archive_url", "entry_id_in",
+           "feed_mark", "feed_urls", "hub_url", "link_header", "prev_archive_url",
+           "published_entry", "render_private_feed"]
 
 EXTENSIONS = {"rss": "rss2.0", "atom": "atom1.0", "json": "json1.1"}
 """A private feed URL's extension -> the format served there."""
+
+
+_MARK = "feedmesh" + secrets.token_hex(16)
+"""Where an item rendered for every feed holds its feed's mark: random per process, so no entry's
+text can hold it, and replaced before anything is served."""
 
 
 def feed_urls(base_url: str, token: str) -> dict[str, str]:
@@ -68,18 +76,21 @@ class RenderedItems:
 
     Sound because an item of a private feed depends on nothing but its entry and its source:
     :func:`published_entry` always dates it (so Atom never falls back to the feed's date) and
-    gives it an id of its own. An entry is known by its id and when its reflector stored it (a
-    changed entry is stored anew), with its source's title and URL, and whether its body was
-    dropped under memory pressure."""
+    gives it an id of its own, cached with a placeholder for the feed's mark
+    (:func:`~feedmesh.hub.entry_ids.feed_mark`) that each feed's render fills in. An entry is
+    known by its id and when its reflector stored it (a changed entry is stored anew), with its
+    source's title and URL, and whether its body was dropped under memory pressure."""
 
     def __init__(self, max_chars: int = 32 * 1024 * 1024) -> None:
         self.max_chars = max_chars
         self.chars = 0
         self.hits = 0
         self.misses = 0
-        self._items: OrderedDict[tuple, str] = OrderedDict()
+        self._items: OrderedDict[tuple, tuple[str, ...]] = OrderedDict()
 
-    def get(self, fmt: str, item: ReflectedItem, make: Callable[[], str]) -> str:
+    def get(self, fmt: str, item: ReflectedItem,
+            make: Callable[[], tuple[str, ...]]) -> tuple[str, ...]:
+        """The item's text in pieces, between which each feed writes its mark."""
         key = (fmt, item.entry_id, item.stored_at, item.degraded, item.feed_title,
                item.feed_url)
         text = self._items.get(key)
@@ -90,9 +101,9 @@ class RenderedItems:
         text = make()
         self.misses += 1
         self._items[key] = text
-        self.chars += len(text)
+        self.chars += sum(map(len, text))
         while self.chars > self.max_chars and self._items:
-            self.chars -= len(self._items.popitem(last=False)[1])
+            self.chars -= sum(map(len, self._items.popitem(last=False)[1]))
         return text
 
 
@@ -115,28 +126,34 @@ def render_private_feed(sub: Subscription | None, items: Sequence[ReflectedItem]
                     self_link=self_url, hub_links=() if current_url else (hub_url(base_url),),
                     ttl_minutes=ttl_minutes, prev_archive=prev_archive,
                     current_link=current_url, archive=bool(current_url))
-    entries = [published_entry(item) for item in items]
+    mark = feed_mark(sub)
     sources = [(item.feed_title or item.feed_url, item.feed_url) for item in items]
     if cache is None:
+        entries = [published_entry(item, mark) for item in items]
         return render_feed(info, entries, fmt, source_titles=sources)
+    # Items are cached as every feed writes them, in pieces split where the feed's mark goes
+    # (a placeholder when written), and joined with this feed's mark.
+    entries = [published_entry(item, _MARK) for item in items]
     writer = writer_for(fmt)
-    parts = [cache.get(fmt, item, lambda e=entry, s=source: writer.item(e, info, s))
+    parts = [mark.join(cache.get(fmt, item, lambda e=entry, s=source: tuple(
+                 writer.item(e, info, s).split(_MARK))))
              for item, entry, source in zip(items, entries, sources, strict=True)]
     return (writer.head(info, entries) + writer.separator.join(parts) +
             writer.tail(info)).encode("utf-8")
 
 
-def published_entry(item: ReflectedItem) -> Entry:
+def published_entry(item: ReflectedItem, mark: str = "") -> Entry:
     """The entry as our feed publishes it: a stable id of our own (the source's guid is only
-    unique within its feed), the source's link, and dates never later than when we first saw
+    unique within its feed; ``mark``, the feed's :func:`feed_mark`, makes it unique among
+    private feeds too), the source's link, and dates never later than when we first saw
     it (a future-dated entry would sit on top of every reader's list for ever, and it would
     push the feed's own ``updated`` / ``date_modified`` into the future with it)."""
     entry = item.entry
     seen = datetime.fromtimestamp(item.first_seen_at, UTC)
     published = min(entry.published or entry.updated or seen, seen)
     updated = min(entry.updated, seen) if entry.updated is not None else None
-    return Entry(key=f"tag:feedmesh,2026:entry-{item.entry_id}",
-                 guid=f"tag:feedmesh,2026:entry-{item.entry_id}", title=entry.title,
+    own_id = f"tag:feedmesh,2026:entry-{item.entry_id}{mark}"
+    return Entry(key=own_id, guid=own_id, title=entry.title,
                  link=entry.link, published=published, updated=updated, authors=entry.authors,
                  summary=entry.summary, categories=entry.categories, language=entry.language,
                  enclosures=entry.enclosures)

@@ -92,7 +92,9 @@ class LocalSources:
                 active=bool(state and state.active),
                 last_outcome=state.last_outcome if state else "",
                 last_error=state.last_error if state else "", category=f.category,
-                html_url=f.html_url, next_fetch_at=self.crawler.next_fetch_at(f.feed_id)))
+                html_url=f.html_url, next_fetch_at=self.crawler.next_fetch_at(f.feed_id),
+                last_fetched_at=state.last_fetched_at if state else 0.0,
+                errors=state.errors if state else 0))
         return views
 
     async def metas(self, feed_ids: set[int]) -> dict[int, FeedMeta]:
@@ -150,7 +152,9 @@ class RemoteSources:
                 active=bool(state and state.active),
                 last_outcome=state.last_outcome if state else "",
                 last_error=state.last_error if state else "", category=f.category,
-                html_url=f.html_url, next_fetch_at=None))  # the crawler's plan is not shared
+                html_url=f.html_url, next_fetch_at=None,  # the crawler's plan is not shared
+                last_fetched_at=state.last_fetched_at if state else 0.0,
+                errors=state.errors if state else 0))
         return views
 
     async def metas(self, feed_ids: set[int]) -> dict[int, FeedMeta]:

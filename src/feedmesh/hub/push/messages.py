@@ -11,6 +11,7 @@ from collections import OrderedDict
 from datetime import UTC, datetime
 
 from feedmesh.feeds.render import CONTENT_TYPES
+from feedmesh.hub.entry_ids import entry_id_in
 from feedmesh.store import PushTarget, ReflectedItem, Subscription
 from feedmesh.websub.signature import sign
 
@@ -36,17 +37,18 @@ def webhook_message(target: PushTarget, sub: Subscription | None,
         "delivery": str(uuid.uuid4()),
         "subscription": {"id": target.sub_id, "name": sub.name if sub else "",
                          "query": sub.query if sub else ""},
-        "entries": [webhook_entry(item) for item in items],
+        "entries": [webhook_entry(item, sub) for item in items],
     }).encode()
     return body, {"Content-Type": "application/json", "X-Feedmesh-Event": event,
                   "X-Feedmesh-Signature": sign(target.secret, body, "sha256")}
 
 
-def webhook_entry(item: ReflectedItem) -> dict[str, object]:
-    """One new entry as a webhook's JSON carries it (JSON Feed 1.1 item names)."""
+def webhook_entry(item: ReflectedItem, sub: Subscription | None) -> dict[str, object]:
+    """One new entry as a webhook's JSON carries it (JSON Feed 1.1 item names), with the id it
+    has in the private feed of ``sub``."""
     entry = item.entry
     published = entry.published or entry.updated
-    return {"id": f"tag:feedmesh,2026:entry-{item.entry_id}", "url": entry.link,
+    return {"id": entry_id_in(sub, item.entry_id), "url": entry.link,
             "title": entry.title, "summary": entry.summary,
             "date_published": (published or datetime.fromtimestamp(item.first_seen_at, UTC))
             .isoformat(),

@@ -14,6 +14,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import regex
 from aiohttp import web
 
 from feedmesh.feeds.opml import OpmlError, OpmlOutline, parse_opml, render_opml
@@ -81,18 +82,41 @@ def decode_json_body(raw: bytes) -> Any:
         raise ApiError(400, "malformed_json", f"request body is not valid JSON: {exc}") from exc
 
 
+_WORD = r"[\p{L}\p{M}\p{N}]"
+_UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\p{Lao}\p{Khmer}"
+                          r"\p{Myanmar}]")
+
+
+def term_pattern(terms: list[str]) -> regex.Pattern[str] | None:
+    """Where ``terms`` (``word``, ``prefix*``, ``"a phrase"``) are in a text, by word as the
+    matcher has them: ``law`` is not in "Flawed", ``music*`` is the whole of "musical", a
+    phrase's words have anything but letters and digits between them; in scripts written
+    without spaces, anywhere. The page's ``highlighted()`` (static/app.js) marks the same."""
+    parts = []
+    for term in terms:
+        prefix = term.endswith("*")
+        words = [regex.escape(w) for w in term.strip('"').rstrip("*").split()]
+        if not words or (len(words) == 1 and len(words[0]) < 2):
+            continue
+        body = f"(?:(?!{_WORD}).)+".join(words)
+        if _UNSPACED.search(term):
+            parts.append(body)
+        else:
+            parts.append(f"(?<!{_WORD}){body}" + (f"{_WORD}*" if prefix else f"(?!{_WORD})"))
+    return regex.compile("|".join(parts), regex.IGNORECASE) if parts else None
+
+
 def _snippet(entry_summary: str, entry_content: str, terms: list[str],
              limit: int = 300) -> str:
     """About ``limit`` characters of an entry as plain text, around the first of the matched
     ``terms`` it shows (the summary first, then the content), so that the page can highlight
     why the entry matched; the summary's beginning when no term is in either."""
     texts = [" ".join(html_to_text(f).split()) for f in (entry_summary, entry_content) if f]
-    needles = [t.strip('"').rstrip("*").lower() for t in terms]
+    pattern = term_pattern(terms)
     for text in texts:
-        lowered = text.lower()
-        found = [i for i in (lowered.find(n) for n in needles if n) if i >= 0]
+        found = pattern.search(text) if pattern is not None else None
         if found:
-            start = max(0, min(found) - limit // 3)
+            start = max(0, found.start() - limit // 3)
             if start:
                 start = text.find(" ", start) + 1 or start
             piece = text[start:start + limit]
@@ -448,7 +472,8 @@ class Api:
                 "added_at": source.added_at, "active": source.active,
                 "last_outcome": source.last_outcome, "last_error": source.last_error,
                 "category": source.category, "html_url": source.html_url,
-                "next_fetch_at": source.next_fetch_at}
+                "next_fetch_at": source.next_fetch_at,
+                "last_fetched_at": source.last_fetched_at or None, "errors": source.errors}
 
     async def list_sources(self, request: web.Request, account: Account) -> web.Response:
         return _json({"sources": [self._source_json(s)

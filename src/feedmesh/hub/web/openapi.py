@@ -95,6 +95,11 @@ _SCHEMAS: dict[str, Any] = {
                       next_fetch_at={"type": ["number", "null"],
                                      "description": "when it will be fetched next (Unix "
                                                     "seconds); null: not scheduled"},
+                      last_fetched_at={"type": ["number", "null"],
+                                       "description": "when it was last fetched (Unix "
+                                                      "seconds); null: not yet"},
+                      errors={"type": "integer", "minimum": 0,
+                              "description": "failed fetches in a row (0: the last went well)"},
                       new={"type": "boolean",
                            "description": "in answers to adding: followed now (false: it "
                                           "already was, and nothing changed)"}),

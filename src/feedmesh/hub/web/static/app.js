@@ -38,6 +38,16 @@ function element(tag, attrs, ...children) {
   return node;
 }
 
+// A URL with a line-break opportunity (<wbr>) after each "/" and before its extension, ? and
+// &, its parts kept whole (a token's "-" is no place to wrap) unless one is longer than a
+// phone's line: a narrow screen wraps it between its parts, not inside a word or the token.
+function breakableUrl(url) {
+  return url.split(/(?<=\/)(?!\/)|(?=[.?&][^./]*$)/).flatMap((part, i) => {
+    const shown = part.length <= 40 ? element("span", { class: "url-part", text: part }) : part;
+    return i ? [element("wbr"), shown] : [shown];
+  });
+}
+
 function when(seconds) {
   return new Date(seconds * 1000).toLocaleString();
 }
@@ -123,7 +133,7 @@ function subscriptionItem(sub) {
     const button = element("button", { class: "copy", type: "button", text: "Copy" });
     button.addEventListener("click", () => copy(url, button));
     return element("div", { class: "feed-url" }, element("span", { text: kind.toUpperCase() }),
-                   element("code", { class: "feed-link", text: url }), button);
+                   element("code", { class: "feed-link" }, ...breakableUrl(url)), button);
   });
   const refresh = element("button", { class: "secondary", type: "button", text: "Show recent matches",
                                       "data-testid": "show-matches-" + sub.id });
@@ -322,11 +332,26 @@ async function preview() {
 }
 
 // The text split into plain parts and <mark>ed terms (why the entry matched); never HTML.
+// Matching is by word, so is marking: a term marks whole words only ("law" not in "Flawed"),
+// a prefix term ("music*") the words it starts, a phrase its words with anything between
+// them that is not a letter or digit. Scripts written without spaces match anywhere.
+const WORD_CHAR = "[\\p{L}\\p{M}\\p{N}]";
+const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+
+function termPattern(term) {
+  const prefix = term.endsWith("*");
+  const words = term.replace(/^"|"$/g, "").replace(/\*$/, "").split(/\s+/).filter(Boolean)
+    .map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  if (!words.length || (words.length === 1 && words[0].length < 2)) return null;
+  const body = words.join(`(?:(?!${WORD_CHAR}).)+`);
+  if (UNSPACED.test(term)) return body;
+  return `(?<!${WORD_CHAR})${body}${prefix ? WORD_CHAR + "*" : `(?!${WORD_CHAR})`}`;
+}
+
 function highlighted(text, terms) {
-  const words = (terms || []).map((t) => t.replace(/^"|"$/g, "").replace(/\*$/, ""))
-    .filter((t) => t.length > 1).map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  if (!words.length || !text) return [text || ""];
-  const pattern = new RegExp(`(${words.join("|")})`, "gi");
+  const patterns = (terms || []).map(termPattern).filter(Boolean);
+  if (!patterns.length || !text) return [text || ""];
+  const pattern = new RegExp(`(${patterns.join("|")})`, "giu");
   return text.split(pattern).map((part, i) => (i % 2 ? element("mark", { text: part }) : part));
 }
 
@@ -361,10 +386,32 @@ async function loadSources() {
     return element("li", { "data-testid": "source", "data-id": s.id },
       element("strong", { text: s.title || s.url }), " ", remove,
       element("div", { class: "meta", text: (s.category ? s.category + " · " : "") + s.url }),
-      element("div", { class: "meta", text: s.last_error ? "problem: " + s.last_error : (s.last_outcome || "not fetched yet") }),
+      element("div", { class: "meta", "data-testid": "crawl-state", text: crawlState(s) }),
       element("div", { class: "meta", "data-testid": "next-fetch",
                        text: s.next_fetch_at ? "next fetch: " + soon(s.next_fetch_at) : "" }));
   }));
+  const fetched = data.sources.filter((s) => s.last_fetched_at).length;
+  const failing = data.sources.filter((s) => s.errors || !s.active).length;
+  $("sources-summary").textContent = data.sources.length
+    ? `The hub crawls ${data.sources.length} feed${data.sources.length === 1 ? "" : "s"} for you: ` +
+      `${fetched} fetched, ${failing} with problems, ${data.sources.length - fetched} not fetched yet.`
+    : "You follow no feeds yet.";
+}
+
+// How a source's fetching goes: the last fetch (when, what came of it) and its failures in a row.
+function crawlState(s) {
+  if (!s.last_fetched_at) return s.active ? "not fetched yet" : "not crawled: " + (s.last_error || s.last_outcome);
+  const last = "last fetch: " + ago(s.last_fetched_at) + " (" + (s.last_outcome || "ok") + ")";
+  if (!s.active) return last + " · no longer crawled: " + (s.last_error || s.last_outcome);
+  return s.errors ? `${last} · problem (${s.errors} failed in a row): ${s.last_error}` : last;
+}
+
+// "12 s ago", "3 min ago", or the date for longer than an hour ago.
+function ago(seconds) {
+  const past = Date.now() / 1000 - seconds;
+  if (past < 60) return Math.max(0, Math.round(past)) + " s ago";
+  if (past < 3600) return Math.round(past / 60) + " min ago";
+  return when(seconds);
 }
 
 $("source-form").addEventListener("submit", async (event) => {
