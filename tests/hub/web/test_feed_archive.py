@@ -48,7 +48,7 @@ async def _get(env, url: str, headers: dict[str, str] | None = None
 
 
 def _entry_number(item_id: str) -> int:
-    found = re.search(r"(\d+)$", item_id)
+    found = re.search(r"entry-(\d+)", item_id)  # (then the feed's own mark)
     assert found, item_id
     return int(found.group(1))
 
