@@ -52,6 +52,7 @@ __all__ = [
     "WebStores",
     "change_feed_url_keys",
     "existing_hub_state",
+    "existing_operator_token",
     "feed_url_keys",
     "feed_url_tokens",
     "folder_keys",
@@ -338,6 +339,14 @@ def operator_token(data_dir: str | Path) -> bytes:
         finally:
             temporary.unlink(missing_ok=True)
     return read_token(path, "the operator token")
+
+
+def existing_operator_token(data_dir: str | Path) -> bytes | None:
+    """The operator's token if the hub made one in ``data_dir``, else None: for a process that
+    keeps no files of its own (a web process: ``/api/stats`` then counts paused hosts for
+    everyone)."""
+    path = Path(data_dir) / OPERATOR_TOKEN_FILE
+    return read_token(path, "the operator token") if path.exists() else None
 
 
 def folder_key(data: Path) -> bytes | None:

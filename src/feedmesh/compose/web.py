@@ -20,7 +20,7 @@ from aiohttp import web
 from feedmesh.bus import Bus
 from feedmesh.clock import Clock, SystemClock
 from feedmesh.compose.crawler import reflector_token
-from feedmesh.compose.engines import open_bus, open_web_stores, operator_token
+from feedmesh.compose.engines import existing_operator_token, open_bus, open_web_stores
 from feedmesh.compose.lifecycle import HttpPart, Tasks
 from feedmesh.compose.reflector import PushRole, push_worker
 from feedmesh.compose.settings import WebLimits, WebSettings
@@ -125,5 +125,5 @@ def web_process(settings: WebSettings, *, base_url: str,
     roles = [PushRole(push),
              WebRole(front, base_url=base_url, limits=settings.limits, bus=bus,
                      crawlers=settings.crawlers, close_front=True,
-                     operator_token=operator_token(settings.data_dir))]
+                     operator_token=existing_operator_token(settings.data_dir))]
     return roles, [bus.close, stores.close]
