@@ -230,8 +230,8 @@ async def test_a_lease_that_lapses_puts_the_feed_back_on_the_poll_schedule(tmp_p
         await eventually(lambda: not live_in_scheduler(hub, feed_id), timeout=20.0,
                          what="the lapsed lease leaves the scheduler")
         assert hub.clock.now() >= lease.expires_at - 0.5
-        due = scheduler.due_at(str(feed_id))  # next_fetch_at: now (None: being fetched)
-        assert due is None or due - hub.clock.now() < 1.0
+        # (that its next_fetch_at is the lapse itself: test_scheduler.py; here it may already
+        # have been fetched again)
         await eventually(lambda: pub.feed_gets > gets, timeout=20.0,
                          what="the feed polled again after the lapse")
         await eventually(lambda: scheduler.due_at(str(feed_id)) is not None)
