@@ -60,7 +60,9 @@ class Archive:
         self.on_document = on_document
         self.on_listed = on_listed
         self.on_links = on_links
-        self.crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(concurrency=16))
+        # what a feed's first document holds is its state when followed, not news: marked so
+        self.crawler = Crawler(store, fetcher, clock,
+                               settings=CrawlSettings(concurrency=16, mark_backlog=True))
         self.scheduled = ScheduledCrawler(self.crawler, store, clock, schedule,
                                           snapshot_path=snapshot_path, concurrency=16,
                                           on_fetched=self._fetched)
@@ -69,6 +71,8 @@ class Archive:
         self._id_of: dict[str, int] = {}
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._first: dict[int, asyncio.Event] = {}
+        """Feeds followed whose first fetch has not ended yet (:meth:`first_fetch`)."""
         self.received: dict[str, int] = {}
         """Entries kept per source ("host:port" of a peer), new to the archive when they came."""
         self.own_fetches = 0
@@ -110,8 +114,23 @@ class Archive:
         ids = await self.crawler.add_feeds([url])
         rows = await self._db.call(self.store.feeds)
         self._remember(rows)
+        if not known and not self.crawler.states[ids[0]].last_fetched_at:
+            self._first.setdefault(ids[0], asyncio.Event())
         self.scheduled.add_feeds(ids)
         return ids[0], not known
+
+    async def first_fetch(self, feed_id: int, timeout_s: float) -> bool:
+        """Wait (at most ``timeout_s``) until the first fetch of a feed just followed has ended
+        and its entries are in the archive; whether it has (True at once for any other feed).
+        The fetch is the scheduler's own, urgent one: waiting makes no extra request."""
+        event = self._first.get(feed_id)
+        if event is None:
+            return True
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     def set_pushed(self, url: str, pushed: bool) -> None:
         """``url``'s new entries arrive pushed (a multicast group the peer is attached to) or no
@@ -128,6 +147,9 @@ class Archive:
 
     def _fetched(self, feed_id: str, outcome: FeedOutcome) -> None:
         self.own_fetches += 1
+        first = self._first.pop(int(feed_id), None)
+        if first is not None:
+            first.set()
         url = self._url_of.get(int(feed_id))
         new = [item.entry for item in outcome.ingested if not item.updated]
         if url is not None and new and self.on_fetched is not None:
