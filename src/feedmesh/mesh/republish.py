@@ -139,9 +139,14 @@ class Republisher:
         results = await asyncio.gather(*(self._poll(url) for url in self.urls))
         return sum(results)
 
-    async def run(self, interval: float, stop: asyncio.Event) -> None:
+    async def run(self, interval: float, stop: asyncio.Event, *, poll_first: bool = True) -> None:
+        """Poll every ``interval`` seconds until ``stop`` (``poll_first`` False: the caller has
+        just polled, wait an interval first)."""
+        polled = not poll_first
         while not stop.is_set():
-            await self.poll_once()
+            if not polled:
+                await self.poll_once()
+            polled = False
             with contextlib.suppress(TimeoutError):   # the interval passed: poll again
                 await asyncio.wait_for(stop.wait(), interval)
 

@@ -12,7 +12,8 @@ Scribe group on its own UDP endpoint and verifies every record with the feed's l
    republisher's log travels in a group of its own);
 3. every verified record goes into the archive at once (and so into the local proxy's feeds),
    marked ``republished_by`` (``fm:republishedBy`` in the feeds served) when a republisher
-   signed it; gaps are asked of the parent, then of the HTTP feed (:class:`~feedmesh.mesh.transport.subscriber.Subscriber`); while the
+   signed it; gaps are asked of the parent, then of the HTTP feed
+   (:class:`~feedmesh.mesh.transport.subscriber.Subscriber`); while the
    group is attached the archive polls the feed only as a safety net (``on_pushed``);
 4. refused records (unsigned, tampered, wrong key, replayed, out of chain...) are never kept:
    they are counted per feed and reason (``peer status``) and logged (``record_refused``).
