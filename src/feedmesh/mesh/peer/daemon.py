@@ -53,7 +53,8 @@ PEER_REL = "feedex-peer"
 """``Link:`` relation by which a publisher lists its recent FeedEx clients."""
 
 FIRST_FETCH_WAIT_S = 5.0
-"""How long following a feed through the local API waits for its first fetch."""
+"""How long following a feed through the local API (or starting with never-fetched feeds) waits
+for its first fetch (or theirs) before answering."""
 
 NEIGHBOURS_FILE = "neighbours.json"
 PEER_FILE = "peer.json"
@@ -157,6 +158,9 @@ class Peer:
         for exchange in self.exchanges:
             await exchange.start(feeds)
         await self.proxy.start()
+        # a new peer starts full: its reader is pointed here once the feeds' first fetches
+        # (the scheduler's own) are in the archive, or FIRST_FETCH_WAIT_S has passed
+        await self.archive.first_fetches(FIRST_FETCH_WAIT_S)
         _write_json(self.settings.data / PEER_FILE,
                     {"local": self.proxy.url, "listen": list(self.settings.listen)})
         self._saver = asyncio.create_task(self._save_loop())
