@@ -9,6 +9,7 @@ import json
 import re
 
 import aiohttp
+import msgspec
 
 from feedmesh.feeds import parse_feed
 from feedmesh.feeds.render_base import MESH_NAMESPACE
@@ -50,3 +51,16 @@ async def test_following_a_feed_already_followed_answers_without_a_fetch(mesh):
                 answer = await response.json()
     assert not answer["new"] and answer["fetched"]
     assert len(mesh.fetches(0, BUSY[1])) == 1
+
+
+async def test_a_new_peer_starts_full_even_when_first_fetches_may_spread_over_a_day(mesh):
+    # a start used to spread never-fetched feeds' first fetches over first_fetch_spread_s: a
+    # reader pointed at the new peer saw nothing for that long
+    # a farm day: over two real minutes
+    spread = msgspec.structs.replace(LAZY, first_fetch_spread_s=86400.0)
+    peer = await mesh.peer(0, list(BUSY), spread)
+    async with aiohttp.ClientSession() as session, \
+            session.get(f"{peer.proxy.url}/all.rss") as response:
+        rss = (await response.read()).decode()
+    assert rss.count("<fm:backlog ") == rss.count("<item>") >= 12
+    assert [len(mesh.fetches(0, feed)) for feed in BUSY] == [1, 1]
