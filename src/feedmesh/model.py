@@ -78,6 +78,13 @@ class Entry(msgspec.Struct, frozen=True, omit_defaults=True):
     enclosures: tuple[Enclosure, ...] = ()
     categories: tuple[str, ...] = ()
     language: str = ""
+    republished_by: str = ""
+    """The mesh only: the key of the republisher that signed the record this entry came in (a
+    feed writer shows it as ``fm:republishedBy``, in the feedmesh namespace, never as a
+    category a reader would display)."""
+    backlog: bool = False
+    """The mesh only: taken from the feed's document as it stood when the peer followed it
+    (what the feed already held), not news that arrived afterwards (``fm:backlog``)."""
 
 
 class MeshSubscribe(msgspec.Struct, frozen=True, omit_defaults=True):

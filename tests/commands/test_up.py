@@ -212,8 +212,17 @@ async def _republished_by_both_crawlers(data: Path, keys: KeyStore, farm: FarmSe
             result = await fetcher.fetch(crawler["mesh_opml"])
             assert result.ok, result.outcome
             outlines = parse_opml(result.body).outlines
-            assert sorted(o.title.removesuffix(" (republished)") for o in outlines) == \
-                sorted(farm.feed_url(i) for i in range(12))
+            # each under the source feed's own title (its URL only while this crawler has not
+            # learned the title), never "URL (republished)" (issue 32 item 8)
+            named = {}
+            for outline in outlines:
+                served = await fetcher.fetch(outline.url)
+                source = parse_feed(served.body, url=outline.url).feed.subscribe.group
+                legacy = await fetcher.fetch(source)
+                named[source] = (outline.title, parse_feed(legacy.body, url=source).feed.title)
+            assert sorted(named) == sorted(farm.feed_url(i) for i in range(12))
+            assert all(shown in (title, url) for url, (shown, title) in named.items()), named
+            assert any(shown == title for shown, title in named.values()), named
             document = await fetcher.fetch(outlines[0].url)
             element = parse_feed(document.body, url=outlines[0].url).feed.subscribe
             assert element.public_key == keys.identity() and element.republication

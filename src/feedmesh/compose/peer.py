@@ -8,7 +8,8 @@ tracker``) and the stand-alone republisher (``feedmesh republish``), each run by
   loopback (:class:`feedmesh.mesh.peer.Peer`);
 * **tracker**: the list server FeedEx peers find each other through (3.1);
 * **republisher**: polls legacy feeds and multicasts what is new, signed, on the overlay; with an
-  HTTP address, serves them with their ``<subscribe>`` element (``/feeds/N``, ``/opml``).
+  HTTP address, serves them with their ``<subscribe>`` element (``/feeds/N``, N from 1, and
+  ``/opml``, each feed under its own title).
 """
 
 from __future__ import annotations
@@ -153,9 +154,11 @@ async def open_republisher(keys_dir: str, listen: Address,
 
 
 def republisher_outlines(republisher: Republisher, base: str) -> list[OpmlOutline]:
-    """The republished feeds as an OPML list: ``/feeds/N``, N the list's order."""
-    return [OpmlOutline(url=f"{base}/feeds/{i}", title=f"{url} (republished)")
-            for i, url in enumerate(republisher.urls)]
+    """The republished feeds as an OPML list, each under its own title: ``/feeds/N``, N the
+    list's order from 1, as a peer started with this list numbers its local feeds (the same
+    feed has the same number at both)."""
+    return [OpmlOutline(url=f"{base}/feeds/{i}", title=republisher.title_of(url))
+            for i, url in enumerate(republisher.urls, start=1)]
 
 
 class RepublisherRole:
@@ -191,8 +194,11 @@ class RepublisherRole:
         sent = self.republisher.send_outbox()
         if sent:
             log.info("outbox_sent records=%d", sent)
-        self._loops = [tasks.spawn(self.name, lambda: self.republisher.run(self._interval_s,
-                                                                           tasks.stop))]
+        # one poll before "ready": the feeds served hold what the legacy feeds hold (marked
+        # backlog) from the start, so a peer that follows one at once starts full
+        await self.republisher.poll_once()
+        self._loops = [tasks.spawn(self.name, lambda: self.republisher.run(
+            self._interval_s, tasks.stop, poll_first=False))]
         self.ready.set()
 
     async def stop(self) -> None:
@@ -202,13 +208,16 @@ class RepublisherRole:
 
     async def _feed(self, request: web.Request) -> web.Response:
         try:
-            index = int(request.match_info["index"])
+            number = int(request.match_info["index"])
+            index = number - 1   # numbered from 1, as a peer numbers its feeds
+            if index < 0:
+                raise IndexError(number)
             self.republisher.urls[index]
         except (ValueError, IndexError):
             raise web.HTTPNotFound(text=f"no feed {request.match_info['index']!r}; "
                                    "see /opml\n") from None
         body = self.republisher.feed_document(index, self.bootstrap,
-                                              f"{self.base}/feeds/{index}")
+                                              f"{self.base}/feeds/{number}")
         return web.Response(body=body, content_type="application/rss+xml", charset="utf-8")
 
     async def _opml(self, request: web.Request) -> web.Response:

@@ -11,8 +11,9 @@ because neither package may import the other.
    source feed, marked as a republication, and multicast to the feed's republication group
    (:meth:`~feedmesh.mesh.republish.Republisher.multicast`): no poll of its own;
 3. it serves each source feed it republishes as RSS 2.0 with the ``<subscribe>`` element (its
-   key, the group, its overlay address), ``/mesh/feeds/{id}``, and all of them as
-   ``/mesh/opml``: a peer started with ``--opml http://HUB/mesh/opml`` bootstraps from the hub.
+   key, the group, its overlay address), ``/mesh/feeds/{id}`` (the hub's feed id), and all of
+   them as ``/mesh/opml``, each under the source feed's own title: a peer started with
+   ``--opml http://HUB/mesh/opml`` bootstraps from the hub.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ class RepublishRole:
         url = self._source(article.feed_id)
         if url is None:
             return False
+        self.republisher.learn_title(url, article.feed_title)
         self.republisher.multicast(url, article.entry)
         return True
 
@@ -137,12 +139,19 @@ class RepublishRole:
             url = self._url_of.get(feed_id)
         return url
 
+    def _title(self, feed_id: int, url: str) -> str:
+        """The source feed's own title (as the crawler last parsed it), else its URL."""
+        meta = self.crawler.feed_meta.get(feed_id)
+        if meta is not None:
+            self.republisher.learn_title(url, meta.title)
+        return self.republisher.title_of(url)
+
     # -- HTTP ------------------------------------------------------------------------------------
 
     async def _opml(self, request: web.Request) -> web.Response:
         base = f"{request.scheme}://{request.host}"
         sources = self.published()
-        outlines = [OpmlOutline(url=f"{base}/mesh/feeds/{fid}", title=f"{url} (republished)")
+        outlines = [OpmlOutline(url=f"{base}/mesh/feeds/{fid}", title=self._title(fid, url))
                     for url, fid in sorted(sources.items(), key=lambda item: item[1])]
         return web.Response(body=render_opml("feeds this hub republishes", outlines),
                             content_type="text/x-opml", charset="utf-8")
@@ -152,6 +161,7 @@ class RepublishRole:
         url = self._source(int(text)) if text.isdigit() else None
         if url is None:
             raise web.HTTPNotFound(text=f"no source feed {text!r} here; see /mesh/opml\n")
+        self._title(int(text), url)
         body = self.republisher.document_of(url, self.bootstrap, str(request.url))
         return web.Response(body=body, content_type="application/rss+xml", charset="utf-8")
 

@@ -112,6 +112,9 @@ class CrawlSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Send validators. Off only to measure what conditional GET saves (Cobra Figure 8)."""
     document_hash: bool = True
     """Skip parsing a body identical to the last parsed one."""
+    mark_backlog: bool = False
+    """Store the entries of a feed's first document with ``Entry.backlog`` set: what the feed
+    held when it was followed, not news (a peer's local feeds show the mark, ``fm:backlog``)."""
     backoff: BackoffPolicy = BackoffPolicy()
     hosts: HostPolicy = HostPolicy()
     """When a host that cannot be reached is paused (``failures_to_pause=0``: never)."""
@@ -576,8 +579,12 @@ class Crawler:
                 self.events.document(feed_id, result, parsed)
         stats.entries_parsed += len(parsed.entries)
         stats.entries_parsed_bytes += sum(len(_encoder.encode(e)) for e in parsed.entries)
+        backlog = old.last_fetched_at == 0.0
+        entries = parsed.entries
+        if backlog and self.settings.mark_backlog:
+            entries = tuple(msgspec.structs.replace(e, backlog=True) for e in entries)
         return FeedUpdate(feed_id=feed_id, state=state, seen_at=now, info=parsed.feed,
-                          entries=parsed.entries, backlog=old.last_fetched_at == 0.0)
+                          entries=entries, backlog=backlog)
 
     def _remember(self, feed_id: int, update: FeedUpdate) -> FeedUpdate:
         if feed_id in self.states:

@@ -14,6 +14,7 @@ from feedmesh.feeds.render_base import (
     entry_id,
     history_links,
     iri_id,
+    mesh_marks,
     rfc3339_date,
     source_parts,
     sy_hints,
@@ -110,6 +111,7 @@ class AtomWriter(FeedWriter):
         if origin is not None:
             link = f'<link rel="self" href="{xml_attr(origin[1])}"/>' if origin[1] else ""
             parts.append(f'<source><title type="text">{xml_text(origin[0])}</title>{link}</source>')
+        parts.append(mesh_marks(entry))
         parts.append("</entry>")
         return "".join(parts)
 

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from feedmesh.model import Entry, FeedInfo, Person
 
 __all__ = [
+    "MESH_NAMESPACE",
     "XML_DECL",
     "FeedWriter",
     "SourceRef",
@@ -26,6 +27,7 @@ __all__ = [
     "history_links",
     "iri_id",
     "is_web_url",
+    "mesh_marks",
     "plain_text",
     "rfc822_date",
     "rfc3339_date",
@@ -109,6 +111,23 @@ def source_parts(ref: SourceRef) -> tuple[str, str] | None:
     if isinstance(ref, str):
         return (ref, "")
     return (ref[0], ref[1])
+
+
+MESH_NAMESPACE = "https://feedmesh.org/ns/scribe-rss/1.0"
+"""The namespace of the mesh's marks on an entry (the ``<subscribe>`` element's namespace)."""
+
+
+def mesh_marks(entry: Entry) -> str:
+    """An entry's mesh marks as namespaced elements (RSS 2.0, RSS 1.0, Atom): who republished it
+    (``fm:republishedBy``) and that it was the feed's state when followed (``fm:backlog``).
+    Readers show neither: the mark is not a ``<category>``."""
+    out = ""
+    if entry.republished_by:
+        out += (f'<fm:republishedBy xmlns:fm="{MESH_NAMESPACE}">'
+                f"{xml_text(entry.republished_by)}</fm:republishedBy>")
+    if entry.backlog:
+        out += f'<fm:backlog xmlns:fm="{MESH_NAMESPACE}">true</fm:backlog>'
+    return out
 
 
 def plain_text(fragment: str) -> str:

@@ -121,10 +121,16 @@ class JsonFeedWriter(FeedWriter):
                 attachments.append(attachment)
             item["attachments"] = attachments
         origin = source_parts(source)
+        ext: dict = {}
         if origin is not None:
-            ext = {"source_title": clean(origin[0])}
+            ext["source_title"] = clean(origin[0])
             if origin[1]:
                 ext["source_url"] = clean(origin[1])
+        if entry.republished_by:
+            ext["republished_by"] = clean(entry.republished_by)
+        if entry.backlog:
+            ext["backlog"] = True
+        if ext:
             item["_feedmesh"] = ext
         return _json.encode(item).decode()
 

@@ -13,6 +13,7 @@ from feedmesh.feeds.render_base import (
     atom_links,
     entry_id,
     iri_id,
+    mesh_marks,
     rfc3339_date,
     sy_hints,
     xml_attr,
@@ -80,6 +81,7 @@ class Rss10Writer(FeedWriter):
             length = "" if enclosure.length is None else f' enc:length="{enclosure.length}"'
             parts.append(f'<enc:enclosure rdf:resource="{xml_attr(enclosure.url)}" '
                          f'enc:type="{xml_attr(enclosure.type)}"{length}/>')
+        parts.append(mesh_marks(entry))
         parts.append("</item>")
         return "".join(parts)
 

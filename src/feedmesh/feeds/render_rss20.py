@@ -13,6 +13,7 @@ from feedmesh.feeds.render_base import (
     atom_links,
     entry_id,
     is_web_url,
+    mesh_marks,
     rfc822_date,
     rss_author,
     skips,
@@ -88,6 +89,7 @@ class Rss20Writer(FeedWriter):
         origin = source_parts(source)
         if origin is not None and origin[1]:
             parts.append(f'<source url="{xml_attr(origin[1])}">{xml_text(origin[0])}</source>')
+        parts.append(mesh_marks(entry))
         parts.append("</item>")
         return "".join(parts)
 

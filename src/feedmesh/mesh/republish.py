@@ -21,7 +21,12 @@ entry to :meth:`Republisher.multicast`, and nothing is polled here.
 
 It also serves, over HTTP (``feedmesh republish --http``), its own RSS feed of each legacy feed:
 the entries it multicast lately and the ``<subscribe>`` element (its key, the group, its overlay
-address) from which a client bootstraps with one fetch.
+address) from which a client bootstraps with one fetch. That feed is named as the legacy feed
+names itself (its ``<title>``); each item's ``<source url="legacy URL">`` carries the legacy
+feed's title, and the republication mark is the namespaced ``fm:republishedBy`` element (the
+republisher's key), never a category a reader would show. Until something is multicast, the
+feed holds what the legacy feed held at the republisher's first poll, each item marked
+``fm:backlog`` (the feed's state, not news): a peer that follows it starts full, from one fetch.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ import logging
 from collections import Counter, deque
 from collections.abc import Iterable
 from datetime import datetime
+
+from msgspec.structs import replace
 
 from feedmesh.feeds import parse_feed
 from feedmesh.feeds.render import render_feed
@@ -73,6 +80,8 @@ class Republisher:
         # per feed: entry key -> content hash of what was multicast (or learned on a first poll)
         self._seen: dict[str, dict[str, str]] = keys.republished()
         self.recent: dict[str, deque[Entry]] = {url: deque(maxlen=RECENT) for url in self.urls}
+        self.titles: dict[str, str] = {}
+        """Each legacy feed's own title (its document's), once known."""
         self._validators: dict[str, tuple[str, str]] = {}
         self._writers: dict[str, FeedWriter] = {}
 
@@ -90,13 +99,23 @@ class Republisher:
     def document_of(self, url: str, bootstrap: str, self_link: str) -> bytes:
         """:meth:`feed_document` by the legacy feed's URL."""
         self.add(url)
-        info = FeedInfo(title=f"{url} (republished)", link=url, self_link=self_link,
-                        description=f"Entries of {url} republished on the mesh, signed by "
-                                    f"{self.identity}",
+        title = self.title_of(url)
+        info = FeedInfo(title=title, link=url, self_link=self_link,
+                        description=f"Entries of {title} ({url}) republished on the mesh, "
+                                    f"signed by {self.identity}",
                         subscribe=MeshSubscribe(group=url, public_key=self.identity,
                                                 bootstrap=(bootstrap,), republication=True,
                                                 rotations=self.keys.rotations()))
-        return render_feed(info, list(self.recent[url]), "rss2.0")
+        entries = [replace(e, republished_by=self.identity) for e in self.recent[url]]
+        return render_feed(info, entries, "rss2.0", source_titles=[(title, url)] * len(entries))
+
+    def title_of(self, url: str) -> str:
+        """The legacy feed's own title; its URL until a poll (or the hub) has told it."""
+        return self.titles.get(url) or url
+
+    def learn_title(self, url: str, title: str) -> None:
+        if title.strip():
+            self.titles[url] = title.strip()
 
     def topic(self, url: str) -> str:
         """The group this republisher's log of ``url`` travels in (not the publisher's own)."""
@@ -120,9 +139,14 @@ class Republisher:
         results = await asyncio.gather(*(self._poll(url) for url in self.urls))
         return sum(results)
 
-    async def run(self, interval: float, stop: asyncio.Event) -> None:
+    async def run(self, interval: float, stop: asyncio.Event, *, poll_first: bool = True) -> None:
+        """Poll every ``interval`` seconds until ``stop`` (``poll_first`` False: the caller has
+        just polled, wait an interval first)."""
+        polled = not poll_first
         while not stop.is_set():
-            await self.poll_once()
+            if not polled:
+                await self.poll_once()
+            polled = False
             with contextlib.suppress(TimeoutError):   # the interval passed: poll again
                 await asyncio.wait_for(stop.wait(), interval)
 
@@ -142,7 +166,11 @@ class Republisher:
         if parsed.error is not None and not parsed.entries:
             log.warning("republish_parse_failed feed=%s why=%r", url, parsed.error.message)
             return 0
+        self.learn_title(url, parsed.feed.title)
         seen = self._seen.get(url)
+        if not self.recent[url]:   # nothing to show yet: the feed's state, marked as such
+            self.recent[url].extend(replace(e, backlog=True) for e in parsed.entries[:RECENT]
+                                    if seen is None or e.key in seen)
         if seen is None:   # first poll ever: learn what is there, multicast nothing
             self._seen[url] = {e.key: e.content_hash for e in parsed.entries}
             self._save_seen()

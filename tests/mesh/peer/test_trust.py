@@ -50,8 +50,9 @@ def test_entry_from_record() -> None:
     assert (entry.key, entry.guid, entry.title, entry.link, entry.summary) == \
         ("k1", "g1", "T", "http://x/1", "<p>s</p>")
     assert entry.published == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    assert entry.categories == (f"republished-by:{A}",) and entry.content_hash
+    # the mark is not a category a reader would show (issue 32 item 8)
+    assert entry.republished_by == A and entry.categories == () and entry.content_hash
     publisher = entry_from_record({"key": "hash:abc", "title": "T", "published": "garbage"}, None)
-    assert (publisher.guid, publisher.categories, publisher.published) == ("", (), None)
+    assert (publisher.guid, publisher.republished_by, publisher.published) == ("", "", None)
     assert entry_from_record({"title": "no key"}, None) is None
     assert entry_from_record({"key": 5, "title": ["not", "text"]}, None) is None

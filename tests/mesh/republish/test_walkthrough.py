@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,13 +24,16 @@ from nacl.signing import SigningKey
 from feedmesh.clock import ManualClock
 from feedmesh.farm.config import FarmConfig
 from feedmesh.farm.server import FarmServer
-from feedmesh.feeds.opml import OpmlOutline, render_opml
+from feedmesh.feeds import parse_feed
+from feedmesh.feeds.opml import OpmlOutline, parse_opml, render_opml
+from feedmesh.feeds.render_base import MESH_NAMESPACE
 from feedmesh.fetch import Fetcher
 from feedmesh.mesh.keys import KeyStore
 from feedmesh.mesh.overlay import group_id, republication_topic
 from feedmesh.mesh.overlay.scribe import Item
 from feedmesh.mesh.overlay.wire import encode_datagram
 from feedmesh.mesh.records import FeedWriter
+from feedmesh.mesh.republish import RECENT
 from tests.eventually import eventually
 from tests.hub.test_newsboat import NEWSBOAT, Newsboat
 from tests.mesh.republish.test_republish import (
@@ -158,10 +162,40 @@ async def test_two_peers_and_a_republisher_from_the_readme(tmp_path: Path) -> No
             await eventually(lambda: all(farm.log.count(feed=i) >= 2 for i in range(FEEDS)),
                              what="every feed polled twice: its first document is behind us")
 
+            # names a reader shows are the feeds' own titles; the same feed has the same
+            # number at the republisher and at the peers (issue 32 item 8)
+            titles = {}
+            for url in urls:
+                result = await fetcher.fetch(url)
+                titles[url] = parse_feed(result.body, url=url).feed.title
+            assert all(titles.values()), titles
+            async with aiohttp.ClientSession() as session:
+                async with session.get(opml) as response:
+                    listed = parse_opml(await response.read()).outlines
+                async with session.get(f"{locals_[0]}/") as response:   # started full:
+                    index = json.loads(await response.read())          # every feed fetched
+            assert [o.title for o in listed] == [titles[u] for u in urls]
+            assert [o.url for o in listed] == [f"{opml[:-len('/opml')]}/feeds/{i}"
+                                               for i in range(1, FEEDS + 1)]
+            numbers = {feed["url"]: feed["id"] for feed in index["feeds"]}
+            assert {u: int(u.rpartition("/")[2]) for u in numbers} == numbers
+            assert {feed["title"] for feed in index["feeds"]} == set(titles.values())
+
+            # a new peer starts full: before anything is multicast the reader already shows
+            # what the feeds hold, marked as their state when followed (issue 32 item 7)
             reader_url = f"{locals_[0]}/all.rss"
             reader = Newsboat(tmp_path / "newsboat", [reader_url])
             await reader.reload()
-            assert reader.items(reader_url) == []   # nothing multicast yet
+            held = {url: await document_keys(fetcher, url) for url in urls}
+            initial = {guid for guid, _, _ in reader.items(reader_url)}
+            assert initial == set().union(*(keys_[:RECENT] for keys_ in held.values()))
+            async with aiohttp.ClientSession() as session, session.get(reader_url) as response:
+                first = await response.read()
+            assert first.count(b"<fm:backlog ") == len(initial)
+            assert b"(republished)" not in first and b"republished-by" not in first
+            for item in ET.fromstring(first).findall("channel/item"):
+                source = item.find("source")
+                assert source.text == titles[source.get("url")]
 
             before = {url: await document_keys(fetcher, url) for url in urls}
             fresh = await new_posts(farm, fetcher, clock, before)   # the farm posts
@@ -201,7 +235,10 @@ async def test_two_peers_and_a_republisher_from_the_readme(tmp_path: Path) -> No
             await eventually(both_peers_kept_them, timeout=20)
             async with aiohttp.ClientSession() as session, session.get(reader_url) as response:
                 served = (await response.read()).decode()
-            assert served.count(f"republished-by:{keys.identity()}") == len(expected)
+            mark = (f'<fm:republishedBy xmlns:fm="{MESH_NAMESPACE}">{keys.identity()}'
+                    "</fm:republishedBy>")
+            assert served.count(mark) == len(expected)      # a namespaced mark,
+            assert "republished-by" not in served            # not a category a reader shows
 
             # forged records pushed at the second peer: refused, counted, logged, never served
             url = urls[0]

@@ -12,6 +12,7 @@ proxy reads it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -60,7 +61,9 @@ class Archive:
         self.on_document = on_document
         self.on_listed = on_listed
         self.on_links = on_links
-        self.crawler = Crawler(store, fetcher, clock, settings=CrawlSettings(concurrency=16))
+        # what a feed's first document holds is its state when followed, not news: marked so
+        self.crawler = Crawler(store, fetcher, clock,
+                               settings=CrawlSettings(concurrency=16, mark_backlog=True))
         self.scheduled = ScheduledCrawler(self.crawler, store, clock, schedule,
                                           snapshot_path=snapshot_path, concurrency=16,
                                           on_fetched=self._fetched)
@@ -69,6 +72,10 @@ class Archive:
         self._id_of: dict[str, int] = {}
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._first: dict[int, asyncio.Event] = {}
+        """Feeds followed whose first fetch has not ended yet (:meth:`first_fetch`)."""
+        self._live_after_first: dict[int, bool] = {}
+        """:meth:`set_pushed` of a feed awaiting its first fetch, applied once it has ended."""
         self.received: dict[str, int] = {}
         """Entries kept per source ("host:port" of a peer), new to the archive when they came."""
         self.own_fetches = 0
@@ -78,7 +85,19 @@ class Archive:
         await self.crawler.add_feeds(urls)
         rows = await self._db.call(self.store.feeds)
         self._remember(rows)
+        never = []
+        for row in rows:   # never fetched yet: their first fetch is awaited (first_fetches)
+            state = self.crawler.states.get(row.id)
+            if state is not None and state.active and not state.last_fetched_at:
+                self._first.setdefault(row.id, asyncio.Event())
+                never.append(row.id)
         self.scheduled.start()
+        # a start schedules feeds without history over first_fetch_spread_s (10 min by
+        # default): the person's new feeds are rescheduled as just added instead, due at
+        # new_feeds_per_s (a few feeds: at once), so a new peer starts full
+        for feed_id in never:
+            self.scheduled.remove_feed(feed_id)
+        self.scheduled.add_feeds(never)
         self._task = asyncio.create_task(self.scheduled.run(self._stop))
 
     async def stop(self) -> None:
@@ -110,16 +129,46 @@ class Archive:
         ids = await self.crawler.add_feeds([url])
         rows = await self._db.call(self.store.feeds)
         self._remember(rows)
+        if not known and not self.crawler.states[ids[0]].last_fetched_at:
+            self._first.setdefault(ids[0], asyncio.Event())
         self.scheduled.add_feeds(ids)
         return ids[0], not known
+
+    async def first_fetches(self, timeout_s: float) -> int:
+        """Wait (at most ``timeout_s`` in all) until every feed never fetched before has had its
+        first fetch (the scheduler's, spread at ``new_feeds_per_s``); how many still have not."""
+        waiting = [event.wait() for event in self._first.values()]
+        if waiting:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*waiting), timeout_s)
+        return len(self._first)
+
+    async def first_fetch(self, feed_id: int, timeout_s: float) -> bool:
+        """Wait (at most ``timeout_s``) until the first fetch of a feed just followed has ended
+        and its entries are in the archive; whether it has (True at once for any other feed).
+        The fetch is the scheduler's own, urgent one: waiting makes no extra request."""
+        event = self._first.get(feed_id)
+        if event is None:
+            return True
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     def set_pushed(self, url: str, pushed: bool) -> None:
         """``url``'s new entries arrive pushed (a multicast group the peer is attached to) or no
         longer do: while pushed, the scheduler polls it only as a safety net (the WebSub "live"
         hint, ``websub_safety_interval_s``)."""
         feed_id = self._id_of.get(url)
-        if feed_id is not None:
-            self.scheduled.set_live(feed_id, pushed)
+        if feed_id is None:
+            return
+        if feed_id in self._first:
+            # not before its first fetch: pushed entries are news only, the feed's current
+            # items come from that one fetch (a new follow starts full)
+            self._live_after_first[feed_id] = pushed
+            return
+        self.scheduled.set_live(feed_id, pushed)
 
     async def feeds(self) -> list[FeedRow]:
         return await self._db.call(self.store.feeds)
@@ -128,6 +177,12 @@ class Archive:
 
     def _fetched(self, feed_id: str, outcome: FeedOutcome) -> None:
         self.own_fetches += 1
+        first = self._first.pop(int(feed_id), None)
+        if first is not None:
+            first.set()
+            live = self._live_after_first.pop(int(feed_id), None)
+            if live is not None:
+                self.scheduled.set_live(int(feed_id), live)
         url = self._url_of.get(int(feed_id))
         new = [item.entry for item in outcome.ingested if not item.updated]
         if url is not None and new and self.on_fetched is not None:

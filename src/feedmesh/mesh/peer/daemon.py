@@ -52,6 +52,10 @@ PEER_HEADER = "FeedEx-Peer"
 PEER_REL = "feedex-peer"
 """``Link:`` relation by which a publisher lists its recent FeedEx clients."""
 
+FIRST_FETCH_WAIT_S = 5.0
+"""How long following a feed through the local API (or starting with never-fetched feeds) waits
+for its first fetch (or theirs) before answering."""
+
 NEIGHBOURS_FILE = "neighbours.json"
 PEER_FILE = "peer.json"
 
@@ -154,6 +158,9 @@ class Peer:
         for exchange in self.exchanges:
             await exchange.start(feeds)
         await self.proxy.start()
+        # a new peer starts full: its reader is pointed here once the feeds' first fetches
+        # (the scheduler's own) are in the archive, or FIRST_FETCH_WAIT_S has passed
+        await self.archive.first_fetches(FIRST_FETCH_WAIT_S)
         _write_json(self.settings.data / PEER_FILE,
                     {"local": self.proxy.url, "listen": list(self.settings.listen)})
         self._saver = asyncio.create_task(self._save_loop())
@@ -197,11 +204,18 @@ class Peer:
     # -- the local API -------------------------------------------------------------------------
 
     async def add_feed(self, url: str) -> dict[str, object]:
+        """Follow ``url``. A new follow starts full: the answer waits (at most
+        ``FIRST_FETCH_WAIT_S``) for the feed's first fetch, the scheduler's urgent one (one
+        conditional GET, no extra request), so the local feed already holds what the feed holds,
+        each entry marked ``backlog`` (``fm:backlog``: the feed's state when followed, not
+        news)."""
         feed_id, new = await self.archive.add_feed(url)
         if new:
             for exchange in self.exchanges:
                 exchange.subscribe(url)
-        return {"id": feed_id, "url": url, "new": new,
+        fetched = await self.archive.first_fetch(feed_id, FIRST_FETCH_WAIT_S)
+        return {"id": feed_id, "url": url, "new": new, "fetched": fetched,
+                "entries": await self.archive.count(url),
                 **{s: self.proxy.feed_url(feed_id, s) for s in ("rss", "atom", "json")}}
 
     async def pull(self, url: str, since: float | None = None,

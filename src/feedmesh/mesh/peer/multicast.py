@@ -11,8 +11,9 @@ Scribe group on its own UDP endpoint and verifies every record with the feed's l
    the next of all of them, in that order (and round again); then join the feed's group (a
    republisher's log travels in a group of its own);
 3. every verified record goes into the archive at once (and so into the local proxy's feeds),
-   marked ``republished-by:KEY`` when a republisher signed it; gaps are asked of the parent,
-   then of the HTTP feed (:class:`~feedmesh.mesh.transport.subscriber.Subscriber`); while the
+   marked ``republished_by`` (``fm:republishedBy`` in the feeds served) when a republisher
+   signed it; gaps are asked of the parent, then of the HTTP feed
+   (:class:`~feedmesh.mesh.transport.subscriber.Subscriber`); while the
    group is attached the archive polls the feed only as a safety net (``on_pushed``);
 4. refused records (unsigned, tampered, wrong key, replayed, out of chain...) are never kept:
    they are counted per feed and reason (``peer status``) and logged (``record_refused``).
@@ -84,7 +85,8 @@ def _text(entry: dict[str, Any], name: str, limit: int = 16_384) -> str:
 def entry_from_record(entry: dict[str, Any], republished_by: str | None, feed: str = "",
                       now: float | None = None) -> Entry | None:
     """The stored entry made from a record's entry object (or an HTTP-recovered one); None if it
-    has no usable key. A republication carries the category ``republished-by:KEY``.
+    has no usable key. A republication carries ``republished_by=KEY`` (written as the namespaced
+    ``fm:republishedBy`` element, not a category a reader shows).
 
     A signature proves who sent the record, not that its markup is safe: title, link and summary
     are cleaned as the hub's parser cleans (:func:`feedmesh.feeds.foreign.clean_foreign`,
@@ -94,14 +96,14 @@ def entry_from_record(entry: dict[str, Any], republished_by: str | None, feed: s
         return None
     title, link = _text(entry, "title"), _text(entry, "link", 2048)
     summary = _text(entry, "summary")
-    categories = (f"republished-by:{republished_by}",) if republished_by else ()
     guid = _text(entry, "guid", 2048) or ("" if key.startswith("hash:") else key)
     # the hash of the whole entry as the feed's document has it (a republished record carries
     # it; its summary may be cut): a later fetch of the document then finds the same entry, not
     # an edit of it
     carried = _text(entry, "content_hash", 128)
     raw = Entry(key=key, guid=guid, title=title, link=link, summary=summary,
-                published=_parse_time(entry.get("published")), categories=categories)
+                published=_parse_time(entry.get("published")),
+                republished_by=republished_by or "")
     clean = clean_foreign(raw, feed, now)
     return msgspec.structs.replace(clean, content_hash=carried or content_hash(
         clean.title, clean.link, clean.summary, ""))

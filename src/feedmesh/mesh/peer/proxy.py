@@ -187,7 +187,7 @@ class LocalProxy:
         rows = await self.archive.recent(MERGED_ENTRIES)
         titles: dict[int, tuple[str, str]] = {}
         for row in await self.archive.feeds():
-            titles[row.id] = (row.title or row.source_url, row.source_url)
+            titles[row.id] = (row.title or row.source_url, _origin(row.source_url, row.info))
         info = FeedInfo(title="feedmesh peer: every feed", link=self.url,
                         self_link=f"{self.url}/all.{suffix}")
         body = render_feed(info, [row.entry for row in rows], SUFFIXES[suffix],
@@ -226,6 +226,16 @@ class LocalProxy:
             return _json_response(await action(body))
         except (msgspec.DecodeError, ValueError, BadRequest) as error:
             return _json_response({"error": str(error)}, status=400)
+
+
+def _origin(url: str, info: FeedInfo | None) -> str:
+    """The ``<source url>`` of a followed feed's entries: the feed itself, or for a republished
+    one the legacy feed it republishes (its ``<subscribe>`` group), the channel they came from."""
+    subscribe = info.subscribe if info is not None else None
+    if (subscribe is not None and subscribe.republication
+            and subscribe.group.startswith(("http://", "https://"))):
+        return subscribe.group
+    return url
 
 
 def _url(body: dict) -> str:
