@@ -29,6 +29,7 @@ recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`); fake entries
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections import OrderedDict
@@ -62,6 +63,7 @@ from .messages import (
 from .peers import Neighbour, PastLedgers, Standing
 from .queries import QueryRelay
 from .settings import FeedExSettings
+from .tracker import prefix_of
 
 __all__ = ["FeedExNode"]
 
@@ -71,6 +73,11 @@ _MAX_PUT_BUNDLES = 64
 _MAX_CHECK_DIDS = 64
 _RETRY_CANDIDATE_S = 600.0
 _FLUSH, _MAINTAIN, _ADVERTISE = "flush", "maintain", "advertise"   # the node's own timers
+
+
+@functools.lru_cache(maxsize=4096)
+def _prefix(host: str, v4: int, v6: int) -> str:
+    return prefix_of(host, v4, v6)
 
 
 class FeedExNode:
@@ -92,6 +99,7 @@ class FeedExNode:
         # del d[next(iter(d))] skips the dead slots of earlier deletions (5 us at 4,096 keys)
         self._candidates: OrderedDict[Address, None] = OrderedDict()
         self._tried: dict[Address, float] = {}
+        self._no_trial: dict[str, float] = {}  # prefix -> until when no newcomer of it is tried
         self._tracker_asked_at = float("-inf")
         self._seen = DidCache(s.did_cache_exact, s.did_cache_bloom)
         self._held: dict[bytes, float] = {}  # did -> until when we answer "seen" (3.4)
@@ -177,7 +185,12 @@ class FeedExNode:
         sender's standing by ``fake_entry_penalty`` (:mod:`.audit`)."""
         verdicts = self._audit.judge(now, feed, entries)
         self.stats["confirmed_entries"] += verdicts.confirmed
+        for sender in verdicts.confirmed_from:
+            neighbour = self.neighbours.get(sender)
+            if neighbour is not None:
+                neighbour.confirmed += 1
         out = self._out
+        self._trials(now, out)
         fakes: dict[Address, list[str]] = {}
         for sender, key in verdicts.fake:
             fakes.setdefault(sender, []).append(key)
@@ -359,7 +372,8 @@ class FeedExNode:
             del self._candidates[address]
             if (address in self.neighbours or address in self._pending_connects
                     or address == self.address or self.standing.banned(now, address)
-                    or now - self._tried.get(address, float("-inf")) < _RETRY_CANDIDATE_S):
+                    or now - self._tried.get(address, float("-inf")) < _RETRY_CANDIDATE_S
+                    or self._prefix_full(address)):
                 continue
             self._tried[address] = now
             self._pending_connects[address] = now
@@ -393,17 +407,27 @@ class FeedExNode:
                     out: list[Send]) -> None:
         s = self.settings
         subset = {f: h for f, h in message.subset.items() if h <= s.max_subset_hops}
-        if sender not in self.neighbours and len(self.neighbours) >= s.max_neighbours:
-            worst = min(self.neighbours.values(), key=self.usefulness_of)
-            needy = message.neighbours < s.min_neighbours
-            if not needy and subsets.usefulness(self.weights, subset, s.usefulness_base) \
-                    <= self.usefulness_of(worst):
-                out.append(Send(sender, ConnectReply(False, reason="full")))
+        on_trial = False
+        if sender not in self.neighbours:
+            # what a newcomer states (its feeds, how few neighbours it has) is its word: it never
+            # displaces a neighbour; a full node takes it on trial, one per network (_trials)
+            if self._prefix_full(sender):
+                out.append(Send(sender, ConnectReply(False, reason="refused: a neighbour on the "
+                                                                   "same network already")))
                 return
-            self._drop(now, worst.address, "replaced by a more useful neighbour", out)
+            if self._regular() >= s.max_neighbours:
+                trials = sum(1 for n in self.neighbours.values() if n.on_trial)
+                if trials >= s.probation_slots or \
+                        self._no_trial.get(self._prefix_of(sender), float("-inf")) > now:
+                    out.append(Send(sender, ConnectReply(False, reason="full")))
+                    return
+                on_trial = True
         self._pending_connects.pop(sender, None)
         mine = self._advertisement_for(sender)
-        neighbour = self.neighbours.get(sender) or self._new_neighbour(now, sender, subset)
+        neighbour = self.neighbours.get(sender)
+        if neighbour is None:
+            neighbour = self._new_neighbour(now, sender, subset)
+            neighbour.on_trial = on_trial
         neighbour.subset = subset
         neighbour.advertised = mine
         neighbour.fetch_times.update(message.fetch_times)
@@ -421,7 +445,8 @@ class FeedExNode:
         if not message.accepted:
             self._fill(now, out)
             return
-        if sender not in self.neighbours and len(self.neighbours) >= self.settings.max_neighbours:
+        if sender not in self.neighbours and (self._regular() >= self.settings.max_neighbours
+                                              or self._prefix_full(sender)):
             out.append(Send(sender, Disconnect("full")))
             return
         subset = {f: h for f, h in message.subset.items() if h <= self.settings.max_subset_hops}
@@ -468,6 +493,49 @@ class FeedExNode:
     def usefulness_of(self, neighbour: Neighbour) -> float:
         return subsets.usefulness(self.weights, neighbour.subset, self.settings.usefulness_base)
 
+    def _prefix_of(self, address: Address) -> str:
+        s = self.settings
+        return _prefix(address[0], s.neighbour_prefix_v4, s.neighbour_prefix_v6)
+
+    def _prefix_full(self, address: Address) -> bool:
+        """Would one more neighbour at ``address`` (not one yet) exceed ``neighbours_per_prefix``
+        of its network? Connects under way count."""
+        prefix = self._prefix_of(address)
+        held = sum(1 for a in self.neighbours if a != address and self._prefix_of(a) == prefix)
+        held += sum(1 for a in self._pending_connects
+                    if a != address and a not in self.neighbours and self._prefix_of(a) == prefix)
+        return held >= self.settings.neighbours_per_prefix
+
+    def _regular(self) -> int:
+        """Neighbours not on trial: what ``max_neighbours`` bounds."""
+        return sum(1 for n in self.neighbours.values() if not n.on_trial)
+
+    def _trials(self, now: float, out: list[Send]) -> None:
+        """Newcomers on trial: one becomes a neighbour when there is room, or displaces the
+        neighbour with the fewest confirmed entries once it has more of them (entries our own
+        fetches found at the source: proof, not its word); one that did neither within
+        ``probation_s`` is dropped and its network not tried again for as long."""
+        s = self.settings
+        trials = [n for n in self.neighbours.values() if n.on_trial]
+        if not trials:
+            return
+        trials.sort(key=lambda n: -n.confirmed)
+        for trial in trials:
+            regular = [n for n in self.neighbours.values() if not n.on_trial]
+            if len(regular) < s.max_neighbours:
+                trial.on_trial = False
+                continue
+            if trial.confirmed > 0:
+                worst = min(regular, key=lambda n: (n.confirmed, self.usefulness_of(n)))
+                if worst.confirmed < trial.confirmed:
+                    self._drop(now, worst.address, "replaced by a neighbour whose entries our "
+                                                   "fetches confirmed", out)
+                    trial.on_trial = False
+                    continue
+            if now - trial.since > s.probation_s:
+                self._no_trial[self._prefix_of(trial.address)] = now + s.probation_s
+                self._drop(now, trial.address, "trial over: full", out)
+
     def _maintain(self, now: float, out: list[Send]) -> None:
         s = self.settings
         for address, at in list(self._pending_connects.items()):
@@ -489,6 +557,9 @@ class FeedExNode:
             self._held = {d: until for d, until in self._held.items() if until > now}
         self._queries.sweep(now)
         self.standing.forget_calls(now)
+        self._trials(now, out)
+        if self._no_trial:
+            self._no_trial = {p: until for p, until in self._no_trial.items() if until > now}
         if now - self._tracker_asked_at >= s.tracker_refresh_s:
             self._ask_tracker(now, out)  # stay listed; fresh candidates
         self._fill(now, out)
