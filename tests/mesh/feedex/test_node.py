@@ -307,14 +307,19 @@ def test_twelve_connects_from_one_address_stating_no_neighbours_evict_no_one(pre
 def test_one_neighbour_per_prefix_by_default():
     net = Net()
     hub = net.add(1, [F1], neighbour_prefix_v4=24)
-    a, b = net.add(2, [F1]), net.add(3, [F1])
+    a, b, c = net.add(2, [F1]), net.add(3, [F1]), net.add(4, [F1])
     net.connect(a, hub)
-    net.connect(b, hub)  # 127.0.8.3 is on a's /24
-    assert set(hub.neighbours) == {a.address}
-    assert net.calls(ConnectReply, to=b.address)[-1].accepted is False
+    net.connect(b, hub)  # 127.0.8.3 is on a's /24: tried, not a second neighbour of it
+    net.connect(c, hub)
+    assert set(hub.neighbours) == {a.address, b.address} and hub.neighbours[b.address].on_trial
+    assert net.calls(ConnectReply, to=c.address)[-1].accepted is False
     v6 = connect_as(net, hub, ("2001:db8:1:2::7", 8400), subset={F1: 0})
     other = connect_as(net, hub, ("2001:db8:1:3::7", 8400), subset={F1: 0})
-    assert v6.accepted and not other.accepted  # the same /48
+    third = connect_as(net, hub, ("2001:db8:1:4::7", 8400), subset={F1: 0})
+    assert v6.accepted and other.accepted and not third.accepted  # the same /48
+    assert hub.neighbours[("2001:db8:1:3::7", 8400)].on_trial
+    net.run(61)  # upkeep: neither trial becomes a neighbour while its network has one
+    assert hub.neighbours[b.address].on_trial
     # our own connects keep to one per prefix too
     hub.publisher_listed(net.now, [("127.0.9.4", 8400), ("127.0.9.5", 8400), ("127.0.8.9", 8400),
                                    ("127.0.10.4", 8400)])
@@ -365,6 +370,19 @@ def test_a_newcomer_that_proves_nothing_leaves_after_its_trial_and_is_not_retrie
     assert net.calls(Disconnect, to=first.address)[-1].reason == "trial over: full"
     assert connect_as(net, hub, first.address, subset={F1: 0}).reason == "full"
     assert connect_as(net, hub, second.address, subset={F1: 0}).accepted
+
+
+def test_a_peer_restarted_on_a_new_port_is_tried_and_takes_its_old_place_when_that_dies():
+    net = Net(FeedExSettings(min_neighbours=1, max_neighbours=4))
+    hub, old = net.add(1, [F1]), net.add(2, [F1])
+    net.connect(old, hub)
+    assert connect_as(net, hub, (old.address[0], 8401), subset={F1: 0}).accepted
+    assert hub.neighbours[(old.address[0], 8401)].on_trial
+    assert not connect_as(net, hub, (old.address[0], 8402), subset={F1: 0}).accepted
+    hub.unreachable(net.now, old.address)
+    net.carry(hub)
+    net.run(61)
+    assert not hub.neighbours[(old.address[0], 8401)].on_trial
 
 
 def test_a_newcomer_on_trial_becomes_a_neighbour_when_one_leaves():

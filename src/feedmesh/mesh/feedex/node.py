@@ -410,15 +410,20 @@ class FeedExNode:
         on_trial = False
         if sender not in self.neighbours:
             # what a newcomer states (its feeds, how few neighbours it has) is its word: it never
-            # displaces a neighbour; a full node takes it on trial, one per network (_trials)
+            # displaces a neighbour. A full node takes it on trial; so does a node holding its
+            # network already, once (a peer restarted on a new port): see _trials
+            prefix = self._prefix_of(sender)
+            trials = sum(1 for n in self.neighbours.values() if n.on_trial)
+            closed = trials >= s.probation_slots or self._no_trial.get(prefix, -1.0) > now
             if self._prefix_full(sender):
-                out.append(Send(sender, ConnectReply(False, reason="refused: a neighbour on the "
-                                                                   "same network already")))
-                return
-            if self._regular() >= s.max_neighbours:
-                trials = sum(1 for n in self.neighbours.values() if n.on_trial)
-                if trials >= s.probation_slots or \
-                        self._no_trial.get(self._prefix_of(sender), float("-inf")) > now:
+                if closed or any(n.on_trial and self._prefix_of(a) == prefix
+                                 for a, n in self.neighbours.items()):
+                    out.append(Send(sender, ConnectReply(
+                        False, reason="refused: a neighbour on the same network already")))
+                    return
+                on_trial = True
+            elif self._regular() >= s.max_neighbours:
+                if closed:
                     out.append(Send(sender, ConnectReply(False, reason="full")))
                     return
                 on_trial = True
@@ -511,10 +516,11 @@ class FeedExNode:
         return sum(1 for n in self.neighbours.values() if not n.on_trial)
 
     def _trials(self, now: float, out: list[Send]) -> None:
-        """Newcomers on trial: one becomes a neighbour when there is room, or displaces the
-        neighbour with the fewest confirmed entries once it has more of them (entries our own
-        fetches found at the source: proof, not its word); one that did neither within
-        ``probation_s`` is dropped and its network not tried again for as long."""
+        """Newcomers on trial: one becomes a neighbour when there is room (and its network has
+        none left), or displaces the neighbour with the fewest confirmed entries (of its own
+        network, if that is full) once it has more of them (entries our own fetches found at
+        the source: proof, not its word); one that did neither within ``probation_s`` is
+        dropped and its network not tried again for as long."""
         s = self.settings
         trials = [n for n in self.neighbours.values() if n.on_trial]
         if not trials:
@@ -522,18 +528,22 @@ class FeedExNode:
         trials.sort(key=lambda n: -n.confirmed)
         for trial in trials:
             regular = [n for n in self.neighbours.values() if not n.on_trial]
-            if len(regular) < s.max_neighbours:
+            prefix = self._prefix_of(trial.address)
+            mates = [n for n in regular if self._prefix_of(n.address) == prefix]
+            crowded = len(mates) >= s.neighbours_per_prefix
+            if len(regular) < s.max_neighbours and not crowded:
                 trial.on_trial = False
                 continue
+            rivals = mates if crowded else regular
             if trial.confirmed > 0:
-                worst = min(regular, key=lambda n: (n.confirmed, self.usefulness_of(n)))
+                worst = min(rivals, key=lambda n: (n.confirmed, self.usefulness_of(n)))
                 if worst.confirmed < trial.confirmed:
                     self._drop(now, worst.address, "replaced by a neighbour whose entries our "
                                                    "fetches confirmed", out)
                     trial.on_trial = False
                     continue
             if now - trial.since > s.probation_s:
-                self._no_trial[self._prefix_of(trial.address)] = now + s.probation_s
+                self._no_trial[prefix] = now + s.probation_s
                 self._drop(now, trial.address, "trial over: full", out)
 
     def _maintain(self, now: float, out: list[Send]) -> None:
