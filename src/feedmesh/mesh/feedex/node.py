@@ -21,8 +21,10 @@ transport gives, never by anything it claims about itself.
 
 The protocol, section by section of the paper: bootstrapping and advertisements (3.1:
 ``_on_connect``, ``_advertise``); neighbour selection by usefulness (3.2: ``_on_connect``,
-``_maintain``); dissemination with check_did before put_entries (3.4: ``_forward``,
-``_on_check_did``, ``_on_did_status``, ``_on_put``); incentives (3.5: ``Neighbour.deficit``);
+``_maintain``; not the paper's: one neighbour per network, and a full node's newcomers on
+trial until entries our own fetches confirmed displace a neighbour, ``_trials``);
+dissemination with check_did before put_entries (3.4: ``_forward``, ``_on_check_did``,
+``_on_did_status``, ``_on_put``); incentives (3.5: ``Neighbour.deficit``);
 recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`); fake entries (bad peers:
 ``listed``, :mod:`.audit`).
 """
