@@ -20,6 +20,17 @@
    JSON Feed): ``unsanitized_served`` counts hostile constructs that survive (goal 0);
    ``future_dates_served`` the dates more than 5 minutes ahead (goal 0). The same path through a
    real peer's proxy on loopback is ``tests/mesh/peer/test_hostile_entries.py``.
+4. **Eviction** (FeedEx): a peer full with ``max_neighbours`` honest neighbours, each on a /24 of
+   its own, gets 12 ``connect`` calls stating ``neighbours: 0`` and every feed it follows at hop
+   0, from one address (12 stated ports) and again from 12 addresses of one /24.
+   ``evicted_honest``: honest neighbours it lost (goal 0). The real node core and codec on one
+   in-process event queue (what a ``connect`` carries does not depend on the socket; the
+   handshake over loopback is ``tests/mesh/peer``).
+5. **Sybils at the tracker**: one /24 registers 1,000 identities (250 addresses x 4 stated ports)
+   beside ``--honest`` nodes on /24s of their own; ``sybil_newcomer_share``: the share of a
+   newcomer's candidates that are the attacker's, asking for 10 (the issue's figure, goal
+   <= 0.2) over 200 newcomers, with ``feedex.Tracker``'s defaults. ``sybil_share_by_honest``
+   gives it for other network sizes and for the node's own ask (4 x max_neighbours = 40).
 
     PYTHONPATH=src .venv/bin/python benchmarks/mesh_attack.py
 
@@ -42,6 +53,8 @@ from nacl.signing import SigningKey
 
 from feedmesh.feeds.render import render_feed
 from feedmesh.memory import release_memory
+from feedmesh.mesh.feedex import FeedExNode, FeedExSettings, Tracker
+from feedmesh.mesh.feedex.messages import Connect, GetNeighbors, decode, encode
 from feedmesh.mesh.overlay.ids import group_id
 from feedmesh.mesh.overlay.messages import Route
 from feedmesh.mesh.overlay.scribe import Item, Publish, Recover, Rumour, Subscribe, Vouch
@@ -85,6 +98,79 @@ def markup(now: float) -> dict:
     future = sum(1 for e in archived if e.published and e.published.timestamp() > now + 300)
     return {"unsanitized_served": found, "future_dates_served": future,
             "hostile_entries": len(archived)}
+
+
+FEED = "https://attack.example.org/feedex/"
+
+
+def _pump(nodes: dict, queue: list) -> None:
+    """Deliver (from, to, message) in order through the codec until nothing is left; messages
+    to an address with no node (the attacker's) are dropped."""
+    while queue:
+        src, dst, message = queue.pop(0)
+        node = nodes.get(dst)
+        if node is None:
+            continue
+        node.receive(0.0, src, decode(encode(message, src[1])).body)
+        queue.extend((dst, to, m) for to, m in node.take())
+
+
+def eviction(fresh: int = 12) -> dict:
+    """Honest neighbours a full FeedEx peer loses to ``fresh`` connects from one address, and
+    from one /24, each stating no neighbours and every feed the peer follows."""
+    settings = FeedExSettings()
+    feeds = [f"{FEED}{i}" for i in range(5)]
+    lost = {}
+    for name, attackers in (
+            ("one_address", [("127.0.66.1", 9000 + k) for k in range(fresh)]),
+            ("one_prefix", [(f"127.0.66.{1 + k}", 8400) for k in range(fresh)])):
+        hub = FeedExNode(("127.0.20.1", 8400), settings, weights=dict.fromkeys(feeds, 1.0))
+        nodes = {hub.address: hub}
+        queue: list = []
+        for i in range(settings.max_neighbours):
+            node = FeedExNode((f"127.0.{21 + i}.1", 8400), settings,
+                              weights={feeds[i % len(feeds)]: 1.0})
+            nodes[node.address] = node
+            node.connect(0.0, hub.address)
+            queue.extend((node.address, to, m) for to, m in node.take())
+        _pump(nodes, queue)
+        honest = set(hub.neighbours)
+        assert len(honest) == settings.max_neighbours
+        for attacker in attackers:
+            queue.append((attacker, hub.address,
+                          Connect(dict.fromkeys(feeds, 0), neighbours=0)))
+        _pump(nodes, queue)
+        lost[name] = sum(1 for a in honest  # the link gone on either side
+                         if a not in hub.neighbours or hub.address not in nodes[a].neighbours)
+        lost[name + "_taken"] = sum(1 for a in attackers if a in hub.neighbours)
+    return {"evicted_honest": max(lost["one_address"], lost["one_prefix"]),
+            "evicted_honest_one_address": lost["one_address"],
+            "evicted_honest_one_prefix": lost["one_prefix"],
+            "attacker_neighbours_taken": max(lost["one_address_taken"],
+                                             lost["one_prefix_taken"])}
+
+
+def sybil_share(honest: int, want: int, newcomers: int = 200, seed: int = 1) -> float:
+    """Share of ``newcomers``' candidates (``want`` each) from one /24 of 1,000 identities."""
+    tracker = Tracker(rng=random.Random(seed))
+    for i in range(honest):
+        tracker.receive(0.0, (f"127.{10 + i // 250}.{i % 250}.1", 8400), GetNeighbors(0))
+    for k in range(1000):
+        tracker.receive(0.0, (f"127.0.66.{1 + k % 250}", 9000 + k // 250), GetNeighbors(0))
+    theirs = total = 0
+    for n in range(newcomers):
+        newcomer = (f"127.200.{n // 250}.{1 + n % 250}", 8400)
+        peers = tracker.receive(1.0, newcomer, GetNeighbors(want)).peers
+        tracker.forget(newcomer)
+        theirs += sum(1 for host, _ in peers if host.startswith("127.0.66."))
+        total += len(peers)
+    return round(theirs / max(total, 1), 3)
+
+
+def sybils(honest: int) -> dict:
+    by = {f"{h}_honest_want_{w}": sybil_share(h, w) for h in (3, 10, 20, 100) for w in (10, 40)}
+    return {"sybil_newcomer_share": sybil_share(honest, 10), "sybil_honest_nodes": honest,
+            "sybil_share_by_honest": by}
 
 
 class Socket:
@@ -235,6 +321,8 @@ async def measure(args: argparse.Namespace) -> dict:
         result = await amplification(nodes, gid, args.victims, args.records)
         result |= await flood(nodes, gid, args.flood_mb, args.seed)
         result |= markup(time.time())
+        result |= eviction()
+        result |= sybils(args.honest)
         # the issue's names for the same figures
         result["amplification_max"] = result["amplification_ratio"]
         result["stranger_flood_rss_growth_mb"] = result["flood_rss_growth_mb"]
@@ -251,6 +339,8 @@ def main() -> None:
     parser.add_argument("--victims", type=int, default=10)
     parser.add_argument("--flood-mb", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--honest", type=int, default=20,
+                        help="honest nodes at the tracker, each on its own /24")
     result = asyncio.run(measure(parser.parse_args()))
     print(f"amplification to an unvalidated address: {result['amplification_ratio']}x "
           f"(a {result['recover_bytes']}-byte Recover; {result['validated_ratio']}x once "
@@ -258,7 +348,10 @@ def main() -> None:
           f"flood: {result['flood_rss_growth_mb']} MB ({result['groups_held']} groups held, "
           f"waiting <= {result['waiting_max']}, asked <= {result['asked_max']}); hostile "
           f"constructs served: {result['unsanitized_served']} of {result['hostile_entries']} "
-          f"hostile entries, future dates {result['future_dates_served']}")
+          f"hostile entries, future dates {result['future_dates_served']}; honest neighbours "
+          f"evicted by 12 connects: {result['evicted_honest']}; attacker's share of a "
+          f"newcomer's 10 candidates: {result['sybil_newcomer_share']} "
+          f"({result['sybil_honest_nodes']} honest /24s)")
     print(json.dumps(result))
 
 

@@ -124,7 +124,8 @@ async def _worker(plan: dict) -> dict:
     # (how long a node answers "seen" after an "unseen", waiting for that put_entries; shorter
     # than the put's real delay, every other offer of the bundle is answered "unseen" again)
     feedex = FeedExSettings(connect_timeout_s=600.0, reply_timeout_s=600.0, dead_after_s=1800.0,
-                            query_timeout_s=600.0, check_hold_s=plan["check_hold_s"])
+                            query_timeout_s=600.0, check_hold_s=plan["check_hold_s"],
+                            neighbour_prefix_v4=32)  # each node a machine of its own
     peers: dict[int, Peer] = {}
     stores = {}
     fetchers = {}

@@ -23,7 +23,8 @@ def entry(key: str, published: float = 0.0) -> Entry:
 
 class Net:
     def __init__(self, settings: FeedExSettings | None = None, latency: float = 0.05) -> None:
-        self.settings = settings or FeedExSettings()
+        # the nodes share the loopback /24 127.0.8.x: each address is a machine of its own
+        self.settings = replace(settings or FeedExSettings(), neighbour_prefix_v4=32)
         self.latency = latency
         self.loop = EventLoop()
         self.nodes: dict[Address, FeedExNode] = {}

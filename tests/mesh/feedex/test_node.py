@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -256,25 +257,145 @@ def test_with_no_ledger_memory_a_reconnect_starts_clean_as_in_the_paper():
     assert net.keys(b)[-1] == "e5"  # the whitewasher is served again
 
 
-def test_full_node_replaces_its_least_useful_neighbour_and_refuses_a_less_useful_one():
+def full_hub(net: Net, **settings):
+    """hub (F1, F2) full with two honest neighbours: ``keen`` (F1, F2) and ``idle`` (F4)."""
+    hub = net.add(1, [F1, F2], **settings)
+    keen = net.add(2, [F1, F2])
+    idle = net.add(3, [F4])
+    net.connect(keen, hub)
+    net.connect(idle, hub)
+    assert set(hub.neighbours) == {keen.address, idle.address}
+    return hub, keen, idle
+
+
+def connect_as(net: Net, node, sender, **fields) -> ConnectReply:
+    """A Connect from ``sender`` (any address: no node behind it), the reply to it."""
+    node.receive(net.now, sender, Connect(**fields))
+    replies = [m for to, m in node.take() if to == sender and isinstance(m, ConnectReply)]
+    return replies[-1]
+
+
+@pytest.mark.parametrize("prefix_v4", [32, 24])
+def test_twelve_connects_from_one_address_stating_no_neighbours_evict_no_one(prefix_v4):
+    """The attack of issue 32 item 5: 12 connects from one address (12 stated ports, or with
+    /24 counting 12 addresses of one /24), each stating neighbours: 0 and every feed the peer
+    follows at hop 0, used to replace all of its honest neighbours."""
     net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2))
-    spare = net.add(9, [F4])  # gives each newcomer one neighbour: none of them is needy
-    hub = net.add(1, [F1, F2, F3])
-    weak = net.add(2, [F4])
-    mid = net.add(3, [F1])
-    strong = net.add(4, [F1, F2])
-    weaker = net.add(5, [F4])
-    for node in (weak, mid, strong, weaker):
-        net.connect(node, spare)
-    net.connect(weak, hub)
-    net.connect(mid, hub)
-    net.connect(strong, hub)
-    assert set(hub.neighbours) == {mid.address, strong.address}
-    assert net.calls(Disconnect, to=weak.address)
-    assert hub.address not in weak.neighbours
-    net.connect(weaker, hub)
-    assert net.calls(ConnectReply, to=weaker.address)[-1].accepted is False
-    assert hub.address not in weaker.neighbours
+    hub, keen, idle = full_hub(net)
+    hub = net.nodes[hub.address]
+    if prefix_v4 == 24:  # the default: the hub counts /24s from here on (the limit applies to
+        # whom it takes: keen and idle, both of 127.0.8.x, were taken under /32 and stay)
+        object.__setattr__(hub, "settings", replace(hub.settings, neighbour_prefix_v4=24))
+    attackers = [(f"127.0.66.{1 + k}", 8400) if prefix_v4 == 24 else ("127.0.66.1", 9000 + k)
+                 for k in range(12)]
+    replies = [connect_as(net, hub, a, subset={F1: 0, F2: 0, F3: 0}, neighbours=0)
+               for a in attackers]
+    net.run(1.0)
+    assert keen.address in hub.neighbours and idle.address in hub.neighbours
+    assert not net.calls(Disconnect, to=keen.address) and not net.calls(Disconnect, to=idle.address)
+    assert hub.address in keen.neighbours and hub.address in idle.neighbours
+    taken = [a for a in attackers if a in hub.neighbours]
+    assert len(taken) == 1 and hub.neighbours[taken[0]].on_trial  # one network, one trial
+    assert sum(r.accepted for r in replies) == 1
+    assert {r.reason for r in replies if not r.accepted} == {
+        "refused: a neighbour on the same network already"}
+    # upkeep rounds later (maintain_interval_s 60), still nothing it stated moved anyone
+    net.run(400)
+    assert {keen.address, idle.address} <= set(hub.neighbours)
+
+
+def test_one_neighbour_per_prefix_by_default():
+    net = Net()
+    hub = net.add(1, [F1], neighbour_prefix_v4=24)
+    a, b, c = net.add(2, [F1]), net.add(3, [F1]), net.add(4, [F1])
+    net.connect(a, hub)
+    net.connect(b, hub)  # 127.0.8.3 is on a's /24: tried, not a second neighbour of it
+    net.connect(c, hub)
+    assert set(hub.neighbours) == {a.address, b.address} and hub.neighbours[b.address].on_trial
+    assert net.calls(ConnectReply, to=c.address)[-1].accepted is False
+    v6 = connect_as(net, hub, ("2001:db8:1:2::7", 8400), subset={F1: 0})
+    other = connect_as(net, hub, ("2001:db8:1:3::7", 8400), subset={F1: 0})
+    third = connect_as(net, hub, ("2001:db8:1:4::7", 8400), subset={F1: 0})
+    assert v6.accepted and other.accepted and not third.accepted  # the same /48
+    assert hub.neighbours[("2001:db8:1:3::7", 8400)].on_trial
+    net.run(61)  # upkeep: neither trial becomes a neighbour while its network has one
+    assert hub.neighbours[b.address].on_trial
+    # our own connects keep to one per prefix too
+    hub.publisher_listed(net.now, [("127.0.9.4", 8400), ("127.0.9.5", 8400), ("127.0.8.9", 8400),
+                                   ("127.0.10.4", 8400)])
+    asked = [to for to, m in hub.take() if isinstance(m, Connect)]
+    assert asked == [("127.0.9.4", 8400), ("127.0.10.4", 8400)]
+
+
+def test_a_newcomer_displaces_a_neighbour_only_once_our_fetches_confirmed_its_entries():
+    net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2, audit_sample=1.0,
+                             audit_grace_s=60.0, probation_s=7200.0))
+    hub, keen, idle = full_hub(net)
+    newcomer = net.add(4, [F1])
+    net.connect(newcomer, hub)  # a new prefix: taken on trial, beyond max_neighbours
+    assert hub.neighbours[newcomer.address].on_trial
+    assert {keen.address, idle.address} <= set(hub.neighbours)
+    entries = [entry(f"n{i}", 100.0 + i) for i in range(4)]
+    net.fetch(newcomer, F1, entries)
+    net.run(61)
+    assert net.keys(hub) == ["n0", "n1", "n2", "n3"]
+    assert set(hub.neighbours) == {keen.address, idle.address, newcomer.address}  # entries alone
+    # a document whose window starts after them cannot judge them: no proof either way
+    hub.listed(net.now, F1, [entry("other", 500.0)])
+    net.carry(hub)
+    assert hub.neighbours[newcomer.address].on_trial
+    more = [entry(f"m{i}", 200.0 + i) for i in range(2)]
+    net.fetch(newcomer, F1, more)
+    net.run(61)
+    hub.listed(net.now, F1, more)  # our own fetch found them at the source
+    net.carry(hub)
+    net.run(1.0)
+    assert not hub.neighbours[newcomer.address].on_trial
+    assert set(hub.neighbours) == {keen.address, newcomer.address}  # idle: fewest confirmed
+    assert net.calls(Disconnect, to=idle.address)
+    assert not net.calls(Disconnect, to=keen.address)
+
+
+def test_a_newcomer_that_proves_nothing_leaves_after_its_trial_and_is_not_retried():
+    net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2, probation_s=600.0,
+                             probation_slots=1))
+    hub, keen, idle = full_hub(net)
+    first, second = net.add(4, [F1, F2]), net.add(5, [F1, F2])
+    net.connect(first, hub)
+    net.connect(second, hub)  # the one trial slot is taken
+    assert net.calls(ConnectReply, to=second.address)[-1].reason == "full"
+    net.run(700)
+    assert first.address not in hub.neighbours
+    assert set(hub.neighbours) == {keen.address, idle.address}
+    assert net.calls(Disconnect, to=first.address)[-1].reason == "trial over: full"
+    assert connect_as(net, hub, first.address, subset={F1: 0}).reason == "full"
+    assert connect_as(net, hub, second.address, subset={F1: 0}).accepted
+
+
+def test_a_peer_restarted_on_a_new_port_is_tried_and_takes_its_old_place_when_that_dies():
+    net = Net(FeedExSettings(min_neighbours=1, max_neighbours=4))
+    hub, old = net.add(1, [F1]), net.add(2, [F1])
+    net.connect(old, hub)
+    assert connect_as(net, hub, (old.address[0], 8401), subset={F1: 0}).accepted
+    assert hub.neighbours[(old.address[0], 8401)].on_trial
+    assert not connect_as(net, hub, (old.address[0], 8402), subset={F1: 0}).accepted
+    hub.unreachable(net.now, old.address)
+    net.carry(hub)
+    net.run(61)
+    assert not hub.neighbours[(old.address[0], 8401)].on_trial
+
+
+def test_a_newcomer_on_trial_becomes_a_neighbour_when_one_leaves():
+    net = Net(FeedExSettings(min_neighbours=1, max_neighbours=2))
+    hub, keen, idle = full_hub(net)
+    newcomer = net.add(4, [F1])
+    net.connect(newcomer, hub)
+    net.down.add(idle.address)
+    hub.unreachable(net.now, idle.address)
+    net.carry(hub)
+    net.run(61)  # the next upkeep round: the newcomer takes its place
+    assert idle.address not in hub.neighbours and keen.address in hub.neighbours
+    assert not hub.neighbours[newcomer.address].on_trial
 
 
 def test_a_full_node_takes_a_needy_newcomer_so_late_joiners_are_not_left_out():

@@ -52,8 +52,13 @@ def test_spreading_fetch_phases_shortens_the_lag():
     plain = simulate(base)
     spread = simulate(replace(base, spread_fetches=True,
                               settings=FeedExSettings(share_fetch_times=True)))
-    assert spread.xch.lag_min < 0.9 * plain.xch.lag_min
-    assert spread.xch.coverage >= plain.xch.coverage - 0.01
+    # 0.9 and -0.01 when a full node swapped neighbours for newcomers stating more shared feeds
+    # (the paper's 3.2): neighbourhoods clustered by interest, so more followers of a feed knew
+    # each other's plans. Newcomers now displace only by confirmed entries (issue 32, item 5),
+    # which take a fetch to come: lag ratio 0.944 and coverage -1.0 point here (seed 3; seed 2
+    # gives 0.934 and +2.8 points; before the change 0.843 / +0.6 and 0.875 / +3.8)
+    assert spread.xch.lag_min < 0.97 * plain.xch.lag_min
+    assert spread.xch.coverage >= plain.xch.coverage - 0.02
     assert spread.publisher_requests_per_feed_day <= plain.publisher_requests_per_feed_day * 1.02
 
 

@@ -38,7 +38,8 @@ LAZY = SchedulerSettings(policy="uniform", budget_per_feed_per_day=1.0, min_inte
 # time, shorter than a loaded machine's round trip. A second or more of real time each.
 FEEDEX = FeedExSettings(min_neighbours=2, max_neighbours=4, dead_after_s=3600.0,
                         connect_timeout_s=1800.0, reply_timeout_s=1800.0, check_hold_s=600.0,
-                        query_timeout_s=600.0)
+                        query_timeout_s=600.0,
+                        neighbour_prefix_v4=32)  # each 127.0.3.x peer a machine of its own
 
 
 def free_port(host: str) -> int:

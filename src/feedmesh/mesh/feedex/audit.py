@@ -43,6 +43,8 @@ class Verdicts(NamedTuple):
     """(sender, entry key) of each entry the source never had."""
     confirmed: int
     unverifiable: int
+    confirmed_from: tuple[Address, ...] = ()
+    """The sender of each confirmed entry."""
 
 
 class EntryAudit:
@@ -88,12 +90,14 @@ class EntryAudit:
         dated = [entry.published for entry in listed if entry.published is not None]
         window_start = min(dated) if dated else None
         confirmed = unverifiable = 0
+        confirmed_from = []
         for key, check in list(checks.items()):
             if now - check.noted_at < self.grace_s:
                 continue  # the document may predate the entry: the next fetch judges it
             del checks[key]
             if key in keys:
                 confirmed += 1
+                confirmed_from.append(check.sender)
             elif window_start is None or check.published <= window_start:
                 # at the window's edge: a post with the same time as the oldest listed may
                 # have been cut by the document's count (found in the simulator)
@@ -104,4 +108,5 @@ class EntryAudit:
             del checks[key]
         if not checks:
             del self._pending[feed]
-        return verdicts._replace(confirmed=confirmed, unverifiable=unverifiable)
+        return verdicts._replace(confirmed=confirmed, unverifiable=unverifiable,
+                                 confirmed_from=tuple(confirmed_from))

@@ -92,8 +92,9 @@ class Neighbors(msgspec.Struct, frozen=True, tag="neighbors"):
 
 
 class Connect(msgspec.Struct, frozen=True, tag="connect"):
-    """``neighbours``: how many the caller has; one below the minimum is taken even by a full node
-    (which drops its least useful neighbour), or late joiners could find every node full."""
+    """``neighbours``: how many the caller has (the paper's hint; a receiver does not act on it: a
+    full node takes a newcomer on trial instead, so late joiners still find room, and only
+    entries its own fetches confirmed let the newcomer displace a neighbour)."""
 
     subset: Subset
     fetch_times: FetchTimes = {}

@@ -21,14 +21,17 @@ transport gives, never by anything it claims about itself.
 
 The protocol, section by section of the paper: bootstrapping and advertisements (3.1:
 ``_on_connect``, ``_advertise``); neighbour selection by usefulness (3.2: ``_on_connect``,
-``_maintain``); dissemination with check_did before put_entries (3.4: ``_forward``,
-``_on_check_did``, ``_on_did_status``, ``_on_put``); incentives (3.5: ``Neighbour.deficit``);
+``_maintain``; not the paper's: one neighbour per network, and a full node's newcomers on
+trial until entries our own fetches confirmed displace a neighbour, ``_trials``);
+dissemination with check_did before put_entries (3.4: ``_forward``, ``_on_check_did``,
+``_on_did_status``, ``_on_put``); incentives (3.5: ``Neighbour.deficit``);
 recursive queries (3.6: ``query``, ``_on_query``, :mod:`.queries`); fake entries (bad peers:
 ``listed``, :mod:`.audit`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections import OrderedDict
@@ -62,6 +65,7 @@ from .messages import (
 from .peers import Neighbour, PastLedgers, Standing
 from .queries import QueryRelay
 from .settings import FeedExSettings
+from .tracker import prefix_of
 
 __all__ = ["FeedExNode"]
 
@@ -71,6 +75,11 @@ _MAX_PUT_BUNDLES = 64
 _MAX_CHECK_DIDS = 64
 _RETRY_CANDIDATE_S = 600.0
 _FLUSH, _MAINTAIN, _ADVERTISE = "flush", "maintain", "advertise"   # the node's own timers
+
+
+@functools.lru_cache(maxsize=4096)
+def _prefix(host: str, v4: int, v6: int) -> str:
+    return prefix_of(host, v4, v6)
 
 
 class FeedExNode:
@@ -92,6 +101,7 @@ class FeedExNode:
         # del d[next(iter(d))] skips the dead slots of earlier deletions (5 us at 4,096 keys)
         self._candidates: OrderedDict[Address, None] = OrderedDict()
         self._tried: dict[Address, float] = {}
+        self._no_trial: dict[str, float] = {}  # prefix -> until when no newcomer of it is tried
         self._tracker_asked_at = float("-inf")
         self._seen = DidCache(s.did_cache_exact, s.did_cache_bloom)
         self._held: dict[bytes, float] = {}  # did -> until when we answer "seen" (3.4)
@@ -177,7 +187,12 @@ class FeedExNode:
         sender's standing by ``fake_entry_penalty`` (:mod:`.audit`)."""
         verdicts = self._audit.judge(now, feed, entries)
         self.stats["confirmed_entries"] += verdicts.confirmed
+        for sender in verdicts.confirmed_from:
+            neighbour = self.neighbours.get(sender)
+            if neighbour is not None:
+                neighbour.confirmed += 1
         out = self._out
+        self._trials(now, out)
         fakes: dict[Address, list[str]] = {}
         for sender, key in verdicts.fake:
             fakes.setdefault(sender, []).append(key)
@@ -359,7 +374,8 @@ class FeedExNode:
             del self._candidates[address]
             if (address in self.neighbours or address in self._pending_connects
                     or address == self.address or self.standing.banned(now, address)
-                    or now - self._tried.get(address, float("-inf")) < _RETRY_CANDIDATE_S):
+                    or now - self._tried.get(address, float("-inf")) < _RETRY_CANDIDATE_S
+                    or self._prefix_full(address)):
                 continue
             self._tried[address] = now
             self._pending_connects[address] = now
@@ -393,17 +409,32 @@ class FeedExNode:
                     out: list[Send]) -> None:
         s = self.settings
         subset = {f: h for f, h in message.subset.items() if h <= s.max_subset_hops}
-        if sender not in self.neighbours and len(self.neighbours) >= s.max_neighbours:
-            worst = min(self.neighbours.values(), key=self.usefulness_of)
-            needy = message.neighbours < s.min_neighbours
-            if not needy and subsets.usefulness(self.weights, subset, s.usefulness_base) \
-                    <= self.usefulness_of(worst):
-                out.append(Send(sender, ConnectReply(False, reason="full")))
-                return
-            self._drop(now, worst.address, "replaced by a more useful neighbour", out)
+        on_trial = False
+        if sender not in self.neighbours:
+            # what a newcomer states (its feeds, how few neighbours it has) is its word: it never
+            # displaces a neighbour. A full node takes it on trial; so does a node holding its
+            # network already, once (a peer restarted on a new port): see _trials
+            prefix = self._prefix_of(sender)
+            trials = sum(1 for n in self.neighbours.values() if n.on_trial)
+            closed = trials >= s.probation_slots or self._no_trial.get(prefix, -1.0) > now
+            if self._prefix_full(sender):
+                if closed or any(n.on_trial and self._prefix_of(a) == prefix
+                                 for a, n in self.neighbours.items()):
+                    out.append(Send(sender, ConnectReply(
+                        False, reason="refused: a neighbour on the same network already")))
+                    return
+                on_trial = True
+            elif self._regular() >= s.max_neighbours:
+                if closed:
+                    out.append(Send(sender, ConnectReply(False, reason="full")))
+                    return
+                on_trial = True
         self._pending_connects.pop(sender, None)
         mine = self._advertisement_for(sender)
-        neighbour = self.neighbours.get(sender) or self._new_neighbour(now, sender, subset)
+        neighbour = self.neighbours.get(sender)
+        if neighbour is None:
+            neighbour = self._new_neighbour(now, sender, subset)
+            neighbour.on_trial = on_trial
         neighbour.subset = subset
         neighbour.advertised = mine
         neighbour.fetch_times.update(message.fetch_times)
@@ -421,7 +452,8 @@ class FeedExNode:
         if not message.accepted:
             self._fill(now, out)
             return
-        if sender not in self.neighbours and len(self.neighbours) >= self.settings.max_neighbours:
+        if sender not in self.neighbours and (self._regular() >= self.settings.max_neighbours
+                                              or self._prefix_full(sender)):
             out.append(Send(sender, Disconnect("full")))
             return
         subset = {f: h for f, h in message.subset.items() if h <= self.settings.max_subset_hops}
@@ -468,6 +500,54 @@ class FeedExNode:
     def usefulness_of(self, neighbour: Neighbour) -> float:
         return subsets.usefulness(self.weights, neighbour.subset, self.settings.usefulness_base)
 
+    def _prefix_of(self, address: Address) -> str:
+        s = self.settings
+        return _prefix(address[0], s.neighbour_prefix_v4, s.neighbour_prefix_v6)
+
+    def _prefix_full(self, address: Address) -> bool:
+        """Would one more neighbour at ``address`` (not one yet) exceed ``neighbours_per_prefix``
+        of its network? Connects under way count."""
+        prefix = self._prefix_of(address)
+        held = sum(1 for a in self.neighbours if a != address and self._prefix_of(a) == prefix)
+        held += sum(1 for a in self._pending_connects
+                    if a != address and a not in self.neighbours and self._prefix_of(a) == prefix)
+        return held >= self.settings.neighbours_per_prefix
+
+    def _regular(self) -> int:
+        """Neighbours not on trial: what ``max_neighbours`` bounds."""
+        return sum(1 for n in self.neighbours.values() if not n.on_trial)
+
+    def _trials(self, now: float, out: list[Send]) -> None:
+        """Newcomers on trial: one becomes a neighbour when there is room (and its network has
+        none left), or displaces the neighbour with the fewest confirmed entries (of its own
+        network, if that is full) once it has more of them (entries our own fetches found at
+        the source: proof, not its word); one that did neither within ``probation_s`` is
+        dropped and its network not tried again for as long."""
+        s = self.settings
+        trials = [n for n in self.neighbours.values() if n.on_trial]
+        if not trials:
+            return
+        trials.sort(key=lambda n: -n.confirmed)
+        for trial in trials:
+            regular = [n for n in self.neighbours.values() if not n.on_trial]
+            prefix = self._prefix_of(trial.address)
+            mates = [n for n in regular if self._prefix_of(n.address) == prefix]
+            crowded = len(mates) >= s.neighbours_per_prefix
+            if len(regular) < s.max_neighbours and not crowded:
+                trial.on_trial = False
+                continue
+            rivals = mates if crowded else regular
+            if trial.confirmed > 0:
+                worst = min(rivals, key=lambda n: (n.confirmed, self.usefulness_of(n)))
+                if worst.confirmed < trial.confirmed:
+                    self._drop(now, worst.address, "replaced by a neighbour whose entries our "
+                                                   "fetches confirmed", out)
+                    trial.on_trial = False
+                    continue
+            if now - trial.since > s.probation_s:
+                self._no_trial[prefix] = now + s.probation_s
+                self._drop(now, trial.address, "trial over: full", out)
+
     def _maintain(self, now: float, out: list[Send]) -> None:
         s = self.settings
         for address, at in list(self._pending_connects.items()):
@@ -489,6 +569,9 @@ class FeedExNode:
             self._held = {d: until for d, until in self._held.items() if until > now}
         self._queries.sweep(now)
         self.standing.forget_calls(now)
+        self._trials(now, out)
+        if self._no_trial:
+            self._no_trial = {p: until for p, until in self._no_trial.items() if until > now}
         if now - self._tracker_asked_at >= s.tracker_refresh_s:
             self._ask_tracker(now, out)  # stay listed; fresh candidates
         self._fill(now, out)

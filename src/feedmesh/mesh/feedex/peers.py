@@ -13,9 +13,9 @@ class Neighbour:
     """One neighbour: its advertised set, our last advertisement to it, and the contribution
     ledger of 3.5 (``given`` = c_ij, what we gave it; ``received`` = c_ji, what it gave us)."""
 
-    __slots__ = ("address", "advertised", "entries_from", "entries_to", "fetch_times", "given",
-                 "last_heard", "probed_at", "received", "relayed_times", "sent_times", "since",
-                 "subset")
+    __slots__ = ("address", "advertised", "confirmed", "entries_from", "entries_to", "fetch_times",
+                 "given", "last_heard", "on_trial", "probed_at", "received", "relayed_times",
+                 "sent_times", "since", "subset")
 
     def __init__(self, address: Address, subset: dict[str, int], now: float) -> None:
         self.address = address
@@ -33,6 +33,12 @@ class Neighbour:
         self.received = 0.0
         self.entries_from = 0
         self.entries_to = 0
+        self.confirmed = 0
+        """Entries it sent that our own fetches of their feed found (:mod:`.audit`): the only
+        usefulness a newcomer can show that is not its word."""
+        self.on_trial = False
+        """Taken beyond ``max_neighbours`` while full; it displaces a neighbour only once it has
+        more ``confirmed`` entries (:meth:`FeedExNode._trials`)."""
 
     @property
     def deficit(self) -> float:

@@ -86,6 +86,20 @@ class FeedExSettings:
     share_fetch_times: bool = False
     """Advertise last-fetch times so neighbours spread their fetches of a shared feed (the network
     as one monitor; see :mod:`feedmesh.mesh.feedex.phases`)."""
+    neighbours_per_prefix: int = 1
+    """Neighbours kept of one network prefix (``neighbour_prefix_v4``/``_v6``): one machine or
+    one network states as many ports as it likes, and holds one neighbour slot."""
+    neighbour_prefix_v4: int = 24
+    """The IPv4 prefix length that counts as one network (the tracker's /24; an emulation whose
+    machines all sit in one loopback /24 gives 32: each address its own machine)."""
+    neighbour_prefix_v6: int = 48
+    probation_slots: int = 2
+    """Newcomers a full node takes on trial beyond ``max_neighbours``: one displaces a neighbour
+    only once our own fetches confirmed more of its entries than that neighbour's, never on what
+    it states (its advertised feeds, its neighbour count)."""
+    probation_s: float = 86400.0
+    """A newcomer on trial that did not displace anyone within this long is dropped, and its
+    prefix is not taken on trial again for as long."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.max_subset_hops <= 16:
@@ -114,5 +128,11 @@ class FeedExSettings:
                 or self.fake_entry_penalty < 0:
             raise FeedExSettingsError("need audit_per_feed >= 1, audit_grace_s >= 0, "
                                 "audit_max_age_s > 0 and fake_entry_penalty >= 0")
+        if not (self.neighbours_per_prefix >= 1 and 8 <= self.neighbour_prefix_v4 <= 32
+                and 16 <= self.neighbour_prefix_v6 <= 128):
+            raise FeedExSettingsError("need neighbours_per_prefix >= 1, neighbour_prefix_v4 "
+                                      "within 8..32 and neighbour_prefix_v6 within 16..128")
+        if self.probation_slots < 0 or self.probation_s <= 0:
+            raise FeedExSettingsError("need probation_slots >= 0 and probation_s > 0")
         if self.drop_standing >= 0:
             raise FeedExSettingsError(f"drop_standing must be < 0, got {self.drop_standing}")

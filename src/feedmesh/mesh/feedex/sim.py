@@ -32,7 +32,7 @@ import bisect
 import math
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -213,7 +213,9 @@ def simulate(config: SimConfig) -> SimResult:
     leaving = set(rng.sample(range(n), round(config.churn * n)))
     free = set(rng.sample(range(n), round(config.free_riders * n)))
     alive = [True] * n
-    nodes = [FeedExNode(addresses[i], config.settings,
+    # and a neighbour per machine, not per /24 (neighbours_per_prefix)
+    settings = replace(config.settings, neighbour_prefix_v4=32)
+    nodes = [FeedExNode(addresses[i], settings,
                         weights={feeds[f].url: 1.0 for f in subs[i]}, tracker=tracker_address,
                         rng=random.Random(rng.getrandbits(64))) for i in range(n)]
     spread = config.spread_fetches and config.exchange
