@@ -295,7 +295,7 @@ def test_twelve_connects_from_one_address_stating_no_neighbours_evict_no_one(pre
     assert not net.calls(Disconnect, to=keen.address) and not net.calls(Disconnect, to=idle.address)
     assert hub.address in keen.neighbours and hub.address in idle.neighbours
     taken = [a for a in attackers if a in hub.neighbours]
-    assert len(taken) == 1 and hub.neighbours[taken[0]].on_trial  # one network, one trial
+    assert len(taken) == 1 and hub.neighbours[taken[0]].probation  # one network, one trial
     assert sum(r.accepted for r in replies) == 1
     assert {r.reason for r in replies if not r.accepted} == {
         "refused: a neighbour on the same network already"}
@@ -311,15 +311,15 @@ def test_one_neighbour_per_prefix_by_default():
     net.connect(a, hub)
     net.connect(b, hub)  # 127.0.8.3 is on a's /24: tried, not a second neighbour of it
     net.connect(c, hub)
-    assert set(hub.neighbours) == {a.address, b.address} and hub.neighbours[b.address].on_trial
+    assert set(hub.neighbours) == {a.address, b.address} and hub.neighbours[b.address].probation
     assert net.calls(ConnectReply, to=c.address)[-1].accepted is False
     v6 = connect_as(net, hub, ("2001:db8:1:2::7", 8400), subset={F1: 0})
     other = connect_as(net, hub, ("2001:db8:1:3::7", 8400), subset={F1: 0})
     third = connect_as(net, hub, ("2001:db8:1:4::7", 8400), subset={F1: 0})
     assert v6.accepted and other.accepted and not third.accepted  # the same /48
-    assert hub.neighbours[("2001:db8:1:3::7", 8400)].on_trial
+    assert hub.neighbours[("2001:db8:1:3::7", 8400)].probation
     net.run(61)  # upkeep: neither trial becomes a neighbour while its network has one
-    assert hub.neighbours[b.address].on_trial
+    assert hub.neighbours[b.address].probation
     # our own connects keep to one per prefix too
     hub.publisher_listed(net.now, [("127.0.9.4", 8400), ("127.0.9.5", 8400), ("127.0.8.9", 8400),
                                    ("127.0.10.4", 8400)])
@@ -333,7 +333,7 @@ def test_a_newcomer_displaces_a_neighbour_only_once_our_fetches_confirmed_its_en
     hub, keen, idle = full_hub(net)
     newcomer = net.add(4, [F1])
     net.connect(newcomer, hub)  # a new prefix: taken on trial, beyond max_neighbours
-    assert hub.neighbours[newcomer.address].on_trial
+    assert hub.neighbours[newcomer.address].probation
     assert {keen.address, idle.address} <= set(hub.neighbours)
     entries = [entry(f"n{i}", 100.0 + i) for i in range(4)]
     net.fetch(newcomer, F1, entries)
@@ -343,14 +343,14 @@ def test_a_newcomer_displaces_a_neighbour_only_once_our_fetches_confirmed_its_en
     # a document whose window starts after them cannot judge them: no proof either way
     hub.listed(net.now, F1, [entry("other", 500.0)])
     net.carry(hub)
-    assert hub.neighbours[newcomer.address].on_trial
+    assert hub.neighbours[newcomer.address].probation
     more = [entry(f"m{i}", 200.0 + i) for i in range(2)]
     net.fetch(newcomer, F1, more)
     net.run(61)
     hub.listed(net.now, F1, more)  # our own fetch found them at the source
     net.carry(hub)
     net.run(1.0)
-    assert not hub.neighbours[newcomer.address].on_trial
+    assert not hub.neighbours[newcomer.address].probation
     assert set(hub.neighbours) == {keen.address, newcomer.address}  # idle: fewest confirmed
     assert net.calls(Disconnect, to=idle.address)
     assert not net.calls(Disconnect, to=keen.address)
@@ -377,12 +377,12 @@ def test_a_peer_restarted_on_a_new_port_is_tried_and_takes_its_old_place_when_th
     hub, old = net.add(1, [F1]), net.add(2, [F1])
     net.connect(old, hub)
     assert connect_as(net, hub, (old.address[0], 8401), subset={F1: 0}).accepted
-    assert hub.neighbours[(old.address[0], 8401)].on_trial
+    assert hub.neighbours[(old.address[0], 8401)].probation
     assert not connect_as(net, hub, (old.address[0], 8402), subset={F1: 0}).accepted
     hub.unreachable(net.now, old.address)
     net.carry(hub)
     net.run(61)
-    assert not hub.neighbours[(old.address[0], 8401)].on_trial
+    assert not hub.neighbours[(old.address[0], 8401)].probation
 
 
 def test_a_newcomer_on_trial_becomes_a_neighbour_when_one_leaves():
@@ -395,7 +395,7 @@ def test_a_newcomer_on_trial_becomes_a_neighbour_when_one_leaves():
     net.carry(hub)
     net.run(61)  # the next upkeep round: the newcomer takes its place
     assert idle.address not in hub.neighbours and keen.address in hub.neighbours
-    assert not hub.neighbours[newcomer.address].on_trial
+    assert not hub.neighbours[newcomer.address].probation
 
 
 def test_a_full_node_takes_a_needy_newcomer_so_late_joiners_are_not_left_out():

@@ -415,10 +415,10 @@ class FeedExNode:
             # displaces a neighbour. A full node takes it on trial; so does a node holding its
             # network already, once (a peer restarted on a new port): see _trials
             prefix = self._prefix_of(sender)
-            trials = sum(1 for n in self.neighbours.values() if n.on_trial)
+            trials = sum(1 for n in self.neighbours.values() if n.probation)
             closed = trials >= s.probation_slots or self._no_trial.get(prefix, -1.0) > now
             if self._prefix_full(sender):
-                if closed or any(n.on_trial and self._prefix_of(a) == prefix
+                if closed or any(n.probation and self._prefix_of(a) == prefix
                                  for a, n in self.neighbours.items()):
                     out.append(Send(sender, ConnectReply(
                         False, reason="refused: a neighbour on the same network already")))
@@ -434,7 +434,7 @@ class FeedExNode:
         neighbour = self.neighbours.get(sender)
         if neighbour is None:
             neighbour = self._new_neighbour(now, sender, subset)
-            neighbour.on_trial = on_trial
+            neighbour.probation = on_trial
         neighbour.subset = subset
         neighbour.advertised = mine
         neighbour.fetch_times.update(message.fetch_times)
@@ -515,7 +515,7 @@ class FeedExNode:
 
     def _regular(self) -> int:
         """Neighbours not on trial: what ``max_neighbours`` bounds."""
-        return sum(1 for n in self.neighbours.values() if not n.on_trial)
+        return sum(1 for n in self.neighbours.values() if not n.probation)
 
     def _trials(self, now: float, out: list[Send]) -> None:
         """Newcomers on trial: one becomes a neighbour when there is room (and its network has
@@ -524,17 +524,17 @@ class FeedExNode:
         the source: proof, not its word); one that did neither within ``probation_s`` is
         dropped and its network not tried again for as long."""
         s = self.settings
-        trials = [n for n in self.neighbours.values() if n.on_trial]
+        trials = [n for n in self.neighbours.values() if n.probation]
         if not trials:
             return
         trials.sort(key=lambda n: -n.confirmed)
         for trial in trials:
-            regular = [n for n in self.neighbours.values() if not n.on_trial]
+            regular = [n for n in self.neighbours.values() if not n.probation]
             prefix = self._prefix_of(trial.address)
             mates = [n for n in regular if self._prefix_of(n.address) == prefix]
             crowded = len(mates) >= s.neighbours_per_prefix
             if len(regular) < s.max_neighbours and not crowded:
-                trial.on_trial = False
+                trial.probation = False
                 continue
             rivals = mates if crowded else regular
             if trial.confirmed > 0:
@@ -542,7 +542,7 @@ class FeedExNode:
                 if worst.confirmed < trial.confirmed:
                     self._drop(now, worst.address, "replaced by a neighbour whose entries our "
                                                    "fetches confirmed", out)
-                    trial.on_trial = False
+                    trial.probation = False
                     continue
             if now - trial.since > s.probation_s:
                 self._no_trial[prefix] = now + s.probation_s

@@ -14,7 +14,7 @@ class Neighbour:
     ledger of 3.5 (``given`` = c_ij, what we gave it; ``received`` = c_ji, what it gave us)."""
 
     __slots__ = ("address", "advertised", "confirmed", "entries_from", "entries_to", "fetch_times",
-                 "given", "last_heard", "on_trial", "probed_at", "received", "relayed_times",
+                 "given", "last_heard", "probation", "probed_at", "received", "relayed_times",
                  "sent_times", "since", "subset")
 
     def __init__(self, address: Address, subset: dict[str, int], now: float) -> None:
@@ -36,7 +36,7 @@ class Neighbour:
         self.confirmed = 0
         """Entries it sent that our own fetches of their feed found (:mod:`.audit`): the only
         usefulness a newcomer can show that is not its word."""
-        self.on_trial = False
+        self.probation = False
         """Taken beyond ``max_neighbours`` while full; it displaces a neighbour only once it has
         more ``confirmed`` entries (:meth:`FeedExNode._trials`)."""
 
