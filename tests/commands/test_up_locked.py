@@ -80,9 +80,12 @@ def open_to_others(data: Path) -> list[str]:
     or write (DATA itself may let others pass through, as root, for the postgres user)."""
     out = []
     for path in [data, *data.rglob("*")]:
-        if path.is_symlink():
+        try:
+            if path.is_symlink():
+                continue
+            info = path.lstat()
+        except FileNotFoundError:  # a server's temporary file, gone since the listing
             continue
-        info = path.lstat()
         mode = stat.S_IMODE(info.st_mode)
         if stat.S_ISDIR(info.st_mode):
             allowed = 0o011 if path == data else 0
