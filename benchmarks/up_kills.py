@@ -52,9 +52,27 @@ async def _feedmesh(*argv: str) -> tuple[int, str]:
     return process.returncode or 0, err.decode()
 
 
+def _rematch(data: Path, subs: dict) -> tuple[int, int, int]:
+    """After ``down``: every stored entry re-matched offline against every subscription
+    (tests/hub/test_distributed_faults.py); the pairs the reflectors lack, hold twice, and
+    expect. The run's folder is removed."""
+    from tests.hub.test_distributed_faults import held, oracle
+
+    truth = oracle(str(data / "hub" / "feedmesh.db"), subs)
+    lost = duplicated = 0
+    for reflector in (0, 1):
+        for sub_id, pairs in held(str(data / "hub" / f"reflector-{reflector}.db"), reflector,
+                                  subs).items():
+            ids = [entry_id for entry_id, _ in pairs]
+            duplicated += len(ids) - len(set(ids))
+            lost += len(truth.want[sub_id] - set(ids))
+    shutil.rmtree(data.parent, ignore_errors=True)
+    return lost, duplicated + truth.twice, sum(len(w) for w in truth.want.values())
+
+
 async def _kill_run(kills: int, feeds: int, polled: int, seed: int) -> dict:
     sys.path.insert(0, str(_REPOSITORY))  # the tests package
-    from tests.hub.test_distributed_faults import held, oracle, subscriptions
+    from tests.hub.test_distributed_faults import subscriptions
     from tests.upprocess import running_up
 
     data = Path(tempfile.mkdtemp(prefix="feedmesh-bench-up-")) / "up"
@@ -120,21 +138,12 @@ async def _kill_run(kills: int, feeds: int, polled: int, seed: int) -> dict:
         if code != 0:
             raise RuntimeError(f"feedmesh down: {err}")
         await asyncio.wait_for(up.process.wait(), 180)
-    truth = oracle(str(data / "hub" / "feedmesh.db"), subs)
-    lost = duplicated = 0
-    for reflector in (0, 1):
-        for sub_id, pairs in held(str(data / "hub" / f"reflector-{reflector}.db"), reflector,
-                                  subs).items():
-            ids = [entry_id for entry_id, _ in pairs]
-            duplicated += len(ids) - len(set(ids))
-            lost += len(truth.want[sub_id] - set(ids))
-    shutil.rmtree(data.parent, ignore_errors=True)
-    expected = sum(len(w) for w in truth.want.values())
+    lost, duplicated, expected = _rematch(data, subs)
     return {"kill_restart_s": round(statistics.median(restarts), 2),
             "kill_restart_max_s": round(max(restarts), 2),
             "kill_web_errors": counts["no_answer"], "kill_web_503": counts["503"],
             "kill_web_429": counts["429"], "kill_web_requests": counts["requests"],
-            "up_kill_lost": lost, "up_kill_duplicated": duplicated + truth.twice,
+            "up_kill_lost": lost, "up_kill_duplicated": duplicated,
             "up_kill_pairs": expected, "up_kills": len(done), "up_killed": done}
 
 
@@ -161,7 +170,7 @@ async def _until(check, seconds: float, what: str):
 async def _nats_node_kill_run(feeds: int, seed: int) -> dict:
     """``up --nats-cluster 3``: the node leading the articles stream killed mid-run."""
     sys.path.insert(0, str(_REPOSITORY))  # the tests package
-    from tests.hub.test_distributed_faults import held, oracle, subscriptions
+    from tests.hub.test_distributed_faults import subscriptions
     from tests.upprocess import running_up
 
     from feedmesh.bus.jetstream import JetStreamBus
@@ -199,17 +208,9 @@ async def _nats_node_kill_run(feeds: int, seed: int) -> dict:
         if code != 0:
             raise RuntimeError(f"feedmesh down: {err}")
         await asyncio.wait_for(up.process.wait(), 180)
-    truth = oracle(str(data / "hub" / "feedmesh.db"), subs)
-    lost = duplicated = 0
-    for reflector in (0, 1):
-        for sub_id, pairs in held(str(data / "hub" / f"reflector-{reflector}.db"), reflector,
-                                  subs).items():
-            ids = [entry_id for entry_id, _ in pairs]
-            duplicated += len(ids) - len(set(ids))
-            lost += len(truth.want[sub_id] - set(ids))
-    shutil.rmtree(data.parent, ignore_errors=True)
-    return {"nats_node_kill_lost": lost, "nats_node_kill_duplicated": duplicated + truth.twice,
-            "nats_node_kill_pairs": sum(len(w) for w in truth.want.values()),
+    lost, duplicated, expected = _rematch(data, subs)
+    return {"nats_node_kill_lost": lost, "nats_node_kill_duplicated": duplicated,
+            "nats_node_kill_pairs": expected,
             "nats_node_kill_leader_moved_s": round(moved_s, 2)}
 
 

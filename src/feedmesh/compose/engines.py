@@ -13,6 +13,7 @@ JetStream, PostgreSQL) is added here, chosen by settings, and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import secrets
@@ -333,9 +334,8 @@ def operator_token(data_dir: str | Path) -> bytes:
     if not path.exists():
         temporary = write_secret(path.with_name(f".{path.name}.{os.getpid()}.tmp"), new_token())
         try:
-            os.link(temporary, path)
-        except FileExistsError:
-            pass  # another process made it: that one is the token
+            with contextlib.suppress(FileExistsError):  # another process made it: that one
+                os.link(temporary, path)
         finally:
             temporary.unlink(missing_ok=True)
     return read_token(path, "the operator token")

@@ -117,6 +117,11 @@ class FeedServer:
             return web.Response(status=304, headers=headers)
         rendered = await self.rendered.get(sub_id, fmt, (generation, version, current),
                                            lambda: self._render(sub_id, current, fmt))
+        return self._answer(request, rendered, fmt, headers)
+
+    def _answer(self, request: web.Request, rendered: Rendered, fmt: str,
+                headers: dict[str, str]) -> web.Response:
+        """A 200 with ``rendered`` in ``fmt`` (a feed or one of its archive pages)."""
         self.hub.metrics.feed_requests.labels("200").inc()
         headers["Content-Type"] = CONTENT_TYPES[fmt]
         if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
@@ -174,15 +179,7 @@ class FeedServer:
         if _etag_matches(request, etag):
             self.hub.metrics.feed_requests.labels("304").inc()
             return web.Response(status=304, headers=headers)
-        self.hub.metrics.feed_requests.labels("200").inc()
-        headers["Content-Type"] = CONTENT_TYPES[fmt]
-        if _accepts_gzip(request.headers.get("Accept-Encoding", "")):
-            headers["Content-Encoding"] = "gzip"
-            body = rendered.gzipped
-        else:
-            body = rendered.body
-        self.hub.metrics.bytes_out.labels("web").inc(len(body))
-        return web.Response(body=body, headers=headers)
+        return self._answer(request, rendered, fmt, headers)
 
     async def _archive_page(self, sub: Subscription, before: int, token: str,
                             fmt: str) -> Rendered:
