@@ -11,9 +11,13 @@ because neither package may import the other.
    source feed, marked as a republication, and multicast to the feed's republication group
    (:meth:`~feedmesh.mesh.republish.Republisher.multicast`): no poll of its own;
 3. it serves each source feed it republishes as RSS 2.0 with the ``<subscribe>`` element (its
-   key, the group, its overlay address), ``/mesh/feeds/{id}`` (the hub's feed id), and all of
-   them as ``/mesh/opml``, each under the source feed's own title: a peer started with
-   ``--opml http://HUB/mesh/opml`` bootstraps from the hub.
+   key, the group, its overlay address), ``/mesh/feeds/{n}``, and all of them as
+   ``/mesh/opml``, each under the source feed's own title: a peer started with
+   ``--opml http://HUB/mesh/opml`` bootstraps from the hub. ``n`` is the feed's place in that
+   list from 1 (the operator's feeds in the order the hub took them in), which is the number the
+   peer gives its local copy: the same feed has the same number at both. Until something is
+   multicast a document holds the feed's newest stored entries, each marked as backlog (the
+   feed's state, not news), so a peer that follows it starts full.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Callable, Collection
 from urllib.parse import urlsplit
 
 from aiohttp import web
+from msgspec.structs import replace
 
 from feedmesh.bus import Bus
 from feedmesh.compose.lifecycle import HttpPart, Tasks, cancel
@@ -33,7 +38,7 @@ from feedmesh.hub.messages import Article
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.tiers.crawler import CrawlerTier
 from feedmesh.mesh.keys import KeyFileError, KeyStore
-from feedmesh.mesh.republish import Republisher
+from feedmesh.mesh.republish import RECENT, Republisher
 from feedmesh.mesh.transport import UdpNode, handle_at
 
 __all__ = ["RepublishRole", "open_republisher"]
@@ -132,6 +137,11 @@ class RepublishRole:
         await cancel(self._loops)
         self.endpoint.close()
 
+    def numbered(self) -> list[tuple[int, str]]:
+        """The published feeds as (feed id, URL), in the order of ``/mesh/opml``: by the hub's
+        feed id, so that a feed added later comes last and the others keep their number."""
+        return sorted(((fid, url) for url, fid in self.published().items()))
+
     def _source(self, feed_id: int) -> str | None:
         url = self._url_of.get(feed_id)
         if url is None:
@@ -148,20 +158,32 @@ class RepublishRole:
 
     # -- HTTP ------------------------------------------------------------------------------------
 
+    def _backlog(self, feed_id: int, url: str) -> None:
+        """Nothing multicast yet for ``url``: show the feed's newest stored entries, marked as
+        backlog, as the stand-alone republisher shows its first poll."""
+        recent = self.republisher.recent.get(url)
+        if recent:
+            return
+        self.republisher.add(url)
+        stored = self.crawler.store.entries(feed_id, limit=RECENT)
+        self.republisher.recent[url].extend(replace(row.entry, backlog=True) for row in stored)
+
     async def _opml(self, request: web.Request) -> web.Response:
         base = f"{request.scheme}://{request.host}"
-        sources = self.published()
-        outlines = [OpmlOutline(url=f"{base}/mesh/feeds/{fid}", title=self._title(fid, url))
-                    for url, fid in sorted(sources.items(), key=lambda item: item[1])]
+        outlines = [OpmlOutline(url=f"{base}/mesh/feeds/{n}", title=self._title(fid, url))
+                    for n, (fid, url) in enumerate(self.numbered(), start=1)]
         return web.Response(body=render_opml("feeds this hub republishes", outlines),
                             content_type="text/x-opml", charset="utf-8")
 
     async def _feed(self, request: web.Request) -> web.Response:
         text = request.match_info["id"]
-        url = self._source(int(text)) if text.isdigit() else None
-        if url is None:
+        numbered = self.numbered()
+        place = int(text) if text.isdigit() and len(text) < 10 else 0
+        if not 1 <= place <= len(numbered):
             raise web.HTTPNotFound(text=f"no source feed {text!r} here; see /mesh/opml\n")
-        self._title(int(text), url)
+        feed_id, url = numbered[place - 1]
+        self._title(feed_id, url)
+        self._backlog(feed_id, url)
         body = self.republisher.document_of(url, self.bootstrap, str(request.url))
         return web.Response(body=body, content_type="application/rss+xml", charset="utf-8")
 

@@ -49,7 +49,7 @@ from feedmesh.mesh.records import FeedWriter, open_record
 from feedmesh.mesh.transport.udp import UdpNode
 from feedmesh.model import Entry, FeedInfo, FetchOutcome, MeshSubscribe
 
-__all__ = ["Republisher", "entry_record"]
+__all__ = ["RECENT", "Republisher", "entry_record"]
 
 log = logging.getLogger("feedmesh.mesh.republish")
 MAX_TEXT = 4_000   # characters of summary kept in a record: records must fit a datagram

@@ -6,6 +6,7 @@ follows and bootstraps from. A farm post reaches the peer's local proxy by multi
 from __future__ import annotations
 
 from pathlib import Path
+from xml.etree import ElementTree
 
 import aiohttp
 import feedparser
@@ -29,6 +30,7 @@ from tests.mesh.republish.test_republish import (
 from tests.mesh.republish.test_walkthrough import Process, multicast_of, status
 
 FEEDS = 4
+FM = "{https://feedmesh.org/ns/scribe-rss/1.0}"
 PRIVATE = 5  # a farm feed an account follows, at a URL with its owner's password and token
 HUB, PEER = "127.0.4.60", "127.0.4.61"
 
@@ -37,13 +39,18 @@ HUB, PEER = "127.0.4.60", "127.0.4.61"
 async def test_the_hub_republishes_what_it_crawls(tmp_path: Path) -> None:
     clock = ManualClock(ORIGIN + 30 * 86400)
     # no polling hints (max-age, ttl, skipHours): the hub polls every feed every cycle
-    config = FarmConfig(feeds=PRIVATE + 1, seed=13, faults="none", origin=ORIGIN,
+    config = FarmConfig(feeds=PRIVATE + 2, seed=13, faults="none", origin=ORIGIN,
                         max_age_share=0.0, ttl_share=0.0, skip_hours_share=0.0)
     processes: list[Process] = []
     async with FarmServer(config, clock=clock) as farm, Fetcher(LOOPBACK) as fetcher:
         urls = [farm.feed_url(i) for i in range(FEEDS)]
         legacy = tmp_path / "sources.opml"
-        legacy.write_bytes(render_opml("sources", [OpmlOutline(url=u) for u in urls]))
+        # First in the list, a URL with credentials: the hub crawls it, never republishes it,
+        # so the republished feeds are not the hub's first feed ids (their numbers still are
+        # 1..FEEDS, as the peer numbers them)
+        hidden = farm.feed_url(PRIVATE + 1).replace("http://", "http://op:pw@")
+        legacy.write_bytes(render_opml("sources", [OpmlOutline(url=u)
+                                                   for u in (hidden, *urls)]))
         keys = KeyStore(tmp_path / "hub-keys")
         keys.make(clock.now())
         try:
@@ -83,13 +90,17 @@ async def test_the_hub_republishes_what_it_crawls(tmp_path: Path) -> None:
                     session.get(f"{base}/mesh/opml") as response:
                 opml = await response.read()
             mesh_feeds = [o.url for o in parse_opml(opml).outlines]
-            assert len(mesh_feeds) == FEEDS, opml
+            assert mesh_feeds == [f"{base}/mesh/feeds/{n}" for n in range(1, FEEDS + 1)], opml
+            assert b"op:pw" not in opml
             assert b"s3cret" not in opml and b"t0ken" not in opml and b"ann" not in opml
             document = await fetcher.fetch(mesh_feeds[0])
             element = parse_feed(document.body, url=document.final_url).feed.subscribe
             assert element is not None and element.republication
             assert element.public_key == keys.identity() and element.bootstrap == (f"{HUB}:{udp}",)
-            assert element.group in urls
+            assert element.group == urls[0]
+            # nothing multicast yet: the document holds the feed's stored entries, as backlog
+            held = ElementTree.fromstring(document.body).findall("./channel/item")
+            assert held and all(i.findtext(f"{FM}backlog") == "true" for i in held), document.body
 
             port, local = free_tcp_port(PEER), free_tcp_port(PEER)
             peer = await Process.start(
@@ -106,6 +117,13 @@ async def test_the_hub_republishes_what_it_crawls(tmp_path: Path) -> None:
                     f["attached"] for f in scribe["feeds"]), scribe
                 return True
             await eventually(attached, timeout=60)
+            # the same feed has the same number at the hub and at the peer
+            async with aiohttp.ClientSession() as session, \
+                    session.get(f"{proxy}/feeds.opml") as response:
+                local = parse_opml(await response.read()).outlines
+            hub_titles = [o.title for o in parse_opml(opml).outlines]
+            assert [o.title for o in local] == hub_titles, (local, hub_titles)
+            assert [o.url.rsplit("/", 1)[-1] for o in local][:1] == ["1.rss"], local
 
             before = {url: await document_keys(fetcher, url) for url in urls}
             fresh = await new_posts(farm, fetcher, clock, before)
