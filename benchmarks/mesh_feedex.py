@@ -22,7 +22,10 @@ each. The figures also say what the run cost (worker CPU, calls per real second)
 the workers kept up with the clock (their event loops' lag, the load average): at 160x a loop
 running 0.5 s late delays a message by 80 farm seconds. Prints a table, then as its LAST line one
 JSON object with ``xch_coverage``, ``sln_coverage``, ``xch_lag_min``, ``sln_lag_min``,
-``publisher_requests_xch_over_sln`` and ``calls_per_node_min``. ``--quick`` is the 16 h interval
+``publisher_requests_xch_over_sln`` (fetches made over what stand-alone peers with random phases
+would make: 1 + time followed / interval per node and feed) and ``calls_per_node_min``. The nodes
+coordinate their fetch phases through the exchange (``share_fetch_times``, ``mesh/peer/phasing.py``)
+unless ``--random-phases``. ``--quick`` is the 16 h interval
 alone (the only one built), 160 nodes, 22 farm hours at 160x: about 9 minutes of wall time.
 """
 
