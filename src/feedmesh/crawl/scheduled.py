@@ -176,6 +176,26 @@ class ScheduledCrawler:
             return None
         return None if due is None else max(due, self.clock.now())
 
+    def rephase(self, feed_id: int, at: float) -> float | None:
+        """Move ``feed_id``'s next fetch to ``at`` and its plan with it, within what its plan
+        allows (:meth:`~feedmesh.schedule.Scheduler.rephase`); the new due time, or None."""
+        try:
+            due = self.scheduler.rephase(str(feed_id), at, now=self.clock.now())
+        except UnknownFeedError:
+            return None
+        if due is not None:
+            self._wake.set()
+        return due
+
+    def plan_of_feed(self, feed_id: int) -> tuple[float, float] | None:
+        """(its last fetch, its plan's period) once it has both; None before."""
+        try:
+            last = self.scheduler.last_fetch_at(str(feed_id))
+            period = self.scheduler.plan_period_s(str(feed_id))
+        except UnknownFeedError:
+            return None
+        return None if last is None or period is None else (last, period)
+
     # -- push --------------------------------------------------------------------------------
 
     def set_live(self, feed_id: int, live: bool) -> None:

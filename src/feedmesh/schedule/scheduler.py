@@ -49,6 +49,8 @@ from .kernels import (
     F_LAST_FETCH,
     F_LAST_SUCCESS,
     F_PHASE,
+    F_PLAN_ORIGIN,
+    F_PLAN_PERIOD,
     F_WEIGHT,
     FLAG_AWAITING,
     FLAG_GONE,
@@ -187,6 +189,40 @@ class Scheduler:
             return None
         due = float(state.table.F[slot, F_DUE])
         return due if math.isfinite(due) else None
+
+    def plan_period_s(self, feed_id: str) -> float | None:
+        """The period of ``feed_id``'s current plan (None: no plan yet)."""
+        state = self.state
+        period = float(state.table.F[state.slot(feed_id), F_PLAN_PERIOD])
+        return period if period > 0.0 else None
+
+    def last_fetch_at(self, feed_id: str) -> float | None:
+        state = self.state
+        last = float(state.table.F[state.slot(feed_id), F_LAST_FETCH])
+        return None if math.isnan(last) else last
+
+    def rephase(self, feed_id: str, at: float, *, now: float) -> float | None:
+        """Move ``feed_id``'s next fetch to ``at`` and its plan with it (the fetches after it
+        follow one period apart from there): the network as one monitor placing this node's
+        fetch in a gap of the feed's schedule (``mesh/feedex/phases.py``). Clamped to [now,
+        last fetch + plan period]: never sooner than now, never a gap longer than the plan's;
+        the number of fetches per period stays the plan's. Returns the new due time, or None
+        (no plan, never fetched, being fetched, urgent or gone: left as it is)."""
+        state = self.state
+        slot = state.slot(feed_id)
+        table = state.table
+        F = table.F
+        if int(table.I[slot, I_FLAGS]) & (FLAG_GONE | FLAG_IN_FLIGHT | FLAG_URGENT):
+            return None
+        period = float(F[slot, F_PLAN_PERIOD])
+        due = float(F[slot, F_DUE])
+        last = float(F[slot, F_LAST_FETCH])
+        if not (period > 0.0 and math.isfinite(due)) or math.isnan(last):
+            return None
+        at = min(max(at, now), last + period)
+        F[slot, F_PLAN_ORIGIN] += at - due
+        state.push(slot, at)
+        return float(F[slot, F_DUE])
 
     def remove_feed(self, feed_id: str) -> None:
         """Stop scheduling ``feed_id`` and forget what was learned about it."""

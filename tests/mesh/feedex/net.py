@@ -4,6 +4,7 @@ Not FeedEx's simulation: small enough to read next to each test."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 from feedmesh.mesh.feedex import Deliver, FeedExNode, FeedExSettings, QueryResult, Tracker
@@ -38,11 +39,12 @@ class Net:
     def now(self) -> float:
         return self.loop.now
 
-    def add(self, i: int, feeds: list[str], *, tracker: bool = False, **settings) -> FeedExNode:
+    def add(self, i: int, feeds: list[str], *, tracker: bool = False,
+            rng: random.Random | None = None, **settings) -> FeedExNode:
         """A started node (its timers run) subscribed to ``feeds``."""
         s = replace(self.settings, **settings)
         node = FeedExNode(address(i), s, weights=dict.fromkeys(feeds, 1.0),
-                          tracker=TRACKER if tracker else None)
+                          tracker=TRACKER if tracker else None, rng=rng)
         self.nodes[node.address] = node
         self.delivered[node.address] = []
         node.start(self.now)

@@ -114,12 +114,15 @@ class ConnectReply(msgspec.Struct, frozen=True, tag="connect_reply"):
 
 class UpdateSubset(msgspec.Struct, frozen=True, tag="update_subset"):
     """The change since the previous advertisement to this neighbour (new or changed hop counts,
-    feeds no longer advertised); empty, it is a keep-alive."""
+    feeds no longer advertised) and of the fetch times. ``probe``: a keep-alive from a neighbour
+    that heard nothing from us for a while; a neighbour answers it with an empty update (no probe:
+    never answered), so two idle neighbours keep each other."""
 
     added: Subset = {}
     removed: Annotated[list[Url], Meta(max_length=10_000)] = []
     fetch_times: FetchTimes = {}
     relayed_times: RelayedTimes = {}
+    probe: bool = False
 
 
 class Disconnect(msgspec.Struct, frozen=True, tag="disconnect"):

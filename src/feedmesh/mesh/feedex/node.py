@@ -121,6 +121,8 @@ class FeedExNode:
                                  s.audit_max_age_s, random.Random(f"audit {address}"))
         self._dirty = True  # the advertisement may have changed
         self.fetch_plans: dict[str, float] = {}
+        """Our planned (or, once made, last) fetch time of each feed we follow, advertised."""
+        self._plan_windows: dict[str, tuple[float, float]] = {}  # feed -> (latest, interval)
         self.stats = {"check_did": 0, "put_entries": 0, "update_subset": 0, "forged": 0,
                       "malformed": 0, "loops": 0, "refused_deficit": 0,
                       "fake_entries": 0, "confirmed_entries": 0}
@@ -168,6 +170,7 @@ class FeedExNode:
     def unsubscribe(self, now: float, feed: str) -> None:
         self.weights.pop(feed, None)
         self.fetch_plans.pop(feed, None)
+        self._plan_windows.pop(feed, None)
         self._audit.forget(feed)
         self._dirty = True
 
@@ -208,33 +211,58 @@ class FeedExNode:
         them (3.4); nothing is delivered or offered."""
         self._keep_new(feed, entries)
 
-    def plan_fetch(self, now: float, feed: str, interval_s: float) -> float:
-        """When to fetch ``feed`` first: the middle of the largest gap between the fetches our
+    def plan_fetch(self, now: float, feed: str, interval_s: float,
+                   latest: float | None = None) -> float:
+        """When to fetch ``feed`` next: in [now, ``latest``] (default now + ``interval_s``: the
+        caller's budget says how soon and how late), as far as it can be from the fetches our
         neighbours advertised (:mod:`.phases`); advertised in turn when ``share_fetch_times``."""
-        at = phases.fill_largest_gap(now, interval_s, self.known_plans(feed), self._rng)
+        latest = now + interval_s if latest is None else max(now, min(latest, now + interval_s))
+        at, _ = phases.best_in_window(now, latest, interval_s,
+                                      self.known_plans(now, feed, interval_s), self._rng)
+        self.fetch_plans[feed] = at
+        self._plan_windows[feed] = (latest, interval_s)
+        self._dirty = True
+        return at
+
+    def replan_fetch(self, now: float, feed: str, interval_s: float | None = None) -> float | None:
+        """Move our planned (not yet made) fetch of ``feed`` within the window
+        :meth:`plan_fetch` was given when another time there lies much farther from the fetches
+        our neighbours advertised since (:func:`phases.better_in_window`); None if it stays.
+        The window never widens: however the advertised times move, the fetch stays between
+        now and the latest time the caller allowed."""
+        planned = self.fetch_plans.get(feed)
+        window = self._plan_windows.get(feed)
+        if planned is None or window is None or planned <= now:
+            return None
+        latest, planned_interval = window
+        interval_s = planned_interval if interval_s is None else interval_s
+        at = phases.better_in_window(planned, now, latest, interval_s,
+                                     self.known_plans(now, feed, interval_s), self._rng)
+        if at is None:
+            return None
         self.fetch_plans[feed] = at
         self._dirty = True
         return at
 
-    def replan_fetch(self, now: float, feed: str, interval_s: float) -> float | None:
-        """Move our planned (not yet made) first fetch of ``feed`` into the largest gap if it sits
-        crowded next to another node's; None if it stays (:func:`phases.crowded`)."""
-        planned = self.fetch_plans.get(feed)
-        if planned is None or planned <= now:
-            return None
-        known = self.known_plans(feed)
-        if not phases.crowded(planned, known, interval_s):
-            return None
-        return self.plan_fetch(now, feed, interval_s)
+    def fetch_made(self, now: float, feed: str) -> None:
+        """Our planned fetch of ``feed`` was made: the plan is now our last fetch (advertised
+        as our phase) and can no longer move."""
+        self._plan_windows.pop(feed, None)
+        if feed in self.weights:
+            self.fetch_plans[feed] = now
+            self._dirty = True
 
-    def known_plans(self, feed: str) -> list[float]:
-        """Planned fetch times of ``feed`` by nodes one and two hops away, as advertised."""
+    def known_plans(self, now: float, feed: str, interval_s: float) -> list[float]:
+        """Fetch times of ``feed`` by nodes one and two hops away, as advertised: at most one
+        from each neighbour and ``MAX_PLANS_PER_FEED`` it relayed, none more than an interval
+        from now (a time that far says nothing about the phase now)."""
         known = []
+        lo, hi = now - interval_s, now + interval_s
         for neighbour in self.neighbours.values():
             own = neighbour.fetch_times.get(feed)
-            if own is not None:
+            if own is not None and lo <= own <= hi:
                 known.append(own)
-            known.extend(neighbour.relayed_times.get(feed, ()))
+            known.extend(t for t in neighbour.relayed_times.get(feed, ()) if lo <= t <= hi)
         return known
 
     def query(self, now: float, feed: str, since: float | None = None, until: float | None = None,
@@ -328,10 +356,12 @@ class FeedExNode:
                 else:
                     neighbour.subset = subsets.apply_update(neighbour.subset, message.added,
                                                             message.removed)
-                    neighbour.fetch_times.update(message.fetch_times)
-                    neighbour.relayed_times.update(message.relayed_times)
+                    self._take_times(now, neighbour, message.fetch_times,
+                                     message.relayed_times)
                     if message.added or message.removed or message.fetch_times:
                         self._dirty = True
+                    if message.probe:  # a keep-alive: answered, empty (never a probe back)
+                        out.append(Send(sender, UpdateSubset()))
             case Connect():
                 self._on_connect(now, sender, message, out)
             case ConnectReply():
@@ -437,8 +467,7 @@ class FeedExNode:
             neighbour.probation = on_trial
         neighbour.subset = subset
         neighbour.advertised = mine
-        neighbour.fetch_times.update(message.fetch_times)
-        neighbour.relayed_times.update(message.relayed_times)
+        self._take_times(now, neighbour, message.fetch_times, message.relayed_times)
         self.neighbours[sender] = neighbour
         self._candidates.pop(sender, None)
         self._dirty = True
@@ -460,10 +489,35 @@ class FeedExNode:
         neighbour = self.neighbours.get(sender) or self._new_neighbour(now, sender, subset)
         neighbour.subset = subset
         neighbour.advertised = self._advertisement_for(sender)
-        neighbour.fetch_times.update(message.fetch_times)
-        neighbour.relayed_times.update(message.relayed_times)
+        self._take_times(now, neighbour, message.fetch_times, message.relayed_times)
         self.neighbours[sender] = neighbour
         self._dirty = True
+
+    def _take_times(self, now: float, neighbour: Neighbour, own: Mapping[str, float],
+                    relayed: Mapping[str, Sequence[float]]) -> None:
+        """Keep what ``neighbour`` says of fetch times, bounded: one time of its own per feed it
+        follows itself (hop 0 in its subset), times it relays only for feeds we follow (at most
+        ``MAX_PLANS_PER_FEED`` each), none farther than ``fetch_time_horizon_s`` from now or not
+        finite. What it says can only move our fetches within the windows we allow
+        (:meth:`plan_fetch`), never make them more frequent or later."""
+        if not self.settings.share_fetch_times or not (own or relayed):
+            return
+        horizon = self.settings.fetch_time_horizon_s
+        lo, hi = now - horizon, now + horizon
+        subset = neighbour.subset
+        times = neighbour.fetch_times
+        for feed, at in own.items():
+            if subset.get(feed) == 0 and lo <= at <= hi:
+                times[feed] = at
+        for feed in [f for f in times if subset.get(f) != 0]:
+            del times[feed]
+        kept = neighbour.relayed_times
+        cap = phases.MAX_PLANS_PER_FEED
+        for feed, ats in relayed.items():
+            if feed in self.weights:
+                kept[feed] = [t for t in ats if lo <= t <= hi][-cap:]
+        for feed in [f for f in kept if f not in self.weights]:
+            del kept[feed]
 
     def _new_neighbour(self, now: float, address: Address, subset: dict[str, int]) -> Neighbour:
         """A new neighbour, with the ledger it left with if it was one lately (3.5)."""
@@ -559,7 +613,7 @@ class FeedExNode:
                 self._drop(now, address, None, out)
             elif silent > s.dead_after_s / 2 and neighbour.probed_at is None:
                 neighbour.probed_at = now
-                out.append(Send(address, UpdateSubset()))  # keep-alive: an empty update
+                out.append(Send(address, UpdateSubset(probe=True)))  # keep-alive, answered
         for address, pending in list(self._outgoing.items()):
             for did in [d for d, (_, at) in pending.items() if now - at > s.reply_timeout_s]:
                 del pending[did]

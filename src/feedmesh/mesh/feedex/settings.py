@@ -86,6 +86,9 @@ class FeedExSettings:
     share_fetch_times: bool = False
     """Advertise last-fetch times so neighbours spread their fetches of a shared feed (the network
     as one monitor; see :mod:`feedmesh.mesh.feedex.phases`)."""
+    fetch_time_horizon_s: float = 7 * 86400.0
+    """Fetch times a neighbour states farther than this from now (past or future) are dropped
+    on arrival; those kept count only within an interval of now (:meth:`FeedExNode.known_plans`)."""
     neighbours_per_prefix: int = 1
     """Neighbours kept of one network prefix (``neighbour_prefix_v4``/``_v6``): one machine or
     one network states as many ports as it likes, and holds one neighbour slot."""
@@ -113,7 +116,7 @@ class FeedExSettings:
                 raise FeedExSettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("advertise_interval_s", "maintain_interval_s", "dead_after_s",
                      "connect_timeout_s", "reply_timeout_s", "tracker_refresh_s",
-                     "query_timeout_s", "max_deficit"):
+                     "query_timeout_s", "max_deficit", "fetch_time_horizon_s"):
             if getattr(self, name) <= 0:
                 raise FeedExSettingsError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.forward_batch_s < 0 or self.check_hold_s < 0 or self.ledger_memory_s < 0:

@@ -323,6 +323,8 @@ def simulate(config: SimConfig) -> SimResult:
         if exchange:
             document = feed.document(t)
             node = nodes[a]
+            if spread:
+                node.fetch_made(t, feed.url)
             node.fetched(t, feed.url, document)
             carry(a, t)
             node.listed(t, feed.url, document)

@@ -40,6 +40,7 @@ from feedmesh.websub.discovery import parse_link_header
 from .archive import Archive
 from .exchange import Exchange, FeedExExchange
 from .multicast import MulticastSettings, ScribeExchange
+from .phasing import FetchPhaser
 from .proxy import LocalProxy
 from .transport import TransportSettings
 
@@ -151,6 +152,10 @@ class Peer:
             self.exchanges.append(self.multicast)
         self.proxy = LocalProxy(settings.local[0], settings.local[1], self.archive, self)
         self._saver: asyncio.Task[None] | None = None
+        self.phaser: FetchPhaser | None = None
+        if self.feedex.node.settings.share_fetch_times:
+            self.phaser = FetchPhaser(self.feedex.transport.act, self.archive.scheduled)
+        self._phasing: asyncio.Task[None] | None = None
 
     async def start(self, urls: Iterable[str] = ()) -> None:
         await self.archive.start(urls)
@@ -164,11 +169,14 @@ class Peer:
         _write_json(self.settings.data / PEER_FILE,
                     {"local": self.proxy.url, "listen": list(self.settings.listen)})
         self._saver = asyncio.create_task(self._save_loop())
+        if self.phaser is not None:
+            self._phasing = asyncio.create_task(self._phase_loop())
 
     async def stop(self) -> None:
-        if self._saver is not None:
-            self._saver.cancel()
-            await asyncio.gather(self._saver, return_exceptions=True)
+        for task in (self._saver, self._phasing):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         self.save_neighbours()
         await self.proxy.stop()
         for exchange in self.exchanges:
@@ -184,6 +192,16 @@ class Peer:
         while True:
             await self.clock.sleep(self.settings.save_interval_s)
             self.save_neighbours()
+
+    async def _phase_loop(self) -> None:
+        """The network as one monitor (:mod:`.phasing`): every half advertisement interval."""
+        assert self.phaser is not None
+        every = self.feedex.node.settings.advertise_interval_s / 2
+        while True:
+            await self.clock.sleep(every)
+            feeds = [(url, feed_id) for url in self.archive.urls()
+                     if (feed_id := self.archive.feed_id(url)) is not None]
+            self.phaser.step(self.clock.now(), feeds)
 
     def _document(self, feed: str, info: FeedInfo) -> None:
         if self.multicast is not None:

@@ -1,0 +1,131 @@
+"""The network as one monitor on a manual clock: followers of a feed spread their fetches through
+the fetch times they exchange, a lying neighbour cannot make a node fetch sooner or later than
+its window allows, and idle neighbours keep each other (keep-alives are answered)."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from feedmesh.mesh.feedex import FeedExSettings
+from feedmesh.mesh.feedex.messages import UpdateSubset
+from feedmesh.mesh.feedex.phases import best_in_window, better_in_window
+
+from .net import Net
+
+FEED = "http://pub.test/feed/shared"
+OTHER = "http://pub.test/feed/other"
+T = 16 * 3600.0
+ROUND = 300.0
+N = 8
+SEED = 1
+
+
+def _gaps(times: list[float]) -> list[float]:
+    phases = sorted(t % T for t in times)
+    return [(phases[(i + 1) % len(phases)] - p) % T or T for i, p in enumerate(phases)]
+
+
+def _wait(gaps: list[float]) -> float:
+    return sum(g * g for g in gaps) / (2 * T)
+
+
+def _spread(net: Net, nodes, rounds: int) -> None:
+    """Each node plans at once (all from nothing: random phases), then re-plans every round."""
+    for node in nodes:
+        node.plan_fetch(net.now, FEED, T)
+        net.carry(node)
+    for _ in range(rounds):
+        net.run(ROUND)
+        for node in nodes:
+            node.replan_fetch(net.now, FEED)
+            net.carry(node)
+
+
+def test_followers_of_one_feed_spread_their_fetches_through_exchanged_times():
+    net = Net(FeedExSettings(share_fetch_times=True, min_neighbours=2, max_neighbours=4))
+    nodes = [net.add(i, [FEED], rng=random.Random(SEED + i)) for i in range(1, N + 1)]
+    for i in range(N):   # a ring with chords: every follower within two hops, few direct
+        net.connect(nodes[i], nodes[(i + 1) % N])
+        if i < N // 2:
+            net.connect(nodes[i], nodes[i + N // 2])
+    start = net.now
+    _spread(net, nodes, 0)
+    _spread(net, nodes, 60)  # 5 hours of rounds, well before the first fetches
+    plans = [n.fetch_plans[FEED] for n in nodes]
+    after = _gaps(plans)
+    # the mean wait for the next fetch, sum(gap^2) / 2T: T / 2N evenly spaced, T / (N + 1) on
+    # average for random phases (1.78x as long at N = 8); spread, within 1.3x of even
+    assert _wait(after) < 1.3 * T / (2 * N)
+    # every plan stayed within its window: not before now, not later than an interval after
+    # the node planned
+    assert all(start <= p <= start + T + 1 for p in plans)
+    # the times travelled in the exchange's own messages
+    assert any(m.fetch_times for m in net.calls(UpdateSubset))
+
+
+def test_a_lying_neighbour_cannot_make_a_node_fetch_sooner_or_later_than_its_window():
+    net = Net(FeedExSettings(share_fetch_times=True))
+    node = net.add(1, [FEED, OTHER], rng=random.Random(SEED))
+    liar = net.add(2, [FEED])
+    net.connect(node, liar)
+    start = net.now
+    latest = start + T
+    planned = node.plan_fetch(start, FEED, T, latest=latest)
+    rng = random.Random(5)
+    plans = [planned]
+    for _ in range(200):   # every round it states fetch times crowding ours, and junk
+        mine = node.fetch_plans[FEED]
+        lies = UpdateSubset(
+            fetch_times={FEED: mine + 1.0, OTHER: net.now, "http://pub.test/never": net.now},
+            relayed_times={FEED: [mine + rng.uniform(-60, 60) for _ in range(64)]
+                           + [net.now + 10 * 86400.0, float("inf"), -1e300],
+                           OTHER: [net.now] * 64})
+        node.receive(net.now, liar.address, lies)
+        node.take()
+        moved = node.replan_fetch(net.now, FEED)
+        if moved is not None:
+            plans.append(moved)
+        net.run(ROUND)
+    kept = node.neighbours[liar.address]
+    # bounded state: one time of its own per feed it follows itself, relayed ones only for
+    # feeds we follow, at most 64 each, none far from now
+    assert set(kept.fetch_times) == {FEED}
+    assert len(kept.relayed_times[FEED]) <= 64 and OTHER in kept.relayed_times
+    assert all(abs(t - net.now) <= node.settings.fetch_time_horizon_s
+               for ts in kept.relayed_times.values() for t in ts)
+    # the liar did move our fetch around (unless it fell due at once)...
+    assert len(plans) >= 2 or plans[0] < start + 3 * ROUND
+    # ...but only within the window: never before the moment it was planned at, never later
+    # than the interval the caller allowed, whatever was claimed
+    assert all(start <= p <= latest for p in plans)
+    # once made, the fetch is our phase: the plan no longer moves
+    node.fetch_made(net.now, FEED)
+    node.receive(net.now, liar.address, UpdateSubset(fetch_times={FEED: net.now + 5.0}))
+    assert node.replan_fetch(net.now, FEED) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-3 * T, 3 * T), max_size=40), st.floats(0, 10 * T),
+       st.floats(0, 2 * T), st.floats(-T, 2 * T), st.integers(0, 10**6))
+def test_chosen_and_moved_times_stay_in_the_window(known, now, width, planned, seed):
+    rng = random.Random(seed)
+    latest = now + width
+    at, _ = best_in_window(now, latest, T, known, rng)
+    assert now <= at <= now + min(width, T) + 1e-6
+    moved = better_in_window(now + planned, now, latest, T, known, rng, chance=rng.random())
+    assert moved is None or now <= moved <= now + min(width, T) + 1e-6
+
+
+def test_idle_neighbours_keep_each_other_past_dead_after():
+    net = Net(FeedExSettings(dead_after_s=900.0))
+    a = net.add(1, ["http://pub.test/a"])
+    b = net.add(2, ["http://pub.test/b"])
+    net.connect(a, b)
+    net.run(5 * 900.0)  # nothing to say: only keep-alives, and their answers
+    assert b.address in a.neighbours and a.address in b.neighbours
+    probes = [m for m in net.calls(UpdateSubset) if m.probe]
+    answers = [m for m in net.calls(UpdateSubset) if not (m.probe or m.added or m.removed)]
+    assert probes and len(answers) >= len(probes) - 1  # each probe answered, never a probe back
