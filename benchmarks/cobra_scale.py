@@ -173,6 +173,17 @@ def first_id_before(store, t0: float) -> int:
     return lo
 
 
+def dropped_pairs(pairs: list[tuple[int, int]], held: dict[int, list[int]], keep: int) -> int:
+    """The (subscription, entry) pairs that should be held and are not: the entry is missing
+    and the subscription does not hold ``keep`` entries newer than it (ids grow with time)."""
+    dropped = 0
+    for sub_id, entry_id in pairs:
+        have = held.get(sub_id, [])
+        if entry_id not in have and not (len(have) >= keep and min(have) > entry_id):
+            dropped += 1
+    return dropped
+
+
 def rematch(ingest_at: str, log_at, reflectors: int, subs: int, t0: float, t1: float,
             sample_subs: int, sample_entries: int, seed: int = 34) -> dict:
     """Entries first seen in [t0, t1] (a sample) against a sample of subscriptions: the matching
@@ -211,11 +222,7 @@ def rematch(ingest_at: str, log_at, reflectors: int, subs: int, t0: float, t1: f
             if (s - 1) % reflectors == n:
                 held[s] = topk.newest_ids(s, KEEP)
         del topk
-    dropped = 0
-    for s, entry_id in pairs:
-        have = held.get(s, [])
-        if entry_id not in have and not (len(have) >= KEEP and min(have) > entry_id):
-            dropped += 1
+    dropped = dropped_pairs(pairs, held, KEEP)
     return {"rematch_window_entries": len(window), "rematch_entries": len(entries),
             "rematch_subs": len(sub_ids), "rematch_pairs": len(pairs), "dropped": dropped,
             "rematch_s": round(time.perf_counter() - started, 1)}

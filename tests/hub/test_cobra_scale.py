@@ -44,6 +44,16 @@ def test_farm_speed_gives_the_asked_rate() -> None:
     assert math.isclose(1_000_000 * cobra_scale.mean_posts_per_day() / 86400 * speed, 48.5)
 
 
+def test_a_pair_is_dropped_unless_held_or_pushed_out_by_newer_ones() -> None:
+    held = {1: [9, 8, 7], 2: list(range(20, 10, -1))}  # 2 holds its keep (10) newest
+    assert cobra_scale.dropped_pairs([(1, 8), (1, 9)], held, 10) == 0
+    assert cobra_scale.dropped_pairs([(1, 5)], held, 10) == 1  # room left: 5 was lost
+    assert cobra_scale.dropped_pairs([(2, 5)], held, 10) == 0  # pushed out by 10 newer
+    assert cobra_scale.dropped_pairs([(2, 15)], {2: [20, 19, 18, 17, 16, 14, 13, 12, 11, 10]},
+                                     10) == 1  # newer than the oldest held: lost
+    assert cobra_scale.dropped_pairs([(3, 1)], held, 10) == 1  # a subscription holding nothing
+
+
 def test_embedded_small() -> None:
     check(cobra_scale.run_embedded("1m10m", FEEDS, SUBS, 48.5, INTERVAL, 1, 30, 300, 300))
 
