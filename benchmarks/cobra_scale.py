@@ -526,8 +526,10 @@ def main() -> None:
                         "(Cobra's fetches/s and articles/s kept)")
     parser.add_argument("--poll-feeds", type=int, default=1000,
                         help="private feeds the poller reads")
-    parser.add_argument("--sample-subs", type=int, default=2000)
-    parser.add_argument("--sample-entries", type=int, default=2000)
+    parser.add_argument("--sample-subs", type=int, default=1000,
+                        help="subscriptions re-matched (each against every sampled entry, "
+                        "in Python: the re-match's time grows as their product)")
+    parser.add_argument("--sample-entries", type=int, default=1000)
     parser.add_argument("--cdf", type=Path, default=None, help="draw the latency CDFs (SVG)")
     args = parser.parse_args()
     topos = [t.strip() for t in args.topos.split(",") if t.strip()]
