@@ -18,9 +18,10 @@ The workload, per topology:
 The first crawl's backlog is not matched (``--no-backlog``); the crawl cycle after it is not
 steady either (each feed's gap since its first fetch is shorter than the interval), so the window
 opens once that cycle is done and spans ``--intervals`` whole crawl intervals (``--quick``: the
-one interval right after the first crawl, so that 1m10m fits in 45 minutes: ~70 s to provision
-10M subscriptions, >= 1,000 s for the first crawl at the embedded crawler's ~1,000 fetches/s,
-900 s measured). Over it: intra-hub
+one interval right after the first crawl: ~70 s to provision 10M subscriptions, >= 1,000 s for
+the first crawl at the embedded crawler's ~1,000 fetches/s, 900 s measured: ~35 minutes at
+best; the first crawl measured 192 feeds/s at --scale 10 on a loaded machine, which makes it
+~100 minutes: see docs/measurements.md). Over it: intra-hub
 latency first seen -> stored in the reflector (p50, p99: exact, from the reflectors' stores), the
 fetch rate, articles/s out of the crawler, matches/s, every process's RSS (peak and median of 1 s
 samples), the poller's 200s and 304s per second. After the window the farm stops, the queues
@@ -516,7 +517,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="1m10m on the embedded hub alone, the one interval right after "
-                        "the first crawl (no settling cycle: ~35 minutes at scale 1)")
+                        "the first crawl (no settling cycle; >= 35 minutes at scale 1)")
     parser.add_argument("--topos", default=",".join(TOPOS))
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--intervals", type=int, default=2,
