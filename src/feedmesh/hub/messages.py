@@ -97,8 +97,9 @@ class MatchedBatch(msgspec.Struct, frozen=True, tag="matched_batch", kw_only=Tru
     """The articles of one filter batch that matched subscriptions of one reflector, and those
     subscriptions: ``sub_ids[i]`` (:func:`feedmesh.hub.idcodec.encode_ids`, sorted) for
     ``articles[i]``, each article once; empty bytes when the filter sends the articles alone
-    (its ``article`` delivery: the reflector re-matches). What :class:`Matched` carries for one article, for a
-    batch in one message: a filter sends one per reflector per batch, not one per article."""
+    (its ``article`` delivery: the reflector re-matches). What :class:`Matched` carries for one
+    article, for a batch in one message: a filter sends one per reflector per batch, not one
+    per article."""
 
     articles: tuple[Article, ...]
     sub_ids: tuple[bytes, ...]
@@ -111,8 +112,8 @@ class MatchedBatch(msgspec.Struct, frozen=True, tag="matched_batch", kw_only=Tru
         if len(self.articles) != len(self.sub_ids):
             raise ValueError(f"matched batch: {len(self.articles)} articles but "
                              f"{len(self.sub_ids)} id lists")
-        return [Matched(article=a, sub_ids=ids or None, shard=self.shard, matched_at=self.matched_at)
-                for a, ids in zip(self.articles, self.sub_ids, strict=True)]
+        return [Matched(article=a, sub_ids=ids or None, shard=self.shard,
+                        matched_at=self.matched_at) for a, ids in zip(self.articles, self.sub_ids, strict=True)]
 
 
 def as_matched(message: HubMessage) -> list[Matched]:
@@ -167,8 +168,8 @@ class FeedMeta(msgspec.Struct, frozen=True):
     language: str = ""
 
 
-HubMessage = (Article | Matched | MatchedBatch | SubscriptionAdded | SubscriptionRemoved | FeedsAdded
-              | FollowsChanged | OwnersChanged)
+HubMessage = (Article | Matched | MatchedBatch | SubscriptionAdded | SubscriptionRemoved
+              | FeedsAdded | FollowsChanged | OwnersChanged)
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(HubMessage)
