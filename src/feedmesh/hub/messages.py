@@ -113,7 +113,8 @@ class MatchedBatch(msgspec.Struct, frozen=True, tag="matched_batch", kw_only=Tru
             raise ValueError(f"matched batch: {len(self.articles)} articles but "
                              f"{len(self.sub_ids)} id lists")
         return [Matched(article=a, sub_ids=ids or None, shard=self.shard,
-                        matched_at=self.matched_at) for a, ids in zip(self.articles, self.sub_ids, strict=True)]
+                        matched_at=self.matched_at)
+                for a, ids in zip(self.articles, self.sub_ids, strict=True)]
 
 
 def as_matched(message: HubMessage) -> list[Matched]:
