@@ -11,7 +11,12 @@
    filter whose CPU is its limit), each a ``feedmesh filter`` process on a real NATS server,
    draining a pre-filled ``articles`` stream; beside it 2 replicas of one shard (the
    in-decomposition). Runs alternate 1 shard, 2 shards, 2 replicas on the same stream contents;
-   the figure is the ratio of the medians. Goal: >= 1.7x on this 2-core machine.
+   the figure is the ratio of the medians. Goal: >= 1.7x on this 2-core machine at 10M
+   subscriptions (``filter_scaling_2v1_10m``, ``--subs 10000000``). Beside it, in the same run,
+   the bare matcher on the same articles (the shard's own snapshot in this process):
+   ``filter_articles_per_s_1m`` (1 shard) against ``matcher_articles_per_s_1m``, goal >= 4,500
+   articles/s (half the matcher) with 61-word articles, the default (``--words 637``: the
+   earlier figures). Each key's suffix is the subscriptions measured (``_1m``, ``_10m``).
 3. **The kill runs**: ``tests/hub/test_distributed_faults.py``'s topology (crawler, 2 filters, 2
    reflectors) killed with SIGKILL 10+ times and started again by the test, checked by an
    offline re-match: entries lost and doubled (``kill_lost``, ``kill_duplicated``); then the
