@@ -11,7 +11,12 @@
    filter whose CPU is its limit), each a ``feedmesh filter`` process on a real NATS server,
    draining a pre-filled ``articles`` stream; beside it 2 replicas of one shard (the
    in-decomposition). Runs alternate 1 shard, 2 shards, 2 replicas on the same stream contents;
-   the figure is the ratio of the medians. Goal: >= 1.7x on this 2-core machine.
+   the figure is the ratio of the medians. Goal: >= 1.7x on this 2-core machine at 10M
+   subscriptions (``filter_scaling_2v1_10m``, ``--subs 10000000``). Beside it, in the same run,
+   the bare matcher on the same articles (the shard's own snapshot in this process):
+   ``filter_articles_per_s_1m`` (1 shard) against ``matcher_articles_per_s_1m``, goal >= 4,500
+   articles/s (half the matcher) with 61-word articles, the default (``--words 637``: the
+   earlier figures). Each key's suffix is the subscriptions measured (``_1m``, ``_10m``).
 3. **The kill runs**: ``tests/hub/test_distributed_faults.py``'s topology (crawler, 2 filters, 2
    reflectors) killed with SIGKILL 10+ times and started again by the test, checked by an
    offline re-match: entries lost and doubled (``kill_lost``, ``kill_duplicated``); then the
@@ -181,23 +186,58 @@ def article_bytes(texts: list[str], form: str) -> list[bytes]:
     return articles
 
 
+def bare_matcher(snapshot: Path, articles: list[bytes], runs: int = 3) -> dict:
+    """The same run's baseline: the shard's own index (the snapshot the filter maps) matching
+    the same articles in this process, decoded beforehand, no bus: articles per CPU second,
+    the median of ``runs`` passes."""
+    from feedmesh.hub.messages import decode
+    from feedmesh.match import SubscriptionIndex
+
+    index = SubscriptionIndex.from_bytes(snapshot.read_bytes())
+    decoded = [decode(data) for data in articles]
+    rates, matches = [], 0
+    for _ in range(runs):
+        started = time.process_time()
+        matches = 0
+        for a in decoded:
+            matches += len(index.match_entry(a.entry, a.feed_url, a.feed_language, a.tokens))
+        rates.append(len(decoded) / (time.process_time() - started))
+    return {"articles_per_s": round(statistics.median(rates), 1),
+            "matches_per_article": round(matches / max(1, len(decoded)), 1)}
+
+
+def size_suffix(subs: int) -> str:
+    """``1m`` for a million subscriptions, ``10m``, ``100k``: the keys' suffix."""
+    return f"{subs // 1_000_000}m" if subs % 1_000_000 == 0 else f"{subs // 1000}k"
+
+
 def filter_scaling(subs: int, article_count: int, words: int, runs_each: int,
-                   forms: tuple[str, ...] = FORMS, profile: Path | None = None) -> dict:
+                   forms: tuple[str, ...] = FORMS, profile: Path | None = None,
+                   replicas: bool = True) -> dict:
     with tempfile.TemporaryDirectory() as tmp, LocalNats(Path(tmp) / "nats") as nats:
         work = Path(tmp)
         started = time.perf_counter()
         provision(work / "hub.db", subs)
-        print(f"{subs:,} subscriptions provisioned in {time.perf_counter() - started:.0f} s",
-              flush=True)
+        provisioned_s = time.perf_counter() - started
+        print(f"{subs:,} subscriptions provisioned in {provisioned_s:.0f} s", flush=True)
         texts = Workload(seed=2).article_texts(article_count, words)
         published = {form: article_bytes(texts, form) for form in forms}
         configurations = {"1 shard": (1, 1), "2 shards": (2, 1), "2 replicas": (1, 2)}
+        if not replicas:
+            del configurations["2 replicas"]
         names = [(form, name) for form in forms for name in configurations
                  if form == forms[0] or name != "2 replicas"]
         runs: dict[str, list[dict]] = {f"{name} ({form})": [] for form, name in names}
+        snapshots: dict[int, float] = {}
         for shards in (1, 2):  # build each configuration's snapshots outside the measurement
             print(f"warming {shards} shard(s) (index snapshots)", flush=True)
+            began = time.perf_counter()
             run_once(work, nats.url, shards, published[forms[0]][:200])
+            snapshots[shards] = round(time.perf_counter() - began, 1)
+        matcher = bare_matcher(work / "shards-1" / "filter-0-of-1.index", published[forms[0]])
+        print(f"bare matcher, same articles ({forms[0]}), this process: "
+              f"{matcher['articles_per_s']:,.0f} articles/s of CPU, "
+              f"{matcher['matches_per_article']:,.0f} matches per article", flush=True)
         for run in range(runs_each):
             for form, name in names:
                 shards, replicas = configurations[name]
@@ -221,17 +261,31 @@ def filter_scaling(subs: int, article_count: int, words: int, runs_each: int,
         one = rate[f"1 shard ({key.split('(')[1]}"]
         print(f"{key:28} {rate[key]:>10,.0f} {rate[key] / one:>9.2f}x  {cpu[key]}")
     form = forms[0]
-    one, two, pair = (rate[f"{n} ({form})"] for n in ("1 shard", "2 shards", "2 replicas"))
-    print(f"filter tier ({form} articles): 2 shards (out-decomposition) {two / one:.2f}x 1 shard "
-          f"(goal >= 1.7); 2 replicas of one shard (in-decomposition) {pair / one:.2f}x",
+    one, two = (rate[f"{n} ({form})"] for n in ("1 shard", "2 shards"))
+    pair = rate.get(f"2 replicas ({form})")
+    size = size_suffix(subs)
+    print(f"filter tier ({form} articles, {words} words, {subs:,} subscriptions): 1 shard "
+          f"{one:,.0f} articles/s, the bare matcher {matcher['articles_per_s']:,.0f} "
+          f"({one / matcher['articles_per_s']:.2f} of it; goal >= 4,500/s at 1M, 61 words); "
+          f"2 shards (out-decomposition) {two / one:.2f}x 1 shard (goal >= 1.7 at 10M)"
+          + (f"; 2 replicas of one shard (in-decomposition) {pair / one:.2f}x" if pair else ""),
           flush=True)
     figures = {"filter_scaling_2v1": round(two / one, 2),
-               "filter_replicas_2v1": round(pair / one, 2),
+               f"filter_scaling_2v1_{size}": round(two / one, 2),
+               f"filter_articles_per_s_{size}": one,
+               f"matcher_articles_per_s_{size}": matcher["articles_per_s"],
+               f"filter_vs_matcher_{size}": round(one / matcher["articles_per_s"], 3),
+               "matcher_matches_per_article": matcher["matches_per_article"],
+               "filter_provision_s": round(provisioned_s, 1),
+               "filter_snapshot_warm_s": snapshots,
                "filter_1_shard_articles_per_s": one, "filter_2_shards_articles_per_s": two,
-               "filter_2_replicas_articles_per_s": pair, "filter_article_form": form,
+               "filter_article_form": form,
                "filter_cpu_ms_per_article": cpu, "filter_articles_per_s": rate,
                "filter_subscriptions": subs, "filter_articles": article_count,
                "words_per_article": words, "filter_runs": runs}
+    if pair:
+        figures |= {"filter_replicas_2v1": round(pair / one, 2),
+                    "filter_2_replicas_articles_per_s": pair}
     for other in forms[1:]:
         base = rate[f"1 shard ({other})"]
         figures[f"filter_scaling_2v1_{other}"] = round(rate[f"2 shards ({other})"] / base, 2)
@@ -383,8 +437,12 @@ def main() -> None:
                         "`feedmesh provision calibrate --distributed` reads (~8 minutes)")
     parser.add_argument("--subs", type=int, default=1_000_000)
     parser.add_argument("--articles", type=int, default=20_000)
-    parser.add_argument("--words", type=int, default=637,
-                        help="words per article (the matcher benchmark's middle size)")
+    parser.add_argument("--words", type=int, default=61,
+                        help="words per article: 61, the size of benchmarks/match.py's "
+                        "figure at 1M (filter_articles_per_s_1m); 637 for the figures "
+                        "measured before issue 34 (the matcher benchmark's middle size)")
+    parser.add_argument("--no-replicas", action="store_true",
+                        help="the filter tier without the 2-replica configuration")
     parser.add_argument("--runs", type=int, default=3, help="runs of each filter configuration")
     parser.add_argument("--forms", default=",".join(FORMS),
                         help="article forms for the filter tier, the first measured in every "
@@ -411,7 +469,7 @@ def main() -> None:
         if not forms or set(forms) - set(FORMS):
             parser.error(f"--forms: choose among {', '.join(FORMS)}")
         figures |= filter_scaling(args.subs, args.articles, args.words, args.runs, forms,
-                                  args.profile)
+                                  args.profile, replicas=not args.no_replicas)
     if "kills" not in skip:
         from up_kills import nats_node_kill_run, supervised_kill_run
 

@@ -15,7 +15,7 @@ import pytest
 
 from feedmesh.clock import ManualClock
 from feedmesh.hub.idcodec import decode_ids
-from feedmesh.hub.messages import Article, Matched, article_of, decode, encode
+from feedmesh.hub.messages import Article, Matched, article_of, as_matched, decode, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.match.packed import PACKED_VERSION
@@ -54,15 +54,16 @@ async def test_old_packed_and_unknown_forms_match_alike(bus, delivery):
         while len(got) < 9:
             message = await reflector.get(10.0)
             assert message is not None, f"only {sorted(got)} reached the reflector"
-            matched = decode(message.data)
-            assert isinstance(matched, Matched) and isinstance(matched.article, Article)
-            if delivery == "ids":
-                assert matched.article.tokens is None  # the reflector never reads them
-                got[matched.article.entry_id] = decode_ids(matched.sub_ids).tolist()
-            else:  # the reflector re-matches: it gets the tokens the filter got
-                sent = {a.entry_id: a for a in (*packed, *old, *future)}[matched.article.entry_id]
-                assert matched.article.tokens == sent.tokens
-                got[matched.article.entry_id] = None
+            for matched in as_matched(decode(message.data)):
+                assert isinstance(matched, Matched) and isinstance(matched.article, Article)
+                if delivery == "ids":
+                    assert matched.article.tokens is None  # the reflector never reads them
+                    got[matched.article.entry_id] = decode_ids(matched.sub_ids).tolist()
+                else:  # the reflector re-matches: it gets the tokens the filter got
+                    sent = {a.entry_id: a
+                            for a in (*packed, *old, *future)}[matched.article.entry_id]
+                    assert matched.article.tokens == sent.tokens
+                    got[matched.article.entry_id] = None
             await message.ack()
         if delivery == "ids":
             assert got[1] == [1, 2, 3, 4, 5] and got[2] == [3, 5] and got[3] == [1, 3, 4, 5]

@@ -13,7 +13,7 @@ import pytest
 
 from feedmesh.bus.jetstream import JetStreamBus
 from feedmesh.hub.idcodec import decode_ids
-from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, decode, encode
+from feedmesh.hub.messages import Article, SubscriptionAdded, as_matched, decode, encode
 from feedmesh.match import article_from_entry, parse_query
 from feedmesh.model import Entry
 from feedmesh.store.sqlite_hub import SQLiteHubState
@@ -50,14 +50,19 @@ def start_filter(tmp_path, nats_url: str, namespace: str, shard: str) -> subproc
 
 
 async def receive(consumer, count: int) -> set[tuple[int, int]]:
+    """The (entry, subscription) pairs of the next ``count`` (article, shard) matches, each
+    come once (a filter sends a batch of them in one message)."""
     pairs: set[tuple[int, int]] = set()
-    for _ in range(count):
+    seen: set[tuple[int, int]] = set()
+    while len(seen) < count:
         delivery = await consumer.get(30.0)
         assert delivery is not None, f"only {len(pairs)} pairs came"
-        matched = decode(delivery.data)
-        assert isinstance(matched, Matched)
-        pairs |= {(matched.article.entry_id, int(s)) for s in decode_ids(matched.sub_ids)}
+        for matched in as_matched(decode(delivery.data)):
+            assert (matched.article.entry_id, matched.shard) not in seen
+            seen.add((matched.article.entry_id, matched.shard))
+            pairs |= {(matched.article.entry_id, int(s)) for s in decode_ids(matched.sub_ids)}
         await delivery.ack()
+    assert len(seen) == count
     return pairs
 
 
@@ -85,7 +90,7 @@ async def test_two_shards_in_two_processes_match_like_the_reference(tmp_path, na
         for n, title in enumerate(TITLES, start=1):
             await bus.publish("articles", encode(article(n, title)))
         want = expected(queries, TITLES)
-        # One message per (article, shard) that matched something.
+        # One match per (article, shard) that matched something.
         messages = len({(n, sid % 2) for n, sid in want})
         assert await receive(reflector, messages) == want
         assert await reflector.get(0.3) is None  # nothing doubled
@@ -141,3 +146,72 @@ def test_a_hub_database_that_is_not_there_is_one_line(tmp_path, nats_url):
     assert done.stderr.strip() == (f"feedmesh filter: no hub database at "
                                    f"{tmp_path / 'missing' / 'hub.db'}: give the hub.db of a "
                                    f"hub's data folder, or its postgresql:// URL")
+
+
+async def test_a_batch_of_articles_through_the_filter_process_matches_like_the_bare_matcher(
+        tmp_path, nats_url):
+    """A few thousand Cobra-style subscriptions on two reflectors, a few hundred articles put
+    on the stream at once (so the process takes them in batches, and each reflector gets one
+    message per batch): every article's matches, as the reflectors decode them, are exactly the
+    bare matcher's, none dropped or doubled."""
+    from feedmesh.hub.messages import MatchedBatch
+    from feedmesh.match import SubscriptionIndex
+    from feedmesh.match.packed import pack_tokens
+    from feedmesh.match.workload import Workload
+
+    queries = Workload(seed=1).subscriptions(3000)
+    state = SQLiteHubState(tmp_path / "hub.db")
+    account, _ = state.create_account("ann", 1.0)
+    state.add_subscriptions(((account.id, "", q, 10, n % 2) for n, q in enumerate(queries)),
+                            1.0)
+    stored = dict(state.queries())
+    state.close()
+    reference = SubscriptionIndex.build(stored.items())
+    reflector_of = {sid: n % 2 for n, sid in enumerate(sorted(stored))}  # inserted in order
+    articles = []
+    for n, text in enumerate(Workload(seed=2).article_texts(400, 61), start=1):
+        entry = Entry(key=str(n), title=text[:80], summary=text)
+        url = "http://127.0.0.1/f"
+        articles.append(Article(entry_id=n, feed_id=1, feed_url=url, feed_title="F",
+                                entry=entry, first_seen_at=1.0,
+                                tokens=pack_tokens(article_from_entry(entry, url))))
+    want = {(a.entry_id, int(s)) for a in articles
+            for s in reference.match_entry(a.entry, a.feed_url, tokens=a.tokens)}
+    assert len(want) > 1000  # the workload does match
+    namespace = f"t{uuid.uuid4().hex[:10]}"
+    bus = await JetStreamBus.connect(nats_url, namespace=namespace)
+    reflectors = [await bus.consumer(f"matches.{r}", f"reflector-{r}") for r in (0, 1)]
+    await (await bus.consumer("articles", "filter-0")).close()  # the group keeps what comes
+    for a in articles:  # all on the stream before the process starts: it takes batches
+        await bus.publish("articles", encode(a))
+    process = start_filter(tmp_path, nats_url, namespace, "0/1")
+    try:
+        got: list[tuple[int, int]] = []
+        seen: list[int] = []
+        messages = 0
+        for r, consumer in enumerate(reflectors):
+            want_here = {(e, s) for e, s in want if reflector_of[s] == r}
+            entries_here = {e for e, _ in want_here}
+            mine: set[int] = set()
+            while mine != entries_here:
+                delivery = await consumer.get(30.0)
+                assert delivery is not None, f"reflector {r}: {len(mine)} articles came"
+                message = decode(delivery.data)
+                assert isinstance(message, MatchedBatch)
+                messages += 1
+                for matched in message.items():
+                    ids = decode_ids(matched.sub_ids).tolist()
+                    assert all(reflector_of[s] == r for s in ids)
+                    mine.add(matched.article.entry_id)
+                    seen.append(matched.article.entry_id)
+                    got.extend((matched.article.entry_id, s) for s in ids)
+                await delivery.ack()
+            assert await consumer.get(0.3) is None  # nothing more, nothing doubled
+        assert len(got) == len(set(got)) and set(got) == want
+        assert messages < len(seen) / 4  # batches, not one message per article
+    finally:
+        process.send_signal(signal.SIGTERM)
+        err = process.communicate(timeout=60)[1]
+        await bus.close()
+    assert process.returncode == 0 and "Traceback" not in err, err
+

@@ -9,7 +9,7 @@ import numpy as np
 from feedmesh.bus.memory import MemoryBus
 from feedmesh.clock import ManualClock
 from feedmesh.hub.idcodec import decode_ids
-from feedmesh.hub.messages import Article, decode, encode
+from feedmesh.hub.messages import Article, as_matched, decode, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.tiers.filter import FilterTier
 from feedmesh.model import Entry
@@ -39,8 +39,8 @@ async def test_a_redelivered_article_reaches_the_reflector_once():
     await shard.process(decode(second.data), second.seq)
     got = []
     while (delivery := await reflector.get(0.05)) is not None:
-        matched = decode(delivery.data)
-        got.append((matched.article.entry_id, decode_ids(matched.sub_ids).tolist()))
+        for matched in as_matched(decode(delivery.data)):
+            got.append((matched.article.entry_id, decode_ids(matched.sub_ids).tolist()))
     assert got == [(1, [7, 8]), (2, [8])]
     assert np.array_equal(shard.routes.reflector[[7, 8]], [0, 0])
 
@@ -72,7 +72,7 @@ async def test_an_article_that_breaks_the_filter_is_retried_then_parked(monkeypa
     await bus.publish("articles", encode(article(1, "poison")))
     await bus.publish("articles", encode(article(2, "privacy")))
     delivered = await reflector.get(10.0)  # the next article went through meanwhile
-    assert decode(delivered.data).article.entry_id == 2
+    assert [m.article.entry_id for m in as_matched(decode(delivered.data))] == [2]
     await eventually(lambda: "message_parked" in caplog.text)
     assert len(attempts) == deliveries.MAX_DELIVERIES
     await eventually(lambda: bus.depths()["articles/filter-0"] == (0, 0))  # nothing stuck
@@ -85,7 +85,7 @@ async def test_an_article_that_breaks_the_filter_is_retried_then_parked(monkeypa
     await bus.publish("articles", b"\x00 not msgpack")
     await bus.publish("articles", encode(article(3, "privacy")))
     delivered = await reflector.get(10.0)
-    assert decode(delivered.data).article.entry_id == 3
+    assert [m.article.entry_id for m in as_matched(decode(delivered.data))] == [3]
     newest = (await bus.parked())[0]
     assert newest.data == b"\x00 not msgpack" and newest.reason.startswith("not a message")
     assert metrics.parked.labels("filter-0")._value.get() == 2

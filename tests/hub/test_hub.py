@@ -14,7 +14,7 @@ from feedmesh.compose.embedded import embedded_hub
 from feedmesh.farm import FarmConfig, FarmServer
 from feedmesh.fetch import FetchSettings
 from feedmesh.hub.idcodec import encode_ids
-from feedmesh.hub.messages import Article, Matched, encode
+from feedmesh.hub.messages import Article, Matched, MatchedBatch, encode
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.hub.tiers.held import restore_held
 from feedmesh.hub.tiers.reflector import Reflector, ReflectorSettings
@@ -614,3 +614,38 @@ async def test_the_crawl_figures_say_what_is_under_way(tmp_path):
                                           schedule=SchedulerSettings(policy="uniform")))
     assert scheduled.crawler.figures()["crawl_mode"] == "scheduled"
     scheduled.stores.close()
+
+
+async def test_a_batch_formed_otherwise_after_a_filters_restart_is_stored_once(tmp_path):
+    """A filter that died before acknowledging a batch matches its articles again; with more
+    articles come meanwhile, the second batch differs from the first (another ``msg_id``: the
+    bus keeps both), and the reflector keeps and reports each (entry, shard) once, while an
+    edited entry (same id, other content) still goes through."""
+    reflector, bus = await _lone_reflector(tmp_path, lambda: 0)
+    told: list[tuple[int, int]] = []
+
+    class Events:
+        def matched(self, batch) -> None:
+            told.extend((item.entry_id, int(s)) for item, ids, _ in batch for s in ids)
+
+    reflector.events = Events()
+    task = await _running(reflector)
+
+    def article(n: int, title: str = "") -> Article:
+        return Article(entry_id=n, feed_id=1, feed_url="http://x/f", feed_title="X",
+                       entry=Entry(key=str(n), title=title or f"t{n}"), first_seen_at=99.0)
+
+    def batch(*articles: Article) -> bytes:
+        return encode(MatchedBatch(articles=articles,
+                                   sub_ids=tuple(encode_ids(np.array([7])) for _ in articles)))
+
+    await _stored(bus, await bus.publish("matches.0", batch(article(1), article(2)),
+                                         msg_id="articles.1-2.0"))
+    await _stored(bus, await bus.publish("matches.0", batch(article(1), article(2), article(3)),
+                                         msg_id="articles.1-3.0"))
+    assert told == [(1, 7), (2, 7), (3, 7)]
+    await _stored(bus, await bus.publish("matches.0", batch(article(2, "edited"))))
+    assert told[-1] == (2, 7) and len(told) == 4
+    assert [i.entry.title for i in await reflector.items(7)] == ["t3", "edited", "t1"]
+    task.cancel()
+    reflector.close()

@@ -6,7 +6,10 @@ every bus carries them as MessagePack bytes (:func:`encode`, :func:`decode`).
 Subjects:
 
 * ``articles``            crawler -> every filter shard: :class:`Article`
-* ``matches.<reflector>`` filter -> one reflector: :class:`Matched`
+* ``matches.<reflector>`` filter -> one reflector: :class:`MatchedBatch` (a batch of articles
+                          and their matches, one message per reflector per batch), or
+                          :class:`Matched` (one article: older filters and stored entries a
+                          new subscription starts with)
 * ``control``             web -> filters and reflectors: :class:`SubscriptionAdded`,
                           :class:`SubscriptionRemoved`
 * ``feeds``               web processes -> the crawler: :class:`FeedsAdded`,
@@ -30,10 +33,12 @@ __all__ = [
     "FollowsChanged",
     "HubMessage",
     "Matched",
+    "MatchedBatch",
     "OwnersChanged",
     "SubscriptionAdded",
     "SubscriptionRemoved",
     "article_of",
+    "as_matched",
     "decode",
     "encode",
 ]
@@ -88,6 +93,38 @@ class Matched(msgspec.Struct, frozen=True, tag="matched", kw_only=True):
     matched_at: float = 0.0
 
 
+class MatchedBatch(msgspec.Struct, frozen=True, tag="matched_batch", kw_only=True):
+    """The articles of one filter batch that matched subscriptions of one reflector, and those
+    subscriptions: ``sub_ids[i]`` (:func:`feedmesh.hub.idcodec.encode_ids`, sorted) for
+    ``articles[i]``, each article once; empty bytes when the filter sends the articles alone
+    (its ``article`` delivery: the reflector re-matches). What :class:`Matched` carries for one
+    article, for a batch in one message: a filter sends one per reflector per batch, not one
+    per article."""
+
+    articles: tuple[Article, ...]
+    sub_ids: tuple[bytes, ...]
+    shard: int = 0
+    matched_at: float = 0.0
+
+    def items(self) -> list[Matched]:
+        """The batch as one :class:`Matched` per article (ValueError when the two tuples
+        differ in length)."""
+        if len(self.articles) != len(self.sub_ids):
+            raise ValueError(f"matched batch: {len(self.articles)} articles but "
+                             f"{len(self.sub_ids)} id lists")
+        return [Matched(article=a, sub_ids=ids or None, shard=self.shard,
+                        matched_at=self.matched_at)
+                for a, ids in zip(self.articles, self.sub_ids, strict=True)]
+
+
+def as_matched(message: HubMessage) -> list[Matched]:
+    """What a ``matches.<reflector>`` message says, one :class:`Matched` per article (none for
+    another kind of message)."""
+    if isinstance(message, MatchedBatch):
+        return message.items()
+    return [message] if isinstance(message, Matched) else []
+
+
 class SubscriptionAdded(msgspec.Struct, frozen=True, tag="sub_added", kw_only=True):
     """A subscription was created or changed (an upsert: the newest message wins)."""
 
@@ -132,8 +169,8 @@ class FeedMeta(msgspec.Struct, frozen=True):
     language: str = ""
 
 
-HubMessage = (Article | Matched | SubscriptionAdded | SubscriptionRemoved | FeedsAdded
-              | FollowsChanged | OwnersChanged)
+HubMessage = (Article | Matched | MatchedBatch | SubscriptionAdded | SubscriptionRemoved
+              | FeedsAdded | FollowsChanged | OwnersChanged)
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(HubMessage)

@@ -35,7 +35,7 @@ from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.idcodec import encode_ids
 from feedmesh.hub.messages import (
     Article,
-    Matched,
+    MatchedBatch,
     SubscriptionAdded,
     SubscriptionRemoved,
     encode,
@@ -186,13 +186,16 @@ class FilterTier:
             await self.process_batch(batch)
 
     async def process_batch(self, batch: list[Delivery]) -> None:
-        """Match what the bus already holds for this member together: each article in turn,
-        then their matches leave in one :meth:`~feedmesh.bus.Bus.publish_many` and their
-        acknowledgements in one :meth:`~feedmesh.bus.Bus.ack_many` (on NATS, one write and one
-        answer for many instead of a round trip each). An article that fails is handed back
+        """Match what the bus already holds for this member together, end to end in batches:
+        decode every article, match each against the shard, then send each reflector one
+        :class:`~feedmesh.hub.messages.MatchedBatch` for the whole batch (its articles and
+        their ids), all in one :meth:`~feedmesh.bus.Bus.publish_many`, and acknowledge the
+        batch in one :meth:`~feedmesh.bus.Bus.ack_many` (on NATS, one write and one answer for
+        many instead of a round trip per article). An article that fails is handed back
         alone; a publish that fails hands back the whole batch."""
         done: list[Delivery] = []
-        outgoing: list[Outgoing] = []
+        matched: list[tuple[Article, np.ndarray, np.ndarray]] = []
+        seqs: list[int] = []
         for delivery in batch:
             article = await self.settle.decoded(delivery)
             if article is None:
@@ -201,13 +204,17 @@ class FilterTier:
                 self.metrics.articles_in.labels("filter").inc()
                 self.metrics.bytes_in.labels("filter").inc(delivery.size)
                 try:
-                    outgoing.extend(self.route(article, delivery.seq))
+                    found = self.match(article)
                 except Exception as exc:  # a bug on one article: retried, then parked
                     log.exception("filter_failed shard=%d entry=%d", self.shard,
                                   article.entry_id)
                     await self.settle.retry_later(delivery, exc)
                     continue
+                if found is not None:
+                    matched.append((article, *found))
+                seqs.append(delivery.seq)
             done.append(delivery)
+        outgoing = self.route_batch(matched, seqs)
         if outgoing:
             try:
                 await self.bus.publish_many(outgoing)
@@ -223,42 +230,60 @@ class FilterTier:
         """Match one article and send each reflector its matches (see :meth:`route`)."""
         await self.bus.publish_many(self.route(article, seq))
 
-    def route(self, article: Article, seq: int = 0) -> list[Outgoing]:
-        """Match one article: the messages that tell each reflector its matches. ``seq`` is the
-        article's number on the bus: an article delivered again (its filter died before
-        acknowledging it) is matched again, and the bus drops the copies of what was already
-        sent (their ``msg_id`` is the article's number and the shard's)."""
+    def match(self, article: Article) -> tuple[np.ndarray, np.ndarray] | None:
+        """The active subscriptions of this shard that ``article`` matches (sorted) and the
+        reflector of each; None when there are none."""
         started = time.perf_counter()
         ids = self.index.match_entry(article.entry, article.feed_url, article.feed_language,
                                      article.tokens)
         self.metrics.match_seconds.observe(time.perf_counter() - started)
         if not len(ids):
-            return []
+            return None
         self.metrics.matches.inc(len(ids))
         ids = ids[self.routes.active[ids]]  # removed while matching: never delivered
         if not len(ids):
+            return None
+        return ids, self.routes.reflector[ids]
+
+    def route(self, article: Article, seq: int = 0) -> list[Outgoing]:
+        """Match one article: the messages that tell each reflector its matches (a batch of
+        one; see :meth:`route_batch`)."""
+        found = self.match(article)
+        return self.route_batch([] if found is None else [(article, *found)],
+                                [seq] if seq else [])
+
+    def route_batch(self, matched: list[tuple[Article, np.ndarray, np.ndarray]],
+                    seqs: list[int]) -> list[Outgoing]:
+        """One message per reflector for a batch: each ``(article, ids, their reflectors)`` of
+        ``matched`` split by reflector, the ids as varint gaps. ``seqs`` are the batch's
+        article numbers on the bus: a batch delivered again as it was (its filter died before
+        acknowledging it) is matched again and the bus drops the copies (their ``msg_id`` is
+        the batch's first and last article number and the shard's); a batch formed otherwise
+        the second time reaches the reflector again, which keeps each (entry, shard) once (its
+        log and held entries ignore a copy)."""
+        if not matched:
             return []
-        targets = self.routes.reflector[ids]
-        now = self.clock.now()
-        if self.delivery == "ids" and article.tokens is not None:
-            # The reflector never reads the tokens.
-            article = msgspec.structs.replace(article, tokens=None)
-        if targets.min() == targets.max():  # one reflector (the usual case): no grouping
-            groups = [(targets[0], ids)]
-        else:
-            groups = [(r, ids[targets == r]) for r in np.unique(targets)]
-        outgoing = []
-        for reflector, mine in groups:
-            if self.delivery == "ids":
-                message = Matched(article=article, sub_ids=encode_ids(mine),
-                                  shard=self.shard, matched_at=now)
+        per: dict[int, tuple[list[Article], list[bytes]]] = {}
+        for article, ids, targets in matched:
+            if self.delivery == "ids" and article.tokens is not None:
+                # The reflector never reads the tokens.
+                article = msgspec.structs.replace(article, tokens=None)
+            if targets[0] == targets[-1] and (len(targets) < 3 or targets.min() == targets.max()):
+                groups = [(int(targets[0]), ids)]  # one reflector (the usual case)
             else:
-                message = Matched(article=article, sub_ids=None, shard=self.shard,
-                                  matched_at=now)
-            data = encode(message)
-            outgoing.append(Outgoing(f"matches.{int(reflector)}", data,
-                                     f"articles.{seq}.{self.shard}" if seq else None))
-            self.metrics.articles_out.labels("filter").inc()
+                groups = [(int(r), ids[targets == r]) for r in np.unique(targets)]
+            for reflector, mine in groups:
+                articles, lists = per.setdefault(reflector, ([], []))
+                articles.append(article)
+                lists.append(encode_ids(mine) if self.delivery == "ids" else b"")
+        now = self.clock.now()
+        msg_id = f"articles.{seqs[0]}-{seqs[-1]}.{self.shard}" if seqs else None
+        outgoing = []
+        for reflector, (articles, lists) in per.items():
+            data = encode(MatchedBatch(articles=tuple(articles), sub_ids=tuple(lists),
+                                       shard=self.shard, matched_at=now))
+            outgoing.append(Outgoing(f"matches.{reflector}", data, msg_id))
+            self.metrics.articles_out.labels("filter").inc(len(articles))
             self.metrics.bytes_out.labels("filter").inc(len(data))
         return outgoing
 

@@ -35,7 +35,13 @@ from feedmesh.bus import Bus, Consumer, Delivery
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
 from feedmesh.hub.idcodec import decode_ids, encode_ids
-from feedmesh.hub.messages import Article, Matched, SubscriptionAdded, SubscriptionRemoved
+from feedmesh.hub.messages import (
+    Article,
+    Matched,
+    MatchedBatch,
+    SubscriptionAdded,
+    SubscriptionRemoved,
+)
 from feedmesh.hub.metrics import HubMetrics, process_rss_bytes
 from feedmesh.hub.tiers.held import Restored, VersionColumns, checkpoint_arrays, restore_held
 from feedmesh.hub.tiers.subtable import SubTable
@@ -51,6 +57,7 @@ from feedmesh.store import ReflectedItem, ReflectorLog, StoreError, StoreThread
 __all__ = ["Reflector", "ReflectorSettings"]
 
 log = logging.getLogger("feedmesh.hub.reflector")
+_encoder = msgspec.msgpack.Encoder()
 
 COPY_SLICE = 65_536
 """Rows of the held entries copied at a time for a checkpoint (~0.2 ms), between batches."""
@@ -58,6 +65,12 @@ TRUNCATE_CHUNK = 100
 """Match log rows deleted per transaction after a checkpoint (~5 ms)."""
 DELETE_CHUNK = 2000
 """Items deleted per transaction by garbage collection, so the stream's writes interleave."""
+RECENT_PAIRS = 65_536
+"""(entry, shard, content) triples a reflector remembers having stored, to skip a copy: a filter
+that died before acknowledging a batch matches it again, and when the batch is formed otherwise
+the second time (more articles had arrived) the bus's duplicate window does not catch the copy.
+The log and the held entries would ignore it anyway; this keeps its pushes and version bumps
+from happening twice."""
 EDITED_OFFSET = 1 << 40
 """Added to the version of a feed edited after the last checkpoint when it is restored: above
 every version it had (entry ids stay far below), so no reader's old copy is taken as current."""
@@ -121,6 +134,8 @@ class Reflector:
         self._spare: TopK | None = None
         """The copy checkpoints and garbage collection read while the stream goes on."""
         self._restored = False
+        self._recent: dict[tuple[int, int, int], None] = {}
+        self._batch_keys: dict[tuple[int, int, int], None] = {}
         self._control: Consumer | None = None
         self._changed_at = np.zeros(0, dtype=np.float64)
         """When each subscription was last edited, as loaded at start-up (for its version)."""
@@ -379,41 +394,25 @@ class Reflector:
         log_rows: list[tuple[ReflectedItem, bytes, int]] = []
         watermarks: dict[int, int] = {}
         settled: list[Delivery] = []
+        self._batch_keys = {}
         for delivery in deliveries:
-            matched = await self.settle.decoded(delivery)
-            if matched is None:
+            message = await self.settle.decoded(delivery)
+            if message is None:
                 continue  # acknowledged as undecodable
             settled.append(delivery)
-            if not isinstance(matched, Matched):
+            if isinstance(message, MatchedBatch):  # a filter's batch: an article at a time
+                try:
+                    items = message.items()
+                except ValueError as exc:  # one bad message must not stall the tier
+                    log.error("reflector_bad_message reflector=%d error=%r", self.number, exc)
+                    continue
+            elif isinstance(message, Matched):
+                items = [message]
+            else:
                 continue
-            article = matched.article
-            self.metrics.articles_in.labels("reflector").inc()
             self.metrics.bytes_in.labels("reflector").inc(delivery.size)
-            if matched.shard >= 0:  # a new subscription's first entries carry no watermark
-                watermarks[matched.shard] = max(watermarks.get(matched.shard, 0),
-                                                article.entry_id)
-            try:
-                if matched.sub_ids is None:
-                    ids = (self.index.match_entry(article.entry, article.feed_url,
-                                                  article.feed_language, article.tokens)
-                           if self.index is not None else np.zeros(0, np.int64))
-                else:
-                    ids = decode_ids(matched.sub_ids)
-            except (ValueError, zlib.error) as exc:  # one bad message must not stall the tier
-                log.error("reflector_bad_message reflector=%d entry=%d error=%r", self.number,
-                          article.entry_id, exc)
-                continue
-            received = len(ids)
-            ids = self.subs.active_ids(ids)
-            if not len(ids):
-                continue
-            item = self._item(article, now, memory, matched.matched_at)
-            if item is None:
-                continue
-            batch.append((item, ids, matched.shard))
-            # The log keeps the filter's bytes unless some ids were dropped here.
-            log_rows.append((item, matched.sub_ids if matched.sub_ids is not None
-                             and len(ids) == received else encode_ids(ids), matched.shard))
+            for matched in items:
+                self._take(matched, now, memory, batch, log_rows, watermarks)
         if batch or watermarks:
             try:
                 seq = await self._writer.call(self.log.store, log_rows, watermarks)
@@ -423,9 +422,47 @@ class Reflector:
                 return
             self._apply(batch, now)
             self.applied_seq = max(self.applied_seq, seq)
+            self._recent.update(self._batch_keys)
+            while len(self._recent) > RECENT_PAIRS:
+                del self._recent[next(iter(self._recent))]
         # Together (Bus.ack_many): on NATS one write and one answer for the batch, not a
         # round trip each; the next batch waits for these.
         await self.bus.ack_many(settled)
+
+    def _take(self, matched: Matched, now: float, memory: int, batch: AppliedBatch,
+              log_rows: list[tuple[ReflectedItem, bytes, int]],
+              watermarks: dict[int, int]) -> None:
+        """Add one article's matches to the batch being stored (and its shard's watermark)."""
+        article = matched.article
+        self.metrics.articles_in.labels("reflector").inc()
+        if matched.shard >= 0:  # a new subscription's first entries carry no watermark
+            watermarks[matched.shard] = max(watermarks.get(matched.shard, 0), article.entry_id)
+        try:
+            if matched.sub_ids is None:
+                ids = (self.index.match_entry(article.entry, article.feed_url,
+                                              article.feed_language, article.tokens)
+                       if self.index is not None else np.zeros(0, np.int64))
+            else:
+                ids = decode_ids(matched.sub_ids)
+        except (ValueError, zlib.error) as exc:  # one bad message must not stall the tier
+            log.error("reflector_bad_message reflector=%d entry=%d error=%r", self.number,
+                      article.entry_id, exc)
+            return
+        received = len(ids)
+        ids = self.subs.active_ids(ids)
+        if not len(ids):
+            return
+        key = (article.entry_id, matched.shard, zlib.crc32(_encoder.encode(article.entry)))
+        if key in self._recent or key in self._batch_keys:
+            return  # a copy of what is stored (see RECENT_PAIRS)
+        item = self._item(article, now, memory, matched.matched_at)
+        if item is None:
+            return
+        self._batch_keys[key] = None
+        batch.append((item, ids, matched.shard))
+        # The log keeps the filter's bytes unless some ids were dropped here.
+        log_rows.append((item, matched.sub_ids if matched.sub_ids is not None
+                         and len(ids) == received else encode_ids(ids), matched.shard))
 
     def _item(self, article: Article, now: float, memory: int,
               matched_at: float = 0.0) -> ReflectedItem | None:
