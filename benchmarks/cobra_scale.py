@@ -313,11 +313,7 @@ def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: fl
         finally:
             if poller is not None:
                 poller.stop()
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(600)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            hub.stop(server, 600)
             farm.stop()
         figures.update(rematch(str(data / "feedmesh.db"), lambda n: data / f"reflector-{n}.db",
                                1, subs, t0, t1, sample_subs, sample_entries))
@@ -449,12 +445,8 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
     finally:
         if poller is not None:
             poller.stop()
-        if up is not None and up.poll() is None:
-            up.send_signal(signal.SIGTERM)
-            try:
-                up.wait(600)
-            except subprocess.TimeoutExpired:
-                up.kill()
+        if up is not None:
+            hub.stop(up, 600)
         if farm is not None:
             farm.stop()
         shutil.rmtree(folder, ignore_errors=True)

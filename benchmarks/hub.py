@@ -46,6 +46,7 @@ from pathlib import Path
 import aiohttp
 import msgspec
 import numpy as np
+from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from feedmesh.bus.nats_server import LocalNats
@@ -94,6 +95,31 @@ def _rss_mb(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def stop(process: subprocess.Popen, timeout: float = 120.0) -> None:
+    """SIGTERM, then SIGKILL if ``process`` has not ended within ``timeout`` s: how every
+    benchmark ends a hub or ``up`` it started, whether its run finished or failed."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def serve_app(app: web.Application, hosts: list[str]) -> tuple[web.AppRunner, list[str]]:
+    """Serve ``app`` on an ephemeral port of each loopback address in ``hosts``; the runner and
+    each address's base URL (the receivers of the push benchmarks)."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    bases = []
+    for host in hosts:
+        site = web.TCPSite(runner, host, 0, backlog=4096)
+        await site.start()
+        bases.append(f"http://{host}:{site._server.sockets[0].getsockname()[1]}")
+    return runner, bases
 
 
 def provision(data: Path, subscriptions: int) -> float:
@@ -385,11 +411,7 @@ def run_case(name: str, feeds: int, subs: int, speed: float, interval: float, wi
                 figures["feed_200_wire_bytes"] = round(asyncio.run(feed_wire_bytes(urls)))
                 figures.update(feed_rates(urls))
         finally:
-            hub.send_signal(signal.SIGTERM)
-            try:
-                hub.wait(120)
-            except subprocess.TimeoutExpired:
-                hub.kill()
+            stop(hub)
             farm.stop()
     print("  " + json.dumps(figures), flush=True)
     return figures

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 from feedmesh.procstat import cpu_seconds, rss_bytes
+from hub import stop
 
 ROLES = ("crawler", "filter", "reflector", "web")
 
@@ -71,12 +71,8 @@ def main() -> None:
             cpu1 = {role: cpu_seconds(pid) for role, pid in pids.items()}
             load1 = loadavg()
     finally:
-        if up is not None and up.poll() is None:
-            up.send_signal(signal.SIGTERM)
-            try:
-                up.wait(300)
-            except subprocess.TimeoutExpired:
-                up.kill()
+        if up is not None:
+            stop(up, 300)
         shutil.rmtree(folder, ignore_errors=True)
     roles = {role: {"cpu_s_per_s": round((cpu1[role] - cpu0[role]) / elapsed, 5),
                     "rss_mb": round(statistics.median(rss[role]), 1)} for role in pids}

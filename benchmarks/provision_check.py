@@ -78,7 +78,7 @@ from feedmesh.provision import plan as make_plan
 from feedmesh.provision.cli import load_model
 from feedmesh.provision.model import ResourceModel, Workload, encode_model
 from feedmesh.store.pg_server import LocalPostgres
-from hub import ORIGIN, _get, _metrics
+from hub import ORIGIN, _get, _metrics, stop
 
 PYTHON = [sys.executable, "-m", "feedmesh"]
 CRAWL_FARM_S = 900.0  # one crawl spans Cobra's 15 farm minutes, as in crawl_bandwidth.py
@@ -390,12 +390,8 @@ def measure(args: argparse.Namespace) -> dict:
     finally:
         if poller is not None:
             poller.stop()
-        if up is not None and up.poll() is None:
-            up.send_signal(signal.SIGTERM)
-            try:
-                up.wait(600)
-            except subprocess.TimeoutExpired:
-                up.kill()
+        if up is not None:
+            stop(up, 600)
         if farm is not None:
             farm.stop()
         shutil.rmtree(folder, ignore_errors=True)

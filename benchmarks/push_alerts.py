@@ -37,8 +37,6 @@ import json
 import os
 import random
 import re
-import signal
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -182,14 +180,7 @@ class Receivers:
         app.router.add_get("/websub/{sub}", self.verify)
         app.router.add_post("/websub/{sub}", self.ping)
         app.router.add_post("/hook/{sub}", self.hook)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        bases = []
-        for host in hosts:
-            site = web.TCPSite(runner, host, 0, backlog=4096)
-            await site.start()
-            bases.append(f"http://{host}:{site._server.sockets[0].getsockname()[1]}")
-        return runner, bases
+        return await hub_bench.serve_app(app, hosts)
 
 
 async def add_webhooks(base: str, owners: dict[int, str], urls: dict[int, str],
@@ -305,11 +296,7 @@ async def run(args: argparse.Namespace) -> dict:
             await asyncio.sleep(args.drain)   # what was first seen in the window arrives
             await runner.cleanup()
         finally:
-            hub.send_signal(signal.SIGTERM)
-            try:
-                hub.wait(120)
-            except subprocess.TimeoutExpired:
-                hub.kill()
+            hub_bench.stop(hub)
             farm.stop()
         seen_at = first_seen(data, sorted({e for _, _, e, _ in receivers.received}))
         intra = hub_bench.latencies(data, pushed["t0"], pushed["t1"])[:, 0]

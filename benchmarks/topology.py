@@ -18,7 +18,6 @@ import contextlib
 import json
 import math
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from hub import (
     feed_wire_samples,
     fetch_rate,
     steady_polls,
+    stop,
 )
 
 PYTHON = [sys.executable, "-m", "feedmesh"]
@@ -69,12 +69,7 @@ class Process:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                self.popen.wait(300)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
+        stop(self.popen, 300)
 
 
 def provision(url: str, subscriptions: int, reflectors: int) -> None:

@@ -35,9 +35,7 @@ import json
 import os
 import random
 import re
-import signal
 import sqlite3
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -92,13 +90,7 @@ class Subscribers:
         app = web.Application()
         app.router.add_get("/cb/{sub}", self.get)
         app.router.add_post("/cb/{sub}", self.post)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        bases = []
-        for host in hosts:
-            site = web.TCPSite(runner, host, 0, backlog=4096)
-            await site.start()
-            bases.append(f"http://{host}:{site._server.sockets[0].getsockname()[1]}")
+        runner, bases = await hub_bench.serve_app(app, hosts)
         return [runner], bases
 
 
@@ -217,11 +209,7 @@ async def run(window: float, phases: list[int], hosts: int, drain_s: float,
             for runner in runners:
                 await runner.cleanup()
         finally:
-            hub.send_signal(signal.SIGTERM)
-            try:
-                hub.wait(120)
-            except subprocess.TimeoutExpired:
-                hub.kill()
+            hub_bench.stop(hub)
             farm.stop()
         # The stores are read after the hub stopped (its last commits are in).
         seen_at = first_seen(data, sorted({e for _, e, _ in subscribers.received}))
