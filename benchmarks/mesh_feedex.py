@@ -126,8 +126,11 @@ async def _worker(plan: dict) -> dict:
     # the protocol's defaults assume a wide-area network's 0.1-0.2 s, hence check_hold_s too
     # (how long a node answers "seen" after an "unseen", waiting for that put_entries; shorter
     # than the put's real delay, every other offer of the bundle is answered "unseen" again)
+    # offer_credit_s likewise: an offer a hop behind the first copy comes a few real seconds
+    # later at worst, hundreds of farm seconds
     feedex = FeedExSettings(connect_timeout_s=600.0, reply_timeout_s=600.0, dead_after_s=1800.0,
                             query_timeout_s=600.0, check_hold_s=plan["check_hold_s"],
+                            offer_credit_s=plan["check_hold_s"],
                             neighbour_prefix_v4=32,  # each node a machine of its own
                             share_fetch_times=plan["spread"])
     peers: dict[int, Peer] = {}

@@ -545,3 +545,28 @@ def test_a_node_answers_get_neighbors_with_its_neighbours():
     b.receive(net.now, address(7), GetNeighbors(5))
     out = b.take()
     assert sorted(out[0].message.peers) == sorted([a.address, c.address])
+
+
+def _triangle(settings: FeedExSettings):
+    net = Net(settings)
+    a, b, c = chain(net, [F1], [F1], [F1])
+    net.connect(a, c)
+    net.fetch(a, F1, [entry("e0")])   # c gets it from a; b's offer of it comes a hop later
+    net.run(2)
+    return net, a, b, c
+
+
+def test_a_prompt_offer_of_a_bundle_just_got_elsewhere_counts_for_its_sender():
+    net, a, b, c = _triangle(FeedExSettings(offer_credit=0.5, offer_credit_s=60.0))
+    assert net.keys(c) == ["e0"] and net.keys(b) == ["e0"]
+    # b gave c nothing new (a was first) but offered at once what it got: half a put's credit
+    assert c.neighbours[b.address].entries_from == 0
+    assert c.neighbours[b.address].received == 0.5 and c.stats["offers_credited"] >= 1
+    # what a gave b earns b nothing for offering it back to a (a knows b holds it)
+    assert a.neighbours[b.address].received == 0.0
+    # a late offer (of what we surely hold by then) earns nothing, nor does any in the
+    # paper's ledger
+    for late in (FeedExSettings(offer_credit=0.5, offer_credit_s=0.01),
+                 FeedExSettings(offer_credit=0.0)):
+        _, _, b2, c2 = _triangle(late)
+        assert c2.neighbours[b2.address].received == 0.0

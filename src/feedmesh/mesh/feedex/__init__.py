@@ -8,7 +8,7 @@ fires it at ``next_deadline()`` and carries out what ``take()`` and ``take_deliv
 Layers, bottom-up::
 
     settings, messages, didcache, subsets
-    events, peers, tracker, phases
+    events, peers, tracker, phases, plans, audit
     queries
     node
     sim

@@ -32,7 +32,7 @@ from feedmesh.errors import FeedmeshError
 
 __all__ = ["MAX_MESSAGE_BYTES", "VERSION", "Address", "Bundle", "CheckDid", "Connect",
            "ConnectReply", "DidStatus", "Disconnect", "Entry", "Envelope", "Error",
-           "GetNeighbors", "Holder", "Message", "MessageError", "Neighbors", "PutEntries",
+           "GetNeighbors", "Holder", "Message", "MessageError", "Neighbors", "Plan", "PutEntries",
            "QueryAnswer", "QueryFeed", "UpdateSubset", "decode", "encode", "size_of"]
 
 VERSION = 1
@@ -49,6 +49,20 @@ Subset = Annotated[dict[Url, Hops], Meta(max_length=10_000)]
 FetchTimes = Annotated[dict[Url, float], Meta(max_length=10_000)]
 RelayedTimes = Annotated[dict[Url, Annotated[list[float], Meta(max_length=64)]],
                         Meta(max_length=10_000)]
+
+
+class Plan(msgspec.Struct, frozen=True, array_like=True):
+    """One follower's fetch time of a feed, relayed with its origin: ``origin`` (the address its
+    neighbour knows it by) fetches at ``at``; ``heard`` is when the first relay heard it from
+    the origin itself, so of two copies of one origin's plan the later heard is the newer."""
+
+    origin: Address
+    at: float
+    heard: float
+
+
+Schedule = Annotated[dict[Url, Annotated[list[Plan], Meta(max_length=64)]],
+                     Meta(max_length=10_000)]
 
 
 class Entry(msgspec.Struct, frozen=True, array_like=True):
@@ -100,6 +114,7 @@ class Connect(msgspec.Struct, frozen=True, tag="connect"):
     fetch_times: FetchTimes = {}
     relayed_times: RelayedTimes = {}
     neighbours: Annotated[int, Meta(ge=0, le=1000)] = 0
+    schedule: Schedule = {}
 
 
 class ConnectReply(msgspec.Struct, frozen=True, tag="connect_reply"):
@@ -110,6 +125,7 @@ class ConnectReply(msgspec.Struct, frozen=True, tag="connect_reply"):
     reason: Annotated[str, Meta(max_length=200)] = ""
     fetch_times: FetchTimes = {}
     relayed_times: RelayedTimes = {}
+    schedule: Schedule = {}
 
 
 class UpdateSubset(msgspec.Struct, frozen=True, tag="update_subset"):
@@ -123,6 +139,7 @@ class UpdateSubset(msgspec.Struct, frozen=True, tag="update_subset"):
     fetch_times: FetchTimes = {}
     relayed_times: RelayedTimes = {}
     probe: bool = False
+    schedule: Schedule = {}
 
 
 class Disconnect(msgspec.Struct, frozen=True, tag="disconnect"):

@@ -57,12 +57,14 @@ from .messages import (
     Holder,
     Message,
     Neighbors,
+    Plan,
     PutEntries,
     QueryAnswer,
     QueryFeed,
     UpdateSubset,
 )
 from .peers import Neighbour, PastLedgers, Standing
+from .plans import KnownPlans
 from .queries import QueryRelay
 from .settings import FeedExSettings
 from .tracker import prefix_of
@@ -105,6 +107,8 @@ class FeedExNode:
         self._tracker_asked_at = float("-inf")
         self._seen = DidCache(s.did_cache_exact, s.did_cache_bloom)
         self._held: dict[bytes, float] = {}  # did -> until when we answer "seen" (3.4)
+        # did -> (when we got it, its feed, its new entries): a prompt offer of it earns credit
+        self._got: OrderedDict[bytes, tuple[float, str, int]] = OrderedDict()
         self._holders: OrderedDict[bytes, set[Address]] = OrderedDict()  # did -> known holders
         self._outgoing: dict[Address, dict[bytes, tuple[Bundle, float]]] = {}
         self._batched: dict[Address, list[bytes]] = {}
@@ -123,9 +127,12 @@ class FeedExNode:
         self.fetch_plans: dict[str, float] = {}
         """Our planned (or, once made, last) fetch time of each feed we follow, advertised."""
         self._plan_windows: dict[str, tuple[float, float]] = {}  # feed -> (latest, interval)
+        self._plans = KnownPlans(address, phases.MAX_PLANS_PER_FEED)
+        self._plans_expired_at = float("-inf")
+        """Followers' fetch times by origin, as neighbours told them (their own and relayed)."""
         self.stats = {"check_did": 0, "put_entries": 0, "update_subset": 0, "forged": 0,
                       "malformed": 0, "loops": 0, "refused_deficit": 0,
-                      "fake_entries": 0, "confirmed_entries": 0}
+                      "fake_entries": 0, "confirmed_entries": 0, "offers_credited": 0}
 
     # -- local events --------------------------------------------------------------------------
 
@@ -170,6 +177,7 @@ class FeedExNode:
     def unsubscribe(self, now: float, feed: str) -> None:
         self.weights.pop(feed, None)
         self.fetch_plans.pop(feed, None)
+        self._plans.drop_feed(feed)
         self._plan_windows.pop(feed, None)
         self._audit.forget(feed)
         self._dirty = True
@@ -182,6 +190,7 @@ class FeedExNode:
         self._deliveries.append(Deliver(feed, new, None, now))
         bundle = Bundle(bundle_did(feed, (e.key for e in new)), feed, new, [], now)
         self._seen.add(bundle.did)
+        self._note_got(now, bundle.did, feed, len(new))
         self._forward(now, bundle, None, self._out)
 
     def listed(self, now: float, feed: str, entries: Sequence[Entry]) -> None:
@@ -212,15 +221,22 @@ class FeedExNode:
         self._keep_new(feed, entries)
 
     def plan_fetch(self, now: float, feed: str, interval_s: float,
-                   latest: float | None = None) -> float:
+                   latest: float | None = None, earliest: float | None = None) -> float:
         """When to fetch ``feed`` next: in [now, ``latest``] (default now + ``interval_s``: the
         caller's budget says how soon and how late), as far as it can be from the fetches our
-        neighbours advertised (:mod:`.phases`); advertised in turn when ``share_fetch_times``."""
+        neighbours advertised (:mod:`.phases`); advertised in turn when ``share_fetch_times``.
+        ``earliest`` (the random phase a stand-alone node would fetch at): never sooner, now or
+        on any re-plan, so the node never fetches more often within any span than it would
+        alone; with nothing known, the fetch is at ``earliest`` itself."""
         latest = now + interval_s if latest is None else max(now, min(latest, now + interval_s))
-        at, _ = phases.best_in_window(now, latest, interval_s,
-                                      self.known_plans(now, feed, interval_s), self._rng)
+        start = now if earliest is None else min(max(now, earliest), latest)
+        known = self.known_plans(now, feed, interval_s)
+        if earliest is not None and not known:
+            at = start
+        else:
+            at, _ = phases.best_in_window(start, latest, interval_s, known, self._rng)
         self.fetch_plans[feed] = at
-        self._plan_windows[feed] = (latest, interval_s)
+        self._plan_windows[feed] = (latest, interval_s, start)
         self._dirty = True
         return at
 
@@ -229,14 +245,14 @@ class FeedExNode:
         :meth:`plan_fetch` was given when another time there lies much farther from the fetches
         our neighbours advertised since (:func:`phases.better_in_window`); None if it stays.
         The window never widens: however the advertised times move, the fetch stays between
-        now and the latest time the caller allowed."""
+        now (or the ``earliest`` given, if later) and the latest time the caller allowed."""
         planned = self.fetch_plans.get(feed)
         window = self._plan_windows.get(feed)
         if planned is None or window is None or planned <= now:
             return None
-        latest, planned_interval = window
+        latest, planned_interval, earliest = window
         interval_s = planned_interval if interval_s is None else interval_s
-        at = phases.better_in_window(planned, now, latest, interval_s,
+        at = phases.better_in_window(planned, max(now, earliest), latest, interval_s,
                                      self.known_plans(now, feed, interval_s), self._rng)
         if at is None:
             return None
@@ -253,16 +269,16 @@ class FeedExNode:
             self._dirty = True
 
     def known_plans(self, now: float, feed: str, interval_s: float) -> list[float]:
-        """Fetch times of ``feed`` by nodes one and two hops away, as advertised: at most one
-        from each neighbour and ``MAX_PLANS_PER_FEED`` it relayed, none more than an interval
-        from now (a time that far says nothing about the phase now)."""
-        known = []
+        """Fetch times of ``feed`` by the other followers the exchange told us of, one per
+        origin (:class:`~.plans.KnownPlans`: neighbours' own and what they relayed, any number
+        of hops away), and the anonymous two-hop times of a neighbour that sends only those;
+        none more than an interval from now (a time that far says nothing about the phase now)."""
         lo, hi = now - interval_s, now + interval_s
+        known = self._plans.times(feed, lo, hi)
         for neighbour in self.neighbours.values():
-            own = neighbour.fetch_times.get(feed)
-            if own is not None and lo <= own <= hi:
-                known.append(own)
-            known.extend(t for t in neighbour.relayed_times.get(feed, ()) if lo <= t <= hi)
+            relayed = neighbour.relayed_times.get(feed)
+            if relayed:
+                known.extend(t for t in relayed if lo <= t <= hi)
         return known
 
     def query(self, now: float, feed: str, since: float | None = None, until: float | None = None,
@@ -356,9 +372,9 @@ class FeedExNode:
                 else:
                     neighbour.subset = subsets.apply_update(neighbour.subset, message.added,
                                                             message.removed)
-                    self._take_times(now, neighbour, message.fetch_times,
-                                     message.relayed_times)
-                    if message.added or message.removed or message.fetch_times:
+                    news = self._take_times(now, neighbour, message.fetch_times,
+                                            message.relayed_times, message.schedule)
+                    if message.added or message.removed or message.fetch_times or news:
                         self._dirty = True
                     if message.probe:  # a keep-alive: answered, empty (never a probe back)
                         out.append(Send(sender, UpdateSubset()))
@@ -415,25 +431,33 @@ class FeedExNode:
             self._ask_tracker(now, out)
 
     def _connect_message(self, address: Address) -> Connect:
-        own, relayed = self._times_for(address)
-        return Connect(self._advertisement_for(address), own, relayed, len(self.neighbours))
+        own, schedule = self._times_for(address, None)
+        return Connect(self._advertisement_for(address), own, {}, len(self.neighbours),
+                       schedule=schedule)
 
     def _advertisement_for(self, address: Address) -> dict[str, int]:
         sets = {a: n.subset for a, n in self.neighbours.items()}
         return subsets.advertisement(self.weights, sets, address, self.settings.max_subset_hops)
 
-    def _times_for(self, address: Address) -> tuple[dict[str, float], dict[str, list[float]]]:
-        """Planned fetch times to advertise to ``address``: ours, and our other neighbours' own
-        (never what they relay: a plan travels two hops and cannot circulate after it changed)."""
+    def _times_for(self, address: Address, feeds: Iterable[str] | None,
+                   sent: dict[str, int] | None = None,
+                   ) -> tuple[dict[str, float], dict[str, list[Plan]]]:
+        """Planned fetch times to advertise to ``address``: ours, and the other followers' we
+        know with their origins (:class:`~.plans.KnownPlans`), for ``feeds`` (those it follows;
+        None: every feed we know plans of), only those learned since ``sent`` (feed -> sequence
+        number, updated here) when given."""
         if not self.settings.share_fetch_times:
             return {}, {}
-        relayed: dict[str, list[float]] = {}
-        for other, neighbour in self.neighbours.items():
-            if other != address:
-                for feed, at in neighbour.fetch_times.items():
-                    relayed.setdefault(feed, []).append(at)
-        cap = phases.MAX_PLANS_PER_FEED
-        return dict(self.fetch_plans), {f: sorted(ts)[-cap:] for f, ts in relayed.items()}
+        plans = self._plans
+        schedule: dict[str, list[Plan]] = {}
+        for feed in (self.weights if feeds is None else feeds):
+            seq = 0 if sent is None else sent.get(feed, 0)
+            fresh = plans.since(feed, seq, address)
+            if sent is not None:
+                sent[feed] = plans.newest(feed)
+            if fresh:
+                schedule[feed] = fresh
+        return dict(self.fetch_plans), schedule
 
     def _on_connect(self, now: float, sender: Address, message: Connect,
                     out: list[Send]) -> None:
@@ -467,12 +491,15 @@ class FeedExNode:
             neighbour.probation = on_trial
         neighbour.subset = subset
         neighbour.advertised = mine
-        self._take_times(now, neighbour, message.fetch_times, message.relayed_times)
+        self._take_times(now, neighbour, message.fetch_times, message.relayed_times,
+                         message.schedule)
         self.neighbours[sender] = neighbour
         self._candidates.pop(sender, None)
         self._dirty = True
-        own, relayed = self._times_for(sender)
-        out.append(Send(sender, ConnectReply(True, mine, fetch_times=own, relayed_times=relayed)))
+        neighbour.sent_plans = {}
+        own, schedule = self._times_for(sender, self._followed_by(neighbour),
+                                        neighbour.sent_plans)
+        out.append(Send(sender, ConnectReply(True, mine, fetch_times=own, schedule=schedule)))
 
     def _on_connect_reply(self, now: float, sender: Address, message: ConnectReply,
                           out: list[Send]) -> None:
@@ -489,28 +516,41 @@ class FeedExNode:
         neighbour = self.neighbours.get(sender) or self._new_neighbour(now, sender, subset)
         neighbour.subset = subset
         neighbour.advertised = self._advertisement_for(sender)
-        self._take_times(now, neighbour, message.fetch_times, message.relayed_times)
+        self._take_times(now, neighbour, message.fetch_times, message.relayed_times,
+                         message.schedule)
         self.neighbours[sender] = neighbour
         self._dirty = True
 
     def _take_times(self, now: float, neighbour: Neighbour, own: Mapping[str, float],
-                    relayed: Mapping[str, Sequence[float]]) -> None:
+                    relayed: Mapping[str, Sequence[float]],
+                    schedule: Mapping[str, Sequence[Plan]]) -> bool:
         """Keep what ``neighbour`` says of fetch times, bounded: one time of its own per feed it
-        follows itself (hop 0 in its subset), times it relays only for feeds we follow (at most
-        ``MAX_PLANS_PER_FEED`` each), none farther than ``fetch_time_horizon_s`` from now or not
-        finite. What it says can only move our fetches within the windows we allow
-        (:meth:`plan_fetch`), never make them more frequent or later."""
-        if not self.settings.share_fetch_times or not (own or relayed):
-            return
+        follows itself (hop 0 in its subset), times and plans it relays only for feeds we follow
+        (at most ``MAX_PLANS_PER_FEED`` each through it: :class:`~.plans.KnownPlans`), none
+        farther than ``fetch_time_horizon_s`` from now or not finite. What it says can only move
+        our fetches within the windows we allow (:meth:`plan_fetch`), never make them more
+        frequent or later. True if it told us anything new to relay."""
+        if not self.settings.share_fetch_times or not (own or relayed or schedule
+                                                       or neighbour.fetch_times):
+            return False
         horizon = self.settings.fetch_time_horizon_s
         lo, hi = now - horizon, now + horizon
         subset = neighbour.subset
         times = neighbour.fetch_times
+        plans = self._plans
+        address = neighbour.address
+        news = False
         for feed, at in own.items():
             if subset.get(feed) == 0 and lo <= at <= hi:
                 times[feed] = at
+                news |= plans.direct(now, feed, address, at)
         for feed in [f for f in times if subset.get(f) != 0]:
             del times[feed]
+            plans.forget_direct(feed, address)
+        for feed, sent in schedule.items():
+            if feed in self.weights:
+                news |= plans.relayed(now, feed, address,
+                                      [p for p in sent if lo <= p.at <= hi])
         kept = neighbour.relayed_times
         cap = phases.MAX_PLANS_PER_FEED
         for feed, ats in relayed.items():
@@ -518,6 +558,10 @@ class FeedExNode:
                 kept[feed] = [t for t in ats if lo <= t <= hi][-cap:]
         for feed in [f for f in kept if f not in self.weights]:
             del kept[feed]
+        return news
+
+    def _followed_by(self, neighbour: Neighbour) -> list[str]:
+        return [f for f, hops in neighbour.subset.items() if hops == 0]
 
     def _new_neighbour(self, now: float, address: Address, subset: dict[str, int]) -> Neighbour:
         """A new neighbour, with the ledger it left with if it was one lately (3.5)."""
@@ -537,17 +581,17 @@ class FeedExNode:
         for address, neighbour in self.neighbours.items():
             added, removed = subsets.diff(neighbour.advertised, ads[address])
             own: dict[str, float] = {}
-            relayed: dict[str, list[float]] = {}
+            schedule: dict[str, list[Plan]] = {}
             if share:
-                own, relayed = self._times_for(address)
-                sent_own, sent_relayed = neighbour.sent_times
-                neighbour.sent_times = (own, relayed)
+                own, schedule = self._times_for(address, self._followed_by(neighbour),
+                                                neighbour.sent_plans)
+                sent_own = neighbour.sent_times[0]
+                neighbour.sent_times = (own, {})
                 own = {f: t for f, t in own.items() if sent_own.get(f) != t}
-                relayed = {f: t for f, t in relayed.items() if sent_relayed.get(f) != t}
-            if added or removed or own or relayed:
+            if added or removed or own or schedule:
                 neighbour.advertised = ads[address]
                 self.stats["update_subset"] += 1
-                out.append(Send(address, UpdateSubset(added, removed, own, relayed)))
+                out.append(Send(address, UpdateSubset(added, removed, own, schedule=schedule)))
 
     # -- 3.2 neighbour selection and upkeep ----------------------------------------------------
 
@@ -626,6 +670,9 @@ class FeedExNode:
         self._trials(now, out)
         if self._no_trial:
             self._no_trial = {p: until for p, until in self._no_trial.items() if until > now}
+        if now - self._plans_expired_at >= s.fetch_time_horizon_s / 10:
+            self._plans_expired_at = now
+            self._plans.expire(now - s.fetch_time_horizon_s)
         if now - self._tracker_asked_at >= s.tracker_refresh_s:
             self._ask_tracker(now, out)  # stay listed; fresh candidates
         self._fill(now, out)
@@ -637,6 +684,7 @@ class FeedExNode:
         if neighbour is None:
             return
         self._past.keep(now, neighbour)
+        self._plans.forget_via(address, self.weights)
         self._outgoing.pop(address, None)
         self._batched.pop(address, None)
         self._dirty = True
@@ -716,7 +764,10 @@ class FeedExNode:
             return
         unseen, seen = [], []
         hold = self.settings.check_hold_s
+        credit = self.settings.offer_credit
         for did in message.dids:
+            if credit and did in self._got and sender not in self._holders.get(did, ()):
+                self._credit_offer(now, neighbour, did, credit)
             self._note_holder(did, sender)
             pending = self._outgoing.get(sender)
             if pending is not None:
@@ -727,6 +778,28 @@ class FeedExNode:
                 unseen.append(did)
                 self._held[did] = now + hold
         out.append(Send(sender, DidStatus(unseen, seen)))
+
+    def _note_got(self, now: float, did: bytes, feed: str, entries: int) -> None:
+        got = self._got
+        got[did] = (now, feed, entries)
+        if len(got) > _MAX_HOLDER_DIDS:
+            got.popitem(last=False)
+        limit = now - self.settings.offer_credit_s
+        while got and next(iter(got.values()))[0] < limit:
+            got.popitem(last=False)
+
+    def _credit_offer(self, now: float, neighbour: Neighbour, did: bytes, share: float) -> None:
+        """A prompt offer of a bundle we just got (not from it, not known to be held by it):
+        ``share`` of what its put would have earned (:attr:`FeedExSettings.offer_credit`)."""
+        at, feed, entries = self._got[did]
+        if now - at > self.settings.offer_credit_s:
+            return
+        s = self.settings
+        hops = 0 if feed in self.weights else neighbour.advertised.get(feed,
+                                                                      s.max_subset_hops + 1)
+        neighbour.received += share * entries * self.weights.get(feed, 1.0) \
+            * s.contribution_base ** -hops
+        self.stats["offers_credited"] += 1
 
     def _on_did_status(self, now: float, sender: Address, neighbour: Neighbour | None,
                        message: DidStatus, out: list[Send]) -> None:
@@ -784,6 +857,7 @@ class FeedExNode:
             new = self._keep_new(bundle.feed, bundle.entries)
             if not new:
                 continue
+            self._note_got(now, bundle.did, bundle.feed, len(new))
             hops = 0 if bundle.feed in self.weights else \
                 neighbour.advertised.get(bundle.feed, s.max_subset_hops + 1)
             weight = self.weights.get(bundle.feed, 1.0)

@@ -15,7 +15,7 @@ class Neighbour:
 
     __slots__ = ("address", "advertised", "confirmed", "entries_from", "entries_to", "fetch_times",
                  "given", "last_heard", "probation", "probed_at", "received", "relayed_times",
-                 "sent_times", "since", "subset")
+                 "sent_plans", "sent_times", "since", "subset")
 
     def __init__(self, address: Address, subset: dict[str, int], now: float) -> None:
         self.address = address
@@ -26,6 +26,8 @@ class Neighbour:
         self.relayed_times: dict[str, list[float]] = {}
         """Its other neighbours' planned fetch times, per feed, as it relayed them."""
         self.sent_times: tuple[dict, dict] = ({}, {})
+        self.sent_plans: dict[str, int] = {}
+        """Feed -> the :class:`~.plans.KnownPlans` sequence number we last told it up to."""
         self.since = now
         self.last_heard = now
         self.probed_at: float | None = None

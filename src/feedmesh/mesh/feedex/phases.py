@@ -121,7 +121,7 @@ def better_in_window(planned: float, now: float, latest: float, interval_s: floa
     all jumping into one gap (measured on 46 followers knowing 70% of each other: mean wait
     13.1 min against 13.4 moving every round, 19.5 for random phases, 10.4 evenly spaced)."""
     known = list(known)
-    if not known or planned <= now or rng.random() >= chance:
+    if not known or planned < now or rng.random() >= chance:
         return None
     if not crowded(planned, known, interval_s, CROWDED_SHARE):
         return None

@@ -40,6 +40,14 @@ class FeedExSettings:
     cooperators the flow is lopsided where one relays the other's feeds (it credits relayed
     entries at alpha^-h, the other credits them at 1), so the paper's bound (ratio 1) cuts
     cooperators too; a free rider (c_ji = 0) is cut at D either way."""
+    offer_credit: float = 0.5
+    """Share of a put's credit (c_ji) a neighbour earns for a prompt offer: a check_did for a
+    bundle we got less than ``offer_credit_s`` before, that we did not give it and it was not
+    known to hold. A cooperator that forwards what it gets offers us most bundles just after
+    another path brought them, so its puts are few though it gives all it can; a free rider
+    offers nothing, and a late offer (of what we surely hold) earns nothing (0: the paper's
+    ledger, entries received only)."""
+    offer_credit_s: float = 60.0
     maintain_interval_s: float = 60.0
     """How often neighbours are checked (dead ones dropped, the set replenished)."""
     dead_after_s: float = 900.0
@@ -119,6 +127,8 @@ class FeedExSettings:
                      "query_timeout_s", "max_deficit", "fetch_time_horizon_s"):
             if getattr(self, name) <= 0:
                 raise FeedExSettingsError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not 0.0 <= self.offer_credit <= 1.0 or self.offer_credit_s < 0:
+            raise FeedExSettingsError("need offer_credit within 0..1 and offer_credit_s >= 0")
         if self.forward_batch_s < 0 or self.check_hold_s < 0 or self.ledger_memory_s < 0:
             raise FeedExSettingsError(
                 "forward_batch_s, check_hold_s and ledger_memory_s must be >= 0")

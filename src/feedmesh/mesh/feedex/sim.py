@@ -77,6 +77,10 @@ class SimConfig:
     spread_fetches: bool = False
     """Nodes share fetch plans and fill the largest gaps (:mod:`.phases`); needs
     ``settings.share_fetch_times``."""
+    phase_floor: bool = False
+    """With ``spread_fetches``: each node draws the random phase it would fetch at alone and
+    never fetches sooner (``plan_fetch``'s ``earliest``): no more requests than alone in any
+    span, by construction."""
     phase_oracle: str = ""
     """A bound, not the protocol: each feed's first fetches are placed by someone who knows every
     follower (but not who will leave): ``even`` (equal spacing over the interval), ``sqrt``
@@ -341,8 +345,9 @@ def simulate(config: SimConfig) -> SimResult:
             carry(a, t)
         if spread:  # random phases, advertised; then relaxed every advertisement round
             for k in subs[a]:
+                floor = t + rng.random() * config.interval_s if config.phase_floor else None
                 planned[a][k] = next_fetch[a][k] = when = node.plan_fetch(
-                    t, feeds[k].url, config.interval_s)
+                    t, feeds[k].url, config.interval_s, earliest=floor)
                 at(when, fetch, a, k)
             at(t + relax_s * (0.5 + rng.random()), plan, a)
         else:

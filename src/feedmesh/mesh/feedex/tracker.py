@@ -109,7 +109,9 @@ class Tracker:
         want = min(message.want, len(self._nodes) - known)
         if want <= 0:
             return Neighbors([])
-        if self._per_address_only:
+        if self._per_address_only or len(self._prefixes) == len(self._nodes):
+            # every prefix holds one identity: a prefix drawn at random is a node drawn at
+            # random, and a node drawn directly needs no rounds
             return Neighbors(self._sample_nodes(sender, want))
         return Neighbors(self._sample_spread(sender, want))
 
