@@ -67,7 +67,8 @@ def route_varints(ids, offsets, route, slots, out):  # pragma: no cover - compil
     """A filter batch's matches split by reflector and encoded, in two passes over the ids.
 
     Article ``a``'s ids are ``ids[offsets[a]:offsets[a + 1]]`` (sorted, unique, below 2**31:
-    a gap takes 5 bytes at most); id ``v`` goes to reflector ``route[v]`` (-1, or ``v`` past the end of ``route``: to none).
+    a gap takes 5 bytes at most); id ``v`` goes to reflector ``route[v]`` (-1, or ``v`` past
+    the end of ``route``: to none).
     Returns ``(starts, ends)``, or ``(empty, empty)`` when ``out`` is smaller than
     ``starts[-1]`` would be (then grow ``out`` to ``room`` bytes, see below, and call again):
     the encoded list (kind byte 2, then varint gaps) of reflector ``r``'s ids of article ``a``
