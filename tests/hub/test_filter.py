@@ -42,7 +42,7 @@ async def test_a_redelivered_article_reaches_the_reflector_once():
         for matched in as_matched(decode(delivery.data)):
             got.append((matched.article.entry_id, decode_ids(matched.sub_ids).tolist()))
     assert got == [(1, [7, 8]), (2, [8])]
-    assert np.array_equal(shard.routes.reflector[[7, 8]], [0, 0])
+    assert np.array_equal(shard.reflector_of[[7, 8]], [0, 0])
 
 
 async def test_an_article_that_breaks_the_filter_is_retried_then_parked(monkeypatch, caplog):
@@ -90,3 +90,44 @@ async def test_an_article_that_breaks_the_filter_is_retried_then_parked(monkeypa
     assert newest.data == b"\x00 not msgpack" and newest.reason.startswith("not a message")
     assert metrics.parked.labels("filter-0")._value.get() == 2
     task.cancel()
+
+
+def test_a_batch_reaches_each_reflector_as_its_articles_would_one_by_one():
+    """Routing a batch in one pass gives each reflector what matching and routing each article
+    alone gives: its active subscriptions' ids, none removed, each article in order."""
+    import random
+
+    rng = random.Random(4)
+    words = ["privacy", "law", "court", "data", "cloud", "rust", "python", "market"]
+    shard = FilterTier(0, 1, MemoryBus(), ManualClock(5.0), HubMetrics())
+    reflector_of = {}
+    for sub_id in range(1, 400):
+        query = " ".join(rng.sample(words, rng.randint(1, 2)))
+        reflector_of[sub_id] = rng.randrange(3)
+        shard.add(sub_id, query, reflector=reflector_of[sub_id])
+    for sub_id in rng.sample(sorted(reflector_of), 60):
+        shard.remove(sub_id)
+        del reflector_of[sub_id]
+    articles = [article(n, " ".join(rng.sample(words, rng.randint(0, 4)))) for n in range(1, 40)]
+    expected: dict[int, list[tuple[int, list[int]]]] = {}
+    for a in articles:
+        ids = shard.index.match_entry(a.entry, a.feed_url).tolist()
+        for reflector in range(3):
+            mine = [i for i in ids if reflector_of.get(i) == reflector]
+            if mine:
+                expected.setdefault(reflector, []).append((a.entry_id, mine))
+    matched = [(a, found) for a in articles if (found := shard.match(a)) is not None]
+    # A subscription removed from the routes while its article was being matched: dropped.
+    late = next(i for i in matched[0][1].tolist() if i in reflector_of)
+    shard.reflector_of[late] = -1
+    expected = {r: [(e, [i for i in ids if i != late]) for e, ids in lists]
+                for r, lists in expected.items()}
+    expected = {r: [(e, ids) for e, ids in lists if ids] for r, lists in expected.items()}
+    outgoing = shard.route_batch(matched, list(range(1, len(articles) + 1)))
+    got = {}
+    for message in outgoing:
+        reflector = int(message.subject.split(".")[1])
+        got[reflector] = [(m.article.entry_id, decode_ids(m.sub_ids).tolist())
+                          for m in as_matched(decode(message.data))]
+    assert got == {r: lists for r, lists in expected.items() if lists}
+    assert len(expected) == 3 and all(len(lists) > 5 for lists in expected.values())

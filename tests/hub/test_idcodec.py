@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedmesh.hub import idcodec
-from feedmesh.hub.idcodec import decode_ids, encode_ids
+from feedmesh.hub.idcodec import decode_ids, encode_ids, encode_routed
 
 id_lists = st.lists(st.one_of(st.integers(0, 2**20), st.integers(0, 2**63 - 1)), unique=True,
                     max_size=2000).map(lambda ids: np.array(sorted(ids), dtype=np.int64))
@@ -24,7 +24,7 @@ def implementation(request, monkeypatch):
         if idcodec._encode_varints is None:
             pytest.skip("numba (the fast extra) is not installed")
     else:
-        for name in ("_encode_varints", "_decode_varints", "_count_ends"):
+        for name in ("_encode_varints", "_decode_varints", "_count_ends", "_route_varints"):
             monkeypatch.setattr(idcodec, name, None)
     return request.param
 
@@ -80,3 +80,49 @@ def test_earlier_encodings_are_still_read():
 def test_corrupt_lists_are_refused_precisely(implementation, data, message):
     with pytest.raises(ValueError, match=message):
         decode_ids(data)
+
+
+def routed_one_by_one(id_lists, route):
+    """What a filter sent before batches: each article's ids, those routed to a reflector
+    (``route[id]``, -1 or past its end: to none), encoded one list at a time."""
+    expected = {}
+    for a, ids in enumerate(id_lists):
+        for reflector in sorted({int(route[v]) for v in ids if v < len(route) and route[v] >= 0}):
+            mine = np.array([v for v in ids if v < len(route) and route[v] == reflector],
+                            dtype=np.int64)
+            expected.setdefault(reflector, []).append((a, encode_ids(mine)))
+    return dict(sorted(expected.items()))
+
+
+@pytest.mark.parametrize("few", [0, 4])  # two passes, or one pass per reflector
+@pytest.mark.parametrize("seed", range(12))
+def test_a_batch_routed_at_once_is_each_article_routed_alone(implementation, seed, few,
+                                                             monkeypatch):
+    monkeypatch.setattr(idcodec, "FEW_REFLECTORS", few)
+    rng = np.random.default_rng(seed)
+    universe = int(rng.choice([50, 3_000, 300_000]))
+    reflectors = int(rng.integers(1, 6))
+    # some subscriptions removed (-1), some ids past the table (added after it was sized)
+    route = rng.integers(-1, reflectors, universe - universe // 10).astype(np.int16)
+    id_lists = []
+    for _ in range(int(rng.integers(1, 70))):
+        count = int(rng.integers(0, min(universe, 4_000)))
+        id_lists.append(np.sort(rng.choice(universe, count, replace=False)).astype(
+            rng.choice([np.int32, np.int64])))
+    routed = encode_routed(id_lists, route, reflectors)
+    assert routed == routed_one_by_one(id_lists, route)
+    for lists in routed.values():
+        for a, data in lists:
+            assert decode_ids(data).tolist() == [v for v in id_lists[a].tolist()
+                                                 if v < len(route) and route[v] >= 0
+                                                 and route[v] == route[decode_ids(data)[0]]]
+
+
+@pytest.mark.parametrize("few", [0, 4])
+def test_routing_refuses_what_it_cannot_encode(implementation, few, monkeypatch):
+    monkeypatch.setattr(idcodec, "FEW_REFLECTORS", few)
+    with pytest.raises(ValueError, match="not below"):
+        encode_routed([np.array([1, 2], dtype=np.int64)], np.array([0, 0, 3], np.int16), 2)
+    if implementation == "compiled":  # ids the matcher cannot give (int32): refused, not cut
+        with pytest.raises(ValueError, match=r"not below 2\*\*31"):
+            encode_routed([np.array([1, 2**31], dtype=np.int64)], np.zeros(3, np.int16), 1)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["count_ends", "decode_varints", "encode_varints"]
+__all__ = ["count_ends", "decode_varints", "encode_varints", "route_varints",
+           "route_varints_few"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -59,3 +60,117 @@ def decode_varints(body: np.ndarray, ids: np.ndarray) -> int:  # pragma: no cove
         else:
             shift += 7
     return k
+
+
+@numba.njit(cache=True, nogil=True)
+def route_varints(ids, offsets, route, slots, out):  # pragma: no cover - compiled
+    """A filter batch's matches split by reflector and encoded, in two passes over the ids.
+
+    Article ``a``'s ids are ``ids[offsets[a]:offsets[a + 1]]`` (sorted, unique, below 2**31:
+    a gap takes 5 bytes at most); id ``v`` goes to reflector ``route[v]`` (-1, or ``v`` past
+    the end of ``route``: to none).
+    Returns ``(starts, ends)``, or ``(empty, empty)`` when ``out`` is smaller than
+    ``starts[-1]`` would be (then grow ``out`` to ``room`` bytes, see below, and call again):
+    the encoded list (kind byte 2, then varint gaps) of reflector ``r``'s ids of article ``a``
+    is ``out[starts[k]:ends[k]]`` with ``k = r * articles + a`` (empty when it has none), each
+    list given 1 + 5 bytes an id (counted in the first pass); ``r`` must be below ``slots``
+    (ValueError otherwise)."""
+    articles = offsets.size - 1
+    starts = np.zeros(slots * articles + 1, dtype=np.int64)
+    where = np.empty(ids.size, dtype=np.int16)
+    limit = route.size
+    for a in range(articles):
+        if offsets[a + 1] > offsets[a] and ids[offsets[a + 1] - 1] >= 0x80000000:
+            raise ValueError("an id is not below 2**31")
+        for i in range(offsets[a], offsets[a + 1]):
+            v = np.int64(ids[i])
+            r = np.int16(-1)
+            if 0 <= v < limit:
+                r = route[v]
+            if r >= slots:
+                raise ValueError("a reflector number is not below the slots given")
+            where[i] = r
+            if r >= 0:
+                starts[r * articles + a + 1] += 1
+    for k in range(1, starts.size):
+        count = starts[k]
+        starts[k] = starts[k - 1] + (1 + 5 * count if count else 0)
+    if starts[starts.size - 1] > out.size:
+        return starts, np.empty(0, dtype=np.int64)
+    ends = starts[:starts.size - 1].copy()
+    previous = np.zeros(slots, dtype=np.int64)
+    for a in range(articles):
+        previous[:] = 0
+        for i in range(offsets[a], offsets[a + 1]):
+            r = where[i]
+            if r < 0:
+                continue
+            v = np.int64(ids[i])
+            k = r * articles + a
+            n = ends[k]
+            if n == starts[k]:
+                out[n] = 2
+                n += 1
+            ends[k] = _put_gap(out, n, v - previous[r])
+            previous[r] = v
+    return starts, ends
+
+
+@numba.njit(cache=True, nogil=True)
+def route_varints_few(ids, offsets, route, slots, out):  # pragma: no cover - compiled
+    """:func:`route_varints` for a few reflectors, without counting first: each article's
+    reflectors are looked up once, then its ids are read once per reflector it has (the
+    position and the last id in registers); every reflector's list of article ``a`` is given
+    the room of all its ids (``1 + 5 * (offsets[a + 1] - offsets[a])`` bytes). ``out`` must
+    hold ``slots * (5 * ids.size + articles)`` bytes."""
+    articles = offsets.size - 1
+    room = 5 * ids.size + articles
+    starts = np.empty(slots * articles + 1, dtype=np.int64)
+    ends = np.empty(slots * articles, dtype=np.int64)
+    where = np.empty(max(1, ids.size), dtype=np.int16)
+    present = np.zeros(slots, dtype=np.bool_)
+    limit = route.size
+    for a in range(articles):
+        low, high = offsets[a], offsets[a + 1]
+        if high > low and ids[high - 1] >= 0x80000000:
+            raise ValueError("an id is not below 2**31")
+        present[:] = False
+        for i in range(low, high):
+            v = np.int64(ids[i])
+            r = np.int16(-1)
+            if 0 <= v < limit:
+                r = route[v]
+            if r >= slots:
+                raise ValueError("a reflector number is not below the slots given")
+            if r >= 0:
+                present[r] = True
+            where[i] = r
+        for r in range(slots):
+            k = r * articles + a
+            start = r * room + 5 * low + a
+            starts[k] = start
+            ends[k] = start
+            if not present[r]:
+                continue
+            out[start] = 2
+            n = start + 1
+            previous = np.int64(0)
+            for i in range(low, high):
+                if where[i] == r:
+                    v = np.int64(ids[i])
+                    n = _put_gap(out, n, v - previous)
+                    previous = v
+            ends[k] = n
+    starts[slots * articles] = slots * room
+    return starts, ends
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_gap(out, n, gap):  # pragma: no cover - compiled
+    """Write ``gap`` as a varint at ``out[n]``; return where the next one goes."""
+    while gap >= 0x80:
+        out[n] = (gap & 0x7F) | 0x80
+        n += 1
+        gap >>= 7
+    out[n] = gap
+    return n + 1

@@ -32,7 +32,7 @@ from feedmesh import failpoints
 from feedmesh.bus import Bus, Consumer, Delivery, Outgoing
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
-from feedmesh.hub.idcodec import encode_ids
+from feedmesh.hub.idcodec import encode_routed
 from feedmesh.hub.messages import (
     Article,
     MatchedBatch,
@@ -41,7 +41,6 @@ from feedmesh.hub.messages import (
     encode,
 )
 from feedmesh.hub.metrics import HubMetrics
-from feedmesh.hub.tiers.subtable import SubTable
 from feedmesh.match import IndexSnapshotError, SubscriptionIndex, parse_query
 from feedmesh.store import HubState
 
@@ -68,7 +67,9 @@ class FilterTier:
         self.metrics = metrics
         self.delivery = delivery
         self.index = SubscriptionIndex()
-        self.routes = SubTable()
+        self.reflector_of = np.full(1024, -1, dtype=np.int16)
+        """Subscription id -> the reflector its matches go to; -1: not an active subscription
+        of this shard (two bytes a subscription: what routing a match reads)."""
         self.reflectors: set[int] = set()
         self._snapshot: mmap.mmap | None = None
         self.settle = Settle(bus, f"filter-{shard}", metrics)
@@ -88,12 +89,15 @@ class FilterTier:
         process that opens the state with ``open_state``, after which a snapshot is written.
         Returns how many subscriptions the shard holds."""
         ids = columns["id"]
-        mine = ids[ids % self.shards == self.shard]
+        owned = ids % self.shards == self.shard
+        mine = ids[owned]
         if len(mine):
-            self.routes.ensure(int(mine.max()))
-            self.routes.active[mine] = True
-            self.routes.reflector[mine] = columns["reflector"][ids % self.shards == self.shard]
-            self.reflectors.update(int(r) for r in np.unique(self.routes.reflector[mine]))
+            reflectors = columns["reflector"][owned]
+            for reflector in np.unique(reflectors).tolist():
+                _check_reflector(reflector)
+                self.reflectors.add(reflector)
+            self._ensure(int(mine.max()))
+            self.reflector_of[mine] = reflectors
         path = snapshot_dir / f"filter-{self.shard}-of-{self.shards}.index"
         if not self._restore(state, path):
             # Building from query text peaks at GBs for millions of subscriptions, memory a
@@ -141,21 +145,33 @@ class FilterTier:
         if self.index.maintenance_due():
             await self.index.compact_in_background()
 
+    def is_active(self, sub_id: int) -> bool:
+        return 0 <= sub_id < len(self.reflector_of) and bool(self.reflector_of[sub_id] >= 0)
+
+    def _ensure(self, sub_id: int) -> None:
+        if sub_id >= len(self.reflector_of):
+            size = len(self.reflector_of)
+            while size <= sub_id:
+                size *= 2
+            grown = np.full(size, -1, dtype=np.int16)
+            grown[:len(self.reflector_of)] = self.reflector_of
+            self.reflector_of = grown
+
     def add(self, sub_id: int, query: str, reflector: int) -> None:
         if not self.owns(sub_id):
             return
-        if self.routes.is_active(sub_id):  # a changed query replaces the old one
+        _check_reflector(reflector)
+        if self.is_active(sub_id):  # a changed query replaces the old one
             self.index.remove(sub_id)
         self.index.add(sub_id, parse_query(query))
-        self.routes.ensure(sub_id)
-        self.routes.active[sub_id] = True
-        self.routes.reflector[sub_id] = reflector
+        self._ensure(sub_id)
+        self.reflector_of[sub_id] = reflector
         self.reflectors.add(reflector)
 
     def remove(self, sub_id: int) -> None:
-        if self.owns(sub_id) and self.routes.is_active(sub_id):
+        if self.owns(sub_id) and self.is_active(sub_id):
             self.index.remove(sub_id)
-            self.routes.active[sub_id] = False
+            self.reflector_of[sub_id] = -1
 
     async def join_control(self) -> Consumer:
         """Join the shard's group of ``control``. A filter process joins before it loads the
@@ -194,15 +210,15 @@ class FilterTier:
         many instead of a round trip per article). An article that fails is handed back
         alone; a publish that fails hands back the whole batch."""
         done: list[Delivery] = []
-        matched: list[tuple[Article, np.ndarray, np.ndarray]] = []
+        matched: list[tuple[Article, np.ndarray]] = []
         seqs: list[int] = []
+        size = 0
         for delivery in batch:
             article = await self.settle.decoded(delivery)
             if article is None:
                 continue  # not a message: parked
             if isinstance(article, Article):
-                self.metrics.articles_in.labels("filter").inc()
-                self.metrics.bytes_in.labels("filter").inc(delivery.size)
+                size += delivery.size
                 try:
                     found = self.match(article)
                 except Exception as exc:  # a bug on one article: retried, then parked
@@ -211,9 +227,12 @@ class FilterTier:
                     await self.settle.retry_later(delivery, exc)
                     continue
                 if found is not None:
-                    matched.append((article, *found))
+                    matched.append((article, found))
                 seqs.append(delivery.seq)
             done.append(delivery)
+        if seqs:
+            self.metrics.articles_in.labels("filter").inc(len(seqs))
+            self.metrics.bytes_in.labels("filter").inc(size)
         outgoing = self.route_batch(matched, seqs)
         if outgoing:
             try:
@@ -230,9 +249,10 @@ class FilterTier:
         """Match one article and send each reflector its matches (see :meth:`route`)."""
         await self.bus.publish_many(self.route(article, seq))
 
-    def match(self, article: Article) -> tuple[np.ndarray, np.ndarray] | None:
-        """The active subscriptions of this shard that ``article`` matches (sorted) and the
-        reflector of each; None when there are none."""
+    def match(self, article: Article) -> np.ndarray | None:
+        """The subscriptions of this shard's index that ``article`` matches (sorted); None when
+        there are none. Which of them go where (and which are no longer active) is routing's
+        part (:meth:`route_batch`)."""
         started = time.perf_counter()
         ids = self.index.match_entry(article.entry, article.feed_url, article.feed_language,
                                      article.tokens)
@@ -240,22 +260,21 @@ class FilterTier:
         if not len(ids):
             return None
         self.metrics.matches.inc(len(ids))
-        ids = ids[self.routes.active[ids]]  # removed while matching: never delivered
-        if not len(ids):
-            return None
-        return ids, self.routes.reflector[ids]
+        return ids
 
     def route(self, article: Article, seq: int = 0) -> list[Outgoing]:
         """Match one article: the messages that tell each reflector its matches (a batch of
         one; see :meth:`route_batch`)."""
         found = self.match(article)
-        return self.route_batch([] if found is None else [(article, *found)],
+        return self.route_batch([] if found is None else [(article, found)],
                                 [seq] if seq else [])
 
-    def route_batch(self, matched: list[tuple[Article, np.ndarray, np.ndarray]],
+    def route_batch(self, matched: list[tuple[Article, np.ndarray]],
                     seqs: list[int]) -> list[Outgoing]:
-        """One message per reflector for a batch: each ``(article, ids, their reflectors)`` of
-        ``matched`` split by reflector, the ids as varint gaps. ``seqs`` are the batch's
+        """One message per reflector for a batch: the ids of each ``(article, ids)`` of
+        ``matched`` split by reflector, the ids as varint gaps (ids no longer active dropped:
+        removed while matching, never delivered), all in one compiled pass
+        (:func:`~feedmesh.hub.idcodec.encode_routed`). ``seqs`` are the batch's
         article numbers on the bus: a batch delivered again as it was (its filter died before
         acknowledging it) is matched again and the bus drops the copies (their ``msg_id`` is
         the batch's first and last article number and the shard's); a batch formed otherwise
@@ -263,29 +282,27 @@ class FilterTier:
         log and held entries ignore a copy)."""
         if not matched:
             return []
-        per: dict[int, tuple[list[Article], list[bytes]]] = {}
-        for article, ids, targets in matched:
-            if self.delivery == "ids" and article.tokens is not None:
-                # The reflector never reads the tokens.
-                article = msgspec.structs.replace(article, tokens=None)
-            if targets[0] == targets[-1] and (len(targets) < 3 or targets.min() == targets.max()):
-                groups = [(int(targets[0]), ids)]  # one reflector (the usual case)
-            else:
-                groups = [(int(r), ids[targets == r]) for r in np.unique(targets)]
-            for reflector, mine in groups:
-                articles, lists = per.setdefault(reflector, ([], []))
-                articles.append(article)
-                lists.append(encode_ids(mine) if self.delivery == "ids" else b"")
+        ids = self.delivery == "ids"
+        routed = encode_routed([found for _, found in matched], self.reflector_of,
+                               max(self.reflectors, default=0) + 1)
+        articles = [msgspec.structs.replace(article, tokens=None)  # the reflector never reads them
+                    if ids and article.tokens is not None else article for article, _ in matched]
         now = self.clock.now()
         msg_id = f"articles.{seqs[0]}-{seqs[-1]}.{self.shard}" if seqs else None
         outgoing = []
-        for reflector, (articles, lists) in per.items():
-            data = encode(MatchedBatch(articles=tuple(articles), sub_ids=tuple(lists),
+        for reflector, lists in routed.items():
+            data = encode(MatchedBatch(articles=tuple(articles[a] for a, _ in lists),
+                                       sub_ids=tuple(mine if ids else b"" for _, mine in lists),
                                        shard=self.shard, matched_at=now))
             outgoing.append(Outgoing(f"matches.{reflector}", data, msg_id))
             self.metrics.articles_out.labels("filter").inc(len(articles))
             self.metrics.bytes_out.labels("filter").inc(len(data))
         return outgoing
+
+
+def _check_reflector(reflector: int) -> None:
+    if not 0 <= reflector < 2**15:
+        raise ValueError(f"reflector {reflector} is not a reflector's number (0 to 32767)")
 
 
 def write_snapshot(index: SubscriptionIndex, path: Path | str, seq: int) -> None:
