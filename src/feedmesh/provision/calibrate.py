@@ -126,6 +126,14 @@ def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
     p = _get(ids, "matches_per_s", "hub") / filter_articles / hub_subs
     message = (_get(article, "filter_bytes_out_per_s", "hub")
                / _get(article, "filter_articles_out_per_s", "hub"))
+    # What a crawler sends is its new articles as the bus carries them (each packed with its
+    # tokens, about twice the entry's own encoding that crawl_bandwidth.py counts): the hub's
+    # crawler -> filter bytes per article, at crawl_bandwidth's articles per crawl.
+    crawler_articles = _get(article, "crawler_articles_out_per_s", "hub")
+    if crawler_articles <= 0:
+        raise ModelError("hub output: the crawler sent no article in the window")
+    article_message = _get(article, "crawler_bytes_out_per_s", "hub") / crawler_articles
+    articles_per_crawl = _get(bw, "bytes.cd.new", "crawl_bandwidth") / fetches
     reflector_bytes = _get(article, "reflector_mb", "hub") * 2**20
     k = workload.held_per_subscription
     # Every subscription holds k entries by the end of the window (each article matched ~1% of
@@ -145,8 +153,10 @@ def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
     source = {
         "crawler.bytes_in_per_feed_per_crawl": cite("crawl_bandwidth", "bytes.cd.in / "
                                                     "bytes.cd.fetched"),
-        "crawler.bytes_out_per_feed_per_crawl": cite("crawl_bandwidth", "bytes.cd.out_new_"
-                                                     "entries / bytes.cd.fetched"),
+        "crawler.bytes_out_per_feed_per_crawl": cite("crawl_bandwidth", "bytes.cd.new / "
+                                                     "bytes.cd.fetched") + " x " + cite(
+            "hub", "cases[article].crawler_bytes_out_per_s / crawler_articles_out_per_s (an "
+                   "article as the bus carries it, packed with its tokens)"),
         "crawler.articles_per_feed_per_crawl": cite("crawl_bandwidth", "bytes.cd.new / "
                                                     "bytes.cd.fetched"),
         "crawler.cpu_s_per_feed_per_crawl": cite("crawl_throughput", "1 / feeds_per_s (steady "
@@ -187,9 +197,8 @@ def model_from_benchmarks(outputs: dict[str, dict[str, Any]], machine: Machine,
         version=MODEL_VERSION, machine=machine, workload=workload,
         crawler=CrawlerCosts(
             bytes_in_per_feed_per_crawl=_get(bw, "bytes.cd.in", "crawl_bandwidth") / fetches,
-            bytes_out_per_feed_per_crawl=_get(bw, "bytes.cd.out_new_entries",
-                                              "crawl_bandwidth") / fetches,
-            articles_per_feed_per_crawl=_get(bw, "bytes.cd.new", "crawl_bandwidth") / fetches,
+            bytes_out_per_feed_per_crawl=articles_per_crawl * article_message,
+            articles_per_feed_per_crawl=articles_per_crawl,
             cpu_s_per_feed_per_crawl=1 / _get(tp, "feeds_per_s", "crawl_throughput"),
             memory_bytes_per_feed=state_per_feed,
             memory_base_bytes=base),

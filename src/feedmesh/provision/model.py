@@ -44,7 +44,7 @@ class Workload(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class CrawlerCosts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bytes_in_per_feed_per_crawl: float  # on the wire, with conditional GET and deltas
-    bytes_out_per_feed_per_crawl: float  # new entries only, after per-entry dedup
+    bytes_out_per_feed_per_crawl: float  # new articles only (after per-entry dedup), as sent
     articles_per_feed_per_crawl: float  # new entries per feed per crawl
     cpu_s_per_feed_per_crawl: float
     memory_bytes_per_feed: float
