@@ -39,6 +39,19 @@ def test_the_shipped_model_is_calibrates_output_from_the_kept_benchmark_outputs(
     assert again == model
 
 
+def test_a_crawlers_bytes_out_are_its_articles_as_the_bus_carries_them():
+    # not the entries' own encoding (crawl_bandwidth's out_new_entries): an article travels packed
+    # with its tokens, about twice that, and the plan check measured what travels
+    outputs = {name: json.loads((DATA / f"{name}.json").read_text()) for name in BENCHMARKS}
+    article = next(c for c in outputs["hub"]["cases"] if c["delivery"] == "article")
+    on_the_bus = article["crawler_bytes_out_per_s"] / article["crawler_articles_out_per_s"]
+    crawler = load_model(None).crawler
+    assert crawler.bytes_out_per_feed_per_crawl == pytest.approx(
+        crawler.articles_per_feed_per_crawl * on_the_bus)
+    cd = outputs["crawl_bandwidth"]["bytes"]["cd"]
+    assert crawler.bytes_out_per_feed_per_crawl > 1.5 * cd["out_new_entries"] / cd["fetched"]
+
+
 def test_an_unknown_version_is_refused_by_name():
     raw = shipped()
     raw["version"] = 3
