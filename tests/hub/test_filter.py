@@ -131,3 +131,64 @@ def test_a_batch_reaches_each_reflector_as_its_articles_would_one_by_one():
                           for m in as_matched(decode(message.data))]
     assert got == {r: lists for r, lists in expected.items() if lists}
     assert len(expected) == 3 and all(len(lists) > 5 for lists in expected.values())
+
+
+async def test_a_packed_batch_is_matched_at_once_and_a_broken_article_alone(caplog,
+                                                                           monkeypatch):
+    """Articles in the crawler's packed form are matched in one call per batch, each reflector
+    getting what matching them one by one gives; an article whose packed form is not whole
+    (the batch cannot be matched at once) is handed back alone, then parked, and the others of
+    its batch go through."""
+    import asyncio
+
+    import msgspec
+
+    import feedmesh.hub.deliveries as deliveries
+    from feedmesh.match import article_from_entry
+    from feedmesh.match.packed import pack_tokens
+    from tests.eventually import eventually
+
+    def packed(n: int, title: str) -> Article:
+        a = article(n, title)
+        return msgspec.structs.replace(a, tokens=pack_tokens(article_from_entry(a.entry,
+                                                                                a.feed_url)))
+
+    caplog.set_level("ERROR")
+    monkeypatch.setattr(deliveries, "RETRY_BASE_S", 0.001)
+    bus = MemoryBus()
+    metrics = HubMetrics()
+    shard = FilterTier(0, 1, bus, ManualClock(5.0), metrics)
+    shard.add(7, "privacy", reflector=0)
+    shard.add(8, "law", reflector=1)
+    batches = []
+    many = shard.index.match_packed_many
+    shard.index.match_packed_many = lambda tokens: batches.append(len(tokens)) or many(tokens)
+    broken = msgspec.structs.replace(packed(3, "privacy"), tokens=msgspec.structs.replace(
+        packed(3, "privacy").tokens, bounds=(0, 1, 1, 1, 9)))
+    reflectors = [await bus.consumer(f"matches.{r}", f"reflector-{r}") for r in (0, 1)]
+    group = await bus.consumer("articles", "filter-0")
+    for a in (packed(1, "privacy law"), packed(2, "law"), broken, packed(4, "privacy")):
+        await bus.publish("articles", encode(a))
+    await shard.process_batch([await group.get(1.0) for _ in range(4)])
+    assert batches == [4]  # tried at once, refused for the broken one, then one by one
+    task = asyncio.create_task(shard.run())  # the broken one again, until parked
+    await eventually(lambda: "message_parked" in caplog.text)
+    task.cancel()
+    got = {}
+    for r, consumer in enumerate(reflectors):
+        while (delivery := await consumer.get(0.05)) is not None:
+            got.setdefault(r, []).extend((m.article.entry_id, decode_ids(m.sub_ids).tolist())
+                                         for m in as_matched(decode(delivery.data)))
+    assert got == {0: [(1, [7]), (4, [7])], 1: [(1, [8]), (2, [8])]}
+    assert metrics.matches._value.get() == 4
+    [parked] = await bus.parked()
+    assert decode(parked.data).entry_id == 3 and "do not split" in parked.reason
+    for a in (packed(5, "law privacy"), packed(6, "privacy")):  # a whole batch: at once
+        await bus.publish("articles", encode(a))
+    await shard.process_batch([await group.get(1.0) for _ in range(2)])
+    assert batches[-1] == 2 and metrics.matches._value.get() == 7
+    got = [[(m.article.entry_id, decode_ids(m.sub_ids).tolist())
+            for m in as_matched(decode((await consumer.get(1.0)).data))]
+           for consumer in reflectors]
+    assert got == [[(5, [7]), (6, [7])], [(5, [8])]]
+    assert bus.depths()["articles/filter-0"] == (0, 0)

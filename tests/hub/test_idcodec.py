@@ -123,6 +123,8 @@ def test_routing_refuses_what_it_cannot_encode(implementation, few, monkeypatch)
     monkeypatch.setattr(idcodec, "FEW_REFLECTORS", few)
     with pytest.raises(ValueError, match="not below"):
         encode_routed([np.array([1, 2], dtype=np.int64)], np.array([0, 0, 3], np.int16), 2)
+    with pytest.raises(ValueError, match="not below"):  # one reflector: its own pass
+        encode_routed([np.array([0, 2], dtype=np.int32)], np.array([0, 0, 1], np.int16), 1)
     if implementation == "compiled":  # ids the matcher cannot give (int32): refused, not cut
         with pytest.raises(ValueError, match=r"not below 2\*\*31"):
             encode_routed([np.array([1, 2**31], dtype=np.int64)], np.zeros(3, np.int16), 1)

@@ -125,3 +125,36 @@ def test_a_broken_packed_form_is_refused_precisely(broken: dict, why: str) -> No
     packed = msgspec.structs.replace(pack_tokens(Article(text="law internet")), **broken)
     with pytest.raises(ValueError, match=why):
         index.match_packed(packed)
+
+
+def test_a_batch_matches_and_counts_as_its_articles_one_by_one() -> None:
+    """``match_packed_many`` gives each article what ``match_packed`` gives it alone, and leaves
+    the term statistics as observing them one at a time would, decays (every 7 articles
+    here) included."""
+    from feedmesh.match import TermStatistics
+
+    workload = Workload(seed=5)
+    queries = list(enumerate(workload.subscriptions(2000, "mixed")))
+    texts = workload.article_texts(40, 120)
+    packed = [pack_tokens(Article(title=text[:50], text=text)) for text in texts]
+    alone = SubscriptionIndex.build(queries, statistics=TermStatistics(half_life_articles=7))
+    batched = SubscriptionIndex.build(queries, statistics=TermStatistics(half_life_articles=7))
+    expected = [alone.match_packed(tokens).tolist() for tokens in packed]
+    got = [ids.tolist() for ids in batched.match_packed_many(packed[:3])]
+    got += [ids.tolist() for ids in batched.match_packed_many(packed[3:])]
+    assert got == expected and sum(map(len, got)) > 0
+    for index in (alone, batched):
+        assert index.statistics.observations == 40
+    assert batched.statistics.articles == alone.statistics.articles
+    for mine, theirs in zip(batched.statistics.arrays(), alone.statistics.arrays(), strict=True):
+        assert np.array_equal(mine, theirs)
+    assert batched.match_packed_many([]) == []
+
+
+def test_a_batch_with_a_broken_article_is_refused_and_counts_nothing() -> None:
+    index = _index(QUERIES)
+    good = pack_tokens(Article(text="law internet"))
+    broken = msgspec.structs.replace(good, bounds=(0, 1, 1, 1, 9))
+    with pytest.raises(ValueError, match="do not split"):
+        index.match_packed_many([good, broken])
+    assert index.statistics.observations == 0

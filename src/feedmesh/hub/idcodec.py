@@ -28,9 +28,10 @@ try:
     from feedmesh.hub.idcodec_kernel import encode_varints as _encode_varints
     from feedmesh.hub.idcodec_kernel import route_varints as _route_varints
     from feedmesh.hub.idcodec_kernel import route_varints_few as _route_varints_few
+    from feedmesh.hub.idcodec_kernel import route_varints_one as _route_varints_one
 except ImportError:  # numba is not installed: the numpy versions below
     _encode_varints = _decode_varints = _count_ends = _route_varints = None
-    _route_varints_few = None
+    _route_varints_few = _route_varints_one = None
 
 FEW_REFLECTORS = 4
 """Up to this many reflectors, a batch is routed without counting each list first (room for
@@ -74,7 +75,10 @@ def encode_routed(id_lists: Sequence[np.ndarray], route: np.ndarray,
         room = slots * (5 * len(ids) + len(id_lists))
         if len(_route_out) < room:  # more room, kept for the next batches
             _route_out = np.empty(room + room // 4, dtype=np.uint8)
-        starts, ends = _route_varints_few(ids, offsets, route, slots, _route_out)
+        if slots == 1:  # a shard of one reflector: one pass, no branch on an id
+            starts, ends = _route_varints_one(ids, offsets, route, _route_out)
+        else:
+            starts, ends = _route_varints_few(ids, offsets, route, slots, _route_out)
     else:
         starts, ends = _route_varints(ids, offsets, route, slots, _route_out)
         if not len(ends):

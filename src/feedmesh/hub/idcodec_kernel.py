@@ -7,7 +7,7 @@ import numba
 import numpy as np
 
 __all__ = ["count_ends", "decode_varints", "encode_varints", "route_varints",
-           "route_varints_few"]
+           "route_varints_few", "route_varints_one"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -163,6 +163,58 @@ def route_varints_few(ids, offsets, route, slots, out):  # pragma: no cover - co
             ends[k] = n
     starts[slots * articles] = slots * room
     return starts, ends
+
+
+@numba.njit(cache=True, nogil=True)
+def route_varints_one(ids, offsets, route, out):  # pragma: no cover - compiled
+    """:func:`route_varints_few` for one reflector (number 0), in one pass over the ids and
+    with no branch that depends on an id: each id's route is looked up, its gap written
+    (five bytes, as :func:`_put_wide_gap`) and kept or not by the route. ``out`` must hold
+    ``5 * ids.size + articles`` bytes; the lists are where :func:`route_varints_few` puts
+    them."""
+    articles = offsets.size - 1
+    starts = np.empty(articles + 1, dtype=np.int64)
+    ends = np.empty(articles, dtype=np.int64)
+    limit = route.size
+    for a in range(articles):
+        low, high = offsets[a], offsets[a + 1]
+        if high > low and ids[high - 1] >= 0x80000000:
+            raise ValueError("an id is not below 2**31")
+        start = 5 * low + a
+        starts[a] = start
+        out[start] = 2
+        n = start + 1
+        previous = np.int64(0)
+        top = np.int64(-1)
+        for i in range(low, high):
+            v = np.int64(ids[i])
+            r = np.int64(-1)
+            if 0 <= v < limit:
+                r = np.int64(route[v])
+            top = max(top, r)
+            keep = np.int64(r == 0)
+            n += keep * _put_wide_gap(out, n, v - previous)
+            previous += keep * (v - previous)
+        if top >= 1:
+            raise ValueError("a reflector number is not below the slots given")
+        ends[a] = n if n > start + 1 else start
+    starts[articles] = 5 * ids.size + articles
+    return starts, ends
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_wide_gap(out, n, gap):  # pragma: no cover - compiled
+    """Write ``gap`` (below 2**31) as a varint at ``out[n]`` without a branch: five bytes are
+    written, the varint's length (returned) decides how many of them count."""
+    out[n] = (gap & 0x7F) | 0x80
+    out[n + 1] = ((gap >> 7) & 0x7F) | 0x80
+    out[n + 2] = ((gap >> 14) & 0x7F) | 0x80
+    out[n + 3] = ((gap >> 21) & 0x7F) | 0x80
+    out[n + 4] = gap >> 28
+    length = (1 + np.int64(gap >= 0x80) + np.int64(gap >= 0x4000)
+              + np.int64(gap >= 0x200000) + np.int64(gap >= 0x10000000))
+    out[n + length - 1] &= 0x7F
+    return length
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -42,6 +42,7 @@ from feedmesh.hub.messages import (
 )
 from feedmesh.hub.metrics import HubMetrics
 from feedmesh.match import IndexSnapshotError, SubscriptionIndex, parse_query
+from feedmesh.match.packed import PACKED_VERSION
 from feedmesh.store import HubState
 
 __all__ = ["FilterTier"]
@@ -203,15 +204,16 @@ class FilterTier:
 
     async def process_batch(self, batch: list[Delivery]) -> None:
         """Match what the bus already holds for this member together, end to end in batches:
-        decode every article, match each against the shard, then send each reflector one
-        :class:`~feedmesh.hub.messages.MatchedBatch` for the whole batch (its articles and
-        their ids), all in one :meth:`~feedmesh.bus.Bus.publish_many`, and acknowledge the
-        batch in one :meth:`~feedmesh.bus.Bus.ack_many` (on NATS, one write and one answer for
-        many instead of a round trip per article). An article that fails is handed back
-        alone; a publish that fails hands back the whole batch."""
+        decode every article, match them against the shard in one call (:meth:`match_many`),
+        then send each reflector one :class:`~feedmesh.hub.messages.MatchedBatch` for the
+        whole batch (its articles and their ids), all in one
+        :meth:`~feedmesh.bus.Bus.publish_many`, and acknowledge the batch in one
+        :meth:`~feedmesh.bus.Bus.ack_many` (on NATS, one write and one answer for many instead
+        of a round trip per article). An article that fails is handed back alone (a batch that
+        cannot be matched at once is matched one by one); a publish that fails hands back the
+        whole batch."""
         done: list[Delivery] = []
-        matched: list[tuple[Article, np.ndarray]] = []
-        seqs: list[int] = []
+        decoded: list[tuple[Delivery, Article]] = []
         size = 0
         for delivery in batch:
             article = await self.settle.decoded(delivery)
@@ -219,6 +221,16 @@ class FilterTier:
                 continue  # not a message: parked
             if isinstance(article, Article):
                 size += delivery.size
+                decoded.append((delivery, article))
+            else:
+                done.append(delivery)
+        matched: list[tuple[Article, np.ndarray]] = []
+        seqs: list[int] = []
+        found_all = self.match_many([article for _, article in decoded])
+        for n, (delivery, article) in enumerate(decoded):
+            if found_all is not None:
+                found = found_all[n]
+            else:
                 try:
                     found = self.match(article)
                 except Exception as exc:  # a bug on one article: retried, then parked
@@ -226,9 +238,9 @@ class FilterTier:
                                   article.entry_id)
                     await self.settle.retry_later(delivery, exc)
                     continue
-                if found is not None:
-                    matched.append((article, found))
-                seqs.append(delivery.seq)
+            if found is not None:
+                matched.append((article, found))
+            seqs.append(delivery.seq)
             done.append(delivery)
         if seqs:
             self.metrics.articles_in.labels("filter").inc(len(seqs))
@@ -244,6 +256,27 @@ class FilterTier:
                     await self.settle.retry_later(delivery, exc)
                 return
         await self.bus.ack_many(done)
+
+    def match_many(self, articles: list[Article]) -> list[np.ndarray | None] | None:
+        """:meth:`match` for a batch in one call to the index (per batch, not per article: the
+        scratch, the term statistics, the metrics); None when the batch is not all of the
+        crawler's packed form (then :meth:`match` each) or one of them is not whole (then
+        nothing was counted: :meth:`match` each, which hands that one back alone). The
+        match-time histogram gets the batch's mean for each article."""
+        packed = [article.tokens for article in articles
+                  if article.tokens is not None and article.tokens.version == PACKED_VERSION]
+        if not packed or len(packed) < len(articles):
+            return None
+        started = time.perf_counter()
+        try:
+            found = self.index.match_packed_many(packed)
+        except ValueError:
+            return None
+        each = (time.perf_counter() - started) / len(packed)
+        for _ in packed:
+            self.metrics.match_seconds.observe(each)
+        self.metrics.matches.inc(sum(len(ids) for ids in found))
+        return [ids if len(ids) else None for ids in found]
 
     async def process(self, article: Article, seq: int = 0) -> None:
         """Match one article and send each reflector its matches (see :meth:`route`)."""

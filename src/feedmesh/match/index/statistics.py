@@ -123,6 +123,27 @@ class TermStatistics:
             self.articles *= 0.5
             self._since_decay = 0
 
+    def observe_many(self, term_lists: list[np.ndarray]) -> None:
+        """:meth:`observe` each of ``term_lists`` in turn (one article's unique terms each):
+        the same counts and decays, one numpy step per batch instead of per article."""
+        done = 0
+        while done < len(term_lists):
+            # Up to the next decay: counts added, then halved, exactly as one at a time.
+            take = min(len(term_lists) - done, self.half_life_articles - self._since_decay)
+            chunk = term_lists[done:done + take]
+            observed = self._observed.view()
+            terms = np.concatenate(chunk) if len(chunk) > 1 else chunk[0]
+            terms, counts = np.unique(terms[terms < len(observed)], return_counts=True)
+            observed[terms] += counts
+            self.articles += float(take)
+            self.observations += take
+            self._since_decay += take
+            done += take
+            if self._since_decay >= self.half_life_articles:
+                observed *= 0.5
+                self.articles *= 0.5
+                self._since_decay = 0
+
     def estimates(self) -> np.ndarray:
         """Estimated share of articles containing each term (a new array)."""
         prior = self._prior.view()

@@ -17,7 +17,7 @@ runs elsewhere, on data no other code touches.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from feedmesh.match.index.prepare import PreparedArticle, prepare_article
 from feedmesh.match.index.settings import IndexSettings, IndexStats, check_sub_id
 from feedmesh.match.index.statistics import TermStatistics
 from feedmesh.match.index.term_table import TermTable, new_term_table, prepare_packed
-from feedmesh.match.index.vocabulary import Vocabulary
+from feedmesh.match.index.vocabulary import PhraseTables, Vocabulary
 from feedmesh.match.packed import PACKED_VERSION, PackedTokens
 from feedmesh.match.query import Query, parse_query
 from feedmesh.model import Entry
@@ -160,10 +160,33 @@ class SubscriptionIndex:
             table = self._term_table = new_term_table(self.vocabulary)
         return self._match_prepared(prepare_packed(packed, self.vocabulary, table), observe)
 
-    def _match_prepared(self, prepared: PreparedArticle, observe: bool) -> np.ndarray:
-        scratch = self._scratch
-        scratch.fit(len(self.vocabulary), self._largest_id)
+    def match_packed_many(self, packed: Sequence[PackedTokens]) -> list[np.ndarray]:
+        """:meth:`match_packed` for a batch of articles (each of the crawler's packed form and
+        version): the same sorted unique ids (int32) for each, the per-call work (scratch,
+        phrase tables, the term statistics) done once for the batch. Raises ValueError when
+        one of ``packed`` is not whole (then nothing is counted: match them one by one)."""
+        table = self._term_table
+        if table is None or table.vocabulary is not self.vocabulary:
+            table = self._term_table = new_term_table(self.vocabulary)
+        prepared = [prepare_packed(tokens, self.vocabulary, table) for tokens in packed]
+        if not prepared:
+            return []
+        self._scratch.fit(len(self.vocabulary), self._largest_id)
         phrases = self.vocabulary.phrase_tables()
+        found = [self._match_one(article, phrases) for article in prepared]
+        self.statistics.observe_many([article.terms for article in prepared])
+        return found
+
+    def _match_prepared(self, prepared: PreparedArticle, observe: bool) -> np.ndarray:
+        self._scratch.fit(len(self.vocabulary), self._largest_id)
+        ids = self._match_one(prepared, self.vocabulary.phrase_tables())
+        if observe:
+            self.statistics.observe(prepared.terms)
+        return ids
+
+    def _match_one(self, prepared: PreparedArticle, phrases: PhraseTables) -> np.ndarray:
+        """One article's ids, the scratch fitted to the vocabulary and ids beforehand."""
+        scratch = self._scratch
         main = self._main
         while True:
             ids, needed = self._kernel(
@@ -183,8 +206,6 @@ class SubscriptionIndex:
             if extra:
                 added = np.fromiter(extra, dtype=np.int32, count=len(extra))
                 ids = sorted_unique(np.concatenate([ids, added]))
-        if observe:
-            self.statistics.observe(prepared.terms)
         return ids
 
     def _removed_ids(self) -> np.ndarray:
