@@ -431,30 +431,31 @@ class FeedExNode:
             self._ask_tracker(now, out)
 
     def _connect_message(self, address: Address) -> Connect:
-        own, schedule = self._times_for(address, None)
-        return Connect(self._advertisement_for(address), own, {}, len(self.neighbours),
-                       schedule=schedule)
+        """Our subset and our own fetch times; not the other followers' plans we know: a
+        connect may be refused (a full node, its trial slots taken) and a node short of
+        neighbours sends one after another, so those (up to ``MAX_PLANS_PER_FEED`` for each of
+        our feeds) go only once it is a neighbour, with the next advertisement (what it was
+        not sent, :attr:`Neighbour.sent_plans`). Building and encoding them in every connect
+        was a third of a live peer's CPU (docs/mesh-feedex.md, "The emulation's CPU")."""
+        own = dict(self.fetch_plans) if self.settings.share_fetch_times else {}
+        return Connect(self._advertisement_for(address), own, {}, len(self.neighbours))
 
     def _advertisement_for(self, address: Address) -> dict[str, int]:
         sets = {a: n.subset for a, n in self.neighbours.items()}
         return subsets.advertisement(self.weights, sets, address, self.settings.max_subset_hops)
 
-    def _times_for(self, address: Address, feeds: Iterable[str] | None,
-                   sent: dict[str, int] | None = None,
+    def _times_for(self, address: Address, feeds: Iterable[str], sent: dict[str, int],
                    ) -> tuple[dict[str, float], dict[str, list[Plan]]]:
         """Planned fetch times to advertise to ``address``: ours, and the other followers' we
-        know with their origins (:class:`~.plans.KnownPlans`), for ``feeds`` (those it follows;
-        None: every feed we know plans of), only those learned since ``sent`` (feed -> sequence
-        number, updated here) when given."""
+        know with their origins (:class:`~.plans.KnownPlans`), for ``feeds`` (those it follows),
+        only those learned since ``sent`` (feed -> sequence number, updated here)."""
         if not self.settings.share_fetch_times:
             return {}, {}
         plans = self._plans
         schedule: dict[str, list[Plan]] = {}
-        for feed in (self.weights if feeds is None else feeds):
-            seq = 0 if sent is None else sent.get(feed, 0)
-            fresh = plans.since(feed, seq, address)
-            if sent is not None:
-                sent[feed] = plans.newest(feed)
+        for feed in feeds:
+            fresh = plans.since(feed, sent.get(feed, 0), address)
+            sent[feed] = plans.newest(feed)
             if fresh:
                 schedule[feed] = fresh
         return dict(self.fetch_plans), schedule
