@@ -124,6 +124,9 @@ class FeedExNode:
         self._audit = EntryAudit(s.audit_sample, s.audit_per_feed, s.audit_grace_s,
                                  s.audit_max_age_s, random.Random(f"audit {address}"))
         self._dirty = True  # the advertisement may have changed
+        self._subsets_dirty = True
+        """The subsets we advertise may have changed (our feeds, a neighbour's subset, who our
+        neighbours are); when only fetch plans did, the advertisement skips recomputing them."""
         self.fetch_plans: dict[str, float] = {}
         """Our planned (or, once made, last) fetch time of each feed we follow, advertised."""
         self._plan_windows: dict[str, tuple[float, float]] = {}  # feed -> (latest, interval)
@@ -172,7 +175,7 @@ class FeedExNode:
     def subscribe(self, now: float, feed: str, weight: float = 1.0) -> None:
         """Add ``feed`` to the direct set; neighbours learn it at the next advertisement."""
         self.weights[feed] = weight
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
 
     def unsubscribe(self, now: float, feed: str) -> None:
         self.weights.pop(feed, None)
@@ -180,7 +183,7 @@ class FeedExNode:
         self._plans.drop_feed(feed)
         self._plan_windows.pop(feed, None)
         self._audit.forget(feed)
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
 
     def fetched(self, now: float, feed: str, entries: Sequence[Entry]) -> None:
         """Our fetch of ``feed`` returned ``entries``: keep the new ones, send them as a bundle."""
@@ -374,7 +377,9 @@ class FeedExNode:
                                                             message.removed)
                     news = self._take_times(now, neighbour, message.fetch_times,
                                             message.relayed_times, message.schedule)
-                    if message.added or message.removed or message.fetch_times or news:
+                    if message.added or message.removed:
+                        self._dirty = self._subsets_dirty = True
+                    elif message.fetch_times or news:
                         self._dirty = True
                     if message.probe:  # a keep-alive: answered, empty (never a probe back)
                         out.append(Send(sender, UpdateSubset()))
@@ -496,7 +501,7 @@ class FeedExNode:
                          message.schedule)
         self.neighbours[sender] = neighbour
         self._candidates.pop(sender, None)
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
         neighbour.sent_plans = {}
         own, schedule = self._times_for(sender, self._followed_by(neighbour),
                                         neighbour.sent_plans)
@@ -520,7 +525,7 @@ class FeedExNode:
         self._take_times(now, neighbour, message.fetch_times, message.relayed_times,
                          message.schedule)
         self.neighbours[sender] = neighbour
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
 
     def _take_times(self, now: float, neighbour: Neighbour, own: Mapping[str, float],
                     relayed: Mapping[str, Sequence[float]],
@@ -576,11 +581,15 @@ class FeedExNode:
         if not self._dirty:
             return
         self._dirty = False
-        sets = {a: n.subset for a, n in self.neighbours.items()}
-        ads = subsets.advertisements(self.weights, sets, self.settings.max_subset_hops)
+        ads = None  # only plans changed: each neighbour's advertised subset is still true
+        if self._subsets_dirty:
+            self._subsets_dirty = False
+            sets = {a: n.subset for a, n in self.neighbours.items()}
+            ads = subsets.advertisements(self.weights, sets, self.settings.max_subset_hops)
         share = self.settings.share_fetch_times
         for address, neighbour in self.neighbours.items():
-            added, removed = subsets.diff(neighbour.advertised, ads[address])
+            added, removed = (subsets.diff(neighbour.advertised, ads[address]) if ads is not None
+                              else ({}, []))
             own: dict[str, float] = {}
             schedule: dict[str, list[Plan]] = {}
             if share:
@@ -590,7 +599,8 @@ class FeedExNode:
                 neighbour.sent_times = (own, {})
                 own = {f: t for f, t in own.items() if sent_own.get(f) != t}
             if added or removed or own or schedule:
-                neighbour.advertised = ads[address]
+                if ads is not None:
+                    neighbour.advertised = ads[address]
                 self.stats["update_subset"] += 1
                 out.append(Send(address, UpdateSubset(added, removed, own, schedule=schedule)))
 
@@ -688,7 +698,7 @@ class FeedExNode:
         self._plans.forget_via(address, self.weights)
         self._outgoing.pop(address, None)
         self._batched.pop(address, None)
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
         if reason is not None:
             out.append(Send(address, Disconnect(reason)))
 
