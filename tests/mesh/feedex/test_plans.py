@@ -1,7 +1,8 @@
 """Fetch plans known by origin (:class:`KnownPlans`): the later heard copy of one origin's plan
 wins, a neighbour's share and the whole are bounded, each neighbour is told only what is new;
 and on nodes: a follower learns the fetch times of followers more than two hops away, and a
-changed plan replaces the old one instead of being counted beside it."""
+changed plan replaces the old one instead of being counted beside it; a connect carries only the
+caller's own times, the plans it knows going to the node once it is a neighbour."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import itertools
 import random
 
 from feedmesh.mesh.feedex import FeedExSettings
-from feedmesh.mesh.feedex.messages import Plan, UpdateSubset
+from feedmesh.mesh.feedex.messages import Connect, Plan, UpdateSubset
 from feedmesh.mesh.feedex.plans import KnownPlans
 
 from .net import Net, address
@@ -109,3 +110,27 @@ def test_a_follower_learns_the_times_of_followers_more_than_two_hops_away():
     assert any(m.schedule for m in net.calls(UpdateSubset))
     assert address(6) in {p.origin for m in net.calls(UpdateSubset) for ps in m.schedule.values()
                           for p in ps}
+
+
+
+def test_a_connect_carries_our_own_times_and_the_known_plans_follow_once_accepted():
+    net = Net(FeedExSettings(share_fetch_times=True, min_neighbours=1, max_neighbours=3))
+    x, y = _line(net, 2)
+    for node in (x, y):
+        node.plan_fetch(net.now, FEED, T)
+        net.carry(node)
+    net.run(2 * 300.0)
+    assert y.known_plans(net.now, FEED, T) == [x.fetch_plans[FEED]]
+    z = net.add(3, [FEED], rng=random.Random(3))
+    net.connect(y, z)
+    # a connect may be refused: it carries y's own time, not the plans y knows of others
+    connect = net.calls(Connect, to=z.address)[-1]
+    assert connect.fetch_times == {FEED: y.fetch_plans[FEED]} and connect.schedule == {}
+    assert y.address in z.neighbours
+    assert z.known_plans(net.now, FEED, T) == [y.fetch_plans[FEED]]
+    # accepted: y's next advertisement tells z what it knows (x's plan, relayed with its origin)
+    net.run(2 * 300.0)
+    assert sorted(z.known_plans(net.now, FEED, T)) == sorted(
+        [x.fetch_plans[FEED], y.fetch_plans[FEED]])
+    assert any(p.origin == x.address for m in net.calls(UpdateSubset, to=z.address)
+               for ps in m.schedule.values() for p in ps)

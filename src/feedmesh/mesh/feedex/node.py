@@ -124,6 +124,9 @@ class FeedExNode:
         self._audit = EntryAudit(s.audit_sample, s.audit_per_feed, s.audit_grace_s,
                                  s.audit_max_age_s, random.Random(f"audit {address}"))
         self._dirty = True  # the advertisement may have changed
+        self._subsets_dirty = True
+        """The subsets we advertise may have changed (our feeds, a neighbour's subset, who our
+        neighbours are); when only fetch plans did, the advertisement skips recomputing them."""
         self.fetch_plans: dict[str, float] = {}
         """Our planned (or, once made, last) fetch time of each feed we follow, advertised."""
         self._plan_windows: dict[str, tuple[float, float]] = {}  # feed -> (latest, interval)
@@ -172,7 +175,7 @@ class FeedExNode:
     def subscribe(self, now: float, feed: str, weight: float = 1.0) -> None:
         """Add ``feed`` to the direct set; neighbours learn it at the next advertisement."""
         self.weights[feed] = weight
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
 
     def unsubscribe(self, now: float, feed: str) -> None:
         self.weights.pop(feed, None)
@@ -180,7 +183,7 @@ class FeedExNode:
         self._plans.drop_feed(feed)
         self._plan_windows.pop(feed, None)
         self._audit.forget(feed)
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
 
     def fetched(self, now: float, feed: str, entries: Sequence[Entry]) -> None:
         """Our fetch of ``feed`` returned ``entries``: keep the new ones, send them as a bundle."""
@@ -374,7 +377,9 @@ class FeedExNode:
                                                             message.removed)
                     news = self._take_times(now, neighbour, message.fetch_times,
                                             message.relayed_times, message.schedule)
-                    if message.added or message.removed or message.fetch_times or news:
+                    if message.added or message.removed:
+                        self._dirty = self._subsets_dirty = True
+                    elif message.fetch_times or news:
                         self._dirty = True
                     if message.probe:  # a keep-alive: answered, empty (never a probe back)
                         out.append(Send(sender, UpdateSubset()))
@@ -431,30 +436,31 @@ class FeedExNode:
             self._ask_tracker(now, out)
 
     def _connect_message(self, address: Address) -> Connect:
-        own, schedule = self._times_for(address, None)
-        return Connect(self._advertisement_for(address), own, {}, len(self.neighbours),
-                       schedule=schedule)
+        """Our subset and our own fetch times; not the other followers' plans we know: a
+        connect may be refused (a full node, its trial slots taken) and a node short of
+        neighbours sends one after another, so those (up to ``MAX_PLANS_PER_FEED`` for each of
+        our feeds) go only once it is a neighbour, with the next advertisement (what it was
+        not sent, :attr:`Neighbour.sent_plans`). Building and encoding them in every connect
+        was a third of a live peer's CPU (docs/mesh-feedex.md, "The emulation's CPU")."""
+        own = dict(self.fetch_plans) if self.settings.share_fetch_times else {}
+        return Connect(self._advertisement_for(address), own, {}, len(self.neighbours))
 
     def _advertisement_for(self, address: Address) -> dict[str, int]:
         sets = {a: n.subset for a, n in self.neighbours.items()}
         return subsets.advertisement(self.weights, sets, address, self.settings.max_subset_hops)
 
-    def _times_for(self, address: Address, feeds: Iterable[str] | None,
-                   sent: dict[str, int] | None = None,
+    def _times_for(self, address: Address, feeds: Iterable[str], sent: dict[str, int],
                    ) -> tuple[dict[str, float], dict[str, list[Plan]]]:
         """Planned fetch times to advertise to ``address``: ours, and the other followers' we
-        know with their origins (:class:`~.plans.KnownPlans`), for ``feeds`` (those it follows;
-        None: every feed we know plans of), only those learned since ``sent`` (feed -> sequence
-        number, updated here) when given."""
+        know with their origins (:class:`~.plans.KnownPlans`), for ``feeds`` (those it follows),
+        only those learned since ``sent`` (feed -> sequence number, updated here)."""
         if not self.settings.share_fetch_times:
             return {}, {}
         plans = self._plans
         schedule: dict[str, list[Plan]] = {}
-        for feed in (self.weights if feeds is None else feeds):
-            seq = 0 if sent is None else sent.get(feed, 0)
-            fresh = plans.since(feed, seq, address)
-            if sent is not None:
-                sent[feed] = plans.newest(feed)
+        for feed in feeds:
+            fresh = plans.since(feed, sent.get(feed, 0), address)
+            sent[feed] = plans.newest(feed)
             if fresh:
                 schedule[feed] = fresh
         return dict(self.fetch_plans), schedule
@@ -495,7 +501,7 @@ class FeedExNode:
                          message.schedule)
         self.neighbours[sender] = neighbour
         self._candidates.pop(sender, None)
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
         neighbour.sent_plans = {}
         own, schedule = self._times_for(sender, self._followed_by(neighbour),
                                         neighbour.sent_plans)
@@ -519,7 +525,7 @@ class FeedExNode:
         self._take_times(now, neighbour, message.fetch_times, message.relayed_times,
                          message.schedule)
         self.neighbours[sender] = neighbour
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
 
     def _take_times(self, now: float, neighbour: Neighbour, own: Mapping[str, float],
                     relayed: Mapping[str, Sequence[float]],
@@ -575,11 +581,15 @@ class FeedExNode:
         if not self._dirty:
             return
         self._dirty = False
-        sets = {a: n.subset for a, n in self.neighbours.items()}
-        ads = subsets.advertisements(self.weights, sets, self.settings.max_subset_hops)
+        ads = None  # only plans changed: each neighbour's advertised subset is still true
+        if self._subsets_dirty:
+            self._subsets_dirty = False
+            sets = {a: n.subset for a, n in self.neighbours.items()}
+            ads = subsets.advertisements(self.weights, sets, self.settings.max_subset_hops)
         share = self.settings.share_fetch_times
         for address, neighbour in self.neighbours.items():
-            added, removed = subsets.diff(neighbour.advertised, ads[address])
+            added, removed = (subsets.diff(neighbour.advertised, ads[address]) if ads is not None
+                              else ({}, []))
             own: dict[str, float] = {}
             schedule: dict[str, list[Plan]] = {}
             if share:
@@ -589,7 +599,8 @@ class FeedExNode:
                 neighbour.sent_times = (own, {})
                 own = {f: t for f, t in own.items() if sent_own.get(f) != t}
             if added or removed or own or schedule:
-                neighbour.advertised = ads[address]
+                if ads is not None:
+                    neighbour.advertised = ads[address]
                 self.stats["update_subset"] += 1
                 out.append(Send(address, UpdateSubset(added, removed, own, schedule=schedule)))
 
@@ -687,7 +698,7 @@ class FeedExNode:
         self._plans.forget_via(address, self.weights)
         self._outgoing.pop(address, None)
         self._batched.pop(address, None)
-        self._dirty = True
+        self._dirty = self._subsets_dirty = True
         if reason is not None:
             out.append(Send(address, Disconnect(reason)))
 

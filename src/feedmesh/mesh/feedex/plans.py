@@ -24,11 +24,13 @@ from .messages import Address, Plan
 
 __all__ = ["KnownPlans"]
 
-_AT, _HEARD, _SEQ, _VIA = 0, 1, 2, 3
+_AT, _HEARD, _SEQ, _VIA, _WIRE = 0, 1, 2, 3, 4
 
 
 class KnownPlans:
-    """Fetch plans by feed and origin: ``[at, heard, seq, via]`` each."""
+    """Fetch plans by feed and origin: ``[at, heard, seq, via, plan]`` each (``plan`` the wire
+    :class:`Plan`, made once and told to every neighbour), a feed's in the order of their
+    ``seq`` (a changed plan moves to the end), so :meth:`since` reads only the news."""
 
     __slots__ = ("_counts", "_feeds", "_newest", "_seq", "cap", "me", "total")
 
@@ -71,10 +73,12 @@ class KnownPlans:
                 return False
             if at == old[_AT]:  # the same plan, heard again later: nothing to relay
                 old[_HEARD] = heard
+                old[_WIRE] = Plan(origin, at, heard)
                 return False
             self._count(feed, old[_VIA], -1)
+            del plans[origin]  # re-inserted last: a feed's plans stay in the order of seq
         self._seq += 1
-        plans[origin] = [at, heard, self._seq, via]
+        plans[origin] = [at, heard, self._seq, via, Plan(origin, at, heard)]
         self._newest[feed] = self._seq
         if self._count(feed, via, 1) > self.cap:
             self._evict(feed, plans, via)
@@ -114,8 +118,13 @@ class KnownPlans:
         plans = self._feeds.get(feed)
         if not plans or self._newest.get(feed, 0) <= seq:
             return []
-        fresh = [Plan(o, p[_AT], p[_HEARD]) for o, p in plans.items()
-                 if p[_SEQ] > seq and o != to and p[_VIA] != to]
+        fresh = []
+        for o, p in reversed(plans.items()):  # newest first (seq order): only the news is read
+            if p[_SEQ] <= seq:
+                break
+            if o != to and p[_VIA] != to:
+                fresh.append(p[_WIRE])
+        fresh.reverse()
         if len(fresh) > self.cap:
             fresh.sort(key=lambda plan: -plan.heard)
             del fresh[self.cap:]
