@@ -118,7 +118,7 @@ async def test_up_says_when_its_postgresql_could_not_reach_the_data_folder(tmp_p
 
 async def test_a_plan_with_filter_replicas_and_a_bad_plan(tmp_path):
     code, plan, err = await feedmesh("provision", "--feeds", "20", "--subs", "2000000",
-                                     "--memory-mb", "300", "--json")
+                                     "--memory-mb", "330", "--json")
     assert code == 0, err
     (tmp_path / "plan.json").write_text(plan)
     crawlers, shards, replicas, reflectors = read_topology(str(tmp_path / "plan.json"))
