@@ -119,7 +119,7 @@ def test_a_batch_reaches_each_reflector_as_its_articles_would_one_by_one():
     matched = [(a, found) for a in articles if (found := shard.match(a)) is not None]
     # A subscription removed from the routes while its article was being matched: dropped.
     late = next(i for i in matched[0][1].tolist() if i in reflector_of)
-    shard.reflector_of[late] = -1
+    shard.set_route(late, -1)
     expected = {r: [(e, [i for i in ids if i != late]) for e, ids in lists]
                 for r, lists in expected.items()}
     expected = {r: [(e, ids) for e, ids in lists if ids] for r, lists in expected.items()}
@@ -192,3 +192,29 @@ async def test_a_packed_batch_is_matched_at_once_and_a_broken_article_alone(capl
            for consumer in reflectors]
     assert got == [[(5, [7]), (6, [7])], [(5, [8])]]
     assert bus.depths()["articles/filter-0"] == (0, 0)
+
+
+def test_a_shard_of_one_reflector_routes_by_a_bitmap_that_follows_every_change():
+    """The bitmap a one-reflector shard routes by is the table's (reflector 0) after every add,
+    change of reflector, removal and growth past the table's size; a removed subscription's
+    matches go nowhere."""
+    import random
+
+    from feedmesh.hub.idcodec import first_reflector_bits
+
+    rng = random.Random(7)
+    shard = FilterTier(0, 1, MemoryBus(), ManualClock(5.0), HubMetrics())
+    live: set[int] = set()
+    for _ in range(600):
+        sub_id = rng.randrange(1, 3000)  # past the first table's 1,024
+        if sub_id in live and rng.random() < 0.5:
+            shard.remove(sub_id)
+            live.discard(sub_id)
+        else:
+            shard.add(sub_id, "privacy", reflector=0)
+            live.add(sub_id)
+        assert np.array_equal(shard.first, first_reflector_bits(shard.reflector_of))
+    matched = [(a, found) for a in [article(1, "privacy")] if (found := shard.match(a)) is not None]
+    (message,) = shard.route_batch(matched, [1])
+    (got,) = as_matched(decode(message.data))
+    assert decode_ids(got.sub_ids).tolist() == sorted(live)

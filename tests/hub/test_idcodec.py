@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from feedmesh.hub import idcodec
-from feedmesh.hub.idcodec import decode_ids, encode_ids, encode_routed
+from feedmesh.hub.idcodec import decode_ids, encode_ids, encode_routed, first_reflector_bits
 
 id_lists = st.lists(st.one_of(st.integers(0, 2**20), st.integers(0, 2**63 - 1)), unique=True,
                     max_size=2000).map(lambda ids: np.array(sorted(ids), dtype=np.int64))
@@ -116,6 +116,23 @@ def test_a_batch_routed_at_once_is_each_article_routed_alone(implementation, see
             assert decode_ids(data).tolist() == [v for v in id_lists[a].tolist()
                                                  if v < len(route) and route[v] >= 0
                                                  and route[v] == route[decode_ids(data)[0]]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_reflector_routed_by_its_bitmap_is_routed_by_its_table(implementation, seed):
+    """A shard of one reflector routes by the bitmap of the ids whose reflector is 0: the same
+    lists as from the table, removed ids (-1) and ids past the bitmap's end going nowhere."""
+    rng = np.random.default_rng(seed)
+    universe = int(rng.choice([50, 3_000, 300_000]))
+    route = np.where(rng.random(universe - universe // 10) < 0.2, -1, 0).astype(np.int16)
+    id_lists = [np.sort(rng.choice(universe, int(rng.integers(0, min(universe, 4_000))),
+                                   replace=False)).astype(rng.choice([np.int32, np.int64]))
+                for _ in range(int(rng.integers(1, 70)))]
+    first = first_reflector_bits(route)
+    routed = encode_routed(id_lists, route, 1, first=first)
+    assert routed == encode_routed(id_lists, route, 1) == routed_one_by_one(id_lists, route)
+    assert routed  # some ids are routed, some are not
+    assert sum(len(decode_ids(data)) for _, data in routed[0]) < sum(map(len, id_lists))
 
 
 @pytest.mark.parametrize("few", [0, 4])

@@ -27,17 +27,18 @@ try:
     from feedmesh.hub.idcodec_kernel import decode_varints as _decode_varints
     from feedmesh.hub.idcodec_kernel import encode_varints as _encode_varints
     from feedmesh.hub.idcodec_kernel import route_varints as _route_varints
+    from feedmesh.hub.idcodec_kernel import route_varints_bits as _route_varints_bits
     from feedmesh.hub.idcodec_kernel import route_varints_few as _route_varints_few
     from feedmesh.hub.idcodec_kernel import route_varints_one as _route_varints_one
 except ImportError:  # numba is not installed: the numpy versions below
     _encode_varints = _decode_varints = _count_ends = _route_varints = None
-    _route_varints_few = _route_varints_one = None
+    _route_varints_few = _route_varints_one = _route_varints_bits = None
 
 FEW_REFLECTORS = 4
 """Up to this many reflectors, a batch is routed without counting each list first (room for
 all of an article's ids in each of its reflectors' lists); beyond, in two passes."""
 
-__all__ = ["decode_ids", "encode_ids", "encode_routed"]
+__all__ = ["decode_ids", "encode_ids", "encode_routed", "first_reflector_bits"]
 
 _RAW = b"\x00"
 _DEFLATED = b"\x01"
@@ -56,15 +57,24 @@ def encode_ids(ids: np.ndarray) -> bytes:
     return out[:1 + n].tobytes()
 
 
+def first_reflector_bits(route: np.ndarray) -> np.ndarray:
+    """The bitmap :func:`encode_routed` reads for a batch of one reflector: bit ``v % 8`` of
+    byte ``v // 8`` set when ``route[v]`` is 0."""
+    return np.packbits(np.asarray(route) == 0, bitorder="little")
+
+
 def encode_routed(id_lists: Sequence[np.ndarray], route: np.ndarray,
-                  slots: int) -> dict[int, list[tuple[int, bytes]]]:
+                  slots: int, *, first: np.ndarray | None = None
+                  ) -> dict[int, list[tuple[int, bytes]]]:
     """A filter's batch of matches, split by reflector and encoded at once: ``id_lists[a]``
     holds article ``a``'s ids (sorted, unique), id ``v`` goes to reflector ``route[v]`` (none
     when that is -1 or ``v`` is past the end of ``route``), every reflector is below ``slots``.
     Returns reflector -> ``[(a, encode_ids(its ids of article a)), ...]`` for the articles that
     have some, in article order: what one :func:`encode_ids` per article and reflector gives,
     from one compiled pass over the batch (a Python step per article and reflector, none per
-    id)."""
+    id). ``first``: ``route``'s :func:`first_reflector_bits`, kept beside it by the caller, which
+    one reflector's batch reads instead of ``route`` (a sixteenth of its size, it stays in the
+    cache: at a million subscriptions the table's lookups cost more than the encoding)."""
     if _route_varints is None or not id_lists:
         return _encode_routed_numpy(id_lists, route, slots)
     ids = np.concatenate(id_lists) if len(id_lists) > 1 else id_lists[0]
@@ -75,7 +85,9 @@ def encode_routed(id_lists: Sequence[np.ndarray], route: np.ndarray,
         room = slots * (5 * len(ids) + len(id_lists))
         if len(_route_out) < room:  # more room, kept for the next batches
             _route_out = np.empty(room + room // 4, dtype=np.uint8)
-        if slots == 1:  # a shard of one reflector: one pass, no branch on an id
+        if slots == 1 and first is not None:  # one reflector: one pass over a small bitmap
+            starts, ends = _route_varints_bits(ids, offsets, first, _route_out)
+        elif slots == 1:  # a shard of one reflector: one pass, no branch on an id
             starts, ends = _route_varints_one(ids, offsets, route, _route_out)
         else:
             starts, ends = _route_varints_few(ids, offsets, route, slots, _route_out)

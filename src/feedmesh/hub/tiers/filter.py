@@ -32,7 +32,7 @@ from feedmesh import failpoints
 from feedmesh.bus import Bus, Consumer, Delivery, Outgoing
 from feedmesh.clock import Clock
 from feedmesh.hub.deliveries import Settle
-from feedmesh.hub.idcodec import encode_routed
+from feedmesh.hub.idcodec import encode_routed, first_reflector_bits
 from feedmesh.hub.messages import (
     Article,
     MatchedBatch,
@@ -70,7 +70,11 @@ class FilterTier:
         self.index = SubscriptionIndex()
         self.reflector_of = np.full(1024, -1, dtype=np.int16)
         """Subscription id -> the reflector its matches go to; -1: not an active subscription
-        of this shard (two bytes a subscription: what routing a match reads)."""
+        of this shard (two bytes a subscription: what routing a match reads). Changed only
+        through :meth:`set_route`, which keeps :attr:`first` beside it."""
+        self.first = np.zeros(len(self.reflector_of) // 8, dtype=np.uint8)
+        """The subscriptions whose reflector is 0, a bit each: what a shard of one reflector
+        routes by (:func:`~feedmesh.hub.idcodec.encode_routed`)."""
         self.reflectors: set[int] = set()
         self._snapshot: mmap.mmap | None = None
         self.settle = Settle(bus, f"filter-{shard}", metrics)
@@ -99,6 +103,7 @@ class FilterTier:
                 self.reflectors.add(reflector)
             self._ensure(int(mine.max()))
             self.reflector_of[mine] = reflectors
+            self.first = first_reflector_bits(self.reflector_of)
         path = snapshot_dir / f"filter-{self.shard}-of-{self.shards}.index"
         if not self._restore(state, path):
             # Building from query text peaks at GBs for millions of subscriptions, memory a
@@ -157,6 +162,20 @@ class FilterTier:
             grown = np.full(size, -1, dtype=np.int16)
             grown[:len(self.reflector_of)] = self.reflector_of
             self.reflector_of = grown
+            first = np.zeros(size // 8, dtype=np.uint8)
+            first[:len(self.first)] = self.first
+            self.first = first
+
+    def set_route(self, sub_id: int, reflector: int) -> None:
+        """Send ``sub_id``'s matches to ``reflector`` (-1: to none), in the table and its
+        bitmap."""
+        self._ensure(sub_id)
+        self.reflector_of[sub_id] = reflector
+        byte, bit = divmod(sub_id, 8)
+        if reflector == 0:
+            self.first[byte] |= 1 << bit
+        else:
+            self.first[byte] &= 0xFF ^ (1 << bit)
 
     def add(self, sub_id: int, query: str, reflector: int) -> None:
         if not self.owns(sub_id):
@@ -165,14 +184,13 @@ class FilterTier:
         if self.is_active(sub_id):  # a changed query replaces the old one
             self.index.remove(sub_id)
         self.index.add(sub_id, parse_query(query))
-        self._ensure(sub_id)
-        self.reflector_of[sub_id] = reflector
+        self.set_route(sub_id, reflector)
         self.reflectors.add(reflector)
 
     def remove(self, sub_id: int) -> None:
         if self.owns(sub_id) and self.is_active(sub_id):
             self.index.remove(sub_id)
-            self.reflector_of[sub_id] = -1
+            self.set_route(sub_id, -1)
 
     async def join_control(self) -> Consumer:
         """Join the shard's group of ``control``. A filter process joins before it loads the
@@ -317,7 +335,7 @@ class FilterTier:
             return []
         ids = self.delivery == "ids"
         routed = encode_routed([found for _, found in matched], self.reflector_of,
-                               max(self.reflectors, default=0) + 1)
+                               max(self.reflectors, default=0) + 1, first=self.first)
         articles = [msgspec.structs.replace(article, tokens=None)  # the reflector never reads them
                     if ids and article.tokens is not None else article for article, _ in matched]
         now = self.clock.now()
