@@ -78,14 +78,21 @@ def insert_terms(keys, ids, vblob, vstarts, vfields, vkinds, first, last):  # pr
 def prepare_packed_kernel(blob, seq, bounds, aliases, alias_bounds, active, phrase_fields,
                           prefix_lengths, keys, ids, vblob, vstarts, vfields,
                           vkinds):  # pragma: no cover
-    """Term ids found (unsorted, with repeats), token ids per phrase field and their bounds, for
-    a packed article (``blob``: NUL-separated tokens; ``seq``/``aliases``: indices into them)."""
+    """Term ids found (sorted, unique), token ids per phrase field and their bounds, and whether
+    the packed article was whole (``blob``: NUL-separated tokens; ``seq``/``aliases``: indices
+    into them, or -1; ``bounds``/``alias_bounds``: from 0 up to their size). When it was not,
+    nothing is read past the arrays and three empty arrays come back with False (the caller
+    says what was wrong: :meth:`~feedmesh.match.packed.PackedTokens.check`)."""
     count = 0
     if len(blob):
         count = 1
         for i in range(len(blob)):
             if blob[i] == 0:
                 count += 1
+    if not (_splits(bounds, len(seq)) and _splits(alias_bounds, len(aliases))
+            and _points_within(seq, count) and _points_within(aliases, count)):
+        nothing = np.empty(0, dtype=np.int32)
+        return nothing, nothing, np.empty(0, dtype=np.int64), False
     starts = np.empty(count + 1, dtype=np.int64)
     if count:
         starts[0] = 0
@@ -150,4 +157,30 @@ def prepare_packed_kernel(blob, seq, bounds, aliases, alias_bounds, active, phra
                 out_seq[nseq] = word_id[t] if t >= 0 else -1
                 nseq += 1
         out_bounds[f + 1] = nseq
-    return found[:nfound], out_seq[:nseq], out_bounds
+    terms = np.sort(found[:nfound])
+    unique = 0
+    for i in range(nfound):
+        if unique == 0 or terms[i] != terms[unique - 1]:
+            terms[unique] = terms[i]
+            unique += 1
+    return terms[:unique], out_seq[:nseq], out_bounds, True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _splits(bounds, size):  # pragma: no cover - compiled
+    """Do ``bounds`` run from 0 to ``size`` without going down?"""
+    if len(bounds) == 0 or bounds[0] != 0 or bounds[len(bounds) - 1] != size:
+        return False
+    for i in range(1, len(bounds)):  # noqa: SIM110 - numba compiles loops, not generators
+        if bounds[i] < bounds[i - 1]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _points_within(indices, count):  # pragma: no cover - compiled
+    """Is every index -1 (a separator) or one of the ``count`` tokens?"""
+    for i in range(len(indices)):  # noqa: SIM110 - numba compiles loops, not generators
+        if indices[i] < -1 or indices[i] >= count:
+            return False
+    return True
