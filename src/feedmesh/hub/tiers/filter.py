@@ -212,13 +212,31 @@ class FilterTier:
             await self.maintain()
 
     async def run(self) -> None:
+        """Batch after batch (:meth:`process_batch`), the next one matched while the last one's
+        matches are being stored: one batch's publish and acknowledgements in flight at a
+        time. (Waiting for the bus's answers to 500 KB of matches idled the process a sixth of
+        its time; the loop is single-threaded, so the answers wait for the matching, and the
+        bus stores one batch while the filter matches the next.)"""
         consumer = await self.bus.consumer("articles", f"filter-{self.shard}")
         self.stream_joined.set()
-        while (first := await consumer.get()) is not None:
-            batch = [first]
-            while len(batch) < BATCH_MAX and (more := await consumer.get(0)) is not None:
-                batch.append(more)
-            await self.process_batch(batch)
+        sending: asyncio.Task | None = None
+        try:
+            while (first := await consumer.get()) is not None:
+                batch = [first]
+                while len(batch) < BATCH_MAX and (more := await consumer.get(0)) is not None:
+                    batch.append(more)
+                outgoing, done = await self.match_batch(batch)
+                if sending is not None:
+                    await sending
+                sending = asyncio.get_running_loop().create_task(self.send_batch(outgoing,
+                                                                                 done))
+            if sending is not None:
+                await sending
+        finally:
+            if sending is not None and not sending.done():
+                # Stopped: the batch in flight is stored and acknowledged all the same (not
+                # acknowledged, it would only come again).
+                await asyncio.shield(sending)
 
     async def process_batch(self, batch: list[Delivery]) -> None:
         """Match what the bus already holds for this member together, end to end in batches:
@@ -230,6 +248,10 @@ class FilterTier:
         of a round trip per article). An article that fails is handed back alone (a batch that
         cannot be matched at once is matched one by one); a publish that fails hands back the
         whole batch."""
+        await self.send_batch(*await self.match_batch(batch))
+
+    async def match_batch(self, batch: list[Delivery]) -> tuple[list[Outgoing], list[Delivery]]:
+        """:meth:`process_batch`'s first half: what to publish, and the deliveries it settles."""
         done: list[Delivery] = []
         decoded: list[tuple[Delivery, Article]] = []
         size = 0
@@ -263,7 +285,10 @@ class FilterTier:
         if seqs:
             self.metrics.articles_in.labels("filter").inc(len(seqs))
             self.metrics.bytes_in.labels("filter").inc(size)
-        outgoing = self.route_batch(matched, seqs)
+        return self.route_batch(matched, seqs), done
+
+    async def send_batch(self, outgoing: list[Outgoing], done: list[Delivery]) -> None:
+        """:meth:`process_batch`'s second half: publish, then acknowledge (or hand back)."""
         if outgoing:
             try:
                 await self.bus.publish_many(outgoing)
