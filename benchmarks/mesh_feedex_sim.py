@@ -40,9 +40,11 @@ PAPER = {"xch_coverage": "> 0.90", "sln_coverage": 0.36, "xch_lag_min": 22.0,
 
 def run(nodes: int, hours: float, interval_h: float, spread: bool, seed: int,
         exchange: bool = True, oracle: str = "", max_deficit: float | None = None,
-        deficit_ratio: float | None = None, free_riders: float = 0.0) -> SimResult:
+        deficit_ratio: float | None = None, free_riders: float = 0.0,
+        placement: str = "gap") -> SimResult:
     # a smaller Bloom generation than the default keeps 10,000 simulated nodes within memory
-    settings = FeedExSettings(share_fetch_times=spread, did_cache_bloom=20_000)
+    settings = FeedExSettings(share_fetch_times=spread, did_cache_bloom=20_000,
+                              fetch_placement=placement)
     if deficit_ratio is not None:
         settings = replace(settings, deficit_ratio=deficit_ratio)
     if max_deficit is not None:
@@ -118,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deficit-ratio", type=float, default=None,
                         help="FeedExSettings.deficit_ratio for every exchange run (default: its "
                              "default)")
+    parser.add_argument("--placement", choices=("gap", "rank"), default="gap",
+                        help="FeedExSettings.fetch_placement of the one-monitor runs: the "
+                             "largest gap (the default) or the slot of the node's rank")
     parser.add_argument("--free-riders", type=float, default=0.0,
                         help="share of nodes that take and never give (3.5); their coverage is "
                              "reported apart")
@@ -138,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict] = []
     for nodes in sizes:
         alone = run(nodes, args.hours, args.interval_hours, False, args.seed, exchange=False)
-        tuned = {"deficit_ratio": args.deficit_ratio, "free_riders": args.free_riders}
+        tuned = {"deficit_ratio": args.deficit_ratio, "free_riders": args.free_riders,
+                 "placement": args.placement}
         rows = [row("feedex", run(nodes, args.hours, args.interval_hours, False, args.seed,
                                   **tuned), alone)]
         if nodes <= args.no_spread_above:

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from feedmesh.mesh.feedex import FeedExSettings
 from feedmesh.mesh.feedex.messages import UpdateSubset
-from feedmesh.mesh.feedex.phases import best_in_window, better_in_window
+from feedmesh.mesh.feedex.phases import (
+    best_in_window,
+    better_in_window,
+    future_slots,
+    rank_slots,
+    slot_in_window,
+)
 
 from .net import Net
 
@@ -64,6 +70,35 @@ def test_followers_of_one_feed_spread_their_fetches_through_exchanged_times():
     assert all(start <= p <= start + T + 1 for p in plans)
     # the times travelled in the exchange's own messages
     assert any(m.fetch_times for m in net.calls(UpdateSubset))
+
+
+def _ring(net: Net, n: int, seed: int):
+    nodes = [net.add(i, [FEED], rng=random.Random(seed + i)) for i in range(1, n + 1)]
+    for i in range(n):   # a ring with chords: every follower within a few hops, few direct
+        net.connect(nodes[i], nodes[(i + 1) % n])
+        if i < n // 2:
+            net.connect(nodes[i], nodes[i + n // 2])
+    return nodes
+
+
+def _evenness(placement: str, n: int, seed: int) -> tuple[list[float], list[float], float]:
+    net = Net(FeedExSettings(share_fetch_times=True, min_neighbours=2, max_neighbours=4,
+                             fetch_placement=placement))
+    nodes = _ring(net, n, seed)
+    start = net.now
+    _spread(net, nodes, 40)  # 3.3 hours of rounds: every node knows every follower
+    plans = [nd.fetch_plans[FEED] for nd in nodes]
+    return plans, _gaps(plans), start
+
+
+def test_followers_that_know_each_other_take_evenly_spaced_slots_by_rank():
+    # ranked, every gap is within a tenth of the even spacing T/n (the largest-gap placement,
+    # fetch_placement="gap", leaves gaps from 0.46 to 1.8 of it on these); the schedule is
+    # one every follower computes alike, so it stays put once learned
+    for n, seed in ((8, 1), (13, 2), (21, 3)):
+        plans, gaps, start = _evenness("rank", n, seed)
+        assert max(gaps) < 1.1 * T / n and min(gaps) > 0.9 * T / n, (n, sorted(gaps))
+        assert all(start <= p <= start + T + 1 for p in plans)
 
 
 def test_a_lying_neighbour_cannot_make_a_node_fetch_sooner_or_later_than_its_window():
@@ -129,3 +164,30 @@ def test_idle_neighbours_keep_each_other_past_dead_after():
     probes = [m for m in net.calls(UpdateSubset) if m.probe]
     answers = [m for m in net.calls(UpdateSubset) if not (m.probe or m.added or m.removed)]
     assert probes and len(answers) >= len(probes) - 1  # each probe answered, never a probe back
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 60), st.floats(-2 * T, 2 * T)), max_size=40),
+       st.floats(0, 10 * T), st.floats(0, 2 * T), st.floats(0, T))
+def test_the_ranked_slot_stays_in_the_window(plans, now, width, late):
+    start = now + min(late, width)
+    latest = now + min(width, T)
+    start = min(start, latest)
+    known = [((f"127.0.0.{i}", 9000), now + at) for i, at in plans]
+    at = slot_in_window(now, start, latest, T, FEED, ("127.0.0.99", 9000), known)
+    assert start - 1e-6 <= at <= latest + 1e-6
+
+
+def test_waiting_fetches_fill_the_gap_after_the_made_ones_evenly():
+    assert rank_slots(T, 4) == [T / 8, 3 * T / 8, 5 * T / 8, 7 * T / 8]
+    # two made a quarter interval apart, the last at 0: five waiting go where eight would be
+    # evenly spaced, in the gap ahead
+    slots = future_slots([-T / 4, 0.0], 5, T, T / 2)
+    assert [round(s / (T / 8), 6) for s in sorted(slots)] == [1, 2, 3, 4, 5]
+    # a sixth: the gap between the made fetches' next occurrences begins after the latest time
+    # it may have (T / 2), so the gap ahead takes it too, evenly...
+    slots = future_slots([-T / 4, 0.0], 6, T, T / 2)
+    assert [round(s / (3 * T / 28), 6) for s in sorted(slots)] == [1, 2, 3, 4, 5, 6]
+    # ...unless its window reaches that gap
+    slots = future_slots([-T / 4, 0.0], 6, T, T)
+    assert [round(s / (T / 8), 6) for s in sorted(slots)] == [1, 2, 3, 4, 5, 7]

@@ -76,6 +76,7 @@ _MAX_HOLDER_DIDS = 4096
 _MAX_PUT_BUNDLES = 64
 _MAX_CHECK_DIDS = 64
 _RETRY_CANDIDATE_S = 600.0
+_SLOT_SLACK_S = 1.0  # a re-slot that moves the planned fetch less than this keeps it (no news)
 _FLUSH, _MAINTAIN, _ADVERTISE = "flush", "maintain", "advertise"   # the node's own timers
 
 
@@ -236,6 +237,8 @@ class FeedExNode:
         known = self.known_plans(now, feed, interval_s)
         if earliest is not None and not known:
             at = start
+        elif self.settings.fetch_placement == "rank":
+            at = self._slot(now, feed, start, latest, interval_s)
         else:
             at, _ = phases.best_in_window(start, latest, interval_s, known, self._rng)
         self.fetch_plans[feed] = at
@@ -255,8 +258,13 @@ class FeedExNode:
             return None
         latest, planned_interval, earliest = window
         interval_s = planned_interval if interval_s is None else interval_s
-        at = phases.better_in_window(planned, max(now, earliest), latest, interval_s,
-                                     self.known_plans(now, feed, interval_s), self._rng)
+        if self.settings.fetch_placement == "rank":
+            at = self._slot(now, feed, max(now, earliest), latest, interval_s)
+            if abs(at - planned) < _SLOT_SLACK_S:
+                return None
+        else:
+            at = phases.better_in_window(planned, max(now, earliest), latest, interval_s,
+                                         self.known_plans(now, feed, interval_s), self._rng)
         if at is None:
             return None
         self.fetch_plans[feed] = at
@@ -270,6 +278,18 @@ class FeedExNode:
         if feed in self.weights:
             self.fetch_plans[feed] = now
             self._dirty = True
+
+    def _slot(self, now: float, feed: str, start: float, latest: float,
+              interval_s: float) -> float:
+        """Our rank's slot among the followers of ``feed`` we know of, in [start, latest]
+        (:func:`phases.slot_in_window`); the anonymous two-hop times count as made fetches."""
+        lo, hi = now - interval_s, now + interval_s
+        plans: list[tuple[Address, float]] = self._plans.by_origin(feed, lo, hi)
+        for neighbour in self.neighbours.values():
+            relayed = neighbour.relayed_times.get(feed)
+            if relayed:
+                plans.extend((neighbour.address, t) for t in relayed if lo <= t <= now)
+        return phases.slot_in_window(now, start, latest, interval_s, feed, self.address, plans)
 
     def known_plans(self, now: float, feed: str, interval_s: float) -> list[float]:
         """Fetch times of ``feed`` by the other followers the exchange told us of, one per

@@ -17,13 +17,15 @@ see docs/mesh-feedex.md, "What spreading can reach at all".
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import math
 import random
 from collections.abc import Iterable, Sequence
 
 __all__ = ["CROWDED_SHARE", "MAX_PLANS_PER_FEED", "MOVE_CHANCE", "best_in_window",
-           "better_in_window", "clearance_at", "crowded", "fill_largest_gap"]
+           "better_in_window", "clearance_at", "crowded", "feed_origin", "fill_largest_gap",
+           "follower_key", "future_slots", "rank_slots", "slot_in_window"]
 
 MAX_PLANS_PER_FEED = 64
 """Relayed planned fetch times advertised per feed (the latest)."""
@@ -130,3 +132,84 @@ def better_in_window(planned: float, now: float, latest: float, interval_s: floa
     if clear <= clearance_at(min(planned, latest) - now, points):
         return None
     return at
+
+
+# -- placement by rank: every follower computes the same schedule from the same knowledge ---------
+
+def follower_key(address: tuple[str, int], feed: str) -> bytes:
+    """The order of a feed's followers: a hash of (address, feed URL), the same at every node
+    (and different for each feed, so no node is always first)."""
+    return hashlib.sha1(f"{address[0]}:{address[1]}|{feed}".encode(),
+                        usedforsecurity=False).digest()[:8]
+
+
+def feed_origin(feed: str, interval_s: float) -> float:
+    """The feed's common phase origin in [0, interval_s), from its URL hash."""
+    digest = hashlib.sha1(f"origin|{feed}".encode(), usedforsecurity=False).digest()[:8]
+    return int.from_bytes(digest, "big") / 2.0 ** 64 * interval_s
+
+
+def rank_slots(interval_s: float, waiting: int) -> list[float]:
+    """Phase offsets from the feed's origin of ``waiting`` fetches when none is made yet:
+    (k + 0.5) * interval / waiting."""
+    return [(k + 0.5) * interval_s / waiting for k in range(waiting)]
+
+
+def future_slots(made: Iterable[float], waiting: int, interval_s: float,
+                 latest: float) -> list[float]:
+    """Times for ``waiting`` fetches not yet made, given the ``made`` ones (at most an interval
+    old; their next ones, an interval later, stay where they are): the gaps between the last
+    made fetch and the made ones' next occurrences, those that begin by ``latest`` (a waiting
+    fetch can be no later: the gaps beyond are in the past of this round, their phases taken),
+    get them one at a time, each to the gap whose spacing would be widest (the schedule's
+    largest gap is as small as it can be), spaced evenly within it. A pure function of its
+    arguments: followers that know the same fetches compute the same times."""
+    made = sorted(set(made))
+    if waiting <= 0 or not made:
+        return []
+    last = made[-1]
+    bounds = [last, *(m + interval_s for m in made)]
+    gaps = [(a, b - a) for a, b in itertools.pairwise(bounds) if a <= latest and b > a]
+    counts = [0] * len(gaps)
+    widest = sorted((-g, i) for i, (_, g) in enumerate(gaps))  # spacing if one more came
+    for _ in range(waiting):
+        _, i = widest.pop(0)
+        counts[i] += 1
+        bisect.insort(widest, (-gaps[i][1] / (counts[i] + 1), i))
+    return [a + g * (j + 1) / (counts[i] + 1)
+            for i, (a, g) in enumerate(gaps) for j in range(counts[i])]
+
+
+def slot_in_window(now: float, start: float, latest: float, interval_s: float, feed: str,
+                   me: tuple[str, int], plans: Iterable[tuple[tuple[str, int], float]]) -> float:
+    """Our fetch time in [start, latest] by rank: the other followers' ``plans`` (origin, time)
+    at or before ``now`` are made (their phases stay), those after it wait like ours; the waiting
+    ones, ourselves among them, ordered by :func:`follower_key`, take the slots
+    (:func:`rank_slots` from the feed's :func:`feed_origin` while none is made, then
+    :func:`future_slots`) in the order of their phases from that origin, and we take our rank's.
+    No herding (every node computes the same order) and no relaxing step by step: a node
+    learning a follower, or that one's fetch being made, re-slots at once, and the others keep
+    their slots when the one due first is made. Of the slot's occurrences the one nearest the
+    window is taken, clamped into it: never sooner than ``start`` nor later than ``latest``."""
+    made: list[float] = []
+    waiting = {me: follower_key(me, feed)}
+    for origin, at in plans:
+        if at <= now:
+            made.append(at)
+        elif origin not in waiting:
+            waiting[origin] = follower_key(origin, feed)
+    order = sorted(waiting, key=lambda o: (waiting[o], o))
+    rank = order.index(me)
+    origin = feed_origin(feed, interval_s)
+    slots = future_slots(made, len(order), interval_s, latest)
+    if slots:
+        slots.sort(key=lambda t: (t - origin) % interval_s)
+        return min(max(slots[rank], start), latest)
+    slot = origin + rank_slots(interval_s, len(order))[rank]
+    following = now + (slot - now) % interval_s
+    best, best_off = start, math.inf
+    for at in (following - interval_s, following, following + interval_s):
+        clamped = min(max(at, start), latest)
+        if abs(clamped - at) < best_off:
+            best, best_off = clamped, abs(clamped - at)
+    return best

@@ -108,6 +108,13 @@ class KnownPlans:
             return []
         return [p[_AT] for p in plans.values() if lo <= p[_AT] <= hi]
 
+    def by_origin(self, feed: str, lo: float, hi: float) -> list[tuple[Address, float]]:
+        """The known (origin, fetch time) of ``feed`` with the time within [lo, hi]."""
+        plans = self._feeds.get(feed)
+        if not plans:
+            return []
+        return [(o, p[_AT]) for o, p in plans.items() if lo <= p[_AT] <= hi]
+
     def newest(self, feed: str) -> int:
         """The sequence number of the latest news of ``feed`` (0: none)."""
         return self._newest.get(feed, 0)

@@ -94,6 +94,12 @@ class FeedExSettings:
     share_fetch_times: bool = False
     """Advertise last-fetch times so neighbours spread their fetches of a shared feed (the network
     as one monitor; see :mod:`feedmesh.mesh.feedex.phases`)."""
+    fetch_placement: str = "gap"
+    """How a node places its planned fetch among the followers it knows of
+    (:mod:`feedmesh.mesh.feedex.phases`): ``gap``, the largest gap between their advertised
+    times, moved later with a chance while crowded; ``rank``, the slot of its rank among them
+    (every node computes the same even schedule from the same knowledge). ``rank`` measured
+    behind ``gap`` in the simulator on the lag (docs/mesh-feedex.md): not the default."""
     fetch_time_horizon_s: float = 7 * 86400.0
     """Fetch times a neighbour states farther than this from now (past or future) are dropped
     on arrival; those kept count only within an interval of now (:meth:`FeedExNode.known_plans`)."""
@@ -145,6 +151,9 @@ class FeedExSettings:
                 and 16 <= self.neighbour_prefix_v6 <= 128):
             raise FeedExSettingsError("need neighbours_per_prefix >= 1, neighbour_prefix_v4 "
                                       "within 8..32 and neighbour_prefix_v6 within 16..128")
+        if self.fetch_placement not in ("rank", "gap"):
+            raise FeedExSettingsError(
+                f"fetch_placement must be rank or gap, got {self.fetch_placement!r}")
         if self.probation_slots < 0 or self.probation_s <= 0:
             raise FeedExSettingsError("need probation_slots >= 0 and probation_s > 0")
         if self.drop_standing >= 0:
