@@ -198,7 +198,7 @@ def route_varints_one(ids, offsets, route, out):  # pragma: no cover - compiled
                 r = np.int64(route[v])
             top = max(top, r)
             keep = np.int64(r == 0)
-            n += keep * _put_wide_gap(out, n, v - previous)
+            n += keep * np.int64(_put_wide_gap(out, np.uint64(n), np.uint64(v - previous)))
             previous += keep * (v - previous)
         if top >= 1:
             raise ValueError("a reflector number is not below the slots given")
@@ -232,7 +232,7 @@ def route_varints_bits(ids, offsets, bits, out):  # pragma: no cover - compiled
             keep = np.uint64(0)
             if v < limit:
                 keep = np.uint64(bits[v >> _U3] >> (v & _U7)) & _U1
-            n += keep * _put_wide_gap_unsigned(out, n, v - previous)
+            n += keep * _put_wide_gap(out, n, v - previous)
             previous += keep * (v - previous)
         ends[a] = n if n > start + _U1 else start
     starts[articles] = 5 * ids.size + articles
@@ -240,8 +240,10 @@ def route_varints_bits(ids, offsets, bits, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _put_wide_gap_unsigned(out, n, gap):  # pragma: no cover - compiled
-    """:func:`_put_wide_gap` with ``n`` and ``gap`` unsigned (np.uint64)."""
+def _put_wide_gap(out, n, gap):  # pragma: no cover - compiled
+    """Write ``gap`` (below 2**31) as a varint at ``out[n]`` without a branch: five bytes are
+    written, the varint's length (returned) decides how many of them count. ``n`` and ``gap``
+    are unsigned (np.uint64): numba then skips its negative-index test."""
     out[n] = np.uint8((gap & np.uint64(0x7F)) | np.uint64(0x80))
     out[n + _U1] = np.uint8(((gap >> _U7) & np.uint64(0x7F)) | np.uint64(0x80))
     out[n + np.uint64(2)] = np.uint8(((gap >> np.uint64(14)) & np.uint64(0x7F)) | np.uint64(0x80))
@@ -250,21 +252,6 @@ def _put_wide_gap_unsigned(out, n, gap):  # pragma: no cover - compiled
     length = (_U1 + np.uint64(gap >= np.uint64(0x80)) + np.uint64(gap >= np.uint64(0x4000))
               + np.uint64(gap >= np.uint64(0x200000)) + np.uint64(gap >= np.uint64(0x10000000)))
     out[n + length - _U1] &= np.uint8(0x7F)
-    return length
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _put_wide_gap(out, n, gap):  # pragma: no cover - compiled
-    """Write ``gap`` (below 2**31) as a varint at ``out[n]`` without a branch: five bytes are
-    written, the varint's length (returned) decides how many of them count."""
-    out[n] = (gap & 0x7F) | 0x80
-    out[n + 1] = ((gap >> 7) & 0x7F) | 0x80
-    out[n + 2] = ((gap >> 14) & 0x7F) | 0x80
-    out[n + 3] = ((gap >> 21) & 0x7F) | 0x80
-    out[n + 4] = gap >> 28
-    length = (1 + np.int64(gap >= 0x80) + np.int64(gap >= 0x4000)
-              + np.int64(gap >= 0x200000) + np.int64(gap >= 0x10000000))
-    out[n + length - 1] &= 0x7F
     return length
 
 
