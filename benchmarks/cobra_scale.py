@@ -244,6 +244,17 @@ def percentiles(lat: np.ndarray) -> dict:
     return out
 
 
+def legs(lat: np.ndarray) -> dict:
+    """The two legs of the intra-hub latency, from rows of (first seen -> stored, first seen ->
+    matched): the crawler, the bus and the filter's queue and match (``match``), then the bus
+    and the reflector's queue and commit (``store``): which part a missed percentile is in."""
+    if not len(lat):
+        return {}
+    matched, stored = lat[:, 1], lat[:, 0] - lat[:, 1]
+    return {f"{name}_p{q}_ms": round(float(np.percentile(leg, q)), 1)
+            for name, leg in (("match", matched), ("store", stored)) for q in (50, 99)}
+
+
 def sample_rss(pids: dict[str, int], rss: dict[str, list[float]]) -> None:
     for name, pid in pids.items():
         rss.setdefault(name, []).append((rss_bytes(pid) or 0) / 2**30)
@@ -303,7 +314,9 @@ def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: fl
             after, polled1, t1 = hub._metrics(base), poller.counts(), time.time()
             elapsed = t1 - t0
             figures.update(window(before, after, elapsed, polled0, polled1, load0))
-            figures.update(percentiles(hub.latencies(data, t0, t1)[:, 0]))
+            lat = hub.latencies(data, t0, t1)
+            figures.update(percentiles(lat[:, 0]))
+            figures["legs"] = legs(lat)
             figures.update(rss_figures(rss))
             poller.stop()
             poller = None
@@ -427,7 +440,9 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
                 time.sleep(1.0)
             after, polled1, t1 = totals(), poller.counts(), time.time()
             figures.update(window(before, after, t1 - t0, polled0, polled1, load0))
-            figures.update(percentiles(topology.pg_latencies(url, t0, t1)))
+            lat = topology.pg_latencies(url, t0, t1, legs=True)
+            figures.update(percentiles(lat[:, 0]))
+            figures["legs"] = legs(lat)
             figures.update(rss_figures(rss))
             poller.stop()
             poller = None

@@ -87,7 +87,9 @@ def commits(url: str) -> int:
         return int(db.execute("SELECT sum(xact_commit) FROM pg_stat_database").fetchone()[0])
 
 
-def pg_latencies(url: str, start: float, end: float) -> np.ndarray:
+def pg_latencies(url: str, start: float, end: float, legs: bool = False) -> np.ndarray:
+    """Per item stored in [start, end], in ms: first seen -> stored; with ``legs``, rows of
+    (first seen -> stored, first seen -> matched), as ``hub.latencies``."""
     import msgspec
 
     from feedmesh.store import ReflectedItem
@@ -97,6 +99,9 @@ def pg_latencies(url: str, start: float, end: float) -> np.ndarray:
         rows = db.execute("SELECT data FROM reflector_items WHERE stored_at BETWEEN %s AND %s",
                           (start, end)).fetchall()
     items = [decoder.decode(bytes(r[0])) for r in rows]
+    if legs:
+        return np.array([(i.stored_at - i.first_seen_at, i.matched_at - i.first_seen_at)
+                         for i in items]).reshape(-1, 2) * 1000.0
     return np.array([(i.stored_at - i.first_seen_at) * 1000.0 for i in items])
 
 

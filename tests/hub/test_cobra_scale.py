@@ -29,6 +29,10 @@ def check(run: dict) -> None:
     assert run["latency_samples"] > 50  # entries crawled in the window reached the reflector
     assert 0 < run["p50_ms"] <= run["p99_ms"] < 60_000
     assert len(run["cdf_ms"]) == 101
+    # the two legs split the whole: each item was matched after it was first seen, stored after
+    legs = run["legs"]
+    assert 0 <= legs["match_p50_ms"] <= legs["match_p99_ms"] < 60_000
+    assert 0 <= legs["store_p50_ms"] <= legs["store_p99_ms"] < 60_000
     assert run["rematch_pairs"] > 0  # the re-match found something to check...
     assert run["dropped"] == 0  # ...and the reflectors hold every pair they should
     assert run["fetches_per_s"] >= 0.5 * FEEDS / INTERVAL
