@@ -71,6 +71,7 @@ from feedmesh.compose import FEED_SECRET_FILE, private_feed_key
 from feedmesh.compose.engines import open_ingest_store, open_reflector_log
 from feedmesh.farm import FarmConfig, FarmProcess
 from feedmesh.farm.posting import ALPHA, RATE_MAX, RATE_MIN
+from feedmesh.hub.front.archive import TTL_UNKNOWN_MINUTES
 from feedmesh.hub.front.tokens import FeedTokens
 from feedmesh.hub.tiers.held import restore_held
 from feedmesh.match.article import article_from_entry
@@ -106,13 +107,22 @@ def farm_speed(feeds: int, articles_per_s: float) -> float:
 
 class TtlPoller:
     """Readers of ``urls`` (private feeds): each GETs its feed, then again with ``If-None-Match``
-    every ``ttl`` minutes the feed advertises (at least ``min_s``), counting 200s and 304s."""
+    every ``ttl`` minutes the feed advertises, counting 200s, 304s and failures (status 0).
+
+    ``time_scale`` compresses the ttl as ``--scale`` compresses the crawl interval (a 60-minute
+    ttl is read every 6 minutes at scale 10), at least ``min_s`` apart. The first read of each
+    reader falls at random in the first ``spread_s``, the second at random within its ttl, then
+    one every ttl: the readers' phases are spread, so that a window opened any time after
+    ``spread_s`` sees the steady rate (len(urls) / ttl), not the burst of first reads."""
 
     TTL = re.compile(rb"<ttl>(\d+)</ttl>")
 
-    def __init__(self, urls: list[str], min_s: float = 60.0, token_file: str = "") -> None:
-        self.urls, self.min_s = urls, min_s
+    def __init__(self, urls: list[str], time_scale: float = 1.0, spread_s: float = 60.0,
+                 min_s: float = 1.0) -> None:
+        self.urls, self.time_scale, self.spread_s, self.min_s = urls, time_scale, spread_s, min_s
         self.statuses: dict[int, int] = {}
+        self.ttls: list[int] = []
+        """The ``ttl`` (minutes) of each 200 read (-1: none advertised)."""
         self.stopped = threading.Event()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.wake: asyncio.Event | None = None
@@ -122,8 +132,10 @@ class TtlPoller:
         self.thread.start()
         return self
 
-    def counts(self) -> tuple[int, int]:
-        return self.statuses.get(200, 0), self.statuses.get(304, 0)
+    def counts(self) -> tuple[int, int, int]:
+        """200s, 304s and everything else (failures included) so far."""
+        ok, unchanged = self.statuses.get(200, 0), self.statuses.get(304, 0)
+        return ok, unchanged, sum(self.statuses.values()) - ok - unchanged
 
     def stop(self) -> None:
         self.stopped.set()
@@ -139,12 +151,16 @@ class TtlPoller:
             await asyncio.gather(*(self._reader(session, url, n)
                                    for n, url in enumerate(self.urls)))
 
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), seconds)
+
     async def _reader(self, session: aiohttp.ClientSession, url: str, n: int) -> None:
         rng = random.Random(n)
-        with contextlib.suppress(TimeoutError):  # readers spread over a minute
-            await asyncio.wait_for(self.wake.wait(), rng.uniform(0, self.min_s))
-        etag, wait = "", self.min_s
+        await self._pause(rng.uniform(0, self.spread_s))
+        etag, reads = "", 0
         while not self.stopped.is_set():
+            wait = 60.0 * TTL_UNKNOWN_MINUTES / self.time_scale
             try:
                 headers = {"If-None-Match": etag} if etag else {}
                 async with session.get(url, headers=headers) as answer:
@@ -153,11 +169,14 @@ class TtlPoller:
                     if answer.status == 200:
                         etag = answer.headers.get("ETag", "")
                         found = self.TTL.search(body)
-                        wait = max(self.min_s, 60.0 * int(found.group(1)) if found else 0.0)
+                        self.ttls.append(int(found.group(1)) if found else -1)
+                        if found:
+                            wait = 60.0 * int(found.group(1)) / self.time_scale
             except (aiohttp.ClientError, OSError, TimeoutError):
                 self.statuses[0] = self.statuses.get(0, 0) + 1
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), wait)
+            wait = max(self.min_s, wait)
+            reads += 1
+            await self._pause(rng.uniform(0, wait) if reads == 1 else wait)
 
 
 def first_id_before(store, t0: float) -> int:
@@ -300,7 +319,8 @@ def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: fl
             tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())
             step = max(1, subs // poll_feeds)
             poller = TtlPoller([f"{base}/f/{tokens.make(s, 0)}.rss"
-                                for s in range(1, subs + 1, step)][:poll_feeds]).start()
+                                for s in range(1, subs + 1, step)][:poll_feeds],
+                               CRAWL_INTERVAL_S / interval).start()
             if settle:  # the cycle after the first is not steady (see the module docstring)
                 hub.wait_cycles(base, server,
                                 json.loads(hub._get(f"{base}/api/stats"))["crawl_cycles"] + 1,
@@ -334,8 +354,8 @@ def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: fl
     return figures
 
 
-def window(before: dict, after: dict, elapsed: float, polled0: tuple[int, int],
-           polled1: tuple[int, int], load0: list[float]) -> dict:
+def window(before: dict, after: dict, elapsed: float, polled0: tuple[int, int, int],
+           polled1: tuple[int, int, int], load0: list[float]) -> dict:
     def rate(key: str) -> float:
         return (after.get(key, 0.0) - before.get(key, 0.0)) / elapsed
 
@@ -346,6 +366,7 @@ def window(before: dict, after: dict, elapsed: float, polled0: tuple[int, int],
             "match_cpu_s_per_s": round(rate("feedmesh_match_seconds_sum"), 4),
             "feed_200_per_s": round((polled1[0] - polled0[0]) / elapsed, 2),
             "feed_304_per_s": round((polled1[1] - polled0[1]) / elapsed, 2),
+            "feed_failed_per_s": round((polled1[2] - polled0[2]) / elapsed, 2),
             "loadavg_before": load0, "loadavg_after": loadavg()}
 
 
@@ -413,6 +434,10 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
             def cycles() -> int:
                 return json.loads(hub._get(f"{crawler}/api/stats", 30))["crawl_cycles"] or 0
 
+            def first_crawl_done() -> bool:  # as hub.wait_first_crawl: a cycle over every feed
+                last = json.loads(hub._get(f"{crawler}/api/stats", 30))["last_crawl"]
+                return last is not None and last["feeds_due"] >= feeds
+
             def totals() -> dict[str, float]:
                 out = dict(hub._metrics(crawler))
                 for p in tiers:
@@ -423,14 +448,16 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
                 return out
 
             rss: dict[str, list[float]] = {}
-            topology.wait_for(lambda: cycles() >= 1, "the first crawl", 3 * interval + 7200)
+            topology.wait_for(first_crawl_done, "the first crawl", 3 * interval + 7200)
             figures["first_crawl_s"] = round(time.perf_counter() - started, 1)
+            first_cycles = cycles()
             tokens = FeedTokens(private_feed_key(data / "hub", url))
             step = max(1, subs // poll_feeds)
             poller = TtlPoller([f"{listing['web']}/f/{tokens.make(s, 0)}.rss"
-                                for s in range(1, subs + 1, step)][:poll_feeds]).start()
+                                for s in range(1, subs + 1, step)][:poll_feeds],
+                               CRAWL_INTERVAL_S / interval).start()
             if settle:
-                topology.wait_for(lambda: cycles() >= 2, "a steady crawl cycle",
+                topology.wait_for(lambda: cycles() > first_cycles, "a steady crawl cycle",
                                   3 * interval + 3600)
             pids["farm"] = farm.pid
             before, polled0, load0 = totals(), poller.counts(), loadavg()
