@@ -50,6 +50,7 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import random
 import re
 import shutil
@@ -77,7 +78,7 @@ from feedmesh.hub.tiers.held import restore_held
 from feedmesh.match.article import article_from_entry
 from feedmesh.match.query import parse_query
 from feedmesh.match.workload import Workload
-from feedmesh.procstat import rss_bytes
+from feedmesh.procstat import cpu_seconds, rss_bytes
 from feedmesh.store.pg_server import LocalPostgres
 
 TOPOS = {"1m10m": (1_000_000, 10_000_000, 48.5), "500k20m": (500_000, 20_000_000, 24.25),
@@ -109,11 +110,13 @@ class TtlPoller:
     """Readers of ``urls`` (private feeds): each GETs its feed, then again with ``If-None-Match``
     every ``ttl`` minutes the feed advertises, counting 200s, 304s and failures (status 0).
 
-    ``time_scale`` compresses the ttl as ``--scale`` compresses the crawl interval (a 60-minute
-    ttl is read every 6 minutes at scale 10), at least ``min_s`` apart. The first read of each
-    reader falls at random in the first ``spread_s``, the second at random within its ttl, then
-    one every ttl: the readers' phases are spread, so that a window opened any time after
-    ``spread_s`` sees the steady rate (len(urls) / ttl), not the burst of first reads."""
+    The ttl is real time at every ``--scale``: a subscription matches as many articles a second
+    at 1/F of the subscriptions (Cobra's articles/s are kept), so its feed's ttl is the full
+    size's (``time_scale`` > 1 would compress it). The first read of each reader falls at random
+    in the first ``spread_s``, the second at random within its ttl, then one every ttl (at least
+    ``min_s`` apart): the readers' phases are spread, so that a window opened any time after
+    ``spread_s`` sees the steady rate (len(urls) / ttl), not the burst or the lull after the
+    first reads (which the window used to see: 0.00 per s under up)."""
 
     TTL = re.compile(rb"<ttl>(\d+)</ttl>")
 
@@ -279,6 +282,36 @@ def sample_rss(pids: dict[str, int], rss: dict[str, list[float]]) -> None:
         rss.setdefault(name, []).append((rss_bytes(pid) or 0) / 2**30)
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and every process under it (PostgreSQL's backends)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        one = todo.pop()
+        total += cpu_seconds(one) or 0.0
+        todo.extend(children.get(one, ()))
+    return total
+
+
+def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
+    """Each process with its children, but this one (the poller) alone: the farm, the hub and
+    ``feedmesh up`` are its children, counted by their own names."""
+    return {name: (cpu_seconds(pid) or 0.0) if pid == os.getpid() else tree_cpu(pid)
+            for name, pid in pids.items()}
+
+
+def cpu_figures(before: dict[str, float], after: dict[str, float], elapsed: float) -> dict:
+    """Cores each process (with its children) used over the window, and all together: which
+    part a missed goal waits on, when the two cores are full."""
+    cores = {name: round((after[name] - before.get(name, 0.0)) / elapsed, 3) for name in after}
+    return {"cpu_cores": cores, "cpu_cores_total": round(sum(cores.values()), 2)}
+
+
 def rss_figures(rss: dict[str, list[float]]) -> dict:
     peaks = {name: round(max(v), 3) for name, v in rss.items() if v}
     # all processes together: the peak of the per-sample sums
@@ -319,21 +352,22 @@ def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: fl
             tokens = FeedTokens((data / FEED_SECRET_FILE).read_bytes())
             step = max(1, subs // poll_feeds)
             poller = TtlPoller([f"{base}/f/{tokens.make(s, 0)}.rss"
-                                for s in range(1, subs + 1, step)][:poll_feeds],
-                               CRAWL_INTERVAL_S / interval).start()
+                                for s in range(1, subs + 1, step)][:poll_feeds]).start()
             if settle:  # the cycle after the first is not steady (see the module docstring)
                 hub.wait_cycles(base, server,
                                 json.loads(hub._get(f"{base}/api/stats"))["crawl_cycles"] + 1,
                                 timeout=3 * interval + 3600)
             figures["steady_after_s"] = round(time.perf_counter() - started, 1)
+            processes = {"hub": server.pid, "farm": farm.pid, "poller": os.getpid()}
             before, polled0, load0 = hub._metrics(base), poller.counts(), loadavg()
-            t0 = time.time()
+            cpu0, t0 = cpu_snapshot(processes), time.time()
             while time.time() - t0 < intervals * interval:
                 sample_rss({"hub": server.pid, "farm": farm.pid}, rss)
                 time.sleep(1.0)
             after, polled1, t1 = hub._metrics(base), poller.counts(), time.time()
             elapsed = t1 - t0
             figures.update(window(before, after, elapsed, polled0, polled1, load0))
+            figures.update(cpu_figures(cpu0, cpu_snapshot(processes), elapsed))
             lat = hub.latencies(data, t0, t1)
             figures.update(percentiles(lat[:, 0]))
             figures["legs"] = legs(lat)
@@ -454,19 +488,20 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
             tokens = FeedTokens(private_feed_key(data / "hub", url))
             step = max(1, subs // poll_feeds)
             poller = TtlPoller([f"{listing['web']}/f/{tokens.make(s, 0)}.rss"
-                                for s in range(1, subs + 1, step)][:poll_feeds],
-                               CRAWL_INTERVAL_S / interval).start()
+                                for s in range(1, subs + 1, step)][:poll_feeds]).start()
             if settle:
                 topology.wait_for(lambda: cycles() > first_cycles, "a steady crawl cycle",
                                   3 * interval + 3600)
             pids["farm"] = farm.pid
+            processes = {**pids, "postgres": pg.pid, "poller": os.getpid()}
             before, polled0, load0 = totals(), poller.counts(), loadavg()
-            t0 = time.time()
+            cpu0, t0 = cpu_snapshot(processes), time.time()
             while time.time() - t0 < intervals * interval:
                 sample_rss(pids, rss)
                 time.sleep(1.0)
             after, polled1, t1 = totals(), poller.counts(), time.time()
             figures.update(window(before, after, t1 - t0, polled0, polled1, load0))
+            figures.update(cpu_figures(cpu0, cpu_snapshot(processes), t1 - t0))
             lat = topology.pg_latencies(url, t0, t1, legs=True)
             figures.update(percentiles(lat[:, 0]))
             figures["legs"] = legs(lat)
