@@ -41,6 +41,7 @@ def check(run: dict) -> None:
     busy = "hub" if run["mode"] == "embedded" else "crawler-0/1"
     assert run["cpu_cores"][busy] > 0 and run["cpu_cores"]["farm"] > 0  # who used the cores
     assert run["cpu_cores_total"] >= run["cpu_cores"][busy]
+    assert run["farm_renders_per_s"] > 0  # the new posts rendered (and counted)
     assert run["feed_200_per_s"] > 0  # the poller's reads at the (compressed) ttl...
     assert run["feed_failed_per_s"] == 0  # ...each answered 200 or 304
 
