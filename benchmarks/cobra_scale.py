@@ -120,7 +120,7 @@ class TtlPoller:
 
     The ttl is real time at every ``--scale``: a subscription matches as many articles a second
     at 1/F of the subscriptions (Cobra's articles/s are kept), so its feed's ttl is the full
-    size's (``time_scale`` > 1 would compress it). The first read of each reader falls at random
+    size's. A 304 keeps the last ttl read. The first read of each reader falls at random
     in the first ``spread_s``, the second at random within its ttl, then one every ttl (at least
     ``min_s`` apart): the readers' phases are spread, so that a window opened any time after
     ``spread_s`` sees the steady rate (len(urls) / ttl), not the burst or the lull after the
@@ -128,9 +128,8 @@ class TtlPoller:
 
     TTL = re.compile(rb"<ttl>(\d+)</ttl>")
 
-    def __init__(self, urls: list[str], time_scale: float = 1.0, spread_s: float = 60.0,
-                 min_s: float = 1.0) -> None:
-        self.urls, self.time_scale, self.spread_s, self.min_s = urls, time_scale, spread_s, min_s
+    def __init__(self, urls: list[str], spread_s: float = 60.0, min_s: float = 1.0) -> None:
+        self.urls, self.spread_s, self.min_s = urls, spread_s, min_s
         self.statuses: dict[int, int] = {}
         self.ttls: list[int] = []
         """The ``ttl`` (minutes) of each 200 read (-1: none advertised)."""
@@ -169,9 +168,8 @@ class TtlPoller:
     async def _reader(self, session: aiohttp.ClientSession, url: str, n: int) -> None:
         rng = random.Random(n)
         await self._pause(rng.uniform(0, self.spread_s))
-        etag, reads = "", 0
+        etag, reads, wait = "", 0, 60.0 * TTL_UNKNOWN_MINUTES
         while not self.stopped.is_set():
-            wait = 60.0 * TTL_UNKNOWN_MINUTES / self.time_scale
             try:
                 headers = {"If-None-Match": etag} if etag else {}
                 async with session.get(url, headers=headers) as answer:
@@ -182,12 +180,12 @@ class TtlPoller:
                         found = self.TTL.search(body)
                         self.ttls.append(int(found.group(1)) if found else -1)
                         if found:
-                            wait = 60.0 * int(found.group(1)) / self.time_scale
+                            wait = 60.0 * int(found.group(1))
             except (aiohttp.ClientError, OSError, TimeoutError):
                 self.statuses[0] = self.statuses.get(0, 0) + 1
-            wait = max(self.min_s, wait)
             reads += 1
-            await self._pause(rng.uniform(0, wait) if reads == 1 else wait)
+            pause = max(self.min_s, wait)
+            await self._pause(rng.uniform(0, pause) if reads == 1 else pause)
 
 
 def first_id_before(store, t0: float) -> int:
