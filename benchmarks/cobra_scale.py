@@ -131,8 +131,6 @@ class TtlPoller:
     def __init__(self, urls: list[str], spread_s: float = 60.0, min_s: float = 1.0) -> None:
         self.urls, self.spread_s, self.min_s = urls, spread_s, min_s
         self.statuses: dict[int, int] = {}
-        self.ttls: list[int] = []
-        """The ``ttl`` (minutes) of each 200 read (-1: none advertised)."""
         self.stopped = threading.Event()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.wake: asyncio.Event | None = None
@@ -178,7 +176,6 @@ class TtlPoller:
                     if answer.status == 200:
                         etag = answer.headers.get("ETag", "")
                         found = self.TTL.search(body)
-                        self.ttls.append(int(found.group(1)) if found else -1)
                         if found:
                             wait = 60.0 * int(found.group(1))
             except (aiohttp.ClientError, OSError, TimeoutError):
@@ -317,11 +314,20 @@ def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
             for name, pid in pids.items()}
 
 
-def cpu_figures(before: dict[str, float], after: dict[str, float], elapsed: float) -> dict:
-    """Cores each process (with its children) used over the window, and all together: which
-    part a missed goal waits on, when the two cores are full."""
-    cores = {name: round((after[name] - before.get(name, 0.0)) / elapsed, 3) for name in after}
-    return {"cpu_cores": cores, "cpu_cores_total": round(sum(cores.values()), 2)}
+def usage(processes: dict[str, int], farm: FarmProcess) -> tuple[dict[str, float], int]:
+    """What the window's cores and farm figures are differences of: CPU seconds per process,
+    the farm's renders."""
+    return cpu_snapshot(processes), farm_renders(farm)
+
+
+def usage_figures(before: tuple[dict[str, float], int], after: tuple[dict[str, float], int],
+                  elapsed: float) -> dict:
+    """Cores each process (with its children) used over the window, and all together (which
+    part a missed goal waits on, when the two cores are full), and the farm's renders/s."""
+    cores = {name: round((after[0][name] - before[0].get(name, 0.0)) / elapsed, 3)
+             for name in after[0]}
+    return {"cpu_cores": cores, "cpu_cores_total": round(sum(cores.values()), 2),
+            "farm_renders_per_s": round((after[1] - before[1]) / elapsed, 1)}
 
 
 def rss_figures(rss: dict[str, list[float]]) -> dict:
@@ -372,15 +378,14 @@ def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: fl
             figures["steady_after_s"] = round(time.perf_counter() - started, 1)
             processes = {"hub": server.pid, "farm": farm.pid, "poller": os.getpid()}
             before, polled0, load0 = hub._metrics(base), poller.counts(), loadavg()
-            cpu0, renders0, t0 = cpu_snapshot(processes), farm_renders(farm), time.time()
+            used0, t0 = usage(processes, farm), time.time()
             while time.time() - t0 < intervals * interval:
                 sample_rss({"hub": server.pid, "farm": farm.pid}, rss)
                 time.sleep(1.0)
             after, polled1, t1 = hub._metrics(base), poller.counts(), time.time()
             elapsed = t1 - t0
             figures.update(window(before, after, elapsed, polled0, polled1, load0))
-            figures.update(cpu_figures(cpu0, cpu_snapshot(processes), elapsed))
-            figures["farm_renders_per_s"] = round((farm_renders(farm) - renders0) / elapsed, 1)
+            figures.update(usage_figures(used0, usage(processes, farm), elapsed))
             lat = hub.latencies(data, t0, t1)
             figures.update(percentiles(lat[:, 0]))
             figures["legs"] = legs(lat)
@@ -509,14 +514,13 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
             pids["farm"] = farm.pid
             processes = {**pids, "postgres": pg.pid, "poller": os.getpid()}
             before, polled0, load0 = totals(), poller.counts(), loadavg()
-            cpu0, renders0, t0 = cpu_snapshot(processes), farm_renders(farm), time.time()
+            used0, t0 = usage(processes, farm), time.time()
             while time.time() - t0 < intervals * interval:
                 sample_rss(pids, rss)
                 time.sleep(1.0)
             after, polled1, t1 = totals(), poller.counts(), time.time()
             figures.update(window(before, after, t1 - t0, polled0, polled1, load0))
-            figures.update(cpu_figures(cpu0, cpu_snapshot(processes), t1 - t0))
-            figures["farm_renders_per_s"] = round((farm_renders(farm) - renders0) / (t1 - t0), 1)
+            figures.update(usage_figures(used0, usage(processes, farm), t1 - t0))
             lat = topology.pg_latencies(url, t0, t1, legs=True)
             figures.update(percentiles(lat[:, 0]))
             figures["legs"] = legs(lat)
