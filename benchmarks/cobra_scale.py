@@ -17,8 +17,9 @@ The workload, per topology:
 
 The first crawl's backlog is not matched (``--no-backlog``); the crawl cycle after it is not
 steady either (each feed's gap since its first fetch is shorter than the interval), so the window
-opens once that cycle is done and spans ``--intervals`` whole crawl intervals (``--quick``: the
-one interval right after the first crawl: ~70 s to provision 10M subscriptions, >= 1,000 s for
+opens when the cycle after that one begins and spans ``--intervals`` whole crawl intervals, each
+holding one whole cycle (``cycle_s``: what the window's last cycle took, against the interval's
+0.8 it is paced over); ``--quick``: the one interval right after the first crawl: ~70 s to provision 10M subscriptions, >= 1,000 s for
 the first crawl at the embedded crawler's ~1,000 fetches/s, 900 s measured: ~35 minutes at
 best; the first crawl measured 192 feeds/s at --scale 10 on a loaded machine, which makes it
 ~100 minutes: see docs/measurements.md). Over it: intra-hub
@@ -61,6 +62,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import aiohttp
@@ -339,6 +341,36 @@ def rss_figures(rss: dict[str, list[float]]) -> dict:
             "rss_median_gb": {name: round(statistics.median(v), 3) for name, v in rss.items()}}
 
 
+def cycle_begun(stats: Callable[[], dict], after: int, timeout: float) -> int:
+    """Until a crawl cycle after the first ``after`` is under way; its number. A cycle starts
+    every interval and is paced over 0.8 of it, so a window opened here and an interval long
+    spans whole cycles, whatever the cycle before took (one opened when a cycle ends cuts the
+    next one short by however much longer that one takes)."""
+    seen: dict = {}
+
+    def begun() -> bool:
+        seen.update(stats())
+        return seen["crawl_cycles"] >= after and seen.get("crawl_running") is not None
+
+    topology.wait_for(begun, "a crawl cycle beginning", timeout)
+    return seen["crawl_cycles"] + 1
+
+
+def cycles_ended(stats: Callable[[], dict], cycle: int, timeout: float) -> float | None:
+    """Once cycle number ``cycle`` has ended (None: not within ``timeout``), the seconds the
+    last cycle took: the window's own, when it ended by then."""
+    seen: dict = {}
+
+    def ended() -> bool:
+        seen.update(stats())
+        return seen["crawl_cycles"] >= cycle
+
+    with contextlib.suppress(RuntimeError):
+        topology.wait_for(ended, "the window's crawl cycles ending", timeout)
+        return round(seen["last_crawl"]["elapsed_s"], 1)
+    return None
+
+
 def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: float,
                  intervals: int, poll_feeds: int, sample_subs: int, sample_entries: int,
                  settle: bool = True) -> dict:
@@ -375,6 +407,10 @@ def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: fl
                 hub.wait_cycles(base, server,
                                 json.loads(hub._get(f"{base}/api/stats"))["crawl_cycles"] + 1,
                                 timeout=3 * interval + 3600)
+            def stats() -> dict:
+                return json.loads(hub._get(f"{base}/api/stats", 30))
+
+            cycle = cycle_begun(stats, stats()["crawl_cycles"], 3 * interval + 3600)
             figures["steady_after_s"] = round(time.perf_counter() - started, 1)
             processes = {"hub": server.pid, "farm": farm.pid, "poller": os.getpid()}
             before, polled0, load0 = hub._metrics(base), poller.counts(), loadavg()
@@ -384,6 +420,7 @@ def run_embedded(topo: str, feeds: int, subs: int, articles: float, interval: fl
                 time.sleep(1.0)
             after, polled1, t1 = hub._metrics(base), poller.counts(), time.time()
             elapsed = t1 - t0
+            figures["cycle_s"] = cycles_ended(stats, cycle + intervals - 1, interval)
             figures.update(window(before, after, elapsed, polled0, polled1, load0))
             figures.update(usage_figures(used0, usage(processes, farm), elapsed))
             lat = hub.latencies(data, t0, t1)
@@ -484,11 +521,14 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
                            if p["role"] == "crawler")
             tiers = [p for p in listing["processes"] if p["role"] in ("filter", "reflector")]
 
+            def crawl_stats() -> dict:
+                return json.loads(hub._get(f"{crawler}/api/stats", 30))
+
             def cycles() -> int:
-                return json.loads(hub._get(f"{crawler}/api/stats", 30))["crawl_cycles"] or 0
+                return crawl_stats()["crawl_cycles"] or 0
 
             def first_crawl_done() -> bool:  # as hub.wait_first_crawl: a cycle over every feed
-                last = json.loads(hub._get(f"{crawler}/api/stats", 30))["last_crawl"]
+                last = crawl_stats()["last_crawl"]
                 return last is not None and last["feeds_due"] >= feeds
 
             def totals() -> dict[str, float]:
@@ -511,6 +551,7 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
             if settle:
                 topology.wait_for(lambda: cycles() > first_cycles, "a steady crawl cycle",
                                   3 * interval + 3600)
+            cycle = cycle_begun(crawl_stats, cycles(), 3 * interval + 3600)
             pids["farm"] = farm.pid
             processes = {**pids, "postgres": pg.pid, "poller": os.getpid()}
             before, polled0, load0 = totals(), poller.counts(), loadavg()
@@ -519,6 +560,7 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
                 sample_rss(pids, rss)
                 time.sleep(1.0)
             after, polled1, t1 = totals(), poller.counts(), time.time()
+            figures["cycle_s"] = cycles_ended(crawl_stats, cycle + intervals - 1, interval)
             figures.update(window(before, after, t1 - t0, polled0, polled1, load0))
             figures.update(usage_figures(used0, usage(processes, farm), t1 - t0))
             lat = topology.pg_latencies(url, t0, t1, legs=True)

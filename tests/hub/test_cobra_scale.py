@@ -36,6 +36,8 @@ def check(run: dict) -> None:
     assert run["rematch_pairs"] > 0  # the re-match found something to check...
     assert run["dropped"] == 0  # ...and the reflectors hold every pair they should
     assert run["fetches_per_s"] >= 0.5 * FEEDS / INTERVAL
+    # the window opened as a cycle began and held it: one paced over 0.8 of the interval
+    assert 0.7 * INTERVAL <= run["cycle_s"] <= 2 * INTERVAL
     assert run["articles_per_s"] > 0
     assert run["rss_gb"] > 0 and run["rss_peak_gb"]
     busy = "hub" if run["mode"] == "embedded" else "crawler-0/1"

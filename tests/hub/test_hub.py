@@ -608,6 +608,9 @@ async def test_the_crawl_figures_say_what_is_under_way(tmp_path):
 
             under_way = await eventually(running, timeout=20)
             assert under_way["feeds_due"] == 10 and under_way["fetched"] < 10
+            stats = await hub.front.stats()  # what /api/stats and `feedmesh stats` show
+            assert stats["crawl_mode"] == "interval"
+            assert stats["crawl_running"]["feeds_due"] == 10
         finally:
             await hub.stop()
     scheduled = embedded_hub(hub_settings(str(tmp_path / "learned"),

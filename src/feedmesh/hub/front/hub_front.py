@@ -410,7 +410,9 @@ class HubFront:
         return {"feeds": crawl["feeds"],
                 "subscriptions": await self.holders.held(),
                 "entries_stored": await self._io.call(self.store.entry_count),
+                "crawl_mode": crawl.get("crawl_mode"),
                 "last_crawl": crawl["last_crawl"],
+                "crawl_running": crawl.get("crawl_running"),
                 "crawl_cycles": crawl["crawl_cycles"],
                 "hosts_paused": crawl["hosts_paused"],
                 "queues": {k: {"messages": m, "bytes": b}

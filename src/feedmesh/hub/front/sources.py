@@ -43,8 +43,9 @@ class SourceDesk(Protocol):
     async def views(self, followed: Sequence[FollowedSource]) -> list[SourceView]: ...
     async def metas(self, feed_ids: set[int]) -> dict[int, FeedMeta]: ...
     async def figures(self) -> dict[str, object]:
-        """``feeds``, ``last_crawl``, ``crawl_cycles``, ``hosts_paused`` (host -> end of its
-        pause) as far as this process knows them."""
+        """``feeds``, ``crawl_mode``, ``last_crawl``, ``crawl_running`` (the cycle under way
+        so far), ``crawl_cycles``, ``hosts_paused`` (host -> end of its pause) as far as this
+        process knows them."""
         ...
 
 
@@ -168,6 +169,7 @@ class RemoteSources:
         return {fid: self._meta[fid] for fid in feed_ids if fid in self._meta}
 
     async def figures(self) -> dict[str, object]:
-        return {"feeds": None, "last_crawl": None, "crawl_cycles": None, "hosts_paused": None}
+        return {"feeds": None, "crawl_mode": None, "last_crawl": None, "crawl_running": None,
+                "crawl_cycles": None, "hosts_paused": None}
 
 
