@@ -16,20 +16,20 @@ The workload, per topology:
   ``ttl`` each advertises.
 
 The first crawl's backlog is not matched (``--no-backlog``); the crawl cycle after it is not
-steady either (each feed's gap since its first fetch is shorter than the interval), so the window
-opens when the cycle after that one begins and spans ``--intervals`` whole crawl intervals, each
-holding one whole cycle (``cycle_s``: what the window's last cycle took, against the interval's
-0.8 it is paced over); ``--quick``: the one interval right after the first crawl: ~70 s to provision 10M subscriptions, >= 1,000 s for
-the first crawl at the embedded crawler's ~1,000 fetches/s, 900 s measured: ~35 minutes at
-best; the first crawl measured 192 feeds/s at --scale 10 on a loaded machine, which makes it
-~100 minutes: see docs/measurements.md). Over it: intra-hub
-latency first seen -> stored in the reflector (p50, p99: exact, from the reflectors' stores), the
-fetch rate, articles/s out of the crawler, matches/s, every process's RSS (peak and median of 1 s
-samples), the poller's 200s and 304s per second. After the window the farm stops, the queues
-drain, the hub stops, and a sample of the entries first seen in the window is **re-matched**
-offline (``parse_query(q).matches``, the tests' oracle) against a sample of subscriptions: a
-matching pair is *dropped* when the subscription's reflector neither holds the entry nor holds k
-entries newer than it (k = 10: an older one is rightly pushed out).
+steady either (each feed's gap since its first fetch is shorter than the interval), so the
+window opens when the cycle after that one begins and spans ``--intervals`` whole crawl
+intervals, each holding one whole cycle (``cycle_s``: what the window's last cycle took, against
+the interval's 0.8 it is paced over); ``--quick``: the one interval right after the first crawl:
+~70 s to provision 10M subscriptions, >= 1,000 s for the first crawl at the embedded crawler's
+~1,000 fetches/s, 900 s measured: ~35 minutes at best; the first crawl measured 192 feeds/s at
+--scale 10 on a loaded machine, which makes it ~100 minutes: see docs/measurements.md). Over it:
+intra-hub latency first seen -> stored in the reflector (p50, p99: exact, from the reflectors'
+stores), the fetch rate, articles/s out of the crawler, matches/s, every process's RSS (peak and
+median of 1 s samples), the poller's 200s and 304s per second. After the window the farm stops,
+the queues drain, the hub stops, and a sample of the entries first seen in the window is
+**re-matched** offline (``parse_query(q).matches``, the tests' oracle) against a sample of
+subscriptions: a matching pair is *dropped* when the subscription's reflector neither holds the
+entry nor holds k entries newer than it (k = 10: an older one is rightly pushed out).
 
 ``--scale F`` divides feeds, subscriptions and the crawl interval by F, keeping Cobra's fetches/s
 and articles/s (the farm runs F times faster): the crawler's and the bus's load stay Cobra's,
