@@ -10,10 +10,16 @@ from hypothesis import strategies as st
 
 import feedmesh.hub.tiers.topk as topk_module
 from feedmesh.hub.idcodec import encode_ids
-from feedmesh.hub.tiers.held import checkpoint, restore_held
+from feedmesh.hub.tiers.held import (
+    VersionColumns,
+    checkpoint,
+    checkpoint_arrays,
+    dense_arrays,
+    restore_held,
+)
 from feedmesh.hub.tiers.topk import WIDTH, TopK
 from feedmesh.model import Entry
-from feedmesh.store import ReflectedItem
+from feedmesh.store import ReflectedItem, StoreError
 from feedmesh.store.sqlite_reflector import SQLiteReflectorLog
 
 KEEPS = {1: 3, 2: 10, 3: 25, 4: 1}
@@ -121,6 +127,58 @@ def test_log_and_checkpoint_recover_the_same_state(tmp_path):
     assert store.counts()[1] == 0
     assert store.delete_items(store.unheld_items(loaded.live_entries())) > 0
     assert store.counts()[0] == len(loaded.live_entries())
+    store.close()
+
+
+def test_a_checkpoint_holds_the_rows_a_reflector_uses_and_gives_them_back_exactly(tmp_path):
+    """A reflector holds every R-th subscription of the id space (here 1 in 5 of 40,000, with
+    a side table and version columns): its checkpoint holds those rows, not the whole space,
+    and restores them exactly."""
+    live = TopK()
+    rng = np.random.default_rng(7)
+    mine = np.arange(3, 40_000, 5, dtype=np.int64)
+    live.ensure(int(mine.max()))
+    for entry_id in range(1, 200):
+        ids = np.unique(rng.choice(mine, 400))
+        keeps = np.where(ids % 7 == 0, 25, WIDTH).astype(np.int64)  # some wide ones
+        live.insert(entry_id, ids, keeps)
+    version = np.zeros(live.capacity, dtype=np.int64)
+    version[mine[:100]] = np.arange(1, 101)
+    modified = np.zeros(live.capacity, dtype=np.float64)
+    modified[mine[:50]] = 1.5
+    arrays = checkpoint_arrays(live, VersionColumns(version, modified, 9.0))
+    assert "rows" not in arrays and "version" not in arrays
+    packed = sum(a.nbytes for a in arrays.values())
+    assert packed < 0.3 * (live.rows.nbytes + version.nbytes + modified.nbytes)
+    whole = dense_arrays(arrays)
+    assert np.array_equal(whole["rows"], live.rows)
+    assert np.array_equal(whole["version"], version)
+    assert np.array_equal(whole["modified"], modified)
+    store = SQLiteReflectorLog(tmp_path / "r.db")
+    store.write_checkpoint(arrays, 5)
+    loaded, last, versions, checkpointed, _ = restore_held(store)
+    assert (last, checkpointed) == (5, True) and versions.taken_at == 9.0
+    assert np.array_equal(versions.version, version)
+    for sub in mine[:300].tolist():
+        keep = 25 if sub % 7 == 0 else WIDTH
+        assert loaded.newest_ids(sub, keep) == live.newest_ids(sub, keep)
+    store.close()
+
+
+def test_a_whole_checkpoint_from_before_is_read_and_a_broken_one_is_refused(tmp_path):
+    live = TopK()
+    live.ensure(8)
+    live.insert(3, np.array([2, 5]), None)
+    store = SQLiteReflectorLog(tmp_path / "r.db")
+    store.write_checkpoint({"rows": live.rows, "extra_ids": np.zeros(0, np.int64),
+                            "extra_lengths": np.zeros(0, np.int64),
+                            "extra_values": np.zeros(0, np.int64)}, 4)
+    assert restore_held(store).topk.newest_ids(5, WIDTH) == [3]
+    broken = checkpoint_arrays(live)
+    broken["rows_ids"] = broken["rows_ids"] + 10**6  # beyond the shape it states
+    store.write_checkpoint(broken, 6)
+    with pytest.raises(StoreError, match="column 'rows' is inconsistent"):
+        restore_held(store)
     store.close()
 
 

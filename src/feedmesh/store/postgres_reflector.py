@@ -129,7 +129,7 @@ class PostgresReflectorLog:
                         "INSERT INTO reflector_checkpoints (reflector, upto_seq, arrays) "
                         "VALUES (%s, %s, %s) ON CONFLICT (reflector) DO UPDATE SET "
                         "upto_seq = excluded.upto_seq, arrays = excluded.arrays, "
-                        "written_at = now()", (self.reflector, upto_seq, buffer.getvalue()))
+                        "written_at = now()", (self.reflector, upto_seq, buffer.getbuffer()))
             except psycopg.Error as exc:
                 raise pg_error(f"writing the checkpoint of reflector {self.reflector} failed "
                                f"in {where}", exc) from exc

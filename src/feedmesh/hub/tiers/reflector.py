@@ -343,8 +343,9 @@ class Reflector:
                                       self.clock.now())
             snapshot = await self._copy_held()
             failpoints.reached("reflector.checkpoint_copied")
-            await asyncio.to_thread(self.log.write_checkpoint,
-                                    checkpoint_arrays(snapshot, versions), upto)
+            # packed off the event loop too: the nonzero rows of every held row
+            await asyncio.to_thread(lambda: self.log.write_checkpoint(
+                checkpoint_arrays(snapshot, versions), upto))
             failpoints.reached("reflector.checkpoint_written")
             # A minute of log at 200 articles/s is ~13,000 rows of ~16 KB: deleted back to back
             # they hold the writer (and so the stream) for most of a second. Small deletions,
