@@ -452,6 +452,19 @@ def _measure(args, model, plans: list[dict], results: list[dict],
     url_of = {}
     xch_cov, sln_cov, xch_lag, sln_lag = [], [], [], []
     per_node: list[dict] = []
+    # what any node's fetch saw, and first when: the ceiling of these fetches (an entry that
+    # reached every follower the moment one fetched it), as the simulator's reachable coverage
+    seen_by_any: dict[str, float] = {}
+    for agent, rows in requests.items():
+        if agent.startswith("bench node"):
+            for at, feed in rows:
+                spec = model.spec(feed)
+                for post in model.process(feed).last_posts(at, spec.entries_cap,
+                                                           at - model.lookback_s):
+                    key = model.guid(feed, post)
+                    if at < seen_by_any.get(key, float("inf")):
+                        seen_by_any[key] = at
+    reach_cov, reach_lag = [], []
     for node in results:
         if node["left"]:
             continue
@@ -459,8 +472,8 @@ def _measure(args, model, plans: list[dict], results: list[dict],
         fetches: dict[int, list[float]] = {}
         for at, feed in requests.get(f"bench node {node['index']}", []):
             fetches.setdefault(feed, []).append(at)
-        posts_total = xch_got = sln_got = 0
-        x_lags, s_lags = [], []
+        posts_total = xch_got = sln_got = reach_got = 0
+        x_lags, s_lags, r_lags = [], [], []
         for feed in plan["feed_ids"]:
             url = plan["feeds"][plan["feed_ids"].index(feed)]
             url_of[feed] = url
@@ -478,6 +491,9 @@ def _measure(args, model, plans: list[dict], results: list[dict],
                 if key in held:
                     xch_got += 1
                     x_lags.append(max(0.0, held[key] - post.time))
+                if key in seen_by_any:
+                    reach_got += 1
+                    r_lags.append(max(0.0, seen_by_any[key] - post.time))
                 if key in seen_alone:
                     sln_got += 1
                     s_lags.append(max(0.0, seen_alone[key] - post.time))
@@ -486,9 +502,12 @@ def _measure(args, model, plans: list[dict], results: list[dict],
                              "xch_lag_min": statistics.fmean(x_lags) / 60 if x_lags else None,
                              **{k: node.get(k) for k in _DETAIL_KEYS}})
             xch_cov.append(xch_got / posts_total)
+            reach_cov.append(reach_got / posts_total)
             sln_cov.append(sln_got / posts_total)
         if x_lags:
             xch_lag.append(statistics.fmean(x_lags) / 60)
+        if r_lags:
+            reach_lag.append(statistics.fmean(r_lags) / 60)
         if s_lags:
             sln_lag.append(statistics.fmean(s_lags) / 60)
     if not xch_lag or not sln_lag:
@@ -509,6 +528,8 @@ def _measure(args, model, plans: list[dict], results: list[dict],
         "interval_hours": args.interval_hours, "speed": args.speed, "workers": args.workers,
         "xch_coverage": round(statistics.fmean(xch_cov), 4),
         "sln_coverage": round(statistics.fmean(sln_cov), 4),
+        "reachable_coverage": round(statistics.fmean(reach_cov), 4),
+        "reachable_lag_min": round(statistics.fmean(reach_lag), 2) if reach_lag else None,
         "xch_lag_min": round(statistics.fmean(xch_lag), 2),
         "xch_lag_p5_min": round(_pct(xch_lag, 0.05), 2),
         "xch_lag_p95_min": round(_pct(xch_lag, 0.95), 2),
