@@ -224,6 +224,28 @@ class _LoopLag:
                 "loop_lag_max_s": ordered[-1]}
 
 
+_LINK_STATS = ("dropped_unreachable", "dropped_silent", "not_neighbour_errors",
+               "late_connect_replies")
+"""The node's counts of how its links end (read with a default: older code lacks them)."""
+
+
+def _links(nodes: list[dict]) -> dict:
+    """At the end, among the nodes that stay: neighbour entries whose other side does not hold
+    the node back (half links: one side forwards, the other refuses), and entries that point
+    to a node that left."""
+    held = {tuple(n["address"]): {tuple(a) for a in n["neighbour_addresses"]}
+            for n in nodes if not n["left"]}
+    entries = half = gone = 0
+    for me, mine in held.items():
+        for other in mine:
+            entries += 1
+            if other not in held:
+                gone += 1
+            elif me not in held[other]:
+                half += 1
+    return {"neighbour_entries": entries, "half_links": half, "links_to_departed": gone}
+
+
 def _figures(peer) -> dict:
     stats = peer.feedex.node.stats
     transport = peer.feedex.transport.stats
@@ -234,6 +256,11 @@ def _figures(peer) -> dict:
             "send_failures": transport["send_failures"],
             **{k: transport[k] for k in ("send_timeouts", "send_refused", "send_broken")},
             "neighbours": len(peer.feedex.node.neighbours),
+            # who holds whom, for the half links (one side holds the other, not back)
+            "address": list(peer.feedex.node.address),
+            "neighbour_addresses": [list(a) for a in peer.feedex.node.neighbours],
+            **{k: stats.get(k, 0) for k in _LINK_STATS},
+            "rate_limited": transport["rate_limited"],
             "own_fetches": peer.archive.own_fetches,
             "phase_moves": peer.phaser.moves if peer.phaser is not None else 0}
 
@@ -255,6 +282,8 @@ def main() -> int:
     parser.add_argument("--random-phases", action="store_true",
                         help="FeedEx as the paper: no fetch times shared, each node its own "
                              "random phases (default: the network as one monitor)")
+    parser.add_argument("--details", metavar="PATH",
+                        help="write each staying node's figures and neighbours here (JSON)")
     parser.add_argument("--warmup-s", type=float, default=20.0,
                         help="real seconds the workers get to start before the first join")
     args = parser.parse_args()
@@ -341,6 +370,9 @@ async def run(args: argparse.Namespace) -> int:
         model = FarmModel(config, farm.base_urls)
         all_nodes = [n for o in outputs for n in o["nodes"]]
         figures = _measure(args, model, nodes, all_nodes, requests, start, end)
+        per_node = figures.pop("_per_node")
+        if args.details:
+            await asyncio.to_thread(Path(args.details).write_text, json.dumps(per_node))
         # what stand-alone peers would have asked for: each feed's first fetch at the join, then
         # one every interval P from a random phase, E = 1 + (time followed) / P per node and feed
         interval_s = args.interval_hours * HOUR
@@ -369,6 +401,8 @@ def _load(outputs: list[dict], nodes: list[dict], farm_s: float, speed: float) -
             "phase_moves": sum(n.get("phase_moves", 0) for n in nodes),
             **{k: sum(n[k] for n in nodes) for k in ("send_timeouts", "send_refused",
                                                      "send_broken")},
+            **{k: sum(n.get(k, 0) for n in nodes) for k in (*_LINK_STATS, "rate_limited")},
+            **_links(nodes),
             "loop_lag_p99_s": round(max(o["loop_lag_p99_s"] for o in outputs), 3),
             "loop_lag_max_s": round(max(o["loop_lag_max_s"] for o in outputs), 3),
             "event_loop": outputs[0]["loop"],
@@ -402,6 +436,11 @@ def fetch_total(requests: dict[str, list]) -> int:
     return sum(len(v) for k, v in requests.items() if k.startswith("bench node"))
 
 
+_DETAIL_KEYS = ("neighbours", "neighbour_addresses", "address", "deficit_refusals",
+                "send_failures", "send_timeouts", "send_refused", "calls_sent", "own_fetches",
+                *_LINK_STATS)
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -412,6 +451,20 @@ def _measure(args, model, plans: list[dict], results: list[dict],
     plan_of = {p["index"]: p for p in plans}
     url_of = {}
     xch_cov, sln_cov, xch_lag, sln_lag = [], [], [], []
+    per_node: list[dict] = []
+    # what any node's fetch saw, and first when: the ceiling of these fetches (an entry that
+    # reached every follower the moment one fetched it), as the simulator's reachable coverage
+    seen_by_any: dict[str, float] = {}
+    for agent, rows in requests.items():
+        if agent.startswith("bench node"):
+            for at, feed in rows:
+                spec = model.spec(feed)
+                for post in model.process(feed).last_posts(at, spec.entries_cap,
+                                                           at - model.lookback_s):
+                    key = model.guid(feed, post)
+                    if at < seen_by_any.get(key, float("inf")):
+                        seen_by_any[key] = at
+    reach_cov, reach_lag = [], []
     for node in results:
         if node["left"]:
             continue
@@ -419,8 +472,8 @@ def _measure(args, model, plans: list[dict], results: list[dict],
         fetches: dict[int, list[float]] = {}
         for at, feed in requests.get(f"bench node {node['index']}", []):
             fetches.setdefault(feed, []).append(at)
-        posts_total = xch_got = sln_got = 0
-        x_lags, s_lags = [], []
+        posts_total = xch_got = sln_got = reach_got = 0
+        x_lags, s_lags, r_lags = [], [], []
         for feed in plan["feed_ids"]:
             url = plan["feeds"][plan["feed_ids"].index(feed)]
             url_of[feed] = url
@@ -438,14 +491,23 @@ def _measure(args, model, plans: list[dict], results: list[dict],
                 if key in held:
                     xch_got += 1
                     x_lags.append(max(0.0, held[key] - post.time))
+                if key in seen_by_any:
+                    reach_got += 1
+                    r_lags.append(max(0.0, seen_by_any[key] - post.time))
                 if key in seen_alone:
                     sln_got += 1
                     s_lags.append(max(0.0, seen_alone[key] - post.time))
         if posts_total:
+            per_node.append({"index": node["index"], "xch_coverage": xch_got / posts_total,
+                             "xch_lag_min": statistics.fmean(x_lags) / 60 if x_lags else None,
+                             **{k: node.get(k) for k in _DETAIL_KEYS}})
             xch_cov.append(xch_got / posts_total)
+            reach_cov.append(reach_got / posts_total)
             sln_cov.append(sln_got / posts_total)
         if x_lags:
             xch_lag.append(statistics.fmean(x_lags) / 60)
+        if r_lags:
+            reach_lag.append(statistics.fmean(r_lags) / 60)
         if s_lags:
             sln_lag.append(statistics.fmean(s_lags) / 60)
     if not xch_lag or not sln_lag:
@@ -466,6 +528,8 @@ def _measure(args, model, plans: list[dict], results: list[dict],
         "interval_hours": args.interval_hours, "speed": args.speed, "workers": args.workers,
         "xch_coverage": round(statistics.fmean(xch_cov), 4),
         "sln_coverage": round(statistics.fmean(sln_cov), 4),
+        "reachable_coverage": round(statistics.fmean(reach_cov), 4),
+        "reachable_lag_min": round(statistics.fmean(reach_lag), 2) if reach_lag else None,
         "xch_lag_min": round(statistics.fmean(xch_lag), 2),
         "xch_lag_p5_min": round(_pct(xch_lag, 0.05), 2),
         "xch_lag_p95_min": round(_pct(xch_lag, 0.95), 2),
@@ -481,6 +545,7 @@ def _measure(args, model, plans: list[dict], results: list[dict],
         "bytes_per_node_min": round(statistics.fmean(traffic)),
         "median_neighbours": statistics.median(n["neighbours"] for n in results
                                                if not n["left"]),
+        "_per_node": per_node,
     }
 
 

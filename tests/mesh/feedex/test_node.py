@@ -570,3 +570,34 @@ def test_a_prompt_offer_of_a_bundle_just_got_elsewhere_counts_for_its_sender():
                  FeedExSettings(offer_credit=0.0)):
         _, _, b2, c2 = _triangle(late)
         assert c2.neighbours[b2.address].received == 0.0
+
+
+def test_a_neighbour_that_no_longer_holds_us_is_dropped_when_it_says_so():
+    """b gave a up (a call to it timed out, say): a's offers now get not_neighbour. A link held
+    on one side only carries nothing but refusals, so a drops b and looks for another."""
+    net = Net(FeedExSettings(min_neighbours=1))
+    a, b = chain(net, [F1], [F1])
+    b.unreachable(net.now, a.address)  # b drops a without a word, as after a timeout
+    assert a.address not in b.neighbours and b.address in a.neighbours
+    net.fetch(a, F1, [entry("e")])
+    net.run(2)
+    assert [m.code for m in net.calls(Error, to=a.address)] == ["not_neighbour"]
+    assert b.address not in a.neighbours
+    assert a.stats["not_neighbour_errors"] == 1
+
+
+def test_a_connect_accepted_after_we_gave_up_waiting_is_taken_and_a_stray_one_is_not():
+    """Calls slower than connect_timeout_s (a busy loop): the callee took us, so its reply is
+    taken late rather than leaving it holding a neighbour that refuses it. An accepting reply
+    from a node we never asked still makes no neighbour."""
+    net = Net(FeedExSettings(connect_timeout_s=30.0), latency=50.0)
+    a, b = net.add(1, [F1]), net.add(2, [F1])
+    a.connect(net.now, b.address)
+    net.carry(a)
+    net.run(150)  # a gave up at its 60 s upkeep; b's accepting reply came at 100 s
+    assert a.address in b.neighbours
+    assert b.address in a.neighbours
+    assert a.stats["late_connect_replies"] == 1
+    stranger = address(9)
+    a.receive(net.now, stranger, ConnectReply(True, {F1: 0}))
+    assert stranger not in a.neighbours

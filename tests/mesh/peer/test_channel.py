@@ -4,6 +4,7 @@ loopback: aiohttp's (what peers run) and small raw ones that misbehave on purpos
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -185,3 +186,30 @@ def test_on_uvloop(case):
     """The same cases on uvloop, which the emulation benchmark's workers run on (its transports
     are not asyncio's classes)."""
     pytest.importorskip("uvloop").run(case())
+
+
+async def test_a_connect_that_gets_no_answer_fails_as_a_timeout_not_a_refusal():
+    """A peer whose accept queue is full drops our SYN: the connect times out. The transport
+    counts a TimeoutError as a timeout (the peer may be alive, only slow), a ConnectionError
+    saying "cannot connect" as a refusal."""
+    port = free_port(SERVER)
+    listener = socket.socket()
+    fillers = []
+    try:
+        listener.bind((SERVER, port))
+        listener.listen(0)  # never accepted: the queue fills, later SYNs are dropped
+        for _ in range(4):
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex((SERVER, port))
+            fillers.append(filler)
+        channels = _channels(connect_timeout_s=0.5)
+        try:
+            with pytest.raises(TimeoutError, match=r"cannot connect .* no answer within 0\.5 s"):
+                await channels.post((SERVER, port), "/call", b"x", HEADERS)
+        finally:
+            await channels.close()
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()

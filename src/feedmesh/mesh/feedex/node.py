@@ -76,6 +76,9 @@ _MAX_HOLDER_DIDS = 4096
 _MAX_PUT_BUNDLES = 64
 _MAX_CHECK_DIDS = 64
 _RETRY_CANDIDATE_S = 600.0
+_LATE_CONNECT_FACTOR = 4.0
+"""A connect's reply is still taken up to this many ``connect_timeout_s`` after it was sent
+(a live transport's own call timeout may be longer than the node's connect timeout)."""
 _SLOT_SLACK_S = 1.0  # a re-slot that moves the planned fetch less than this keeps it (no news)
 _FLUSH, _MAINTAIN, _ADVERTISE = "flush", "maintain", "advertise"   # the node's own timers
 
@@ -99,6 +102,9 @@ class FeedExNode:
         self.neighbours: dict[Address, Neighbour] = {}
         self.standing = Standing(s.drop_standing, s.ban_s, s.max_calls_per_minute)
         self._pending_connects: dict[Address, float] = {}
+        # connects given up on (connect_timeout_s passed) whose accepting reply may still come:
+        # the callee holds us by then, and a reply dropped leaves it a neighbour that refuses it
+        self._late_connects: dict[Address, float] = {}
         self._past = PastLedgers(s.ledger_memory_s)
         # OrderedDicts where the oldest key is dropped when full: a plain dict's
         # del d[next(iter(d))] skips the dead slots of earlier deletions (5 us at 4,096 keys)
@@ -136,7 +142,9 @@ class FeedExNode:
         """Followers' fetch times by origin, as neighbours told them (their own and relayed)."""
         self.stats = {"check_did": 0, "put_entries": 0, "update_subset": 0, "forged": 0,
                       "malformed": 0, "loops": 0, "refused_deficit": 0,
-                      "fake_entries": 0, "confirmed_entries": 0, "offers_credited": 0}
+                      "fake_entries": 0, "confirmed_entries": 0, "offers_credited": 0,
+                      "dropped_unreachable": 0, "dropped_silent": 0, "not_neighbour_errors": 0,
+                      "late_connect_replies": 0}
 
     # -- local events --------------------------------------------------------------------------
 
@@ -319,8 +327,10 @@ class FeedExNode:
         """The transport could not reach ``address``: a neighbour there is dead (3.2)."""
         out = self._out
         self._pending_connects.pop(address, None)
+        self._late_connects.pop(address, None)
         self._candidates.pop(address, None)
         if address in self.neighbours:
+            self.stats["dropped_unreachable"] += 1
             self._drop(now, address, None, out)
             self._fill(now, out)
 
@@ -425,6 +435,13 @@ class FeedExNode:
                 self._queries.answer(now, sender, message, out)
             case Error():
                 self._pending_connects.pop(sender, None)
+                self._late_connects.pop(sender, None)
+                if message.code == "not_neighbour" and neighbour is not None:
+                    # it does not hold us (it dropped us as dead, or never took our late
+                    # reply): a link held on one side only carries nothing but refusals
+                    self.stats["not_neighbour_errors"] += 1
+                    self._drop(now, sender, None, out)
+                    self._fill(now, out)
 
     # -- 3.1 bootstrapping and advertisements --------------------------------------------------
 
@@ -510,6 +527,7 @@ class FeedExNode:
                     return
                 on_trial = True
         self._pending_connects.pop(sender, None)
+        self._late_connects.pop(sender, None)
         mine = self._advertisement_for(sender)
         neighbour = self.neighbours.get(sender)
         if neighbour is None:
@@ -529,7 +547,12 @@ class FeedExNode:
 
     def _on_connect_reply(self, now: float, sender: Address, message: ConnectReply,
                           out: list[Send]) -> None:
-        if self._pending_connects.pop(sender, None) is None and sender not in self.neighbours:
+        asked = self._pending_connects.pop(sender, None) is not None
+        if not asked and self._late_connects.pop(sender, None) is not None and message.accepted:
+            # we asked, and gave up waiting: it took us meanwhile, so take it (or tell it not)
+            self.stats["late_connect_replies"] += 1
+            asked = True
+        if not asked and sender not in self.neighbours:
             return  # a reply we did not ask for
         if not message.accepted:
             self._fill(now, out)
@@ -682,9 +705,14 @@ class FeedExNode:
         for address, at in list(self._pending_connects.items()):
             if now - at > s.connect_timeout_s:
                 del self._pending_connects[address]
+                self._late_connects[address] = at
+        for address, at in list(self._late_connects.items()):
+            if now - at > _LATE_CONNECT_FACTOR * s.connect_timeout_s:
+                del self._late_connects[address]
         for address, neighbour in list(self.neighbours.items()):
             silent = now - neighbour.last_heard
             if silent > s.dead_after_s:
+                self.stats["dropped_silent"] += 1
                 self._drop(now, address, None, out)
             elif silent > s.dead_after_s / 2 and neighbour.probed_at is None:
                 neighbour.probed_at = now

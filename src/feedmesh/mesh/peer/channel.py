@@ -9,6 +9,8 @@ a machine (``benchmarks/mesh_feedex.py``). :class:`Channels` does the one thing 
 address, requests written back to back (HTTP/1.1 pipelining), answers read in order by
 ``httptools`` (the llhttp parser, as uvicorn uses). The peer's side is still aiohttp's server.
 
+* A connect that fails fails its calls with :class:`ConnectionError` ("cannot connect"), or
+  :class:`TimeoutError` when it got no answer within ``connect_timeout_s``.
 * A call that gets no answer within ``call_timeout_s`` fails with :class:`TimeoutError`, and the
   connection is closed (pipelined answers after it could no longer be matched to their calls):
   the calls queued behind it fail with :class:`ConnectionError`.
@@ -213,7 +215,11 @@ class Channels:
                 lambda: _Connection(self, to), to[0], to[1], local_addr=(self.local_host, 0)),
                 self.connect_timeout_s)
         except (OSError, TimeoutError) as error:
-            failure = ConnectionError(f"cannot connect to {to[0]}:{to[1]}: {error!r}")
+            # a connect that timed out is not a refusal: the peer may be alive and slow
+            failure: OSError = (
+                TimeoutError(f"cannot connect to {to[0]}:{to[1]}: no answer within "
+                             f"{self.connect_timeout_s} s") if isinstance(error, TimeoutError)
+                else ConnectionError(f"cannot connect to {to[0]}:{to[1]}: {error!r}"))
             future.set_exception(failure)
             future.exception()  # retrieved: callers sharing it get it through shield
             raise failure from error
