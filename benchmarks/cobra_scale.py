@@ -492,7 +492,7 @@ def run_up(topo: str, feeds: int, subs: int, articles: float, interval: float, i
             servers.callback(shutil.rmtree, pg_folder, True)
             pg = LocalPostgres(pg_folder, durable=True).start()
             servers.callback(pg.stop)
-            url = pg.url()
+            url = pg.superuser_login(folder / "secrets" / "superuser.pgpass").url  # no password
             started = time.perf_counter()
             topology.provision(url, subs, reflectors)
             figures["provision_s"] = round(time.perf_counter() - started, 1)

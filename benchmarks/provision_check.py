@@ -247,7 +247,7 @@ def measure(args: argparse.Namespace) -> dict:
             servers.callback(shutil.rmtree, pg_folder, True)
             pg = LocalPostgres(pg_folder, durable=True).start()
             servers.callback(pg.stop)
-            url = pg.url()
+            url = pg.superuser_login(folder / "secrets" / "superuser.pgpass").url  # no password
             started = time.perf_counter()
             provision(url, args.subs, plan["reflectors"])
             print(f"  {args.subs} subscriptions written in {time.perf_counter() - started:.0f} s",

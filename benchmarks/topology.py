@@ -166,7 +166,7 @@ def run_mode(name: str, feeds: int, subs: int, speed: float, interval: float, wi
             servers.callback(shutil.rmtree, pg_folder, True)           # user takes it over
             pg = LocalPostgres(pg_folder, durable=True).start()
             servers.callback(pg.stop)
-            url = pg.url()
+            url = pg.superuser_login(folder / "secrets" / "superuser.pgpass").url  # no password
             data = folder / "hub"
             data.mkdir(mode=0o700)
             started = time.perf_counter()

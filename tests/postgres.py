@@ -5,7 +5,9 @@
 
 Fixtures (import them into a ``conftest.py`` that needs them):
 
-* ``postgres_server``: the server's URL (its maintenance database), session-wide;
+* ``postgres_server``: the server's URL (its maintenance database), session-wide; for the
+  server started here, the superuser's with ``?passfile=`` (0600), which holds no password and
+  so may go on the command lines of the processes the tests start;
 * ``postgres_url``: the URL of an empty database for one test (created, or one an earlier test
   used, emptied).
 """
@@ -13,20 +15,37 @@ Fixtures (import them into a ``conftest.py`` that needs them):
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
+from pathlib import Path
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
+from feedmesh.store.pg_login import PgLogin
 from feedmesh.store.pg_server import LocalPostgres, LocalPostgresError
 
-__all__ = ["database_url", "postgres_server", "postgres_url"]
+__all__ = ["database_url", "postgres_server", "postgres_url", "with_password"]
 
 ENV = "FEEDMESH_TEST_POSTGRES"
+
+
+def with_password(url: str) -> str:
+    """``url`` with the password its passfile holds written into it (for tests of what is done
+    with such a URL, in this process only); a URL that holds its password is returned as it is."""
+    parts = urlsplit(url)
+    if parts.password:
+        return url
+    query = dict(parse_qsl(parts.query))
+    line = Path(query.pop("passfile")).read_text().splitlines()[0]
+    password = re.split(r"(?<!\\):", line)[-1].replace("\\:", ":").replace("\\\\", "\\")
+    user = quote(parts.username or "")
+    netloc = f"{user}:{quote(password, safe='')}@{parts.hostname}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query)))
 
 
 def database_url(server_url: str, database: str) -> str:
@@ -36,6 +55,7 @@ def database_url(server_url: str, database: str) -> str:
 
 
 _local: list[LocalPostgres] = []  # this session's server, once started
+_logins: list[PgLogin] = []  # its superuser's login, through a passfile
 _users = [0]
 
 
@@ -60,17 +80,23 @@ def postgres_server() -> Iterator[str]:
             pytest.fail(f"no PostgreSQL for the tests: {exc} (or set {ENV} to a server's URL)",
                         pytrace=False)
         _local.append(server)
-    server = _local[0]
+        # the URL the tests hand their processes names a passfile: no password on a command line
+        _logins.append(server.superuser_login(
+            Path(tempfile.mkdtemp(prefix="feedmesh-test-")) / "superuser.pgpass"))
+    server, login = _local[0], _logins[0]
+    url = login.url
     _users[0] += 1
     try:
-        yield server.url()
+        yield url
     finally:
         _users[0] -= 1
         if not _users[0]:
-            _pools.pop(server.url(), None)
+            _pools.pop(url, None)
             _local.clear()
+            _logins.clear()
             server.stop()
             shutil.rmtree(server.folder, ignore_errors=True)
+            shutil.rmtree(login.passfile.parent, ignore_errors=True)
 
 
 class _Databases:

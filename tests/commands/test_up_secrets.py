@@ -11,14 +11,15 @@ import psycopg
 
 from feedmesh.bus.nats_auth import role_permissions
 from feedmesh.compose.up_secrets import hub_groups, lock_up, url_without_password
-from tests.postgres import postgres_server, postgres_url  # noqa: F401 - fixtures
+from tests.postgres import postgres_server, postgres_url, with_password  # noqa: F401
 
 
 def test_a_store_urls_password_goes_to_a_passfile_and_the_url_still_connects(
         postgres_url, tmp_path):  # noqa: F811 - the fixture
-    password = urlsplit(postgres_url).password
+    given = with_password(postgres_url)  # as an operator might give it
+    password = urlsplit(given).password
     assert password, "the tests' server is reached with a password"
-    url = url_without_password(postgres_url, tmp_path / "secrets" / "store.pgpass")
+    url = url_without_password(given, tmp_path / "secrets" / "store.pgpass")
     assert password not in url and "passfile=" in url
     passfile = tmp_path / "secrets" / "store.pgpass"
     assert stat.S_IMODE(passfile.stat().st_mode) == 0o600

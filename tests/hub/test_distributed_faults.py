@@ -404,6 +404,11 @@ async def test_a_nats_outage_of_ten_seconds_is_waited_out(tmp_path):
     assert (lost, duplicated) == (0, 0), done
 
 
+def command_line(pid: int) -> bytes:
+    """What every user of the machine reads of a process (``/proc/PID/cmdline``)."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
 async def test_a_postgresql_outage_of_ten_seconds_is_waited_out(tmp_path):
     folder = tempfile.mkdtemp(prefix="feedmesh-test-pg-")  # the server's user must reach it
     server = LocalPostgres(folder, durable=False)
@@ -413,8 +418,12 @@ async def test_a_postgresql_outage_of_ten_seconds_is_waited_out(tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
         raise AssertionError(f"no PostgreSQL for the test: {exc}") from exc
     nats = LocalNats(tmp_path / "nats").start()
+    login = server.superuser_login(tmp_path / "secrets" / "superuser.pgpass")
 
     async def outage(roles: dict[str, Role], rng: random.Random, done: list[str]) -> None:
+        for role in roles.values():  # the roles were told where the password is, not what
+            argv = command_line(role.process.pid)
+            assert server.password.encode() not in argv and b"passfile=" in argv, role.name
         await crawled(server.url())
         await asyncio.to_thread(server.stop)
         done.append("postgresql stopped")
@@ -425,7 +434,7 @@ async def test_a_postgresql_outage_of_ten_seconds_is_waited_out(tmp_path):
 
     try:
         lost, duplicated, _, done = await run_topology(tmp_path, nats.url, outage,
-                                                       store_url=server.url())
+                                                       store_url=login.url)
     finally:
         nats.stop()
         server.stop()

@@ -13,6 +13,7 @@ import tempfile
 import textwrap
 import threading
 import uuid
+from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 import psycopg
@@ -165,7 +166,7 @@ def test_push_targets_of_before_the_signature_method_sign_sha256_as_they_did(pos
 
 def test_a_read_only_database_opens_and_refuses_writes_precisely(postgres_url):
     PostgresStore(postgres_url).close()
-    database = postgres_url.rsplit("/", 1)[1]
+    database = urlsplit(postgres_url).path.lstrip("/")
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on')
     store = PostgresStore(postgres_url)
@@ -307,6 +308,33 @@ def test_a_full_disk_is_a_storage_full_error_and_nothing_is_half_written(postgre
             conn.execute(f"DROP TABLESPACE IF EXISTS {tablespace}")
         subprocess.run(["umount", mount_point], check=False)  # noqa: S607
         os.rmdir(mount_point)
+
+
+def test_the_superusers_login_for_other_processes_names_a_passfile_and_connects(own_server,
+                                                                              tmp_path):
+    login = own_server.superuser_login(tmp_path / "secrets" / "su.pgpass")
+    assert own_server.password not in login.url and "passfile=" in login.url
+    assert oct(os.stat(login.passfile).st_mode & 0o777) == "0o600"
+    with psycopg.connect(login.url, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE other")
+    try:  # the passfile holds every database of the server
+        other = login.url.replace("/postgres?", "/other?")
+        with psycopg.connect(other) as conn:
+            assert conn.execute("SELECT current_database()").fetchone() == ("other",)
+    finally:
+        with psycopg.connect(login.url, autocommit=True) as conn:
+            conn.execute("DROP DATABASE other")
+
+
+def test_the_url_the_tests_hand_their_processes_holds_no_password(postgres_url):
+    if os.environ.get(ENV):
+        pytest.skip(f"a server given by {ENV} is reached as it is given")
+    parts = urlsplit(postgres_url)
+    assert parts.password is None
+    passfile = dict(parse_qsl(parts.query))["passfile"]
+    assert oct(os.stat(passfile).st_mode & 0o777) == "0o600"
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_a_local_server_listens_on_its_address_only_and_wants_its_password(own_server):

@@ -43,7 +43,13 @@ import psycopg
 from feedmesh import environment
 from feedmesh.errors import FeedmeshError
 from feedmesh.secret_file import SecretFileError
-from feedmesh.store.pg_login import APP_DATABASE, APP_ROLE, PgLogin, provision_app_role
+from feedmesh.store.pg_login import (
+    APP_DATABASE,
+    APP_ROLE,
+    PgLogin,
+    provision_app_role,
+    write_passfile,
+)
 
 __all__ = ["LocalPostgres", "LocalPostgresError", "find_bindir"]
 
@@ -134,7 +140,8 @@ class LocalPostgres:
 
     def url(self, database: str = "postgres") -> str:
         """The superuser's URL of ``database`` on this server (running), password included:
-        for set-up within this process only, never a command line or a file."""
+        for set-up within this process only, never a command line or a file
+        (:meth:`superuser_login` gives one that may go there)."""
         if self.port is None:
             raise LocalPostgresError(f"the PostgreSQL server in {self.folder} is not started")
         return (f"postgresql://{SUPERUSER}:{self.password}@{self.host}:{self.port}/{database}")
@@ -247,6 +254,19 @@ class LocalPostgres:
         if done.returncode != 0:
             raise LocalPostgresError(f"initdb into {self.data_dir} failed "
                                      f"(exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+
+    def superuser_login(self, passfile: str | Path, database: str = "postgres") -> PgLogin:
+        """The superuser's login with its password in ``passfile`` (0600; every database of
+        this server), whose :attr:`~PgLogin.url` holds no secret: for the tests' and
+        benchmarks' own processes, which set up schemas the app role may not (running
+        server). A feedmesh role should connect as :meth:`app_login` instead."""
+        if self.port is None:
+            raise LocalPostgresError(f"the PostgreSQL server in {self.folder} is not started")
+        try:
+            write_passfile(passfile, self.host, self.port, "*", SUPERUSER, self.password)
+        except SecretFileError as exc:
+            raise LocalPostgresError(f"cannot write the passfile {passfile}: {exc}") from exc
+        return PgLogin(self.host, self.port, database, SUPERUSER, Path(passfile))
 
     def app_login(self, passfile: str | Path) -> PgLogin:
         """Make the app role, owner of the app database and nothing else, with a fresh
