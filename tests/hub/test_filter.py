@@ -218,3 +218,27 @@ def test_a_shard_of_one_reflector_routes_by_a_bitmap_that_follows_every_change()
     (message,) = shard.route_batch(matched, [1])
     (got,) = as_matched(decode(message.data))
     assert decode_ids(got.sub_ids).tolist() == sorted(live)
+
+
+def test_a_shard_whose_subscriptions_all_go_to_one_reflector_routes_without_lookups():
+    """While every subscription of the index goes to reflector 0 the shard routes without a
+    lookup, the same bytes as by its bitmap; a subscription of the index sent nowhere (or
+    elsewhere) turns that off for good, and its ids are dropped."""
+    shard = FilterTier(0, 1, MemoryBus(), ManualClock(5.0), HubMetrics())
+    for sub_id, query in enumerate(["privacy", "law", "privacy law", "court"], start=1):
+        shard.add(sub_id, query, reflector=0)
+    shard.remove(4)  # removed from the index and the routes at once: still all routed
+    assert shard.every_first
+    articles = [article(n, title) for n, title in enumerate(["privacy law", "law"], start=1)]
+    matched = [(a, shard.match(a)) for a in articles]
+    fast = shard.route_batch(matched, [1, 2])
+    shard.every_first = False  # the bitmap's pass, for comparison
+    assert shard.route_batch(matched, [1, 2]) == fast
+    shard.every_first = True
+    shard.set_route(2, -1)  # still in the index, sent nowhere
+    assert not shard.every_first
+    [message] = shard.route_batch(matched, [1, 2])
+    assert [(m.article.entry_id, decode_ids(m.sub_ids).tolist())
+            for m in as_matched(decode(message.data))] == [(1, [1, 3])]
+    shard.add(5, "law", reflector=0)
+    assert not shard.every_first  # not turned on again by a later add

@@ -75,3 +75,36 @@ def test_shards_hold_disjoint_parts(tmp_path):
     parts = [s.index.match_entry(ENTRY, FEED_URL).tolist() for s in shards]
     assert sorted(i for part in parts for i in part) == ids and all(len(p) == 2 for p in parts)
     db.close()
+
+
+def test_a_shard_routes_without_lookups_only_when_its_index_is_all_routed(tmp_path):
+    """After loading, a shard of one reflector knows whether every subscription of its index
+    goes to that reflector (then its matches are not looked up); a subscription the index holds
+    that has no route (here: left out of the columns) turns that off, and its matches are
+    dropped as before."""
+    import numpy as np
+
+    from feedmesh.hub.idcodec import decode_ids
+    from feedmesh.hub.messages import Article, as_matched, decode
+
+    db = SQLiteHubState(tmp_path / "hub.db")
+    account, _ = db.create_account("ann", 0.0)
+    ids = [db.add_subscription(account.id, name="", query="internet", keep=10, reflector=0,
+                               now=0.0).id for _ in range(4)]
+    article = Article(entry_id=1, feed_id=1, feed_url=FEED_URL, feed_title="", entry=ENTRY,
+                      first_seen_at=0.0)
+
+    def routed(shard: FilterTier) -> list[int]:
+        [message] = shard.route(article, 1)
+        return [i for m in as_matched(decode(message.data)) for i in decode_ids(m.sub_ids)]
+
+    whole = tier()
+    whole.load(db, db.subscription_columns(), tmp_path, opener(tmp_path))
+    assert whole.every_first and routed(whole) == ids
+    columns = db.subscription_columns()
+    kept = columns["id"] != ids[1]
+    part = tier()
+    part.load(db, {name: np.asarray(column)[kept] for name, column in columns.items()},
+              tmp_path, opener(tmp_path))
+    assert not part.every_first and routed(part) == [ids[0], *ids[2:]]
+    db.close()

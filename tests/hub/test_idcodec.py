@@ -24,7 +24,8 @@ def implementation(request, monkeypatch):
         if idcodec._encode_varints is None:
             pytest.skip("numba (the fast extra) is not installed")
     else:
-        for name in ("_encode_varints", "_decode_varints", "_count_ends", "_route_varints"):
+        for name in ("_encode_varints", "_decode_varints", "_count_ends", "_route_varints",
+                     "_encode_varints_many"):
             monkeypatch.setattr(idcodec, name, None)
     return request.param
 
@@ -145,3 +146,20 @@ def test_routing_refuses_what_it_cannot_encode(implementation, few, monkeypatch)
     if implementation == "compiled":  # ids the matcher cannot give (int32): refused, not cut
         with pytest.raises(ValueError, match=r"not below 2\*\*31"):
             encode_routed([np.array([1, 2**31], dtype=np.int64)], np.zeros(3, np.int16), 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_id_to_one_reflector_is_routed_as_by_its_table(implementation, seed):
+    """When the caller knows every id goes to reflector 0, nothing is looked up: the same lists
+    as routing by a table that sends every id there (``route`` is not read at all)."""
+    rng = np.random.default_rng(seed)
+    universe = int(rng.choice([50, 3_000, 300_000]))
+    id_lists = [np.sort(rng.choice(universe, int(rng.integers(0, min(universe, 4_000))),
+                                   replace=False)).astype(rng.choice([np.int32, np.int64]))
+                for _ in range(int(rng.integers(1, 70)))]
+    everything = np.zeros(universe, np.int16)
+    routed = encode_routed(id_lists, np.zeros(0, np.int16), 1, every=True)
+    assert routed == encode_routed(id_lists, everything, 1) == routed_one_by_one(id_lists,
+                                                                                 everything)
+    with pytest.raises(ValueError, match="2 reflectors"):
+        encode_routed(id_lists, everything, 2, every=True)

@@ -26,12 +26,14 @@ try:
     from feedmesh.hub.idcodec_kernel import count_ends as _count_ends
     from feedmesh.hub.idcodec_kernel import decode_varints as _decode_varints
     from feedmesh.hub.idcodec_kernel import encode_varints as _encode_varints
+    from feedmesh.hub.idcodec_kernel import encode_varints_many as _encode_varints_many
     from feedmesh.hub.idcodec_kernel import route_varints as _route_varints
     from feedmesh.hub.idcodec_kernel import route_varints_bits as _route_varints_bits
     from feedmesh.hub.idcodec_kernel import route_varints_few as _route_varints_few
     from feedmesh.hub.idcodec_kernel import route_varints_one as _route_varints_one
 except ImportError:  # numba is not installed: the numpy versions below
     _encode_varints = _decode_varints = _count_ends = _route_varints = None
+    _encode_varints_many = None
     _route_varints_few = _route_varints_one = _route_varints_bits = None
 
 FEW_REFLECTORS = 4
@@ -64,7 +66,7 @@ def first_reflector_bits(route: np.ndarray) -> np.ndarray:
 
 
 def encode_routed(id_lists: Sequence[np.ndarray], route: np.ndarray,
-                  slots: int, *, first: np.ndarray | None = None
+                  slots: int, *, first: np.ndarray | None = None, every: bool = False
                   ) -> dict[int, list[tuple[int, bytes]]]:
     """A filter's batch of matches, split by reflector and encoded at once: ``id_lists[a]``
     holds article ``a``'s ids (sorted, unique), id ``v`` goes to reflector ``route[v]`` (none
@@ -74,8 +76,14 @@ def encode_routed(id_lists: Sequence[np.ndarray], route: np.ndarray,
     from one compiled pass over the batch (a Python step per article and reflector, none per
     id). ``first``: ``route``'s :func:`first_reflector_bits`, kept beside it by the caller, which
     one reflector's batch reads instead of ``route`` (a sixteenth of its size, it stays in the
-    cache: at a million subscriptions the table's lookups cost more than the encoding)."""
+    cache: at a million subscriptions the table's lookups cost more than the encoding).
+    ``every``: the caller knows that every id of ``id_lists`` goes to reflector 0 (``slots``
+    must be 1): none is looked up (a cache miss an id at ten million subscriptions)."""
+    if every and slots != 1:
+        raise ValueError(f"every id to reflector 0, but {slots} reflectors")
     if _route_varints is None or not id_lists:
+        if every:
+            return _encode_routed_numpy(id_lists, np.zeros(0, np.int16), slots, every=True)
         return _encode_routed_numpy(id_lists, route, slots)
     ids = np.concatenate(id_lists) if len(id_lists) > 1 else id_lists[0]
     offsets = np.zeros(len(id_lists) + 1, dtype=np.int64)
@@ -85,7 +93,9 @@ def encode_routed(id_lists: Sequence[np.ndarray], route: np.ndarray,
         room = slots * (5 * len(ids) + len(id_lists))
         if len(_route_out) < room:  # more room, kept for the next batches
             _route_out = np.empty(room + room // 4, dtype=np.uint8)
-        if slots == 1 and first is not None:  # one reflector: one pass over a small bitmap
+        if every:  # every id to the one reflector: nothing to look up
+            starts, ends = _encode_varints_many(ids, offsets, _route_out)
+        elif slots == 1 and first is not None:  # one reflector: one pass over a small bitmap
             starts, ends = _route_varints_bits(ids, offsets, first, _route_out)
         elif slots == 1:  # a shard of one reflector: one pass, no branch on an id
             starts, ends = _route_varints_one(ids, offsets, route, _route_out)
@@ -115,10 +125,14 @@ encoding: a batch at a million subscriptions writes ~600 KB)."""
 
 
 def _encode_routed_numpy(id_lists: Sequence[np.ndarray], route: np.ndarray,
-                         slots: int) -> dict[int, list[tuple[int, bytes]]]:
+                         slots: int, every: bool = False) -> dict[int, list[tuple[int, bytes]]]:
     routed: dict[int, list[tuple[int, bytes]]] = {}
     for a, ids in enumerate(id_lists):
         ids = np.asarray(ids, dtype=np.int64)
+        if every:
+            if len(ids):
+                routed.setdefault(0, []).append((a, encode_ids(ids)))
+            continue
         ids = ids[(ids >= 0) & (ids < len(route))]
         targets = route[ids]
         for reflector in np.unique(targets[targets >= 0]).tolist():

@@ -75,6 +75,10 @@ class FilterTier:
         self.first = np.zeros(len(self.reflector_of) // 8, dtype=np.uint8)
         """The subscriptions whose reflector is 0, a bit each: what a shard of one reflector
         routes by (:func:`~feedmesh.hub.idcodec.encode_routed`)."""
+        self.every_first = True
+        """Whether every subscription of :attr:`index` goes to reflector 0: then a shard of one
+        reflector routes its matches without looking any up (checked over the whole index at
+        :meth:`load`, cleared by :meth:`set_route` when one of them goes elsewhere)."""
         self.reflectors: set[int] = set()
         self._snapshot: mmap.mmap | None = None
         self.settle = Settle(bus, f"filter-{shard}", metrics)
@@ -115,7 +119,14 @@ class FilterTier:
             if not self._restore(state, path):
                 raise RuntimeError(f"filter shard {self.shard}: the snapshot just built at "
                                    f"{path} cannot be read")
+        self.every_first = self._all_routed_first()
         return len(mine)
+
+    def _all_routed_first(self) -> bool:
+        ids = self.index.ids()
+        inside = ids < 8 * len(self.first)
+        return bool(inside.all()) and bool(
+            ((self.first[ids >> 3] >> (ids & 7).astype(np.uint8)) & 1).all())
 
     def _restore(self, state: HubState, path: Path) -> bool:
         try:
@@ -169,6 +180,8 @@ class FilterTier:
     def set_route(self, sub_id: int, reflector: int) -> None:
         """Send ``sub_id``'s matches to ``reflector`` (-1: to none), in the table and its
         bitmap."""
+        if reflector != 0 and sub_id in self.index:
+            self.every_first = False
         self._ensure(sub_id)
         self.reflector_of[sub_id] = reflector
         byte, bit = divmod(sub_id, 8)
@@ -359,8 +372,9 @@ class FilterTier:
         if not matched:
             return []
         ids = self.delivery == "ids"
-        routed = encode_routed([found for _, found in matched], self.reflector_of,
-                               max(self.reflectors, default=0) + 1, first=self.first)
+        slots = max(self.reflectors, default=0) + 1
+        routed = encode_routed([found for _, found in matched], self.reflector_of, slots,
+                               first=self.first, every=slots == 1 and self.every_first)
         articles = [msgspec.structs.replace(article, tokens=None)  # the reflector never reads them
                     if ids and article.tokens is not None else article for article, _ in matched]
         now = self.clock.now()

@@ -48,6 +48,10 @@ class DeltaIndex:
     def __contains__(self, sub_id: int) -> bool:
         return sub_id in self._conjunctions_of
 
+    def ids(self) -> list[int]:
+        """The subscriptions held, in no order."""
+        return list(self._conjunctions_of)
+
     def add(self, sub_id: int, conjunctions: tuple[CompiledConjunction, ...]) -> None:
         """File ``sub_id`` (which must not be in the delta already) under its conjunctions."""
         self._conjunctions_of[sub_id] = conjunctions

@@ -130,6 +130,17 @@ class SubscriptionIndex:
     def __len__(self) -> int:
         return self._main.subscription_count - len(self._removed) + len(self._delta)
 
+    def ids(self) -> np.ndarray:
+        """Every subscription id the index holds, sorted (int64): what any match is a subset
+        of."""
+        members = self._main.members.astype(np.int64)
+        if self._removed:
+            members = members[~np.isin(members, self._removed_ids())]
+        if len(self._delta):
+            added = np.fromiter(self._delta.ids(), dtype=np.int64, count=len(self._delta))
+            members = sorted_unique(np.concatenate([members, added]))
+        return members
+
     # --- matching ------------------------------------------------------------------------------
 
     def match_entry(self, entry: Entry, feed_url: str, feed_language: str = "",
