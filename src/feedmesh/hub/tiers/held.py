@@ -48,10 +48,10 @@ class Restored(NamedTuple):
 
 SPARSE = ("rows", "version", "modified")
 """Columns as long as the subscription id space, which a checkpoint holds by their nonzero rows:
-a reflector holds every R-th subscription (``feedmesh up`` spreads the ids over R reflectors),
-and each of these columns is as long as the highest id, rounded up to a power of two. At 4M
-subscriptions on 5 reflectors the rows alone were 168 MB a reflector, checkpointed every minute,
-of which a fifth at most is ever nonzero."""
+the hub spreads subscriptions over R reflectors by account (``HubFront.reflector_for``), so a
+reflector's ids are scattered over the whole space, and each of these columns is as long as the
+highest id, rounded up to a power of two. At 4M subscriptions on 5 reflectors the rows alone
+were 168 MB a reflector, checkpointed every minute, of which about a fifth is ever nonzero."""
 
 
 def checkpoint_arrays(topk: TopK, versions: VersionColumns | None = None

@@ -343,7 +343,7 @@ class Reflector:
                                       self.clock.now())
             snapshot = await self._copy_held()
             failpoints.reached("reflector.checkpoint_copied")
-            # packed off the event loop too: the nonzero rows of every held row
+            # the nonzero rows are picked out on the worker thread too, off the event loop
             await asyncio.to_thread(lambda: self.log.write_checkpoint(
                 checkpoint_arrays(snapshot, versions), upto))
             failpoints.reached("reflector.checkpoint_written")
