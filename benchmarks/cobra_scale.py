@@ -22,7 +22,8 @@ intervals, each holding one whole cycle (``cycle_s``: what the window's last cyc
 the interval's 0.8 it is paced over); ``--quick``: the one interval right after the first crawl:
 ~70 s to provision 10M subscriptions, >= 1,000 s for the first crawl at the embedded crawler's
 ~1,000 fetches/s, 900 s measured: ~35 minutes at best; the first crawl measured 192 feeds/s at
---scale 10 on a loaded machine, which makes it ~100 minutes: see docs/measurements.md). Over it:
+--scale 10 on a loaded machine on 2026-12-02, ~100 minutes, and 960 feeds/s on 2026-12-04, ~35
+minutes: see docs/measurements.md). Over it:
 intra-hub latency first seen -> stored in the reflector (p50, p99: exact, from the reflectors'
 stores), the fetch rate, articles/s out of the crawler, matches/s, every process's RSS (peak and
 median of 1 s samples), the poller's 200s and 304s per second. After the window the farm stops,
