@@ -42,6 +42,13 @@ FEEDEX = FeedExSettings(min_neighbours=2, max_neighbours=4, dead_after_s=3600.0,
                         neighbour_prefix_v4=32)  # each 127.0.3.x peer a machine of its own
 
 
+def linked(a: Peer, b: Peer) -> bool:
+    """Both ends hold the link. The side that accepts a connect holds it a round trip before the
+    side that asked, so a test that has ``b`` send to ``a`` must wait for ``b``'s end too."""
+    return (b.feedex.address in a.feedex.node.neighbours
+            and a.feedex.address in b.feedex.node.neighbours)
+
+
 def free_port(host: str) -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
@@ -135,4 +142,5 @@ async def mesh(tmp_path) -> AsyncIterator[Mesh]:
             await tracker.stop()
 
 
-__all__ = ["BUSY", "EAGER", "FEEDEX", "LAZY", "SPEED", "Mesh", "free_port", "replace"]
+__all__ = ["BUSY", "EAGER", "FEEDEX", "LAZY", "SPEED", "Mesh", "free_port", "linked",
+           "replace"]

@@ -11,7 +11,7 @@ import msgspec
 
 from feedmesh.model import Entry
 from tests.eventually import eventually
-from tests.mesh.peer.conftest import BUSY, EAGER, FEEDEX, LAZY
+from tests.mesh.peer.conftest import BUSY, EAGER, FEEDEX, LAZY, linked
 
 FEED = BUSY[0]
 # the honest peer fetches every 30 farm minutes, its partner every 5: the partner brings most
@@ -34,7 +34,8 @@ async def test_a_peer_that_sends_invented_entries_loses_standing_and_is_dropped(
     partner = await mesh.peer(1, [FEED], EAGER)
     liar = await mesh.peer(2, [FEED], LAZY)
     node = honest.feedex.node
-    await eventually(lambda: {partner.feedex.address, liar.feedex.address} <= set(node.neighbours))
+    await eventually(lambda: linked(honest, partner) and linked(honest, liar),
+                     what="both links are held at both ends")
     liar_address = f"{liar.feedex.address[0]}:{liar.feedex.address[1]}"
 
     # the liar offers two entries as if its fetch had found them (a bundle like any other)

@@ -18,7 +18,7 @@ from feedmesh.mesh.peer.entries import from_wire, to_wire
 from feedmesh.mesh.peer.multicast import entry_from_record
 from feedmesh.model import Entry
 from tests.eventually import eventually
-from tests.mesh.peer.conftest import BUSY, LAZY
+from tests.mesh.peer.conftest import BUSY, LAZY, linked
 from tests.mesh.peer.test_multicast_peer import LEGACY, peer, scribe, site
 from tests.mesh.republish.test_republish import LOOPBACK
 
@@ -98,7 +98,7 @@ async def test_hostile_entries_from_a_neighbour_are_served_clean(mesh):
     url = mesh.url(feed)
     reader = await mesh.peer(0, [feed], LAZY)
     liar = await mesh.peer(1, [feed], LAZY)
-    await eventually(lambda: liar.feedex.address in reader.feedex.node.neighbours)
+    await eventually(lambda: linked(reader, liar), what="the link is held at both ends")
     liar_address = f"{liar.feedex.address[0]}:{liar.feedex.address[1]}"
     liar.feedex.fetched(url, hostile("fx", mesh.clock.now()))
     await eventually(lambda: reader.archive.received.get(liar_address, 0) >= 5,
