@@ -41,7 +41,7 @@ PAPER = {"xch_coverage": "> 0.90", "sln_coverage": 0.36, "xch_lag_min": 22.0,
 def run(nodes: int, hours: float, interval_h: float, spread: bool, seed: int,
         exchange: bool = True, oracle: str = "", max_deficit: float | None = None,
         deficit_ratio: float | None = None, free_riders: float = 0.0,
-        placement: str = "gap") -> SimResult:
+        placement: str = "gap", farm_seed: int | None = None) -> SimResult:
     # a smaller Bloom generation than the default keeps 10,000 simulated nodes within memory
     settings = FeedExSettings(share_fetch_times=spread, did_cache_bloom=20_000,
                               fetch_placement=placement)
@@ -51,7 +51,7 @@ def run(nodes: int, hours: float, interval_h: float, spread: bool, seed: int,
         settings = replace(settings, max_deficit=max_deficit)
     config = SimConfig(nodes=nodes, hours=hours, interval_s=interval_h * 3600.0, seed=seed,
                        spread_fetches=spread, settings=settings, exchange=exchange,
-                       phase_oracle=oracle, free_riders=free_riders)
+                       phase_oracle=oracle, free_riders=free_riders, farm_seed=farm_seed)
     return simulate(config)
 
 
@@ -116,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hours", type=float, default=22.0)
     parser.add_argument("--interval-hours", type=float, default=16.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--farm-seed", type=int, default=None,
+                        help="the publishers' seed (default: --seed); 1 is the feed set "
+                             "benchmarks/mesh_feedex.py emulates, so --farm-seed 1 --seed N "
+                             "draws other subscriptions, phases and departures on its feeds")
     parser.add_argument("--quick", action="store_true", help="160 nodes only")
     parser.add_argument("--deficit-ratio", type=float, default=None,
                         help="FeedExSettings.deficit_ratio for every exchange run (default: its "
@@ -142,9 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     runs: list[dict] = []
     for nodes in sizes:
-        alone = run(nodes, args.hours, args.interval_hours, False, args.seed, exchange=False)
         tuned = {"deficit_ratio": args.deficit_ratio, "free_riders": args.free_riders,
-                 "placement": args.placement}
+                 "placement": args.placement, "farm_seed": args.farm_seed}
+        alone = run(nodes, args.hours, args.interval_hours, False, args.seed, exchange=False,
+                    farm_seed=args.farm_seed)
         rows = [row("feedex", run(nodes, args.hours, args.interval_hours, False, args.seed,
                                   **tuned), alone)]
         if nodes <= args.no_spread_above:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from feedmesh.mesh.feedex import FeedExSettings
-from feedmesh.mesh.feedex.sim import SimConfig, simulate
+from feedmesh.mesh.feedex.sim import SimConfig, _publishers, simulate
 
 SMALL = SimConfig(nodes=40, hours=8.0, interval_s=6 * 3600.0, churn=0.15, seed=3)
 # D is credit a free rider gets before it is cut: scaled down to an 8-hour run
@@ -74,3 +74,12 @@ def test_an_oracle_that_spaces_first_fetches_evenly_bounds_what_spreading_can_do
     assert 0.95 < requests < 1.05  # the same number of fetches, only placed differently
     with pytest.raises(ValueError, match="phase_oracle"):
         simulate(replace(base, nodes=4, phase_oracle="later"))
+
+
+def test_the_farm_seed_holds_the_publishers_while_the_seed_draws_the_rest():
+    """``farm_seed`` fixes which feeds and posts there are; ``seed`` alone draws the nodes."""
+    base = SimConfig(feeds=8, nodes=4, hours=1.0, seed=1)
+    same_feeds = [(f.url, f.times) for f in _publishers(replace(base, seed=2, farm_seed=1))]
+    assert same_feeds == [(f.url, f.times) for f in _publishers(base)]
+    other = [(f.url, f.times) for f in _publishers(replace(base, seed=2))]
+    assert other != same_feeds

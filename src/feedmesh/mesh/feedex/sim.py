@@ -62,6 +62,10 @@ class SimConfig:
     churn: float = 0.15
     min_rate: float = 5.0
     seed: int = 1
+    farm_seed: int | None = None
+    """The publishers' seed (which farm feeds, their posts); None: ``seed``. Holding it at 1
+    while ``seed`` varies draws other subscriptions, phases, departures and network points on
+    the feeds `benchmarks/mesh_feedex.py` emulates (the farm's seed-1 catalog)."""
     start: float = 20_454 * _DAY + 6 * 3600.0
     """Simulated start (Unix seconds): a Wednesday, 06:00 UTC."""
     join_spread_s: float = 300.0
@@ -150,8 +154,9 @@ def _publishers(config: SimConfig) -> list[_Feed]:
     """The first ``feeds`` farm feeds posting at least ``min_rate`` a day, posts generated for the
     window plus two days before (documents at the start are full) and a day after."""
     pool = max(4 * config.feeds, 64)
+    farm_seed = config.seed if config.farm_seed is None else config.farm_seed
     while True:
-        catalog = FeedCatalog(FarmConfig(feeds=pool, seed=config.seed, faults="none"))
+        catalog = FeedCatalog(FarmConfig(feeds=pool, seed=farm_seed, faults="none"))
         ids = [i for i in range(pool) if catalog.rates[i] >= config.min_rate][:config.feeds]
         if len(ids) == config.feeds:
             break
@@ -162,7 +167,7 @@ def _publishers(config: SimConfig) -> list[_Feed]:
     feeds = []
     for i in ids:
         spec = catalog.spec(i)
-        process = PostingProcess(config.seed, i, spec.rate_per_day, PROFILES[spec.profile])
+        process = PostingProcess(farm_seed, i, spec.rate_per_day, PROFILES[spec.profile])
         posts = process.posts_between(config.start - 2 * _DAY, end + _DAY)
         feeds.append(_Feed(f"http://{spec.host}{spec.path}", max(1, spec.entries_cap), posts,
                            summary))
