@@ -17,6 +17,7 @@ from feedmesh.mesh.feedex.phases import (
     future_slots,
     rank_slots,
     slot_in_window,
+    toward_middle,
 )
 
 from .net import Net
@@ -99,6 +100,38 @@ def test_followers_that_know_each_other_take_evenly_spaced_slots_by_rank():
         plans, gaps, start = _evenness("rank", n, seed)
         assert max(gaps) < 1.1 * T / n and min(gaps) > 0.9 * T / n, (n, sorted(gaps))
         assert all(start <= p <= start + T + 1 for p in plans)
+
+
+def test_followers_that_know_each_other_step_towards_even_spacing():
+    # the largest-gap placement alone left gaps from 0.50 to 1.8 of the even spacing T/n on
+    # these rings (the jumps go only where a plan is crowded); stepping each round towards the
+    # middle of the two nearest known fetches evens out what they leave
+    for n, seed in ((8, 1), (13, 2)):
+        plans, gaps, start = _evenness("gap", n, seed)
+        assert max(gaps) < 1.3 * T / n and min(gaps) > 0.7 * T / n, (n, sorted(gaps))
+        assert all(start <= p <= start + T + 1 for p in plans)
+
+
+def test_a_step_goes_half_way_to_the_middle_of_the_nearest_fetches_and_stays_in_the_window():
+    now, hour = 10 * T, 3600.0
+    known = [now + 1 * hour, now + 5 * hour, now + 13 * hour]
+    # between the fetches at 1 h and 5 h, at 2 h: half way to the middle, 3 h
+    assert toward_middle(now + 2 * hour, now, now + T, T, known) == now + 2.5 * hour
+    # at the middle already, or a step under 5% of the spacing (T/4 here): it stays
+    assert toward_middle(now + 3 * hour, now, now + T, T, known) is None
+    assert toward_middle(now + 3 * hour - 60.0, now, now + T, T, known) is None
+    # the last gap runs from 13 h to 1 h + T (17 h), its middle at 15 h
+    assert toward_middle(now + 13.5 * hour, now, now + T, T, known) == now + 14.25 * hour
+    # a step past the window's end goes half way to it: followers stepping past an end
+    # together do not meet there
+    assert toward_middle(now + 13.5 * hour, now, now + 14 * hour, T, known) == now + 13.75 * hour
+    # before the first known fetch the gap wraps around: its middle (-1 h) is before now
+    assert toward_middle(now + 0.5 * hour, now, now + T, T, known) == now + 0.25 * hour
+    assert toward_middle(now + 0.5 * hour, now + 0.4 * hour, now + T, T,
+                         [now - 7 * hour, now + 1 * hour]) == now + 0.45 * hour
+    # nothing known, or a plan already due: no move
+    assert toward_middle(now + hour, now, now + T, T, []) is None
+    assert toward_middle(now - 1.0, now, now + T, T, known) is None
 
 
 def test_a_lying_neighbour_cannot_make_a_node_fetch_sooner_or_later_than_its_window():

@@ -23,9 +23,10 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 
-__all__ = ["CROWDED_SHARE", "MAX_PLANS_PER_FEED", "MOVE_CHANCE", "best_in_window",
-           "better_in_window", "clearance_at", "crowded", "feed_origin", "fill_largest_gap",
-           "follower_key", "future_slots", "rank_slots", "slot_in_window"]
+__all__ = ["CROWDED_SHARE", "MAX_PLANS_PER_FEED", "MOVE_CHANCE", "RELAX_MIN_STEP", "RELAX_SHARE",
+           "best_in_window", "better_in_window", "clearance_at", "crowded", "feed_origin",
+           "fill_largest_gap", "follower_key", "future_slots", "rank_slots", "slot_in_window",
+           "toward_middle"]
 
 MAX_PLANS_PER_FEED = 64
 """Relayed planned fetch times advertised per feed (the latest)."""
@@ -35,6 +36,13 @@ MOVE_CHANCE = 0.2
 
 CROWDED_SHARE = 0.5
 """Crowded: closer to a known fetch than this share of the even spacing."""
+
+RELAX_SHARE = 0.5
+"""How far a planned fetch steps, each round, towards the middle of its two nearest known
+fetches (:func:`toward_middle`)."""
+
+RELAX_MIN_STEP = 0.05
+"""Steps shorter than this share of the even spacing are not made."""
 
 
 def crowded(planned: float, known: Iterable[float], interval_s: float,
@@ -116,22 +124,54 @@ def best_in_window(now: float, latest: float, interval_s: float, known: Iterable
 def better_in_window(planned: float, now: float, latest: float, interval_s: float,
                      known: Iterable[float], rng: random.Random,
                      chance: float = MOVE_CHANCE) -> float | None:
-    """Where to move the planned fetch in [now, latest], or None if it stays: with ``chance``,
+    """Where to move the planned fetch in [now, latest], or None if it stays. With ``chance``,
     when it sits closer (mod ``interval_s``) to a known fetch than half the even spacing
     (:func:`crowded`), the best time of the window (:func:`best_in_window`: the largest gap).
     The chance keeps followers that decide at once from the same (slightly old) knowledge from
     all jumping into one gap (measured on 46 followers knowing 70% of each other: mean wait
-    13.1 min against 13.4 moving every round, 19.5 for random phases, 10.4 evenly spaced)."""
+    13.1 min against 13.4 moving every round, 19.5 for random phases, 10.4 evenly spaced).
+    Otherwise a step towards the middle of its two nearest known fetches
+    (:func:`toward_middle`), which evens out what the jumps leave."""
     known = list(known)
-    if not known or planned < now or rng.random() >= chance:
+    if not known or planned < now:
         return None
-    if not crowded(planned, known, interval_s, CROWDED_SHARE):
+    if rng.random() < chance and crowded(planned, known, interval_s, CROWDED_SHARE):
+        at, clear = best_in_window(now, latest, interval_s, known, rng)
+        if clear > clearance_at(min(planned, latest) - now, _offsets(now, interval_s, known)):
+            return at
+    return toward_middle(planned, now, latest, interval_s, known)
+
+
+def toward_middle(planned: float, now: float, latest: float, interval_s: float,
+                  known: Sequence[float], share: float = RELAX_SHARE,
+                  min_step: float = RELAX_MIN_STEP) -> float | None:
+    """The planned fetch moved ``share`` of the way to the middle of the known fetches just
+    before and just after it (mod ``interval_s``), within [now, latest] (and no later than an
+    interval from now, as :func:`best_in_window`; a step past an end goes half way to it); None
+    for a step
+    under ``min_step`` of the even spacing (each move is advertised, and relayed). Every
+    follower doing so each round is a relaxation of the schedule towards even spacing: a gap
+    wider than its neighbours' pulls both its ends in, and followers that sit together push
+    apart, without any two of them aiming at one point (the jumps' herd). Measured in the
+    simulator (docs/mesh-feedex.md, "Stepping towards the middle")."""
+    if not known or planned < now:
         return None
-    at, clear = best_in_window(now, latest, interval_s, known, rng)
-    points = _offsets(now, interval_s, known)
-    if clear <= clearance_at(min(planned, latest) - now, points):
+    base = now % interval_s
+    points = sorted({((t % interval_s) - base) % interval_s for t in known})
+    offset = ((planned % interval_s) - base) % interval_s
+    k = bisect.bisect_left(points, offset)
+    before = points[k - 1] if k > 0 else points[-1] - interval_s
+    after = points[k] if k < len(points) else points[0] + interval_s
+    step = share * ((before + after) / 2 - offset)
+    if abs(step) < min_step * interval_s / (len(points) + 1):
         return None
-    return at
+    lo, hi = now, min(latest, now + interval_s)
+    at = planned + step
+    if at < lo:    # at most half way to an end of the window: followers stepping past it
+        at = planned - (planned - lo) / 2   # together must not meet there (nor fetch at once)
+    elif at > hi:
+        at = planned + (hi - planned) / 2
+    return at if abs(at - planned) >= 1.0 and lo <= at <= hi else None
 
 
 # -- placement by rank: every follower computes the same schedule from the same knowledge ---------
