@@ -148,8 +148,7 @@ def toward_middle(planned: float, now: float, latest: float, interval_s: float,
     """The planned fetch moved ``share`` of the way to the middle of the known fetches just
     before and just after it (mod ``interval_s``), within [now, latest] (and no later than an
     interval from now, as :func:`best_in_window`; a step past an end goes half way to it); None
-    for a step
-    under ``min_step`` of the even spacing (each move is advertised, and relayed). Every
+    for a step under ``min_step`` of the even spacing (each move is advertised, and relayed). Every
     follower doing so each round is a relaxation of the schedule towards even spacing: a gap
     wider than its neighbours' pulls both its ends in, and followers that sit together push
     apart, without any two of them aiming at one point (the jumps' herd). Measured in the

@@ -6,10 +6,12 @@ feed. A feed's first fetch (the one a new follow makes at once, so it starts ful
 scheduler's; once made, the scheduler's plan has a period P and a next fetch somewhere in the
 P after it. The node then chooses that next fetch's time within [now, first fetch + P] (the same
 window the stand-alone peer's random phase falls in: no fetch more, no gap longer than P), away
-from the times its neighbours advertised, and moves it again in later rounds while another time
-there lies much farther from them. Once that fetch is made the phase stays: the fetches follow
-one period apart, as the plan says. Nothing here trusts a neighbour: the node picks within the
-window, and :meth:`~feedmesh.schedule.Scheduler.rephase` clamps again.
+from the times its neighbours advertised, and moves it again in later rounds: into a much wider
+gap when it is crowded, else a step towards the middle of its nearest known times
+(:func:`~feedmesh.mesh.feedex.phases.better_in_window`). Once that fetch is made the phase
+stays: the fetches follow one period apart, as the plan says. Nothing here trusts a
+neighbour: the node picks within the window, and
+:meth:`~feedmesh.schedule.Scheduler.rephase` clamps again.
 """
 
 from __future__ import annotations
