@@ -102,24 +102,33 @@ def test_followers_that_know_each_other_take_evenly_spaced_slots_by_rank():
         assert all(start <= p <= start + T + 1 for p in plans)
 
 
-def test_followers_that_know_each_other_step_towards_even_spacing():
-    # the largest-gap placement alone left gaps from 0.50 to 1.8 of the even spacing T/n on
-    # these rings (the jumps go only where a plan is crowded); stepping each round towards the
-    # middle of the two nearest known fetches evens out what they leave
-    for n, seed in ((8, 1), (13, 2)):
-        plans, gaps, start = _evenness("gap", n, seed)
-        assert max(gaps) < 1.3 * T / n and min(gaps) > 0.7 * T / n, (n, sorted(gaps))
-        assert all(start <= p <= start + T + 1 for p in plans)
+def test_plans_that_are_uneven_but_not_crowded_step_towards_even_spacing():
+    # gaps alternating 0.6 and 1.4 of the even spacing: no plan is crowded (closer than half
+    # the spacing to another), so the jumps alone never move one (chance 0 here: no jumps at
+    # all); each stepping towards the middle of its two nearest known fetches evens them out
+    n, now = 8, 10 * T
+    spacing = T / n
+    offsets = [0.3 * spacing + sum((0.6, 1.4)[k % 2] for k in range(i)) * spacing
+               for i in range(n)]
+    rng = random.Random(SEED)
+    for _ in range(10):   # every follower from the others' plans of the round before
+        plans = [now + o for o in offsets]
+        moved = [better_in_window(p, now, now + T, T, plans[:i] + plans[i + 1:], rng, chance=0.0)
+                 for i, p in enumerate(plans)]
+        offsets = [o if m is None else m - now for o, m in zip(offsets, moved, strict=True)]
+    gaps = _gaps([now + o for o in offsets])
+    assert max(gaps) < 1.2 * spacing and min(gaps) > 0.8 * spacing, [g / spacing for g in gaps]
+    assert all(0 <= o <= T for o in offsets)
 
 
 def test_a_step_goes_half_way_to_the_middle_of_the_nearest_fetches_and_stays_in_the_window():
     now, hour = 10 * T, 3600.0
     known = [now + 1 * hour, now + 5 * hour, now + 13 * hour]
-    # between the fetches at 1 h and 5 h, at 2 h: half way to the middle, 3 h
-    assert toward_middle(now + 2 * hour, now, now + T, T, known) == now + 2.5 * hour
-    # at the middle already, or a step under 5% of the spacing (T/4 here): it stays
+    # between the fetches at 1 h and 5 h, at 1.5 h: half way to the middle, 3 h
+    assert toward_middle(now + 1.5 * hour, now, now + T, T, known) == now + 2.25 * hour
+    # at the middle already, or a step under 15% of the spacing (T/4 here: 36 min): it stays
     assert toward_middle(now + 3 * hour, now, now + T, T, known) is None
-    assert toward_middle(now + 3 * hour - 60.0, now, now + T, T, known) is None
+    assert toward_middle(now + 2 * hour, now, now + T, T, known) is None
     # the last gap runs from 13 h to 1 h + T (17 h), its middle at 15 h
     assert toward_middle(now + 13.5 * hour, now, now + T, T, known) == now + 14.25 * hour
     # a step past the window's end goes half way to it: followers stepping past an end

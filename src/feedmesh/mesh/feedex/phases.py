@@ -41,7 +41,7 @@ RELAX_SHARE = 0.5
 """How far a planned fetch steps, each round, towards the middle of its two nearest known
 fetches (:func:`toward_middle`)."""
 
-RELAX_MIN_STEP = 0.05
+RELAX_MIN_STEP = 0.15
 """Steps shorter than this share of the even spacing are not made."""
 
 
