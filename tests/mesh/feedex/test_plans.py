@@ -134,3 +134,17 @@ def test_a_connect_carries_our_own_times_and_the_known_plans_follow_once_accepte
         [x.fetch_plans[FEED], y.fetch_plans[FEED]])
     assert any(p.origin == x.address for m in net.calls(UpdateSubset, to=z.address)
                for ps in m.schedule.values() for p in ps)
+
+
+def test_a_departed_origin_s_plans_go_from_every_feed_whoever_brought_them():
+    plans = KnownPlans(ME, cap=8)
+    plans.relayed(100.0, FEED, A, [Plan(_origin(1), 5000.0, 90.0), Plan(_origin(2), 6000.0, 90.0)])
+    plans.relayed(100.0, OTHER, B, [Plan(_origin(1), 7000.0, 95.0)])
+    plans.forget_origin(_origin(1))
+    assert plans.times(FEED, 0, T) == [6000.0] and plans.times(OTHER, 0, T) == []
+    # the share it took of what A brought is given back: A can bring 7 more, not 6
+    for i in range(10, 17):
+        plans.relayed(200.0, FEED, A, [Plan(_origin(i), float(i), 200.0)])
+    assert len(plans.times(FEED, 0, T)) == 8
+    plans.forget_origin(_origin(99))   # unknown: nothing changes
+    assert len(plans) == 8

@@ -76,6 +76,21 @@ def test_an_oracle_that_spaces_first_fetches_evenly_bounds_what_spreading_can_do
         simulate(replace(base, nodes=4, phase_oracle="later"))
 
 
+def test_the_departure_oracle_lets_plans_step_into_the_gaps_the_departed_left():
+    """Every node forgets a departed node's plans at once: the not-yet-made plans move into
+    its gaps, so the run differs, and no fetch is added (it only moves the phases)."""
+    base = replace(SMALL, churn=0.3, nodes=48, spread_fetches=True,
+                   settings=FeedExSettings(share_fetch_times=True))
+    kept = simulate(base)
+    forgot = simulate(replace(base, departure_oracle=True))
+    # re-plans moved (and were advertised) differently: the oracle reached the nodes
+    assert (forgot.xch.lag_min, forgot.bytes_per_node_min) != (kept.xch.lag_min,
+                                                               kept.bytes_per_node_min)
+    assert forgot.reachable_coverage > kept.reachable_coverage - 0.01
+    requests = forgot.publisher_requests_per_feed_day / kept.publisher_requests_per_feed_day
+    assert 0.97 < requests < 1.03
+
+
 def test_the_farm_seed_holds_the_publishers_while_the_seed_draws_the_rest():
     """``farm_seed`` fixes which feeds and posts there are; ``seed`` alone draws the nodes."""
     base = SimConfig(feeds=8, nodes=4, hours=1.0, seed=1)

@@ -334,6 +334,12 @@ class FeedExNode:
             self._drop(now, address, None, out)
             self._fill(now, out)
 
+    def forget_origin(self, address: Address) -> None:
+        """The fetch plans of ``address`` are void, however many hops they came (it left): a
+        bound for the simulator (``SimConfig.departure_oracle``), not a message of the
+        protocol. Our next re-plans step into the gaps it leaves."""
+        self._plans.forget_origin(address)
+
     def malformed(self, now: float, address: Address, why: str) -> None:
         """Bytes from ``address`` were not a valid message: it counts against the sender."""
         self.stats["malformed"] += 1

@@ -148,6 +148,19 @@ class KnownPlans:
                 if not plans:
                     self._drop_feed(feed)
 
+    def forget_origin(self, origin: Address) -> None:
+        """Every plan of ``origin`` goes, whichever neighbour brought it (it left). Nothing in
+        the protocol calls this: no notice of a departure travels past its neighbours. The
+        simulator's departure oracle (``SimConfig.departure_oracle``) does, to bound what one
+        would gain."""
+        for feed in list(self._feeds):
+            plans = self._feeds[feed]
+            old = plans.pop(origin, None)
+            if old is not None:
+                self._count(feed, old[_VIA], -1)
+                if not plans:
+                    self._drop_feed(feed)
+
     def forget_via(self, neighbour: Address, keep: Iterable[str]) -> None:
         """``neighbour`` is gone: what it told of feeds not in ``keep`` (those we do not follow)
         goes; what it told of the others stays, still counted against ``total``."""

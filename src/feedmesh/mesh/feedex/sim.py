@@ -91,6 +91,11 @@ class SimConfig:
     (density as the square root of the feed's posting rhythm, learned from its two days before
     the start: what minimizes the mean lag) or ``rate`` (density as the rhythm: equal posts per
     gap). "" : the nodes' own phases (random, or ``spread_fetches``)."""
+    departure_oracle: bool = False
+    """A bound, not the protocol: when a node leaves, every node forgets its fetch plans at once
+    (:meth:`FeedExNode.forget_origin`), as if a perfect notice of the departure reached every
+    follower; with ``spread_fetches``, the plans not yet made then step into the gaps it left.
+    In the protocol a departed node's plans stay known until they age out."""
     settings: FeedExSettings = field(default_factory=FeedExSettings)
 
 
@@ -382,6 +387,10 @@ def simulate(config: SimConfig) -> SimResult:
         if alive[a]:
             alive[a] = False
             tracker.forget(addresses[a])
+            if config.departure_oracle:
+                for node, up in zip(nodes, alive, strict=True):
+                    if up:
+                        node.forget_origin(addresses[a])
 
     for i in range(n):
         at(start + rng.random() * config.join_spread_s, begin, i)
