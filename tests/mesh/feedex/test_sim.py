@@ -76,9 +76,9 @@ def test_an_oracle_that_spaces_first_fetches_evenly_bounds_what_spreading_can_do
         simulate(replace(base, nodes=4, phase_oracle="later"))
 
 
-def test_the_departure_oracle_lets_plans_step_into_the_gaps_the_departed_left():
-    """Every node forgets a departed node's plans at once: the not-yet-made plans move into
-    its gaps, so the run differs, and no fetch is added (it only moves the phases)."""
+def test_the_departure_oracle_reaches_the_nodes_and_adds_no_fetch():
+    """Every node forgets a departed node's plans at once: the not-yet-made plans re-plan
+    without them, so the run differs, and no fetch is added (only the phases move)."""
     base = replace(SMALL, churn=0.3, nodes=48, spread_fetches=True,
                    settings=FeedExSettings(share_fetch_times=True))
     kept = simulate(base)

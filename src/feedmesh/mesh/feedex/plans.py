@@ -150,9 +150,9 @@ class KnownPlans:
 
     def forget_origin(self, origin: Address) -> None:
         """Every plan of ``origin`` goes, whichever neighbour brought it (it left). Nothing in
-        the protocol calls this: no notice of a departure travels past its neighbours. The
-        simulator's departure oracle (``SimConfig.departure_oracle``) does, to bound what one
-        would gain."""
+        the protocol calls this: a departed node's plans stay known, to its neighbours too,
+        until they age out. The simulator's departure oracle (``SimConfig.departure_oracle``)
+        does, to bound what a notice of departures would gain."""
         for feed in list(self._feeds):
             plans = self._feeds[feed]
             old = plans.pop(origin, None)
